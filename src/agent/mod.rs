@@ -1,0 +1,1 @@
+//! Bot database and User-Agent classifier.

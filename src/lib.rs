@@ -1,0 +1,17 @@
+//! robotgate: enforce a site's own robots.txt at the reverse proxy.
+//!
+//! The crate is a pure core (no I/O, no logging, no async) plus a thin Pingora
+//! layer behind the `server` feature:
+//!
+//! * [`robots`]: RFC 9309 parser, compiled matcher and linter.
+//! * [`agent`]: the bot database and the User-Agent classifier.
+//! * [`policy`]: what to do with a request, given the bot and the verdict.
+//! * [`config`]: the YAML configuration and its validation.
+//! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
+
+pub mod agent;
+pub mod robots;
+pub mod yaml;
+
+#[cfg(feature = "server")]
+pub mod server;

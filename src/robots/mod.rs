@@ -1,0 +1,1 @@
+//! robots.txt parsing, matching and linting.

@@ -1,0 +1,1 @@
+//! The Pingora layer (feature `server`).
