@@ -1,1 +1,19 @@
-//! robots.txt parsing, matching and linting.
+//! robots.txt: the RFC 9309 parser, the compiled matcher and the linter.
+//!
+//! [`RobotsTxt::compile`] reads a body once (any bytes, never fails) into an
+//! immutable value; [`RobotsTxt::allows`] answers with Google's semantics
+//! (what `robotgate check` and the conformance suite use), and
+//! [`RobotsTxt::select`] + [`RobotsTxt::check`] answer for the proxy, which
+//! knows a bot by several candidate tokens.
+
+mod build;
+pub mod ext;
+pub mod lint;
+pub mod parse;
+pub mod pattern;
+
+pub use build::{
+    fingerprint, AgentLine, Group, GroupMatch, Located, Options, RobotsTxt, Rule, Selection,
+    Verdict, DEFAULT_MAX_BYTES,
+};
+pub use pattern::RuleKind;

@@ -1,0 +1,1 @@
+//! robots.txt linter (next).

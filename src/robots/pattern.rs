@@ -1,0 +1,475 @@
+//! Rule patterns and the compiled rule set.
+//!
+//! RFC 9309 2.2.2 / robots.cc `Matches`: a pattern is anchored at the start of
+//! the path, `*` matches any sequence of bytes, and `$` anchors the end only
+//! as the last byte of the pattern (elsewhere it is a literal `$`). The match
+//! priority of a rule is the length of its (normalised) pattern in bytes; the
+//! highest priority wins, and on a tie `allow` wins.
+//!
+//! [`RuleSet`] keeps every rule's literal prefix (the bytes before its first
+//! `*`) in a radix trie. A query walks the trie once along the path, so its
+//! cost is O(path length) for literal rules however many there are; a rule
+//! with a `*` is checked only when the path reaches the end of its literal
+//! prefix, and only if it could still beat the best match found so far.
+
+/// Whether a rule allows or disallows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleKind {
+    /// `Allow:`
+    Allow,
+    /// `Disallow:`
+    Disallow,
+}
+
+impl RuleKind {
+    /// `"allow"` or `"disallow"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Allow => "allow",
+            RuleKind::Disallow => "disallow",
+        }
+    }
+}
+
+/// Whether `pattern` matches a prefix of `path` (the whole of it, when the
+/// pattern ends in `$`).
+///
+/// This is the plain definition, used for wildcard rules and as the reference
+/// in tests. Cost: O(|pattern| × |path|) in the worst case, no allocation.
+pub fn pattern_matches(pattern: &[u8], path: &[u8]) -> bool {
+    let (pattern, anchored) = match pattern.split_last() {
+        Some((b'$', rest)) => (rest, true),
+        _ => (pattern, false),
+    };
+    glob(pattern, path, anchored)
+}
+
+/// Greedy glob matching with backtracking to the last `*`, which is exact for
+/// patterns whose only metacharacter is `*`. Unanchored means "a prefix of
+/// `text` matches", i.e. the pattern has an implicit trailing `*`.
+fn glob(p: &[u8], t: &[u8], anchored: bool) -> bool {
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if pi == p.len() && (!anchored || ti == t.len()) {
+            return true;
+        }
+        if pi < p.len() && p[pi] == b'*' {
+            // Collapse runs of `*`; remember where to resume.
+            while pi < p.len() && p[pi] == b'*' {
+                pi += 1;
+            }
+            if pi == p.len() {
+                return true;
+            }
+            star = Some((pi, ti));
+            continue;
+        }
+        if pi < p.len() && ti < t.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+            continue;
+        }
+        match star {
+            Some((sp, st)) if st < t.len() => {
+                star = Some((sp, st + 1));
+                pi = sp;
+                ti = st + 1;
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// The best rule of one kind found so far in a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    /// Pattern length in bytes (RFC 9309: the most specific match wins).
+    pub priority: u32,
+    /// Source line of the rule; the earliest line wins among equals.
+    pub line: u32,
+    /// Index of the rule in the owner's rule table.
+    pub rule: u32,
+}
+
+impl Hit {
+    fn better_than(&self, other: &Option<Hit>) -> bool {
+        match other {
+            None => true,
+            Some(o) => {
+                self.priority > o.priority || (self.priority == o.priority && self.line < o.line)
+            }
+        }
+    }
+}
+
+/// One rule as the rule set stores it.
+#[derive(Debug, Clone)]
+pub struct SetRule<'a> {
+    /// Allow or disallow.
+    pub kind: RuleKind,
+    /// The normalised pattern.
+    pub pattern: &'a [u8],
+    /// Source line.
+    pub line: u32,
+    /// Index in the owner's rule table, reported back in [`Hit::rule`].
+    pub id: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Wild {
+    kind: RuleKind,
+    hit: Hit,
+    /// Range of the pattern remainder (from the first `*`) in `RuleSet::bytes`.
+    start: u32,
+    end: u32,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Node {
+    /// Edge label from the parent (range into `RuleSet::bytes`).
+    label: (u32, u32),
+    /// Children, sorted by the first byte of their label.
+    children: Vec<(u8, u32)>,
+    /// Best literal rule (no `*`, no `$`) of each kind ending here.
+    prefix: [Option<Hit>; 2],
+    /// Best `$`-anchored literal rule of each kind ending here.
+    exact: [Option<Hit>; 2],
+    /// Wildcard rules whose literal prefix ends here, by priority, descending.
+    wild: Vec<Wild>,
+}
+
+/// A compiled set of allow/disallow rules: one group, or several merged.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    nodes: Vec<Node>,
+    bytes: Vec<u8>,
+    rules: usize,
+}
+
+/// The outcome of matching a path against a [`RuleSet`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetMatch {
+    /// Best matching allow rule.
+    pub allow: Option<Hit>,
+    /// Best matching disallow rule.
+    pub disallow: Option<Hit>,
+}
+
+impl SetMatch {
+    /// The deciding rule: the higher priority wins, allow on a tie (RFC 9309
+    /// 2.2.2). Rules with an empty pattern (priority 0) never decide, as in
+    /// robots.cc `disallow()`.
+    pub fn decide(&self) -> Option<(RuleKind, Hit)> {
+        let a = self.allow.filter(|h| h.priority > 0);
+        let d = self.disallow.filter(|h| h.priority > 0);
+        match (a, d) {
+            (None, None) => None,
+            (Some(a), None) => Some((RuleKind::Allow, a)),
+            (None, Some(d)) => Some((RuleKind::Disallow, d)),
+            (Some(a), Some(d)) => {
+                if d.priority > a.priority {
+                    Some((RuleKind::Disallow, d))
+                } else {
+                    Some((RuleKind::Allow, a))
+                }
+            }
+        }
+    }
+}
+
+fn kind_index(kind: RuleKind) -> usize {
+    match kind {
+        RuleKind::Allow => 0,
+        RuleKind::Disallow => 1,
+    }
+}
+
+impl RuleSet {
+    /// Build a rule set. Cost: O(total pattern bytes × log fan-out).
+    pub fn build<'a>(rules: impl IntoIterator<Item = SetRule<'a>>) -> RuleSet {
+        let mut set = RuleSet {
+            nodes: vec![Node::default()],
+            bytes: Vec::new(),
+            rules: 0,
+        };
+        for rule in rules {
+            set.insert(&rule);
+            set.rules += 1;
+        }
+        for node in &mut set.nodes {
+            node.wild.sort_by(|a, b| {
+                b.hit
+                    .priority
+                    .cmp(&a.hit.priority)
+                    .then(a.hit.line.cmp(&b.hit.line))
+            });
+            node.wild.shrink_to_fit();
+            node.children.shrink_to_fit();
+        }
+        set.bytes.shrink_to_fit();
+        set
+    }
+
+    /// Number of rules in the set.
+    pub fn len(&self) -> usize {
+        self.rules
+    }
+
+    /// Whether the set has no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules == 0
+    }
+
+    fn label(&self, node: usize) -> &[u8] {
+        let (s, e) = self.nodes[node].label;
+        &self.bytes[s as usize..e as usize]
+    }
+
+    fn push_bytes(&mut self, b: &[u8]) -> (u32, u32) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        (start as u32, self.bytes.len() as u32)
+    }
+
+    fn insert(&mut self, rule: &SetRule<'_>) {
+        let hit = Hit {
+            priority: rule.pattern.len() as u32,
+            line: rule.line,
+            rule: rule.id,
+        };
+        let star = rule.pattern.iter().position(|&b| b == b'*');
+        let (literal, tail) = match star {
+            Some(s) => (&rule.pattern[..s], Some(&rule.pattern[s..])),
+            None => (rule.pattern, None),
+        };
+        let (literal, exact) = match (tail, literal.split_last()) {
+            (None, Some((b'$', rest))) => (rest, true),
+            _ => (literal, false),
+        };
+        let node = self.walk_insert(literal);
+        let k = kind_index(rule.kind);
+        match tail {
+            Some(tail) => {
+                let (start, end) = self.push_bytes(tail);
+                self.nodes[node].wild.push(Wild {
+                    kind: rule.kind,
+                    hit,
+                    start,
+                    end,
+                });
+            }
+            None if exact => {
+                if hit.better_than(&self.nodes[node].exact[k]) {
+                    self.nodes[node].exact[k] = Some(hit);
+                }
+            }
+            None => {
+                if hit.better_than(&self.nodes[node].prefix[k]) {
+                    self.nodes[node].prefix[k] = Some(hit);
+                }
+            }
+        }
+    }
+
+    /// Find or create the node at the end of `key`, splitting edges as needed.
+    fn walk_insert(&mut self, mut key: &[u8]) -> usize {
+        let mut node = 0;
+        while let Some(&first) = key.first() {
+            let slot = self.nodes[node]
+                .children
+                .binary_search_by_key(&first, |c| c.0);
+            match slot {
+                Err(at) => {
+                    let label = self.push_bytes(key);
+                    let child = self.nodes.len();
+                    self.nodes.push(Node {
+                        label,
+                        ..Node::default()
+                    });
+                    self.nodes[node].children.insert(at, (first, child as u32));
+                    return child;
+                }
+                Ok(at) => {
+                    let child = self.nodes[node].children[at].1 as usize;
+                    let label = self.label(child);
+                    let common = label.iter().zip(key).take_while(|(a, b)| a == b).count();
+                    if common == label.len() {
+                        node = child;
+                        key = &key[common..];
+                        continue;
+                    }
+                    // Split the edge: parent -> mid (common part) -> child (rest).
+                    let (ls, le) = self.nodes[child].label;
+                    let split = ls + common as u32;
+                    let mid = self.nodes.len();
+                    self.nodes.push(Node {
+                        label: (ls, split),
+                        ..Node::default()
+                    });
+                    self.nodes[child].label = (split, le);
+                    let child_first = self.bytes[split as usize];
+                    self.nodes[mid].children.push((child_first, child as u32));
+                    self.nodes[node].children[at].1 = mid as u32;
+                    node = mid;
+                    key = &key[common..];
+                }
+            }
+        }
+        node
+    }
+
+    /// Match `path` (already reduced to path + query) against every rule.
+    ///
+    /// Cost: O(|path|) trie steps, plus one glob check per wildcard rule whose
+    /// literal prefix the path reaches and which could still win.
+    pub fn matches(&self, path: &[u8]) -> SetMatch {
+        let mut best = SetMatch::default();
+        let mut node = 0;
+        let mut depth = 0;
+        loop {
+            let n = &self.nodes[node];
+            for k in 0..2 {
+                let slot = if k == 0 {
+                    &mut best.allow
+                } else {
+                    &mut best.disallow
+                };
+                if let Some(h) = n.prefix[k] {
+                    if h.better_than(slot) {
+                        *slot = Some(h);
+                    }
+                }
+                if depth == path.len() {
+                    if let Some(h) = n.exact[k] {
+                        if h.better_than(slot) {
+                            *slot = Some(h);
+                        }
+                    }
+                }
+            }
+            for w in &n.wild {
+                let floor = |h: &Option<Hit>| h.map_or(0, |h| h.priority);
+                // A rule below both current bests can change nothing; the list is sorted.
+                if w.hit.priority < floor(&best.allow).min(floor(&best.disallow))
+                    && best.allow.is_some()
+                    && best.disallow.is_some()
+                {
+                    break;
+                }
+                let slot = match w.kind {
+                    RuleKind::Allow => &mut best.allow,
+                    RuleKind::Disallow => &mut best.disallow,
+                };
+                if !w.hit.better_than(slot) {
+                    continue;
+                }
+                let tail = &self.bytes[w.start as usize..w.end as usize];
+                if pattern_matches(tail, &path[depth..]) {
+                    *slot = Some(w.hit);
+                }
+            }
+            let Some(&next) = path.get(depth) else { break };
+            let Ok(at) = n.children.binary_search_by_key(&next, |c| c.0) else {
+                break;
+            };
+            let child = n.children[at].1 as usize;
+            let label = self.label(child);
+            if !path[depth..].starts_with(label) {
+                break;
+            }
+            depth += label.len();
+            node = child;
+        }
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_semantics() {
+        assert!(pattern_matches(b"/fish", b"/fish.html"));
+        assert!(!pattern_matches(b"/fish$", b"/fish.html"));
+        assert!(pattern_matches(b"/*.php$", b"/a/b.php"));
+        assert!(!pattern_matches(b"/*.php$", b"/a/b.php?x"));
+        assert!(pattern_matches(b"/fish*.php", b"/fish/salmon.php?x"));
+        assert!(
+            pattern_matches(b"/a$b", b"/a$bc"),
+            "`$` inside a pattern is literal"
+        );
+        assert!(pattern_matches(b"", b"/anything"));
+        assert!(pattern_matches(b"*", b""));
+        assert!(pattern_matches(b"/$", b"/"));
+        assert!(!pattern_matches(b"/a*b$", b"/acbd"));
+        assert!(pattern_matches(b"/a*b$", b"/acbdb"));
+    }
+
+    fn set(rules: &[(RuleKind, &str)]) -> RuleSet {
+        RuleSet::build(rules.iter().enumerate().map(|(i, (kind, p))| SetRule {
+            kind: *kind,
+            pattern: p.as_bytes(),
+            line: i as u32 + 1,
+            id: i as u32,
+        }))
+    }
+
+    #[test]
+    fn longest_wins_and_allow_wins_ties() {
+        use RuleKind::*;
+        let s = set(&[
+            (Disallow, "/a"),
+            (Allow, "/a/b"),
+            (Disallow, "/a/b/c"),
+            (Allow, "/x"),
+            (Disallow, "/x"),
+        ]);
+        assert_eq!(s.matches(b"/a/z").decide().unwrap().0, Disallow);
+        assert_eq!(s.matches(b"/a/b/z").decide().unwrap().0, Allow);
+        assert_eq!(s.matches(b"/a/b/c").decide().unwrap().0, Disallow);
+        assert_eq!(s.matches(b"/x").decide().unwrap().0, Allow);
+        assert!(s.matches(b"/q").decide().is_none());
+    }
+
+    #[test]
+    fn wildcards_and_anchors_in_the_trie() {
+        use RuleKind::*;
+        let s = set(&[
+            (Disallow, "/*.gif$"),
+            (Allow, "/img/*"),
+            (Disallow, "/img/$"),
+            (Disallow, "/p*q"),
+        ]);
+        assert_eq!(s.matches(b"/x.gif").decide().unwrap().0, Disallow);
+        assert_eq!(
+            s.matches(b"/img/a.gif").decide().unwrap().0,
+            Disallow,
+            "7 bytes beat 6"
+        );
+        assert_eq!(
+            s.matches(b"/img/").decide().unwrap().0,
+            Allow,
+            "6 bytes each: allow wins the tie"
+        );
+        assert_eq!(s.matches(b"/img/x").decide().unwrap().0, Allow);
+        assert_eq!(s.matches(b"/pxxq").decide().unwrap().0, Disallow);
+        assert!(s.matches(b"/pxx").decide().is_none());
+    }
+
+    #[test]
+    fn edge_splitting_keeps_all_rules() {
+        use RuleKind::*;
+        let s = set(&[
+            (Disallow, "/abcdef"),
+            (Allow, "/abc"),
+            (Disallow, "/abd"),
+            (Allow, "/ab"),
+        ]);
+        assert_eq!(s.matches(b"/abcdefg").decide().unwrap().1.line, 1);
+        assert_eq!(s.matches(b"/abcx").decide().unwrap().1.line, 2);
+        assert_eq!(s.matches(b"/abdx").decide().unwrap().1.line, 3);
+        assert_eq!(s.matches(b"/abx").decide().unwrap().1.line, 4);
+    }
+}
