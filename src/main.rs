@@ -1,1 +1,167 @@
-fn main() {}
+//! The `robotgate` command line: `serve`, `check`, `lint`, `classify`, `config check`, `demo`.
+
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "robotgate", version, about = "A reverse proxy that enforces a site's own robots.txt")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Is URL allowed for USER_AGENT by ROBOTS_FILE? Exit 0 allowed, 1 disallowed, 2 error.
+    ///
+    /// Google's `robots_main` interface: USER_AGENT is the crawler's product
+    /// token, taken literally (`Foo Bar` is not `Foo`).
+    Check {
+        /// Print the verdict as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// The robots.txt file.
+        robots_file: PathBuf,
+        /// The crawler's product token.
+        user_agent: String,
+        /// A URL or path.
+        url: String,
+    },
+    /// Lint robots.txt files: `FILE:LINE: error|warning: message`. Exit 1 on any error.
+    Lint {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// robots.txt files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Classify User-Agents: one JSON object per line (arguments, or one UA per line on stdin).
+    Classify {
+        /// Also choose the robots.txt group each agent obeys in this file.
+        #[arg(long)]
+        robots: Option<PathBuf>,
+        /// User-Agent strings; none means read stdin.
+        user_agents: Vec<String>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("robotgate: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Check { json, robots_file, user_agent, url } => check(&robots_file, &user_agent, &url, json),
+        Command::Lint { format, files } => lint(&files, format),
+        Command::Classify { robots, user_agents } => classify(robots, user_agents),
+    }
+}
+
+fn classify(robots: Option<PathBuf>, user_agents: Vec<String>) -> anyhow::Result<ExitCode> {
+    let _ = robots;
+    let classifier = robotgate::agent::Classifier::builtin();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut emit = |ua: &[u8]| -> anyhow::Result<()> {
+        let agent = classifier.classify(ua);
+        let line = robotgate::agent::to_json_line(ua, &agent, None);
+        out.write_all(line.as_bytes())?;
+        out.write_all(b"\n")?;
+        Ok(())
+    };
+    if user_agents.is_empty() {
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if input.read_until(b'\n', &mut buf).context("reading stdin")? == 0 {
+                break;
+            }
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            emit(line)?;
+        }
+    } else {
+        for ua in &user_agents {
+            emit(ua.as_bytes())?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(robots_file: &std::path::Path, user_agent: &str, url: &str, json: bool) -> anyhow::Result<ExitCode> {
+    use robotgate::robots::{GroupMatch, RobotsTxt};
+    let body = std::fs::read(robots_file).with_context(|| format!("reading {}", robots_file.display()))?;
+    let robots = RobotsTxt::compile(&body);
+    let verdict = robots.allows(user_agent, url);
+    let group = match verdict.group {
+        GroupMatch::Specific => Some(user_agent),
+        GroupMatch::Global => Some("*"),
+        GroupMatch::None => None,
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        let rule = verdict.rule.map(|r| {
+            serde_json::json!({"directive": r.kind.as_str(), "pattern": r.pattern, "line": r.line, "index_html": r.index_html})
+        });
+        let v = serde_json::json!({
+            "allowed": verdict.allowed, "user_agent": user_agent, "url": url,
+            "group": group, "rule": rule, "robots_hash": robots.short_hash(),
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        let word = if verdict.allowed { "allowed" } else { "disallowed" };
+        let group = group.map_or_else(|| "no group applies".to_owned(), |g| format!("group {g}"));
+        match verdict.rule {
+            Some(r) => writeln!(out, "{word}: line {}: {}: {} ({group})", r.line, r.kind.as_str(), r.pattern)?,
+            None => writeln!(out, "{word}: no rule matched ({group})")?,
+        }
+    }
+    Ok(if verdict.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn lint(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
+    use robotgate::robots::lint::{lint, Severity};
+    let mut out = io::stdout().lock();
+    let mut errors = 0usize;
+    let mut json = Vec::new();
+    for file in files {
+        let body = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        for d in lint(&body) {
+            errors += usize::from(d.severity == Severity::Error);
+            match format {
+                Format::Text => {
+                    writeln!(out, "{}:{}: {}: {} [{}]", file.display(), d.line, d.severity.as_str(), d.message, d.code)?
+                }
+                Format::Json => json.push(serde_json::json!({
+                    "file": file.display().to_string(), "line": d.line, "severity": d.severity.as_str(),
+                    "code": d.code, "message": d.message,
+                })),
+            }
+        }
+    }
+    if format == Format::Json {
+        writeln!(out, "{}", serde_json::Value::Array(json))?;
+    }
+    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

@@ -115,14 +115,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            max_bytes: DEFAULT_MAX_BYTES,
-        }
+        Options { max_bytes: DEFAULT_MAX_BYTES }
     }
 }
 
 /// A compiled robots.txt: parsed once, immutable, queried per request.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RobotsTxt {
     groups: Vec<Group>,
     rules: Vec<Rule>,
@@ -152,10 +150,7 @@ pub(crate) fn limit_body(body: &[u8], max: usize) -> (&[u8], bool) {
         return (body, false);
     }
     let head = &body[..max];
-    let cut = head
-        .iter()
-        .rposition(|&b| b == b'\n' || b == b'\r')
-        .map_or(0, |i| i + 1);
+    let cut = head.iter().rposition(|&b| b == b'\n' || b == b'\r').map_or(0, |i| i + 1);
     (&body[..cut], true)
 }
 
@@ -247,16 +242,11 @@ impl RobotsTxt {
             let sets: Box<[u32]> = if groups.len() == 1 {
                 Box::new([groups[0]])
             } else {
-                let size: usize = groups
-                    .iter()
-                    .map(|&g| this.groups[g as usize].rules.len())
-                    .sum();
+                let size: usize = groups.iter().map(|&g| this.groups[g as usize].rules.len()).sum();
                 if size <= budget {
                     budget -= size;
-                    let mut ids: Vec<u32> = groups
-                        .iter()
-                        .flat_map(|&g| this.groups[g as usize].rules.iter().copied())
-                        .collect();
+                    let mut ids: Vec<u32> =
+                        groups.iter().flat_map(|&g| this.groups[g as usize].rules.iter().copied()).collect();
                     ids.sort_unstable();
                     let set = RuleSet::build(ids.iter().map(|&i| this.rule_ref(i)));
                     this.sets.push(set);
@@ -265,10 +255,7 @@ impl RobotsTxt {
                     groups.clone().into_boxed_slice()
                 }
             };
-            this.targets.push(Target {
-                groups: groups.clone().into_boxed_slice(),
-                sets,
-            });
+            this.targets.push(Target { groups: groups.clone().into_boxed_slice(), sets });
             let t = (this.targets.len() - 1) as u32;
             cache.insert(groups, t);
             t
@@ -288,12 +275,7 @@ impl RobotsTxt {
 
     fn rule_ref(&self, i: u32) -> SetRule<'_> {
         let r = &self.rules[i as usize];
-        SetRule {
-            kind: r.kind,
-            pattern: &r.raw,
-            line: r.line,
-            id: i,
-        }
+        SetRule { kind: r.kind, pattern: &r.raw, line: r.line, id: i }
     }
 
     /// May `agent` fetch `url`? Google's `robots_main` semantics, used by
@@ -312,11 +294,7 @@ impl RobotsTxt {
         let path = parse::path_params_query(url.as_bytes());
         let target = with_lowercase(agent.as_bytes(), |k| self.google.get(k).copied());
         let selection = match target {
-            Some(t) => Selection {
-                group: GroupMatch::Specific,
-                token_index: Some(0),
-                target: Some(t),
-            },
+            Some(t) => Selection { group: GroupMatch::Specific, token_index: Some(0), target: Some(t) },
             None => self.global_selection(),
         };
         self.decide(&selection, &path)
@@ -324,16 +302,8 @@ impl RobotsTxt {
 
     fn global_selection(&self) -> Selection {
         match self.global {
-            Some(t) => Selection {
-                group: GroupMatch::Global,
-                token_index: None,
-                target: Some(t),
-            },
-            None => Selection {
-                group: GroupMatch::None,
-                token_index: None,
-                target: None,
-            },
+            Some(t) => Selection { group: GroupMatch::Global, token_index: None, target: Some(t) },
+            None => Selection { group: GroupMatch::None, token_index: None, target: None },
         }
     }
 
@@ -354,11 +324,7 @@ impl RobotsTxt {
                 continue;
             }
             if let Some(t) = with_lowercase(token, |k| self.proxy.get(k).copied()) {
-                return Selection {
-                    group: GroupMatch::Specific,
-                    token_index: Some(i),
-                    target: Some(t),
-                };
+                return Selection { group: GroupMatch::Specific, token_index: Some(i), target: Some(t) };
             }
         }
         self.global_selection()
@@ -372,11 +338,7 @@ impl RobotsTxt {
     pub fn check(&self, selection: &Selection, path_and_query: &[u8]) -> Verdict<'_> {
         // RFC 9309 2.2.2: "/robots.txt" is implicitly allowed.
         if path_and_query == b"/robots.txt" {
-            return Verdict {
-                allowed: true,
-                rule: None,
-                group: selection.group,
-            };
+            return Verdict { allowed: true, rule: None, group: selection.group };
         }
         let path = parse::escape_pattern(path_and_query);
         self.decide(selection, &path)
@@ -384,11 +346,7 @@ impl RobotsTxt {
 
     fn decide(&self, selection: &Selection, path: &[u8]) -> Verdict<'_> {
         let Some(t) = selection.target else {
-            return Verdict {
-                allowed: true,
-                rule: None,
-                group: GroupMatch::None,
-            };
+            return Verdict { allowed: true, rule: None, group: GroupMatch::None };
         };
         let target = &self.targets[t as usize];
         let mut best = SetMatch::default();
@@ -405,11 +363,7 @@ impl RobotsTxt {
             },
             // robots.cc disallow(): a specific group with no matching rule
             // allows; it does not fall back to the global group.
-            None => Verdict {
-                allowed: true,
-                rule: None,
-                group: selection.group,
-            },
+            None => Verdict { allowed: true, rule: None, group: selection.group },
         }
     }
 
@@ -424,20 +378,17 @@ impl RobotsTxt {
 
     /// The first `Crawl-delay` among the selected groups.
     pub fn crawl_delay(&self, selection: &Selection) -> Option<&Located<f64>> {
-        self.selected_groups(selection)
-            .find_map(|g| g.crawl_delay.as_ref())
+        self.selected_groups(selection).find_map(|g| g.crawl_delay.as_ref())
     }
 
     /// The first `Request-rate` among the selected groups.
     pub fn request_rate(&self, selection: &Selection) -> Option<&Located<RequestRate>> {
-        self.selected_groups(selection)
-            .find_map(|g| g.request_rate.as_ref())
+        self.selected_groups(selection).find_map(|g| g.request_rate.as_ref())
     }
 
     /// The first `Visit-time` among the selected groups.
     pub fn visit_time(&self, selection: &Selection) -> Option<&Located<VisitTime>> {
-        self.selected_groups(selection)
-            .find_map(|g| g.visit_time.as_ref())
+        self.selected_groups(selection).find_map(|g| g.visit_time.as_ref())
     }
 
     /// A human name for the selection: the first agent line's token, or `*`.
@@ -559,13 +510,7 @@ impl Builder {
 
     fn push_rule(&mut self, line: u32, kind: RuleKind, pattern: &[u8], index_html: bool) {
         let id = self.rules.len() as u32;
-        self.rules.push(Rule {
-            kind,
-            pattern: lossy(pattern),
-            line,
-            index_html,
-            raw: pattern.into(),
-        });
+        self.rules.push(Rule { kind, pattern: lossy(pattern), line, index_html, raw: pattern.into() });
         if let Some(g) = self.groups.last_mut() {
             g.rules.push(id);
         }
@@ -592,11 +537,7 @@ impl ParseHandler for Builder {
             }
             return;
         }
-        if self.groups.is_empty()
-            && key != Key::Sitemap
-            && key != Key::Host
-            && key != Key::CleanParam
-        {
+        if self.groups.is_empty() && key != Key::Sitemap && key != Key::Host && key != Key::CleanParam {
             return; // Before any user-agent: ignored (the linter says so).
         }
         // RFC 9309 2.1 and robots_test.cc ID_LineSyntax_Groups_OtherRules: only
@@ -613,11 +554,7 @@ impl ParseHandler for Builder {
                 if value.is_empty() {
                     return;
                 }
-                let kind = if key == Key::Allow {
-                    RuleKind::Allow
-                } else {
-                    RuleKind::Disallow
-                };
+                let kind = if key == Key::Allow { RuleKind::Allow } else { RuleKind::Disallow };
                 self.push_rule(line, kind, value, false);
                 // Google-specific: `Allow: /dir/index.htm…` also allows `/dir/`.
                 if kind == RuleKind::Allow {
@@ -630,28 +567,20 @@ impl ParseHandler for Builder {
                     }
                 }
             }
-            Key::Sitemap => self.sitemaps.push(Located {
-                line,
-                value: text.into_owned(),
-            }),
-            Key::Host => self.hosts.push(Located {
-                line,
-                value: text.into_owned(),
-            }),
+            Key::Sitemap => self.sitemaps.push(Located { line, value: text.into_owned() }),
+            Key::Host => self.hosts.push(Located { line, value: text.into_owned() }),
             Key::CleanParam => {
                 if let Some(value) = ext::parse_clean_param(&text) {
                     self.clean_params.push(Located { line, value });
                 }
             }
             Key::CrawlDelay => {
-                if let (Some(v), Some(g)) = (ext::parse_crawl_delay(&text), self.groups.last_mut())
-                {
+                if let (Some(v), Some(g)) = (ext::parse_crawl_delay(&text), self.groups.last_mut()) {
                     g.crawl_delay.get_or_insert(Located { line, value: v });
                 }
             }
             Key::RequestRate => {
-                if let (Some(v), Some(g)) = (ext::parse_request_rate(&text), self.groups.last_mut())
-                {
+                if let (Some(v), Some(g)) = (ext::parse_request_rate(&text), self.groups.last_mut()) {
                     g.request_rate.get_or_insert(Located { line, value: v });
                 }
             }
@@ -661,11 +590,8 @@ impl ParseHandler for Builder {
                 }
             }
             Key::ContentSignal => {
-                if let (Some(v), Some(g)) =
-                    (ext::parse_content_signal(&text), self.groups.last_mut())
-                {
-                    g.content_signal
-                        .extend(v.into_iter().map(|value| Located { line, value }));
+                if let (Some(v), Some(g)) = (ext::parse_content_signal(&text), self.groups.last_mut()) {
+                    g.content_signal.extend(v.into_iter().map(|value| Located { line, value }));
                 }
             }
             Key::Unknown => {}
@@ -678,19 +604,14 @@ mod tests {
     use super::*;
 
     fn allowed(robots: &str, agent: &str, url: &str) -> bool {
-        RobotsTxt::compile(robots.as_bytes())
-            .allows(agent, url)
-            .allowed
+        RobotsTxt::compile(robots.as_bytes()).allows(agent, url).allowed
     }
 
     #[test]
     fn specific_group_beats_global_even_without_rules() {
         let r = "user-agent: *\ndisallow: /\n\nuser-agent: FooBot\nallow: /x\n";
         assert!(!allowed(r, "BarBot", "/a"));
-        assert!(
-            allowed(r, "FooBot", "/a"),
-            "FooBot's own group has no matching rule"
-        );
+        assert!(allowed(r, "FooBot", "/a"), "FooBot's own group has no matching rule");
         assert!(allowed(r, "foobot", "/x"));
     }
 
@@ -712,20 +633,14 @@ mod tests {
         let v = robots.allows("x", "http://h/a/b/c");
         assert!(v.allowed);
         let rule = v.rule.unwrap();
-        assert_eq!(
-            (rule.kind, rule.pattern.as_str(), rule.line),
-            (RuleKind::Allow, "/a/b", 3)
-        );
+        assert_eq!((rule.kind, rule.pattern.as_str(), rule.line), (RuleKind::Allow, "/a/b", 3));
         assert_eq!(v.group, GroupMatch::Global);
     }
 
     #[test]
     fn robots_txt_is_always_allowed_to_the_proxy_but_not_in_googles_check() {
         let robots = RobotsTxt::compile(b"user-agent: *\ndisallow: /\n");
-        assert!(
-            !robots.allows("x", "/robots.txt").allowed,
-            "robots_main has no exception"
-        );
+        assert!(!robots.allows("x", "/robots.txt").allowed, "robots_main has no exception");
         assert!(robots.check(&robots.select(&["x"]), b"/robots.txt").allowed);
     }
 
@@ -735,10 +650,7 @@ mod tests {
         assert!(!allowed(r, "a", "/x") && !allowed(r, "b", "/x"));
         let robots = RobotsTxt::compile(r.as_bytes());
         assert_eq!(robots.groups().len(), 1);
-        assert_eq!(
-            robots.crawl_delay(&robots.select(&["a"])).unwrap().value,
-            3.0
-        );
+        assert_eq!(robots.crawl_delay(&robots.select(&["a"])).unwrap().value, 3.0);
     }
 
     #[test]
@@ -759,9 +671,7 @@ mod tests {
 
     #[test]
     fn fallback_token_order() {
-        let robots = RobotsTxt::compile(
-            b"user-agent: Googlebot\ndisallow: /g\n\nuser-agent: *\ndisallow: /\n",
-        );
+        let robots = RobotsTxt::compile(b"user-agent: Googlebot\ndisallow: /g\n\nuser-agent: *\ndisallow: /\n");
         let sel = robots.select(&["Googlebot-Image", "Googlebot"]);
         assert_eq!(sel.token_index, Some(1));
         assert!(!robots.check(&sel, b"/g").allowed);
@@ -796,9 +706,6 @@ mod tests {
         body.extend_from_slice(b"disallow: /private\n");
         let robots = RobotsTxt::compile_with(&body, Options { max_bytes: 25 });
         assert_eq!(robots.truncated_at(), Some(14));
-        assert!(
-            robots.allows("x", "/private").allowed,
-            "the half-read rule is dropped, not shortened"
-        );
+        assert!(robots.allows("x", "/private").allowed, "the half-read rule is dropped, not shortened");
     }
 }

@@ -106,33 +106,18 @@ pub fn parse_request_rate(value: &str) -> Option<RequestRate> {
         _ => return None,
     };
     let seconds = num.checked_mul(scale)?;
-    let window = if rest.is_empty() {
-        None
-    } else {
-        Some(parse_visit_time(rest)?)
-    };
-    Some(RequestRate {
-        requests,
-        seconds,
-        window,
-    })
+    let window = if rest.is_empty() { None } else { Some(parse_visit_time(rest)?) };
+    Some(RequestRate { requests, seconds, window })
 }
 
 /// `Visit-time: HHMM-HHMM` in UTC; also `HH:MM-HH:MM`, spaces around the dash,
 /// and a trailing `UTC`/`GMT`.
 pub fn parse_visit_time(value: &str) -> Option<VisitTime> {
     let v = value.trim();
-    let v = v
-        .strip_suffix("UTC")
-        .or_else(|| v.strip_suffix("utc"))
-        .or_else(|| v.strip_suffix("GMT"))
-        .unwrap_or(v)
-        .trim();
+    let v =
+        v.strip_suffix("UTC").or_else(|| v.strip_suffix("utc")).or_else(|| v.strip_suffix("GMT")).unwrap_or(v).trim();
     let (a, b) = v.split_once('-')?;
-    Some(VisitTime {
-        start_min: hhmm(a)?,
-        end_min: hhmm(b)?,
-    })
+    Some(VisitTime { start_min: hhmm(a)?, end_min: hhmm(b)? })
 }
 
 fn hhmm(s: &str) -> Option<u16> {
@@ -158,12 +143,7 @@ pub struct CleanParam {
 /// Parse a `Clean-param` value.
 pub fn parse_clean_param(value: &str) -> Option<CleanParam> {
     let mut parts = value.split_whitespace();
-    let params: Vec<String> = parts
-        .next()?
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let params: Vec<String> = parts.next()?.split('&').filter(|p| !p.is_empty()).map(str::to_owned).collect();
     if params.is_empty() {
         return None;
     }

@@ -13,7 +13,6 @@ pub mod parse;
 pub mod pattern;
 
 pub use build::{
-    fingerprint, AgentLine, Group, GroupMatch, Located, Options, RobotsTxt, Rule, Selection,
-    Verdict, DEFAULT_MAX_BYTES,
+    fingerprint, AgentLine, Group, GroupMatch, Located, Options, RobotsTxt, Rule, Selection, Verdict, DEFAULT_MAX_BYTES,
 };
 pub use pattern::RuleKind;

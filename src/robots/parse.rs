@@ -91,8 +91,10 @@ pub trait ParseHandler {
     /// A field line. `value` is as the matcher sees it: for `allow`, `disallow`
     /// and unknown fields it is percent-normalised ([`escape_pattern`]).
     fn field(&mut self, line: u32, key: Key, key_text: &[u8], value: &[u8]);
-    /// An oddity of `line`, reported before its field event (if any).
-    fn note(&mut self, _line: u32, _note: LineNote) {}
+    /// An oddity of `line`, reported before its field event (if any). `text`
+    /// is the line as read (comment and surrounding whitespace removed once
+    /// the line is long enough to have them).
+    fn note(&mut self, _line: u32, _note: LineNote, _text: &[u8]) {}
 }
 
 /// Parse `body`, calling `handler` for every field and note.
@@ -119,8 +121,7 @@ pub fn parse(body: &[u8], handler: &mut impl ParseHandler) {
         let line_end = end.unwrap_or(body.len());
         let line = &body[pos..line_end];
         // robots.cc: the LF of a CRLF does not make an empty line of its own.
-        let crlf_continuation =
-            line.is_empty() && last_was_cr && end.map(|e| body[e]) == Some(b'\n');
+        let crlf_continuation = line.is_empty() && last_was_cr && end.map(|e| body[e]) == Some(b'\n');
         if !crlf_continuation {
             line_num = line_num.saturating_add(1);
             parse_line(line_num, line, handler);
@@ -147,21 +148,18 @@ fn is_space(b: u8) -> bool {
 /// Trim ASCII whitespace from both ends.
 pub fn trim(s: &[u8]) -> &[u8] {
     let start = s.iter().position(|&b| !is_space(b)).unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|&b| !is_space(b))
-        .map_or(start, |e| e + 1);
+    let end = s.iter().rposition(|&b| !is_space(b)).map_or(start, |e| e + 1);
     &s[start..end]
 }
 
 fn parse_line(line_num: u32, mut line: &[u8], handler: &mut impl ParseHandler) {
     if line.len() > MAX_LINE_BYTES {
-        handler.note(line_num, LineNote::TooLong);
+        handler.note(line_num, LineNote::TooLong, &line[..64]);
         line = &line[..MAX_LINE_BYTES];
     }
     // The reference keeps lines in C strings: a NUL ends the line.
     if let Some(nul) = line.iter().position(|&b| b == 0) {
-        handler.note(line_num, LineNote::Nul);
+        handler.note(line_num, LineNote::Nul, line);
         line = &line[..nul];
     }
     // `#` starts a comment anywhere on the line.
@@ -177,29 +175,26 @@ fn parse_line(line_num: u32, mut line: &[u8], handler: &mut impl ParseHandler) {
         Some(colon) => (trim(&line[..colon]), trim(&line[colon + 1..])),
         None => {
             let Some(ws) = line.iter().position(|&b| b == b' ' || b == b'\t') else {
-                handler.note(line_num, LineNote::NotAField);
+                handler.note(line_num, LineNote::NotAField, line);
                 return;
             };
             let value = &line[ws..];
-            let value = &value[value
-                .iter()
-                .position(|&b| b != b' ' && b != b'\t')
-                .unwrap_or(value.len())..];
+            let value = &value[value.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(value.len())..];
             if value.iter().any(|&b| b == b' ' || b == b'\t') {
-                handler.note(line_num, LineNote::NotAField);
+                handler.note(line_num, LineNote::NotAField, line);
                 return;
             }
-            handler.note(line_num, LineNote::MissingColon);
+            handler.note(line_num, LineNote::MissingColon, line);
             (trim(&line[..ws]), trim(value))
         }
     };
     if key_text.is_empty() {
-        handler.note(line_num, LineNote::NotAField);
+        handler.note(line_num, LineNote::NotAField, line);
         return;
     }
     let (key, exact) = classify_key(key_text);
     if !exact {
-        handler.note(line_num, LineNote::Misspelt(key));
+        handler.note(line_num, LineNote::Misspelt(key), key_text);
     }
     match key {
         Key::UserAgent | Key::Sitemap => handler.field(line_num, key, key_text, value),
@@ -266,10 +261,7 @@ pub fn classify_key(text: &[u8]) -> (Key, bool) {
 /// So `MJ12bot` names the token `MJ`, and `Foo Bar` names `Foo`. This is what
 /// `check` obeys; the proxy also knows the [`full_agent_token`].
 pub fn google_agent_token(value: &[u8]) -> &[u8] {
-    let end = value
-        .iter()
-        .position(|&b| !(b.is_ascii_alphabetic() || b == b'-' || b == b'_'))
-        .unwrap_or(value.len());
+    let end = value.iter().position(|&b| !(b.is_ascii_alphabetic() || b == b'-' || b == b'_')).unwrap_or(value.len());
     &value[..end]
 }
 
@@ -306,11 +298,7 @@ pub fn escape_pattern(src: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     let mut i = 0;
     while i < src.len() {
         let b = src[i];
-        if b == b'%'
-            && i + 2 < src.len()
-            && src[i + 1].is_ascii_hexdigit()
-            && src[i + 2].is_ascii_hexdigit()
-        {
+        if b == b'%' && i + 2 < src.len() && src[i + 1].is_ascii_hexdigit() && src[i + 2].is_ascii_hexdigit() {
             out.push(b'%');
             out.push(src[i + 1].to_ascii_uppercase());
             out.push(src[i + 2].to_ascii_uppercase());
@@ -336,18 +324,14 @@ pub fn escape_pattern(src: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 pub fn path_params_query(url: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     use std::borrow::Cow;
     let find_from = |from: usize, pred: &dyn Fn(u8) -> bool| {
-        url.get(from..)
-            .and_then(|s| s.iter().position(|&b| pred(b)))
-            .map(|i| i + from)
+        url.get(from..).and_then(|s| s.iter().position(|&b| pred(b))).map(|i| i + from)
     };
     let is_path_start = |b: u8| b == b'/' || b == b'?' || b == b';';
     // Initial two slashes are ignored.
     let search_start = if url.starts_with(b"//") { 2 } else { 0 };
     let early_path = find_from(search_start, &is_path_start);
-    let mut protocol_end = url
-        .get(search_start..)
-        .and_then(|s| s.windows(3).position(|w| w == b"://"))
-        .map(|i| i + search_start);
+    let mut protocol_end =
+        url.get(search_start..).and_then(|s| s.windows(3).position(|w| w == b"://")).map(|i| i + search_start);
     if let (Some(early), Some(proto)) = (early_path, protocol_end) {
         if early < proto {
             protocol_end = None;
@@ -382,10 +366,9 @@ mod tests {
     struct Collect(Vec<(u32, Key, String)>, Vec<(u32, LineNote)>);
     impl ParseHandler for Collect {
         fn field(&mut self, line: u32, key: Key, _k: &[u8], value: &[u8]) {
-            self.0
-                .push((line, key, String::from_utf8_lossy(value).into_owned()));
+            self.0.push((line, key, String::from_utf8_lossy(value).into_owned()));
         }
-        fn note(&mut self, line: u32, note: LineNote) {
+        fn note(&mut self, line: u32, note: LineNote, _text: &[u8]) {
             self.1.push((line, note));
         }
     }
@@ -425,25 +408,16 @@ mod tests {
     #[test]
     fn typos_and_prefixes_are_accepted_and_noted() {
         let mut c = Collect::default();
-        parse(
-            b"useragent: a\ndissallow: /x\nDisallowed: /y\nsite-map: http://a/s.xml\n",
-            &mut c,
-        );
+        parse(b"useragent: a\ndissallow: /x\nDisallowed: /y\nsite-map: http://a/s.xml\n", &mut c);
         let keys: Vec<Key> = c.0.iter().map(|f| f.1).collect();
-        assert_eq!(
-            keys,
-            vec![Key::UserAgent, Key::Disallow, Key::Disallow, Key::Sitemap]
-        );
+        assert_eq!(keys, vec![Key::UserAgent, Key::Disallow, Key::Disallow, Key::Sitemap]);
         assert_eq!(c.1.len(), 4, "{:?}", c.1);
     }
 
     #[test]
     fn escape_pattern_like_maybe_escape_pattern() {
         assert_eq!(&*escape_pattern(b"/a%aa%2f"), b"/a%AA%2F");
-        assert_eq!(
-            &*escape_pattern("/SanJoséSellers".as_bytes()),
-            b"/SanJos%C3%A9Sellers"
-        );
+        assert_eq!(&*escape_pattern("/SanJoséSellers".as_bytes()), b"/SanJos%C3%A9Sellers");
         assert_eq!(&*escape_pattern(b"/100%"), b"/100%");
         assert_eq!(&*escape_pattern(b"/%zz"), b"/%zz");
     }

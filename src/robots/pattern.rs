@@ -96,9 +96,7 @@ impl Hit {
     fn better_than(&self, other: &Option<Hit>) -> bool {
         match other {
             None => true,
-            Some(o) => {
-                self.priority > o.priority || (self.priority == o.priority && self.line < o.line)
-            }
+            Some(o) => self.priority > o.priority || (self.priority == o.priority && self.line < o.line),
         }
     }
 }
@@ -139,12 +137,119 @@ struct Node {
     wild: Vec<Wild>,
 }
 
+/// Up to this many wildcard rules a set checks them one by one (each only
+/// when the path reaches its literal prefix); past it, they are compiled into
+/// one multi-pattern automaton so that a query stays O(path length).
+const LINEAR_WILDCARDS: usize = 8;
+
+/// All the wildcard rules of a set as one regex-automata lazy DFA.
+///
+/// An anchored overlapping search reports every (pattern, end) match in one
+/// pass over the path, so a query costs O(path length + matches) however many
+/// wildcard rules there are. The DFA's states are built on demand into a
+/// bounded cache (one per thread, from a pool); should the DFA ever give up,
+/// the query falls back to checking the rules one by one, so the answer is
+/// always exact.
+struct WildIndex {
+    dfa: regex_automata::hybrid::dfa::DFA,
+    caches: regex_automata::util::pool::Pool<regex_automata::hybrid::dfa::Cache, CacheMaker>,
+    /// Pattern id -> rule and its pattern (for the fallback).
+    rules: Vec<(RuleKind, Hit, Box<[u8]>)>,
+}
+
+type CacheMaker = Box<
+    dyn Fn() -> regex_automata::hybrid::dfa::Cache + Send + Sync + std::panic::RefUnwindSafe + std::panic::UnwindSafe,
+>;
+
+impl std::fmt::Debug for WildIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WildIndex").field("rules", &self.rules.len()).finish()
+    }
+}
+
 /// A compiled set of allow/disallow rules: one group, or several merged.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct RuleSet {
     nodes: Vec<Node>,
     bytes: Vec<u8>,
     rules: usize,
+    wild_index: Option<WildIndex>,
+}
+
+/// Translate a robots.txt pattern into regex syntax for an anchored search:
+/// `*` is any byte sequence, a final `$` the end of the path; every other
+/// byte is literal.
+fn to_regex(pattern: &[u8]) -> String {
+    use std::fmt::Write;
+    let (body, anchored) = match pattern.split_last() {
+        Some((b'$', rest)) => (rest, true),
+        _ => (pattern, false),
+    };
+    let mut re = String::with_capacity(body.len() * 2 + 8);
+    re.push_str("(?s-u)");
+    for &b in body {
+        if b == b'*' {
+            re.push_str(".*");
+        } else if b.is_ascii_alphanumeric() {
+            re.push(char::from(b));
+        } else {
+            let _ = write!(re, "\\x{b:02X}");
+        }
+    }
+    if anchored {
+        re.push('$');
+    }
+    re
+}
+
+impl WildIndex {
+    fn build(rules: Vec<(RuleKind, Hit, Vec<u8>)>) -> Result<WildIndex, Vec<(RuleKind, Hit, Vec<u8>)>> {
+        use regex_automata::{hybrid::dfa::DFA, util::syntax, MatchKind};
+        let patterns: Vec<String> = rules.iter().map(|r| to_regex(&r.2)).collect();
+        let built = DFA::builder()
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .configure(DFA::config().match_kind(MatchKind::All).cache_capacity(1 << 20).skip_cache_capacity_check(true))
+            .build_many(&patterns);
+        let Ok(dfa) = built else { return Err(rules) };
+        let for_caches = dfa.clone();
+        let make: CacheMaker = Box::new(move || for_caches.create_cache());
+        Ok(WildIndex {
+            dfa,
+            caches: regex_automata::util::pool::Pool::new(make),
+            rules: rules.into_iter().map(|(k, h, p)| (k, h, p.into_boxed_slice())).collect(),
+        })
+    }
+
+    fn matches(&self, path: &[u8], best: &mut SetMatch) {
+        use regex_automata::{hybrid::dfa::OverlappingState, Anchored, Input};
+        let mut offer = |kind: RuleKind, hit: Hit| {
+            let slot = match kind {
+                RuleKind::Allow => &mut best.allow,
+                RuleKind::Disallow => &mut best.disallow,
+            };
+            if hit.better_than(slot) {
+                *slot = Some(hit);
+            }
+        };
+        let input = Input::new(path).anchored(Anchored::Yes);
+        let mut cache = self.caches.get();
+        let mut state = OverlappingState::start();
+        loop {
+            if self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
+                // The lazy DFA gave up (it cannot with the default settings,
+                // but the answer must not depend on that): check each rule.
+                for (kind, hit, pattern) in &self.rules {
+                    if pattern_matches(pattern, path) {
+                        offer(*kind, *hit);
+                    }
+                }
+                return;
+            }
+            let Some(m) = state.get_match() else { return };
+            let (kind, hit, _) = &self.rules[m.pattern().as_usize()];
+            offer(*kind, *hit);
+        }
+    }
 }
 
 /// The outcome of matching a path against a [`RuleSet`].
@@ -188,22 +293,33 @@ fn kind_index(kind: RuleKind) -> usize {
 impl RuleSet {
     /// Build a rule set. Cost: O(total pattern bytes × log fan-out).
     pub fn build<'a>(rules: impl IntoIterator<Item = SetRule<'a>>) -> RuleSet {
-        let mut set = RuleSet {
-            nodes: vec![Node::default()],
-            bytes: Vec::new(),
-            rules: 0,
-        };
+        let mut set = RuleSet { nodes: vec![Node::default()], bytes: Vec::new(), rules: 0, wild_index: None };
+        let mut wild: Vec<(RuleKind, Hit, Vec<u8>)> = Vec::new();
         for rule in rules {
-            set.insert(&rule);
+            set.insert(&rule, &mut wild);
             set.rules += 1;
         }
+        if wild.len() > LINEAR_WILDCARDS {
+            match WildIndex::build(wild) {
+                Ok(index) => {
+                    set.wild_index = Some(index);
+                    wild = Vec::new();
+                }
+                Err(rules) => wild = rules,
+            }
+        }
+        {
+            // Few wildcards (or an automaton too large to build): check each
+            // at the trie node where its literal prefix ends.
+            for (kind, hit, pattern) in wild {
+                let star = pattern.iter().position(|&b| b == b'*').unwrap_or(pattern.len());
+                let node = set.walk_insert(&pattern[..star]);
+                let (start, end) = set.push_bytes(&pattern[star..]);
+                set.nodes[node].wild.push(Wild { kind, hit, start, end });
+            }
+        }
         for node in &mut set.nodes {
-            node.wild.sort_by(|a, b| {
-                b.hit
-                    .priority
-                    .cmp(&a.hit.priority)
-                    .then(a.hit.line.cmp(&b.hit.line))
-            });
+            node.wild.sort_by(|a, b| b.hit.priority.cmp(&a.hit.priority).then(a.hit.line.cmp(&b.hit.line)));
             node.wild.shrink_to_fit();
             node.children.shrink_to_fit();
         }
@@ -232,12 +348,8 @@ impl RuleSet {
         (start as u32, self.bytes.len() as u32)
     }
 
-    fn insert(&mut self, rule: &SetRule<'_>) {
-        let hit = Hit {
-            priority: rule.pattern.len() as u32,
-            line: rule.line,
-            rule: rule.id,
-        };
+    fn insert(&mut self, rule: &SetRule<'_>, wild: &mut Vec<(RuleKind, Hit, Vec<u8>)>) {
+        let hit = Hit { priority: rule.pattern.len() as u32, line: rule.line, rule: rule.id };
         let star = rule.pattern.iter().position(|&b| b == b'*');
         let (literal, tail) = match star {
             Some(s) => (&rule.pattern[..s], Some(&rule.pattern[s..])),
@@ -247,18 +359,15 @@ impl RuleSet {
             (None, Some((b'$', rest))) => (rest, true),
             _ => (literal, false),
         };
+        if tail.is_some() {
+            // Placed after all rules are read: in the trie or in the automaton.
+            wild.push((rule.kind, hit, rule.pattern.to_vec()));
+            return;
+        }
         let node = self.walk_insert(literal);
         let k = kind_index(rule.kind);
         match tail {
-            Some(tail) => {
-                let (start, end) = self.push_bytes(tail);
-                self.nodes[node].wild.push(Wild {
-                    kind: rule.kind,
-                    hit,
-                    start,
-                    end,
-                });
-            }
+            Some(_) => {}
             None if exact => {
                 if hit.better_than(&self.nodes[node].exact[k]) {
                     self.nodes[node].exact[k] = Some(hit);
@@ -276,17 +385,12 @@ impl RuleSet {
     fn walk_insert(&mut self, mut key: &[u8]) -> usize {
         let mut node = 0;
         while let Some(&first) = key.first() {
-            let slot = self.nodes[node]
-                .children
-                .binary_search_by_key(&first, |c| c.0);
+            let slot = self.nodes[node].children.binary_search_by_key(&first, |c| c.0);
             match slot {
                 Err(at) => {
                     let label = self.push_bytes(key);
                     let child = self.nodes.len();
-                    self.nodes.push(Node {
-                        label,
-                        ..Node::default()
-                    });
+                    self.nodes.push(Node { label, ..Node::default() });
                     self.nodes[node].children.insert(at, (first, child as u32));
                     return child;
                 }
@@ -303,10 +407,7 @@ impl RuleSet {
                     let (ls, le) = self.nodes[child].label;
                     let split = ls + common as u32;
                     let mid = self.nodes.len();
-                    self.nodes.push(Node {
-                        label: (ls, split),
-                        ..Node::default()
-                    });
+                    self.nodes.push(Node { label: (ls, split), ..Node::default() });
                     self.nodes[child].label = (split, le);
                     let child_first = self.bytes[split as usize];
                     self.nodes[mid].children.push((child_first, child as u32));
@@ -325,16 +426,15 @@ impl RuleSet {
     /// literal prefix the path reaches and which could still win.
     pub fn matches(&self, path: &[u8]) -> SetMatch {
         let mut best = SetMatch::default();
+        if let Some(index) = &self.wild_index {
+            index.matches(path, &mut best);
+        }
         let mut node = 0;
         let mut depth = 0;
         loop {
             let n = &self.nodes[node];
             for k in 0..2 {
-                let slot = if k == 0 {
-                    &mut best.allow
-                } else {
-                    &mut best.disallow
-                };
+                let slot = if k == 0 { &mut best.allow } else { &mut best.disallow };
                 if let Some(h) = n.prefix[k] {
                     if h.better_than(slot) {
                         *slot = Some(h);
@@ -396,10 +496,7 @@ mod tests {
         assert!(pattern_matches(b"/*.php$", b"/a/b.php"));
         assert!(!pattern_matches(b"/*.php$", b"/a/b.php?x"));
         assert!(pattern_matches(b"/fish*.php", b"/fish/salmon.php?x"));
-        assert!(
-            pattern_matches(b"/a$b", b"/a$bc"),
-            "`$` inside a pattern is literal"
-        );
+        assert!(pattern_matches(b"/a$b", b"/a$bc"), "`$` inside a pattern is literal");
         assert!(pattern_matches(b"", b"/anything"));
         assert!(pattern_matches(b"*", b""));
         assert!(pattern_matches(b"/$", b"/"));
@@ -419,13 +516,7 @@ mod tests {
     #[test]
     fn longest_wins_and_allow_wins_ties() {
         use RuleKind::*;
-        let s = set(&[
-            (Disallow, "/a"),
-            (Allow, "/a/b"),
-            (Disallow, "/a/b/c"),
-            (Allow, "/x"),
-            (Disallow, "/x"),
-        ]);
+        let s = set(&[(Disallow, "/a"), (Allow, "/a/b"), (Disallow, "/a/b/c"), (Allow, "/x"), (Disallow, "/x")]);
         assert_eq!(s.matches(b"/a/z").decide().unwrap().0, Disallow);
         assert_eq!(s.matches(b"/a/b/z").decide().unwrap().0, Allow);
         assert_eq!(s.matches(b"/a/b/c").decide().unwrap().0, Disallow);
@@ -436,37 +527,40 @@ mod tests {
     #[test]
     fn wildcards_and_anchors_in_the_trie() {
         use RuleKind::*;
-        let s = set(&[
-            (Disallow, "/*.gif$"),
-            (Allow, "/img/*"),
-            (Disallow, "/img/$"),
-            (Disallow, "/p*q"),
-        ]);
+        let s = set(&[(Disallow, "/*.gif$"), (Allow, "/img/*"), (Disallow, "/img/$"), (Disallow, "/p*q")]);
         assert_eq!(s.matches(b"/x.gif").decide().unwrap().0, Disallow);
-        assert_eq!(
-            s.matches(b"/img/a.gif").decide().unwrap().0,
-            Disallow,
-            "7 bytes beat 6"
-        );
-        assert_eq!(
-            s.matches(b"/img/").decide().unwrap().0,
-            Allow,
-            "6 bytes each: allow wins the tie"
-        );
+        assert_eq!(s.matches(b"/img/a.gif").decide().unwrap().0, Disallow, "7 bytes beat 6");
+        assert_eq!(s.matches(b"/img/").decide().unwrap().0, Allow, "6 bytes each: allow wins the tie");
         assert_eq!(s.matches(b"/img/x").decide().unwrap().0, Allow);
         assert_eq!(s.matches(b"/pxxq").decide().unwrap().0, Disallow);
         assert!(s.matches(b"/pxx").decide().is_none());
     }
 
     #[test]
+    fn many_wildcards_use_the_automaton_and_agree_with_the_plain_check() {
+        use RuleKind::*;
+        let mut rules: Vec<(RuleKind, String)> = (0..40).map(|i| (Disallow, format!("/*.{i}.json$"))).collect();
+        rules.push((Allow, "/*/ok/*".into()));
+        rules.push((Disallow, "/a$b*".into()));
+        rules.push((Allow, "/x.y+z(*".into()));
+        let refs: Vec<(RuleKind, &str)> = rules.iter().map(|(k, p)| (*k, p.as_str())).collect();
+        let s = set(&refs);
+        assert!(s.wild_index.is_some());
+        for path in ["/a/b.7.json", "/a/b.7.json?x", "/q/ok/b.3.json", "/a$bc", "/x.y+z(w", "/x.yyz(w", "/"] {
+            let want = refs
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, p))| pattern_matches(p.as_bytes(), path.as_bytes()))
+                .max_by_key(|(i, (k, p))| (p.len(), *k == Allow, std::cmp::Reverse(*i)))
+                .map(|(_, (k, _))| *k);
+            assert_eq!(s.matches(path.as_bytes()).decide().map(|d| d.0), want, "{path}");
+        }
+    }
+
+    #[test]
     fn edge_splitting_keeps_all_rules() {
         use RuleKind::*;
-        let s = set(&[
-            (Disallow, "/abcdef"),
-            (Allow, "/abc"),
-            (Disallow, "/abd"),
-            (Allow, "/ab"),
-        ]);
+        let s = set(&[(Disallow, "/abcdef"), (Allow, "/abc"), (Disallow, "/abd"), (Allow, "/ab")]);
         assert_eq!(s.matches(b"/abcdefg").decide().unwrap().1.line, 1);
         assert_eq!(s.matches(b"/abcx").decide().unwrap().1.line, 2);
         assert_eq!(s.matches(b"/abdx").decide().unwrap().1.line, 3);

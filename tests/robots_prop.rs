@@ -1,0 +1,203 @@
+//! Property tests: the compiled matcher agrees with a plain reference.
+//!
+//! The reference below re-reads the file line by line for every query, the
+//! way robots.cc's `RobotsMatcher` does (a state machine over user-agent and
+//! rule lines), and matches patterns with a textbook dynamic programme. It is
+//! slow and obviously correct; the compiled trie must give the same verdicts.
+
+use proptest::prelude::*;
+use robotgate::robots::RobotsTxt;
+
+/// Does `pat` match a prefix of `path` (all of it when `pat` ends in `$`)?
+fn ref_matches(pat: &[u8], path: &[u8]) -> bool {
+    let (pat, anchored) = match pat.last() {
+        Some(b'$') => (&pat[..pat.len() - 1], true),
+        _ => (pat, false),
+    };
+    // dp[j]: pattern[..i] can match path[..j].
+    let mut dp = vec![false; path.len() + 1];
+    dp[0] = true;
+    for &c in pat {
+        let mut next = vec![false; path.len() + 1];
+        for j in 0..=path.len() {
+            if c == b'*' {
+                // `*` extends any earlier match by any number of bytes.
+                next[j] = dp[..=j].iter().any(|&x| x);
+            } else if j > 0 && path[j - 1] == c {
+                next[j] = dp[j - 1];
+            }
+        }
+        dp = next;
+    }
+    if anchored {
+        dp[path.len()]
+    } else {
+        dp.iter().any(|&x| x)
+    }
+}
+
+/// Reference verdict for the generated dialect (LF lines, exact lower-case keys).
+fn ref_allowed(robots: &str, agent: &str, path: &str) -> bool {
+    #[derive(Default, Clone, Copy)]
+    struct Best(i64);
+    let (mut spec_allow, mut spec_dis, mut glob_allow, mut glob_dis) = (Best(-1), Best(-1), Best(-1), Best(-1));
+    let (mut seen_global, mut seen_specific, mut ever_specific, mut separator) = (false, false, false, false);
+    for line in robots.split('\n') {
+        let line = line.split('#').next().unwrap().trim();
+        let Some((key, value)) = line.split_once(':') else { continue };
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            "user-agent" => {
+                if separator {
+                    seen_global = false;
+                    seen_specific = false;
+                    separator = false;
+                }
+                if value == "*" {
+                    seen_global = true;
+                } else {
+                    let token: String =
+                        value.chars().take_while(|c| c.is_ascii_alphabetic() || *c == '-' || *c == '_').collect();
+                    if token.eq_ignore_ascii_case(agent) {
+                        seen_specific = true;
+                        ever_specific = true;
+                    }
+                }
+            }
+            "allow" | "disallow" => {
+                if !(seen_global || seen_specific) {
+                    continue;
+                }
+                separator = true;
+                if !ref_matches(value.as_bytes(), path.as_bytes()) {
+                    continue;
+                }
+                let p = value.len() as i64;
+                let slot = match (key, seen_specific) {
+                    ("allow", true) => &mut spec_allow,
+                    ("allow", false) => &mut glob_allow,
+                    (_, true) => &mut spec_dis,
+                    (_, false) => &mut glob_dis,
+                };
+                slot.0 = slot.0.max(p);
+            }
+            _ => {}
+        }
+    }
+    if spec_allow.0 > 0 || spec_dis.0 > 0 {
+        return spec_dis.0 <= spec_allow.0;
+    }
+    if ever_specific {
+        return true;
+    }
+    if glob_allow.0 > 0 || glob_dis.0 > 0 {
+        return glob_dis.0 <= glob_allow.0;
+    }
+    true
+}
+
+fn pattern() -> impl Strategy<Value = String> {
+    proptest::string::string_regex("/[ab/*]{0,6}\\$?").unwrap()
+}
+
+fn line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => prop_oneof![Just("*"), Just("foo"), Just("bar"), Just("FooBot"), Just("foo9x")].prop_map(|a| format!("user-agent: {a}")),
+        4 => pattern().prop_map(|p| format!("disallow: {p}")),
+        3 => pattern().prop_map(|p| format!("allow: {p}")),
+        1 => Just(String::new()),
+        1 => Just("sitemap: https://example.com/s.xml".to_owned()),
+        1 => Just("crawl-delay: 4".to_owned()),
+        1 => Just("# comment".to_owned()),
+    ]
+}
+
+fn robots_file() -> impl Strategy<Value = String> {
+    proptest::collection::vec(line(), 0..24).prop_map(|lines| lines.join("\n"))
+}
+
+fn path() -> impl Strategy<Value = String> {
+    // Not `//…`: a URL starting with two slashes has an authority (GetPathParamsQuery).
+    proptest::string::string_regex("/([ab][ab/]{0,7})?").unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, .. ProptestConfig::default() })]
+
+    #[test]
+    fn compiled_matcher_agrees_with_reference(robots in robots_file(), agent in prop_oneof![Just("foo"), Just("bar"), Just("foobot"), Just("baz")], path in path()) {
+        let compiled = RobotsTxt::compile(robots.as_bytes());
+        let got = compiled.allows(agent, &path).allowed;
+        let want = ref_allowed(&robots, agent, &path);
+        prop_assert_eq!(got, want, "robots:\n{}\nagent {} path {}", robots, agent, path);
+    }
+
+    #[test]
+    fn wildcard_automaton_agrees_with_reference(
+        wild in proptest::collection::vec((any::<bool>(), proptest::string::string_regex("/[ab]{0,2}\\*[ab*/]{0,3}\\$?").unwrap()), 9..30),
+        rest in robots_file(),
+        path in path(),
+    ) {
+        // More than eight wildcard rules in one group: the set uses the lazy DFA.
+        let mut robots = String::from("user-agent: foo\n");
+        for (allow, p) in &wild {
+            robots.push_str(if *allow { "allow: " } else { "disallow: " });
+            robots.push_str(p);
+            robots.push('\n');
+        }
+        robots.push_str(&rest);
+        let compiled = RobotsTxt::compile(robots.as_bytes());
+        prop_assert_eq!(compiled.allows("foo", &path).allowed, ref_allowed(&robots, "foo", &path), "robots:\n{}\npath {}", robots, path);
+    }
+
+    #[test]
+    fn rule_order_within_a_group_never_changes_a_verdict(rules in proptest::collection::vec((any::<bool>(), pattern()), 1..16), path in path(), seed in any::<u64>()) {
+        let render = |rules: &[(bool, String)]| {
+            let mut s = String::from("user-agent: *\n");
+            for (allow, p) in rules {
+                s.push_str(if *allow { "allow: " } else { "disallow: " });
+                s.push_str(p);
+                s.push('\n');
+            }
+            s
+        };
+        let mut shuffled = rules.clone();
+        // A deterministic shuffle from the seed.
+        let mut x = seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            shuffled.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        let a = RobotsTxt::compile(render(&rules).as_bytes()).allows("x", &path).allowed;
+        let b = RobotsTxt::compile(render(&shuffled).as_bytes()).allows("x", &path).allowed;
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn proxy_selection_agrees_with_check_for_letter_tokens(robots in robots_file(), agent in prop_oneof![Just("foo"), Just("bar"), Just("foobot"), Just("baz")], path in path()) {
+        // For tokens of letters only, Google's reading and the proxy's coincide.
+        let compiled = RobotsTxt::compile(robots.as_bytes());
+        prop_assume!(path != "/robots.txt");
+        let sel = compiled.select(&[agent]);
+        prop_assert_eq!(compiled.check(&sel, path.as_bytes()).allowed, compiled.allows(agent, &path).allowed);
+    }
+
+    #[test]
+    fn parser_never_panics_on_any_bytes(body in proptest::collection::vec(any::<u8>(), 0..2048), url in ".{0,64}") {
+        let robots = RobotsTxt::compile(&body);
+        let _ = robots.allows("foo", &url);
+        let sel = robots.select(&["foo", "bar"]);
+        let _ = robots.check(&sel, url.as_bytes());
+        let _ = robotgate::robots::lint::lint(&body);
+    }
+}
+
+#[test]
+fn reference_self_check() {
+    // The reference itself must get the textbook cases right.
+    assert!(ref_matches(b"/a*b$", b"/axxb"));
+    assert!(!ref_matches(b"/a*b$", b"/axxbc"));
+    assert!(ref_matches(b"/a", b"/ab"));
+    assert!(!ref_allowed("user-agent: *\ndisallow: /a\n", "x", "/a"));
+    assert!(ref_allowed("user-agent: *\ndisallow: /a\nallow: /a\n", "x", "/a"));
+}
