@@ -10,6 +10,8 @@
 //! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
 
 pub mod agent;
+pub mod config;
+pub mod policy;
 pub mod robots;
 pub mod yaml;
 

@@ -16,6 +16,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the proxy (the main job).
+    Serve {
+        /// The configuration file.
+        #[arg(long, short, default_value = "conf/robotgate.yaml")]
+        config: PathBuf,
+        /// Run in the background (Pingora daemon mode).
+        #[arg(long, short)]
+        daemon: bool,
+        /// Take over the listening sockets of a running robotgate (Pingora graceful upgrade).
+        #[arg(long, short)]
+        upgrade: bool,
+        /// PID file (daemon mode and upgrades).
+        #[arg(long)]
+        pid_file: Option<String>,
+        /// Unix socket for handing listeners over on upgrade.
+        #[arg(long)]
+        upgrade_sock: Option<String>,
+    },
+    /// Configuration commands.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Is URL allowed for USER_AGENT by ROBOTS_FILE? Exit 0 allowed, 1 disallowed, 2 error.
     ///
     /// Google's `robots_main` interface: USER_AGENT is the crawler's product
@@ -50,6 +71,16 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Load and validate the config and every file it names (like `nginx -t`).
+    Check {
+        /// The configuration file.
+        #[arg(long, short, default_value = "conf/robotgate.yaml")]
+        config: PathBuf,
+    },
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     Text,
@@ -69,6 +100,12 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Serve { config, daemon, upgrade, pid_file, upgrade_sock } => {
+            let options = robotgate::server::ServeOptions { daemon, upgrade, pid_file, upgrade_sock };
+            robotgate::server::serve(&config, options)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config(ConfigCommand::Check { config }) => config_check(&config),
         Command::Check { json, robots_file, user_agent, url } => check(&robots_file, &user_agent, &url, json),
         Command::Lint { format, files } => lint(&files, format),
         Command::Classify { robots, user_agents } => classify(robots, user_agents),
@@ -76,13 +113,23 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn classify(robots: Option<PathBuf>, user_agents: Vec<String>) -> anyhow::Result<ExitCode> {
-    let _ = robots;
+    let robots = match robots {
+        Some(path) => Some(robotgate::robots::RobotsTxt::compile(
+            &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+        )),
+        None => None,
+    };
     let classifier = robotgate::agent::Classifier::builtin();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut emit = |ua: &[u8]| -> anyhow::Result<()> {
         let agent = classifier.classify(ua);
-        let line = robotgate::agent::to_json_line(ua, &agent, None);
+        // Browsers obey no group: robots.txt does not bind people.
+        let group = match (&robots, agent.is_bot()) {
+            (Some(robots), true) => robots.selection_name(&robots.select(&agent.tokens)),
+            _ => None,
+        };
+        let line = robotgate::agent::to_json_line(ua, &agent, group);
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
         Ok(())
@@ -164,4 +211,20 @@ fn lint(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}", serde_json::Value::Array(json))?;
     }
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn config_check(config: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let (problems, warnings) = robotgate::server::snapshot::check(config);
+    let mut out = io::stdout().lock();
+    for w in &warnings {
+        writeln!(out, "{w} (warning)")?;
+    }
+    if problems.is_empty() {
+        writeln!(out, "ok")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in &problems {
+        writeln!(out, "{p}")?;
+    }
+    Ok(ExitCode::from(1))
 }

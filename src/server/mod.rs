@@ -1,1 +1,171 @@
-//! The Pingora layer (feature `server`).
+//! The Pingora layer (feature `server`): the only module that names pingora,
+//! tokio, notify or arc-swap.
+//!
+//! * [`proxy`]: the `ProxyHttp` implementation.
+//! * [`respond`]: responses robotgate writes itself.
+//! * [`snapshot`]: the immutable per-request view and its loader.
+//! * [`reload`]: file watching and SIGHUP.
+//! * [`limit`]: bounded rate-limit state.
+//! * [`violations`]: the violation log writer.
+//! * [`telemetry`]: logging and metrics.
+
+pub mod limit;
+pub mod proxy;
+pub mod reload;
+pub mod respond;
+pub mod snapshot;
+pub mod telemetry;
+pub mod violations;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use pingora::apps::http_app::{HttpServer, ServeHttp};
+use pingora::protocols::http::ServerSession;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{RunArgs, Server};
+use pingora::services::background::GenBackgroundService;
+use pingora::services::listening::Service;
+
+use self::limit::RateTable;
+use self::proxy::Gate;
+use self::reload::Reloader;
+use self::violations::ViolationLog;
+
+/// Options passed through to Pingora's server.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Run in the background (Pingora's daemon mode).
+    pub daemon: bool,
+    /// Take over the listeners of a running instance (Pingora's graceful upgrade).
+    pub upgrade: bool,
+    /// PID file (daemon mode and upgrades).
+    pub pid_file: Option<String>,
+    /// Unix socket used to hand listeners over on upgrade.
+    pub upgrade_sock: Option<String>,
+}
+
+/// Serves `/metrics` from the default Prometheus registry.
+struct MetricsApp;
+
+#[async_trait]
+impl ServeHttp for MetricsApp {
+    async fn response(&self, session: &mut ServerSession) -> http::Response<Vec<u8>> {
+        use prometheus::Encoder;
+        let path = session.req_header().uri.path().to_owned();
+        if path != "/metrics" {
+            return http::Response::builder()
+                .status(404)
+                .header(http::header::CONTENT_TYPE, "text/plain")
+                .header(http::header::CONTENT_LENGTH, 10)
+                .body(b"not found\n".to_vec())
+                .expect("static response is valid");
+        }
+        let encoder = prometheus::TextEncoder::new();
+        let mut buf = Vec::new();
+        let _ = encoder.encode(&prometheus::gather(), &mut buf);
+        http::Response::builder()
+            .status(200)
+            .header(http::header::CONTENT_TYPE, encoder.format_type())
+            .header(http::header::CONTENT_LENGTH, buf.len())
+            .body(buf)
+            .expect("metrics response is valid")
+    }
+}
+
+/// Fail now, with a clear message, on what Pingora would only notice inside a
+/// service task (where a failure leaves the process running without that
+/// listener): ports in use, unreadable certificates.
+fn preflight(config: &crate::config::Config, upgrade: bool) -> anyhow::Result<()> {
+    for l in &config.listen {
+        if let Some((cert, key)) = &l.tls {
+            let (c, k) = (cert.to_string_lossy(), key.to_string_lossy());
+            match pingora::tls::load_certs_and_key_files(&c, &k) {
+                Ok(Some(_)) => {}
+                Ok(None) => bail!("listen {}: no certificate or key found in {c} / {k}", l.address),
+                Err(e) => bail!("listen {}: {e}", l.address),
+            }
+        }
+        if !upgrade {
+            std::net::TcpListener::bind(l.address).with_context(|| format!("cannot listen on {}", l.address))?;
+        }
+    }
+    if let Some(m) = config.metrics {
+        if !upgrade {
+            std::net::TcpListener::bind(m).with_context(|| format!("cannot listen on {m} (metrics)"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Run the proxy until a signal stops it. SIGTERM and SIGQUIT finish
+/// in-flight requests (up to the grace period); every violation record
+/// accepted before the stop is written before this returns.
+///
+/// # Errors
+/// The configuration or its files cannot be loaded, or a listener cannot start.
+pub fn serve(config_path: &Path, options: ServeOptions) -> anyhow::Result<()> {
+    let snap = snapshot::load(config_path).map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{}", lines.join("\n"))
+    })?;
+    telemetry::init_logging(&snap.config.log_level);
+    preflight(&snap.config, options.upgrade)?;
+    reload::publish_info(&snap);
+    let config = snap.config.clone();
+    let violations = Arc::new(ViolationLog::open(&config.violations).context("opening the violation log")?);
+    let shared = Arc::new(ArcSwap::from_pointee(snap));
+
+    let mut conf = ServerConf {
+        threads: config.threads,
+        grace_period_seconds: Some(config.grace_period.as_secs()),
+        graceful_shutdown_timeout_seconds: Some(5),
+        daemon: options.daemon,
+        ..ServerConf::default()
+    };
+    if let Some(p) = options.pid_file {
+        conf.pid_file = p;
+    }
+    if let Some(s) = options.upgrade_sock {
+        conf.upgrade_sock = s;
+    }
+    let opt =
+        pingora::server::configuration::Opt { upgrade: options.upgrade, daemon: options.daemon, ..Default::default() };
+    let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
+    server.bootstrap();
+
+    let gate = Gate {
+        snapshot: shared.clone(),
+        rates: Arc::new(RateTable::new(config.max_clients)),
+        violations: violations.clone(),
+    };
+    let mut proxy = pingora::proxy::http_proxy_service_with_name(&server.configuration, gate, "robotgate");
+    for l in &config.listen {
+        let addr = l.address.to_string();
+        match &l.tls {
+            None => proxy.add_tcp(&addr),
+            Some((cert, key)) => proxy
+                .add_tls(&addr, &cert.to_string_lossy(), &key.to_string_lossy())
+                .with_context(|| format!("TLS listener {addr}"))?,
+        }
+    }
+    server.add_service(proxy);
+    if let Some(addr) = config.metrics {
+        let mut metrics: Service<HttpServer<MetricsApp>> =
+            Service::new("metrics".into(), HttpServer::new_app(MetricsApp));
+        metrics.add_tcp(&addr.to_string());
+        metrics.threads = Some(1);
+        server.add_service(metrics);
+    }
+    let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };
+    server.add_service(GenBackgroundService::new("reload".into(), Arc::new(reloader)));
+    tracing::info!(target: "robotgate", listen = ?config.listen.iter().map(|l| l.address).collect::<Vec<_>>(), sites = config.sites.len(), "robotgate started");
+
+    server.run(RunArgs::default());
+    let written = violations.close().context("flushing the violation log")?;
+    tracing::info!(target: "robotgate", violations_written = written, "robotgate stopped");
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! Hot reload: watch every file the snapshot was built from, and SIGHUP.
+//!
+//! Runs as a Pingora background service. A change (debounced, since editors
+//! write in bursts and save by rename) triggers a full reload off the request
+//! path: read, parse, validate, compile, then one `ArcSwap::store`. A reload
+//! that fails keeps the last good snapshot, logs every problem with its file
+//! and line, and counts `robotgate_reload_failures_total`. Settings that
+//! cannot change while running (listeners, threads, metrics address, the
+//! violation log, the rate table size) are reported as needing a restart.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use notify::{RecursiveMode, Watcher};
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+use tracing::{error, info, warn};
+
+use super::snapshot::{self, Snapshot};
+use super::telemetry::metrics;
+
+/// Quiet time after the last file event before reloading.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// The reload service.
+pub struct Reloader {
+    /// The config file.
+    pub config_path: PathBuf,
+    /// The live snapshot.
+    pub snapshot: Arc<ArcSwap<Snapshot>>,
+}
+
+/// Publish per-site robots.txt versions as `robotgate_robots_info`.
+pub fn publish_info(snap: &Snapshot) {
+    let m = metrics();
+    m.robots_info.reset();
+    for (site, files) in snap.config.sites.iter().zip(&snap.sites) {
+        if let Some(r) = &files.robots {
+            m.robots_info.with_label_values(&[site.name.as_str(), r.hash.as_str()]).set(1);
+        }
+    }
+}
+
+impl Reloader {
+    /// Reload now. Returns whether the new snapshot is in force.
+    pub async fn reload(&self, why: &str) -> bool {
+        let path = self.config_path.clone();
+        let loaded = tokio::task::spawn_blocking(move || snapshot::load(&path)).await;
+        let new = match loaded {
+            Ok(Ok(s)) => s,
+            Ok(Err(problems)) => {
+                metrics().reload_failures.inc();
+                for p in &problems {
+                    error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "reload refused; the last good configuration stays in force");
+                }
+                return false;
+            }
+            Err(e) => {
+                metrics().reload_failures.inc();
+                error!(target: "robotgate::reload", error = %e, "reload task failed; the last good configuration stays in force");
+                return false;
+            }
+        };
+        let old = self.snapshot.load();
+        for field in restart_only_changes(&old.config, &new.config) {
+            warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
+        }
+        publish_info(&new);
+        let hashes: Vec<String> =
+            new.sites.iter().map(|s| s.robots.as_ref().map_or_else(String::new, |r| r.hash.clone())).collect();
+        self.snapshot.store(Arc::new(new));
+        metrics().reloads.inc();
+        info!(target: "robotgate::reload", reason = why, robots = ?hashes, "reloaded");
+        true
+    }
+}
+
+/// Settings the running process cannot change.
+pub fn restart_only_changes(old: &crate::config::Config, new: &crate::config::Config) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if old.listen != new.listen {
+        out.push("listen");
+    }
+    if old.threads != new.threads {
+        out.push("threads");
+    }
+    if old.metrics != new.metrics {
+        out.push("metrics.listen");
+    }
+    if old.violations != new.violations {
+        out.push("log.violations");
+    }
+    if old.max_clients != new.max_clients {
+        out.push("limits.max_clients");
+    }
+    if old.grace_period != new.grace_period {
+        out.push("grace_period");
+    }
+    out
+}
+
+/// Directories to watch: the parents of every source file (editors replace
+/// files by renaming, which a watch on the file itself would miss).
+fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
+    sources
+        .iter()
+        .map(|p| {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+        })
+        .collect()
+}
+
+fn is_source(event_path: &Path, sources: &[PathBuf]) -> bool {
+    sources.iter().any(|s| {
+        let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
+        abs == event_path || (abs.file_name() == event_path.file_name() && abs.parent() == event_path.parent())
+    })
+}
+
+#[async_trait]
+impl BackgroundService for Reloader {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<notify::Result<notify::Event>>(1024);
+        let watcher = notify::recommended_watcher(move |ev| {
+            // Never block notify's thread; a full queue already means "reload".
+            let _ = tx.try_send(ev);
+        });
+        let mut watcher = match watcher {
+            Ok(w) => Some(w),
+            Err(e) => {
+                error!(target: "robotgate::reload", error = %e, "cannot watch files; reload with SIGHUP");
+                None
+            }
+        };
+        let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
+        let rewatch =
+            |watcher: &mut Option<notify::RecommendedWatcher>, snap: &Snapshot, watched: &mut BTreeSet<PathBuf>| {
+                let Some(w) = watcher.as_mut() else { return };
+                let want = watch_dirs(&snap.sources);
+                for gone in watched.difference(&want) {
+                    let _ = w.unwatch(gone);
+                }
+                for dir in want.difference(watched) {
+                    if let Err(e) = w.watch(dir, RecursiveMode::NonRecursive) {
+                        warn!(target: "robotgate::reload", dir = %dir.display(), error = %e, "cannot watch directory");
+                    }
+                }
+                *watched = want;
+            };
+        rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+
+        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                warn!(target: "robotgate::reload", error = %e, "cannot listen for SIGHUP");
+                None
+            }
+        };
+        loop {
+            let why = tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = async { match hup.as_mut() { Some(h) => { h.recv().await; } None => std::future::pending::<()>().await } } => "SIGHUP",
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { return };
+                    let sources = self.snapshot.load().sources.clone();
+                    let relevant = match &ev {
+                        Ok(ev) => ev.paths.iter().any(|p| is_source(p, &sources)),
+                        Err(_) => true,
+                    };
+                    if !relevant {
+                        continue;
+                    }
+                    // Debounce: wait until the burst is over.
+                    loop {
+                        match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                            Ok(Some(_)) => continue,
+                            _ => break,
+                        }
+                    }
+                    "file changed"
+                }
+            };
+            if self.reload(why).await {
+                rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+            }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! The immutable snapshot every request reads, and the loader that builds it.
+//!
+//! Everything a request needs (config, classifier, compiled robots.txt, file
+//! bodies) is read and compiled here, off the request path, into one value
+//! that the proxy holds behind an `ArcSwap`. A request loads the snapshot once
+//! and uses that version throughout, so a reload in the middle of a request
+//! never mixes two versions.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+
+use crate::agent::{BotDb, Classifier};
+use crate::config::{self, Action, Config};
+use crate::robots::{self, RobotsTxt};
+
+/// A file robotgate serves itself (robots.txt, humans.txt, alternate content).
+#[derive(Debug, Clone)]
+pub struct ServedFile {
+    /// The body.
+    pub body: Bytes,
+    /// Strong ETag (quoted fingerprint of the body).
+    pub etag: String,
+    /// `Last-Modified` (HTTP date of the file's mtime).
+    pub last_modified: String,
+}
+
+impl ServedFile {
+    fn new(body: Vec<u8>, mtime: SystemTime) -> ServedFile {
+        ServedFile {
+            etag: format!("\"{:016x}\"", robots::fingerprint(&body)),
+            last_modified: httpdate::fmt_http_date(mtime),
+            body: Bytes::from(body),
+        }
+    }
+}
+
+/// A site's robots.txt: served as is, enforced as compiled.
+#[derive(Debug)]
+pub struct RobotsFile {
+    /// What `/robots.txt` answers.
+    pub file: ServedFile,
+    /// The compiled rules.
+    pub compiled: RobotsTxt,
+    /// Short version hash for logs and metrics.
+    pub hash: String,
+}
+
+/// Files of one site, and its resolved upstream.
+#[derive(Debug)]
+pub struct SiteFiles {
+    /// The upstream address, resolved once at load time (Pingora's `HttpPeer::new`
+    /// would otherwise resolve on every request, blocking).
+    pub upstream_addr: std::net::SocketAddr,
+    /// robots.txt, when configured.
+    pub robots: Option<RobotsFile>,
+    /// humans.txt, when configured.
+    pub humans: Option<ServedFile>,
+    /// Alternate-content files named in the policy, by path. Only these can be served.
+    pub alternates: HashMap<PathBuf, ServedFile>,
+}
+
+/// Everything a request needs, immutable.
+pub struct Snapshot {
+    /// The validated configuration.
+    pub config: Config,
+    /// The User-Agent classifier.
+    pub classifier: Classifier,
+    /// Files per site, parallel to `config.sites`.
+    pub sites: Vec<SiteFiles>,
+    /// Files the snapshot was built from (the watcher watches their directories).
+    pub sources: Vec<PathBuf>,
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot").field("sites", &self.config.sites.len()).field("sources", &self.sources).finish()
+    }
+}
+
+/// One problem found while loading, with its file and line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{l}: {}", self.file.display(), self.message),
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+fn read(path: &Path, what: &str, problems: &mut Vec<Problem>) -> Option<(Vec<u8>, SystemTime)> {
+    let meta = std::fs::metadata(path);
+    match (std::fs::read(path), meta) {
+        (Ok(body), Ok(meta)) => Some((body, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH))),
+        (Err(e), _) | (_, Err(e)) => {
+            problems.push(Problem { file: path.into(), line: None, message: format!("cannot read {what}: {e}") });
+            None
+        }
+    }
+}
+
+/// Load the config file and everything it names.
+///
+/// # Errors
+/// Every problem: YAML and validation errors with their lines, unreadable
+/// files, an invalid bot database. A robots.txt that is merely odd is not a
+/// problem (crawlers read it leniently, and so does robotgate).
+pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let text = match std::fs::read_to_string(config_path) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(vec![Problem {
+                file: config_path.into(),
+                line: None,
+                message: format!("cannot read the config: {e}"),
+            }])
+        }
+    };
+    let config = config::parse(&text).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| Problem { file: config_path.into(), line: e.line, message: e.to_string() })
+            .collect::<Vec<_>>()
+    })?;
+    load_config(config, config_path, &mut problems)
+}
+
+/// Build a snapshot from an already validated config.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_config(config: Config, config_path: &Path, problems: &mut Vec<Problem>) -> Result<Snapshot, Vec<Problem>> {
+    let mut sources = vec![config_path.to_path_buf()];
+    let db = match &config.bots {
+        None => BotDb::builtin(),
+        Some(path) => {
+            sources.push(path.clone());
+            match read(path, "the bot database", problems) {
+                Some((body, _)) => match BotDb::from_yaml(&String::from_utf8_lossy(&body)) {
+                    Ok(extra) if config.bots_replace => extra,
+                    Ok(extra) => BotDb::builtin().merge(extra),
+                    Err(e) => {
+                        problems.push(Problem { file: path.clone(), line: None, message: e.to_string() });
+                        BotDb::builtin()
+                    }
+                },
+                None => BotDb::builtin(),
+            }
+        }
+    };
+    let classifier = match Classifier::new(&db) {
+        Ok(c) => c,
+        Err(e) => {
+            problems.push(Problem {
+                file: config.bots.clone().unwrap_or_default(),
+                line: None,
+                message: e.to_string(),
+            });
+            Classifier::builtin()
+        }
+    };
+    let mut sites = Vec::new();
+    for site in &config.sites {
+        use std::net::ToSocketAddrs;
+        let upstream_addr = match site.upstream.address.to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(a)) => a,
+            Ok(None) | Err(_) => {
+                problems.push(Problem {
+                    file: config_path.into(),
+                    line: None,
+                    message: format!("site `{}`: cannot resolve upstream `{}`", site.name, site.upstream.address),
+                });
+                std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+            }
+        };
+        let mut files = SiteFiles { upstream_addr, robots: None, humans: None, alternates: HashMap::new() };
+        if let Some(path) = &site.robots {
+            sources.push(path.clone());
+            if let Some((body, mtime)) = read(path, "robots.txt", problems) {
+                let compiled = RobotsTxt::compile(&body);
+                let hash = compiled.short_hash();
+                files.robots = Some(RobotsFile { file: ServedFile::new(body, mtime), compiled, hash });
+            }
+        }
+        if let Some(path) = &site.humans {
+            sources.push(path.clone());
+            if let Some((body, mtime)) = read(path, "humans.txt", problems) {
+                files.humans = Some(ServedFile::new(body, mtime));
+            }
+        }
+        let policy = &site.policy;
+        let actions = std::iter::once(&policy.default)
+            .chain(policy.categories.iter().map(|(_, a)| a))
+            .chain(policy.bots.iter().map(|(_, a)| a));
+        for action in actions {
+            if let Action::Alternate { file, .. } = action {
+                if files.alternates.contains_key(file) {
+                    continue;
+                }
+                sources.push(file.clone());
+                if let Some((body, mtime)) = read(file, "the alternate-content file", problems) {
+                    files.alternates.insert(file.clone(), ServedFile::new(body, mtime));
+                }
+            }
+        }
+        sites.push(files);
+    }
+    if !problems.is_empty() {
+        return Err(std::mem::take(problems));
+    }
+    sources.sort();
+    sources.dedup();
+    Ok(Snapshot { config, classifier, sites, sources })
+}
+
+/// What `robotgate config check` prints: problems, plus robots.txt lint errors
+/// as warnings (they do not stop the proxy: crawlers read such files leniently).
+pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
+    match load(config_path) {
+        Err(problems) => (problems, Vec::new()),
+        Ok(snapshot) => {
+            let mut warnings = Vec::new();
+            for (site, files) in snapshot.config.sites.iter().zip(&snapshot.sites) {
+                if let (Some(path), Some(robots)) = (&site.robots, &files.robots) {
+                    for d in robots::lint::lint(&robots.file.body) {
+                        if d.severity == robots::lint::Severity::Error {
+                            warnings.push(Problem {
+                                file: path.clone(),
+                                line: Some(d.line as usize),
+                                message: d.message,
+                            });
+                        }
+                    }
+                }
+            }
+            (Vec::new(), warnings)
+        }
+    }
+}

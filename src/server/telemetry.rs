@@ -1,0 +1,108 @@
+//! Logging set-up and Prometheus metrics.
+//!
+//! Metrics live in the `prometheus` crate's default registry, which Pingora's
+//! Prometheus service (`/metrics` on the metrics listener) serves. Label
+//! values are bounded: sites come from the config, categories and actions are
+//! fixed sets, and bot names come only from the bot database (unknown bots are
+//! `other`), so a client cannot create series by sending User-Agents.
+
+use std::sync::OnceLock;
+
+use prometheus::{
+    register_histogram, register_int_counter, register_int_counter_vec, register_int_gauge_vec, Histogram, IntCounter,
+    IntCounterVec, IntGaugeVec,
+};
+
+/// All of robotgate's metrics.
+pub struct Metrics {
+    /// `robotgate_requests_total{site,category}`.
+    pub requests: IntCounterVec,
+    /// `robotgate_violations_total{site,bot,category,action}`.
+    pub violations: IntCounterVec,
+    /// `robotgate_rate_limited_total{site,bot,directive}`.
+    pub rate_limited: IntCounterVec,
+    /// `robotgate_files_served_total{site,file}` (robots.txt, humans.txt).
+    pub served: IntCounterVec,
+    /// `robotgate_upstream_errors_total{site,status}`.
+    pub upstream_errors: IntCounterVec,
+    /// `robotgate_reloads_total`.
+    pub reloads: IntCounter,
+    /// `robotgate_reload_failures_total`.
+    pub reload_failures: IntCounter,
+    /// `robotgate_robots_info{site,hash}`: 1 for the robots.txt version in force.
+    pub robots_info: IntGaugeVec,
+    /// `robotgate_decision_seconds`: time to classify and decide a request.
+    pub decision_seconds: Histogram,
+    /// `robotgate_violation_log_waits_total`: records that waited for room in the log queue.
+    pub log_waits: IntCounter,
+}
+
+/// The process-wide metrics (registered on first use).
+pub fn metrics() -> &'static Metrics {
+    static M: OnceLock<Metrics> = OnceLock::new();
+    M.get_or_init(|| Metrics {
+        requests: register_int_counter_vec!(
+            "robotgate_requests_total",
+            "Requests by site and requester category",
+            &["site", "category"]
+        )
+        .expect("metric registers once"),
+        violations: register_int_counter_vec!(
+            "robotgate_violations_total",
+            "Requests that break the site's robots.txt, by bot and action taken",
+            &["site", "bot", "category", "action"]
+        )
+        .expect("metric registers once"),
+        rate_limited: register_int_counter_vec!(
+            "robotgate_rate_limited_total",
+            "Requests answered 429 for Crawl-delay, Request-rate or Visit-time",
+            &["site", "bot", "directive"]
+        )
+        .expect("metric registers once"),
+        served: register_int_counter_vec!(
+            "robotgate_files_served_total",
+            "robots.txt and humans.txt answered by robotgate",
+            &["site", "file"]
+        )
+        .expect("metric registers once"),
+        upstream_errors: register_int_counter_vec!(
+            "robotgate_upstream_errors_total",
+            "Failed upstream requests by answered status",
+            &["site", "status"]
+        )
+        .expect("metric registers once"),
+        reloads: register_int_counter!("robotgate_reloads_total", "Configuration and file reloads put in force")
+            .expect("metric registers once"),
+        reload_failures: register_int_counter!(
+            "robotgate_reload_failures_total",
+            "Reloads refused (the last good snapshot stayed)"
+        )
+        .expect("metric registers once"),
+        robots_info: register_int_gauge_vec!(
+            "robotgate_robots_info",
+            "The robots.txt version in force per site (value 1)",
+            &["site", "hash"]
+        )
+        .expect("metric registers once"),
+        decision_seconds: register_histogram!(
+            "robotgate_decision_seconds",
+            "Time to classify the User-Agent and decide the request",
+            vec![0.000_000_5, 0.000_001, 0.000_002, 0.000_005, 0.000_01, 0.000_02, 0.000_05, 0.000_1, 0.001]
+        )
+        .expect("metric registers once"),
+        log_waits: register_int_counter!(
+            "robotgate_violation_log_waits_total",
+            "Violation records that waited for room in the log queue"
+        )
+        .expect("metric registers once"),
+    })
+}
+
+/// Set up `tracing` (JSON lines on stderr) with the `log` bridge so Pingora's
+/// records arrive too. `level` is `error`, `warn`, `info`, `debug` or `trace`;
+/// `RUST_LOG` overrides it.
+pub fn init_logging(level: &str) {
+    use tracing_subscriber::{fmt, EnvFilter};
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let _ = fmt().json().with_env_filter(filter).with_writer(std::io::stderr).with_current_span(false).try_init();
+}

@@ -1,0 +1,91 @@
+//! `robotgate config check`: ok for a valid config, every problem with its
+//! file and line otherwise.
+
+use std::process::Command;
+
+fn check(config: &str, files: &[(&str, &str)]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in files {
+        std::fs::write(dir.path().join(name), body).unwrap();
+    }
+    let path = dir.path().join("robotgate.yaml");
+    std::fs::write(&path, config.replace("{dir}", dir.path().to_str().unwrap())).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .args(["config", "check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+const VALID: &str = r#"listen: ["127.0.0.1:8080"]
+threads: 1
+sites:
+  - hosts: ["localhost", "127.0.0.1"]
+    default: true
+    upstream: "127.0.0.1:8000"
+    robots: {dir}/robots.txt
+    humans: {dir}/humans.txt
+    policy:
+      action: block
+log:
+  violations: {dir}/violations.jsonl
+"#;
+
+const FILES: &[(&str, &str)] = &[("robots.txt", "User-agent: *\nDisallow: /private/\n"), ("humans.txt", "hi\n")];
+
+#[test]
+fn a_valid_config_is_ok() {
+    assert_eq!(check(VALID, FILES), (0, "ok\n".to_owned()));
+}
+
+#[test]
+fn the_shipped_config_is_valid() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .current_dir(root)
+        .args(["config", "check", "--config", "conf/robotgate.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_line() {
+    let (code, out) = check(&VALID.replace("threads: 1", "threads: 1\nthreds: 2"), FILES);
+    assert_eq!(code, 1);
+    assert!(out.contains("robotgate.yaml:3:") && out.contains("threds"), "{out}");
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let (code, out) = check(VALID, &FILES[..1]);
+    assert_eq!(code, 1);
+    assert!(out.contains("humans.txt") && out.contains("cannot read humans.txt"), "{out}");
+}
+
+#[test]
+fn a_bad_address_is_named() {
+    let (code, out) = check(&VALID.replace("\"127.0.0.1:8000\"", "\"origin-without-port\""), FILES);
+    assert_eq!(code, 1);
+    assert!(out.contains("sites[0].upstream") && out.contains("host:port"), "{out}");
+    let (code, out) = check(&VALID.replace("[\"127.0.0.1:8080\"]", "[\"127.0.0.1:99999\"]"), FILES);
+    assert_eq!(code, 1);
+    assert!(out.contains("listen[0]"), "{out}");
+}
+
+#[test]
+fn a_bad_cidr_is_named() {
+    let (code, out) = check(&format!("{VALID}trusted_proxies: [\"10.0.0.0/8\", \"10.0.0.0/40\"]\n"), FILES);
+    assert_eq!(code, 1);
+    assert!(out.contains("trusted_proxies[1]") && out.contains("10.0.0.0/40"), "{out}");
+}
+
+#[test]
+fn every_problem_is_listed_not_just_the_first() {
+    let bad = VALID.replace("threads: 1", "threads: 0").replace("action: block", "action: shout");
+    let (code, out) = check(&bad, FILES);
+    assert_eq!(code, 1);
+    assert!(out.contains("threads") && out.contains("policy.action"), "{out}");
+}
