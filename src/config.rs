@@ -346,8 +346,10 @@ pub enum Action {
     Block {
         /// Status code.
         status: u16,
-        /// Response body.
+        /// Response body (when no `file`).
         body: String,
+        /// A file to answer with instead of `body`, and its Content-Type.
+        file: Option<(PathBuf, String)>,
     },
     /// Serve a configured file instead of the page.
     Alternate {
@@ -417,7 +419,7 @@ pub struct PolicyConfig {
 impl Default for PolicyConfig {
     fn default() -> Self {
         PolicyConfig {
-            default: Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into() },
+            default: Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into(), file: None },
             categories: Vec::new(),
             bots: Vec::new(),
             enforce_ai_user: false,
@@ -535,15 +537,18 @@ fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option
     };
     let a = match name {
         "block" => {
-            unused(
-                &[("file", raw.file.is_some()), ("redirect", raw.redirect.is_some()), ("header", raw.header.is_some())],
-                errors,
-            );
+            unused(&[("redirect", raw.redirect.is_some()), ("header", raw.header.is_some())], errors);
+            if raw.body.is_some() && raw.file.is_some() {
+                errors.push(ConfigError::new(field, "`action: block` takes `body` or `file`, not both"));
+            }
             let body = raw.body.clone().unwrap_or_else(|| DEFAULT_BLOCK_BODY.into());
             if body.contains('\0') {
                 errors.push(ConfigError::new(format!("{field}.body"), "must not contain NUL"));
             }
-            Action::Block { status: status(403, errors), body }
+            let content_type = raw.content_type.clone().unwrap_or_else(|| "text/html; charset=utf-8".into());
+            header_value(&format!("{field}.content_type"), &content_type, errors);
+            let file = raw.file.clone().map(|f| (f, content_type));
+            Action::Block { status: status(403, errors), body, file }
         }
         "alternate" => {
             unused(&[("body", raw.body.is_some()), ("header", raw.header.is_some())], errors);
@@ -846,7 +851,10 @@ log:
     fn the_minimal_file_from_the_readme_is_valid() {
         let c = parse(MINIMAL).unwrap();
         assert_eq!(c.listen[0].address, "127.0.0.1:8080".parse().unwrap());
-        assert_eq!(c.sites[0].policy.default, Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into() });
+        assert_eq!(
+            c.sites[0].policy.default,
+            Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into(), file: None }
+        );
         assert_eq!(c.violations, LogTarget::File("violations.jsonl".into()));
         assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
         assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
@@ -893,7 +901,7 @@ log:
         assert_eq!(p.default, Action::Noindex { value: DEFAULT_NOINDEX.into() });
         assert_eq!(
             p.categories,
-            vec![(Category::AiCrawler, Action::Block { status: 451, body: DEFAULT_BLOCK_BODY.into() })]
+            vec![(Category::AiCrawler, Action::Block { status: 451, body: DEFAULT_BLOCK_BODY.into(), file: None })]
         );
         assert_eq!(p.bots, vec![("googlebot".into(), Action::Log)]);
     }

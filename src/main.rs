@@ -34,6 +34,22 @@ enum Command {
         #[arg(long)]
         upgrade_sock: Option<String>,
     },
+    /// Run robotgate on 127.0.0.1 in front of a built-in demo site, and print what to try.
+    Demo {
+        /// Port of the proxy.
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Directory for the demo's robots.txt, humans.txt, config and violation log
+        /// (default: a directory under the system temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Exit 0 if robotgate answers on ADDR (for container health checks).
+    Health {
+        /// host:port of a robotgate listener.
+        #[arg(default_value = "127.0.0.1:8080")]
+        addr: String,
+    },
     /// Configuration commands.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -106,6 +122,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Config(ConfigCommand::Check { config }) => config_check(&config),
+        Command::Demo { port, dir } => {
+            robotgate::server::demo::run(port, dir)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Health { addr } => health(&addr),
         Command::Check { json, robots_file, user_agent, url } => check(&robots_file, &user_agent, &url, json),
         Command::Lint { format, files } => lint(&files, format),
         Command::Classify { robots, user_agents } => classify(robots, user_agents),
@@ -227,4 +248,24 @@ fn config_check(config: &std::path::Path) -> anyhow::Result<ExitCode> {
         writeln!(out, "{p}")?;
     }
     Ok(ExitCode::from(1))
+}
+
+/// GET /robots.txt over plain TCP; any HTTP answer means the proxy is up.
+fn health(addr: &str) -> anyhow::Result<ExitCode> {
+    use std::io::Read;
+    use std::net::ToSocketAddrs;
+    use std::time::Duration;
+    let sock = addr.to_socket_addrs()?.next().with_context(|| format!("cannot resolve {addr}"))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(3))?;
+    stream.set_read_timeout(Some(Duration::from_secs(3)))?;
+    stream.write_all(
+        b"GET /robots.txt HTTP/1.1\r\nHost: localhost\r\nUser-Agent: robotgate-health\r\nConnection: close\r\n\r\n",
+    )?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head)?;
+    if head.starts_with(b"HTTP/1.") {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        anyhow::bail!("{addr} did not answer HTTP")
+    }
 }

@@ -9,6 +9,7 @@
 //! * [`violations`]: the violation log writer.
 //! * [`telemetry`]: logging and metrics.
 
+pub mod demo;
 pub mod limit;
 pub mod proxy;
 pub mod reload;
@@ -108,6 +109,20 @@ fn preflight(config: &crate::config::Config, upgrade: bool) -> anyhow::Result<()
 /// # Errors
 /// The configuration or its files cannot be loaded, or a listener cannot start.
 pub fn serve(config_path: &Path, options: ServeOptions) -> anyhow::Result<()> {
+    serve_with(config_path, options, Vec::new(), None)
+}
+
+/// [`serve`], with extra Pingora services (the demo's origin) and a message
+/// printed on stdout once everything is set up.
+///
+/// # Errors
+/// As [`serve`].
+pub fn serve_with(
+    config_path: &Path,
+    options: ServeOptions,
+    extra: Vec<Box<dyn pingora::services::ServiceWithDependents>>,
+    intro: Option<String>,
+) -> anyhow::Result<()> {
     let snap = snapshot::load(config_path).map_err(|problems| {
         let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("{}", lines.join("\n"))
@@ -152,7 +167,10 @@ pub fn serve(config_path: &Path, options: ServeOptions) -> anyhow::Result<()> {
                 .with_context(|| format!("TLS listener {addr}"))?,
         }
     }
-    server.add_service(proxy);
+    // The proxy starts after the services it fronts (the demo's origin).
+    let extra: Vec<_> = extra.into_iter().map(|s| server.add_boxed_service(s)).collect();
+    let proxy = server.add_service(proxy);
+    proxy.add_dependencies(extra.iter());
     if let Some(addr) = config.metrics {
         let mut metrics: Service<HttpServer<MetricsApp>> =
             Service::new("metrics".into(), HttpServer::new_app(MetricsApp));
@@ -162,8 +180,15 @@ pub fn serve(config_path: &Path, options: ServeOptions) -> anyhow::Result<()> {
     }
     let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };
     server.add_service(GenBackgroundService::new("reload".into(), Arc::new(reloader)));
+
     tracing::info!(target: "robotgate", listen = ?config.listen.iter().map(|l| l.address).collect::<Vec<_>>(), sites = config.sites.len(), "robotgate started");
 
+    if let Some(intro) = intro {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(intro.as_bytes());
+        let _ = out.flush();
+    }
     server.run(RunArgs::default());
     let written = violations.close().context("flushing the violation log")?;
     tracing::info!(target: "robotgate", violations_written = written, "robotgate stopped");

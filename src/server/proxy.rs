@@ -119,15 +119,15 @@ impl Gate {
         site: usize,
     ) -> Result<()> {
         let status = match action {
-            Action::Block { status, body } => {
-                respond::send(
-                    session,
-                    *status,
-                    "text/plain; charset=utf-8",
-                    &[("cache-control", "no-store".into())],
-                    Bytes::from(body.clone()),
-                )
-                .await?;
+            Action::Block { status, body, file } => {
+                let (content_type, body) = match file {
+                    // Only files named in the config were loaded; no request can pick another.
+                    Some((path, ct)) => {
+                        (ct.as_str(), snap.sites[site].alternates.get(path).map(|f| f.body.clone()).unwrap_or_default())
+                    }
+                    None => ("text/plain; charset=utf-8", Bytes::from(body.clone())),
+                };
+                respond::send(session, *status, content_type, &[("cache-control", "no-store".into())], body).await?;
                 *status
             }
             Action::Alternate { status, file, content_type } => {

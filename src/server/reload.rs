@@ -49,7 +49,8 @@ impl Reloader {
     /// Reload now. Returns whether the new snapshot is in force.
     pub async fn reload(&self, why: &str) -> bool {
         let path = self.config_path.clone();
-        let loaded = tokio::task::spawn_blocking(move || snapshot::load(&path)).await;
+        let previous = self.snapshot.load_full();
+        let loaded = tokio::task::spawn_blocking(move || snapshot::reload(&path, Some(&previous))).await;
         let new = match loaded {
             Ok(Ok(s)) => s,
             Ok(Err(problems)) => {
@@ -175,11 +176,12 @@ impl BackgroundService for Reloader {
                     if !relevant {
                         continue;
                     }
-                    // Debounce: wait until the burst is over.
-                    loop {
-                        match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
-                            Ok(Some(_)) => continue,
-                            _ => break,
+                    // Debounce: wait until the burst of relevant events is over
+                    // (other files in the same directories, such as a log, do not count).
+                    let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
+                    while let Ok(Some(ev)) = tokio::time::timeout_at(quiet_until, rx.recv()).await {
+                        if ev.map_or(true, |ev| ev.paths.iter().any(|p| is_source(p, &sources))) {
+                            quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                         }
                     }
                     "file changed"

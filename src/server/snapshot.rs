@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -67,12 +68,14 @@ pub struct SiteFiles {
 pub struct Snapshot {
     /// The validated configuration.
     pub config: Config,
-    /// The User-Agent classifier.
-    pub classifier: Classifier,
+    /// The User-Agent classifier (shared between snapshots while the bot database is unchanged).
+    pub classifier: Arc<Classifier>,
     /// Files per site, parallel to `config.sites`.
     pub sites: Vec<SiteFiles>,
     /// Files the snapshot was built from (the watcher watches their directories).
     pub sources: Vec<PathBuf>,
+    /// What the classifier was built from: bot file, replace flag, body fingerprint.
+    bots_key: (Option<PathBuf>, bool, Option<u64>),
 }
 
 impl fmt::Debug for Snapshot {
@@ -119,6 +122,14 @@ fn read(path: &Path, what: &str, problems: &mut Vec<Problem>) -> Option<(Vec<u8>
 /// files, an invalid bot database. A robots.txt that is merely odd is not a
 /// problem (crawlers read it leniently, and so does robotgate).
 pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
+    reload(config_path, None)
+}
+
+/// [`load`], reusing what has not changed since `previous`.
+///
+/// # Errors
+/// As [`load`].
+pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
     let text = match std::fs::read_to_string(config_path) {
         Ok(t) => t,
@@ -136,21 +147,36 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
             .map(|e| Problem { file: config_path.into(), line: e.line, message: e.to_string() })
             .collect::<Vec<_>>()
     })?;
-    load_config(config, config_path, &mut problems)
+    load_config(config, config_path, previous, &mut problems)
 }
 
 /// Build a snapshot from an already validated config.
 ///
 /// # Errors
 /// As [`load`].
-pub fn load_config(config: Config, config_path: &Path, problems: &mut Vec<Problem>) -> Result<Snapshot, Vec<Problem>> {
+pub fn load_config(
+    config: Config,
+    config_path: &Path,
+    previous: Option<&Snapshot>,
+    problems: &mut Vec<Problem>,
+) -> Result<Snapshot, Vec<Problem>> {
     let mut sources = vec![config_path.to_path_buf()];
-    let db = match &config.bots {
-        None => BotDb::builtin(),
+    let bots_body = match &config.bots {
+        None => None,
         Some(path) => {
             sources.push(path.clone());
-            match read(path, "the bot database", problems) {
-                Some((body, _)) => match BotDb::from_yaml(&String::from_utf8_lossy(&body)) {
+            read(path, "the bot database", problems).map(|(body, _)| body)
+        }
+    };
+    // Compiling the classifier is the slowest part of a reload; reuse it while
+    // the bot database is unchanged.
+    let bots_key = (config.bots.clone(), config.bots_replace, bots_body.as_deref().map(robots::fingerprint));
+    let reuse = previous.filter(|p| p.bots_key == bots_key).map(|p| p.classifier.clone());
+    let classifier = match reuse {
+        Some(c) => c,
+        None => {
+            let db = match (&config.bots, bots_body) {
+                (Some(path), Some(body)) => match BotDb::from_yaml(&String::from_utf8_lossy(&body)) {
                     Ok(extra) if config.bots_replace => extra,
                     Ok(extra) => BotDb::builtin().merge(extra),
                     Err(e) => {
@@ -158,19 +184,19 @@ pub fn load_config(config: Config, config_path: &Path, problems: &mut Vec<Proble
                         BotDb::builtin()
                     }
                 },
-                None => BotDb::builtin(),
+                _ => BotDb::builtin(),
+            };
+            match Classifier::new(&db) {
+                Ok(c) => Arc::new(c),
+                Err(e) => {
+                    problems.push(Problem {
+                        file: config.bots.clone().unwrap_or_default(),
+                        line: None,
+                        message: e.to_string(),
+                    });
+                    Arc::new(Classifier::builtin())
+                }
             }
-        }
-    };
-    let classifier = match Classifier::new(&db) {
-        Ok(c) => c,
-        Err(e) => {
-            problems.push(Problem {
-                file: config.bots.clone().unwrap_or_default(),
-                line: None,
-                message: e.to_string(),
-            });
-            Classifier::builtin()
         }
     };
     let mut sites = Vec::new();
@@ -207,7 +233,11 @@ pub fn load_config(config: Config, config_path: &Path, problems: &mut Vec<Proble
             .chain(policy.categories.iter().map(|(_, a)| a))
             .chain(policy.bots.iter().map(|(_, a)| a));
         for action in actions {
-            if let Action::Alternate { file, .. } = action {
+            let file = match action {
+                Action::Alternate { file, .. } | Action::Block { file: Some((file, _)), .. } => Some(file),
+                _ => None,
+            };
+            if let Some(file) = file {
                 if files.alternates.contains_key(file) {
                     continue;
                 }
@@ -224,7 +254,7 @@ pub fn load_config(config: Config, config_path: &Path, problems: &mut Vec<Proble
     }
     sources.sort();
     sources.dedup();
-    Ok(Snapshot { config, classifier, sites, sources })
+    Ok(Snapshot { config, classifier, sites, sources, bots_key })
 }
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors

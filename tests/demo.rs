@@ -1,0 +1,74 @@
+//! `robotgate demo` runs with nothing else installed, and the curl lines it
+//! prints do what it says they do.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A printed `curl -si [-A 'UA'] URL` line -> (UA, URL).
+fn parse_curl(line: &str) -> (Option<String>, String) {
+    let ua = line.split_once("-A '").map(|(_, rest)| rest.split('\'').next().unwrap().to_owned());
+    let url = line.split_whitespace().last().unwrap().to_owned();
+    (ua, url)
+}
+
+#[test]
+fn the_demo_does_what_it_prints() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .args(["demo", "--port", &port.to_string(), "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 || Instant::now() > deadline {
+            break;
+        }
+        let done = line.starts_with("Stop with");
+        printed.push(line.trim_end().to_owned());
+        if done {
+            break;
+        }
+    }
+    let text = printed.join("\n");
+    assert!(text.contains("violations.jsonl"), "says where violations go:\n{text}");
+
+    // Wait until the proxy answers.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "demo did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let mut tried = 0;
+    for (i, line) in printed.iter().enumerate() {
+        let line = line.trim();
+        if !line.starts_with("curl ") {
+            continue;
+        }
+        let expect: u16 = printed[i + 1].trim().trim_start_matches("# ").split(':').next().unwrap().parse().unwrap();
+        let (ua, url) = parse_curl(line);
+        let headers: Vec<(&str, &str)> = ua.as_deref().map(|u| vec![("User-Agent", u)]).unwrap_or_default();
+        let r = get(&url, &headers);
+        assert_eq!(r.status, expect, "{line}\n{}", r.body);
+        tried += 1;
+    }
+    assert!(tried >= 5, "printed curl lines: {tried}\n{text}");
+    // The two 403s were logged where the demo said.
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 2);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
+}

@@ -1,0 +1,168 @@
+//! Hot reload against the real binary: edits take effect without a restart or
+//! a failed request; broken edits are refused and counted; SIGHUP reloads.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const CONFIG: &str = r#"
+listen: ["127.0.0.1:{port}"]
+threads: 2
+grace_period: 1
+sites:
+  - name: s
+    hosts: ["127.0.0.1"]
+    default: true
+    upstream: "ORIGIN"
+    robots: {dir}/robots.txt
+log:
+  violations: {dir}/violations.jsonl
+  level: warn
+metrics:
+  listen: "127.0.0.1:{metrics}"
+"#;
+
+fn start(origin: &Origin, robots: &str) -> Gate {
+    Gate::start(&CONFIG.replace("ORIGIN", &origin.addr.to_string()), &[("robots.txt", robots.as_bytes())])
+}
+
+fn metric(gate: &Gate, name: &str) -> f64 {
+    let text = get(&format!("http://127.0.0.1:{}/metrics", gate.metrics_port), &[]).body;
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Poll until `cond` holds; the elapsed time, or None after `limit`.
+fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
+}
+
+#[test]
+fn a_hundred_rewrites_under_load_fail_no_request() {
+    let origin = Origin::start();
+    let gate = start(&origin, "User-agent: *\nDisallow: /gen0/\n");
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for c in 0..4 {
+        let (stop, done, failed, url) = (stop.clone(), done.clone(), failed.clone(), gate.url("/page"));
+        clients.push(std::thread::spawn(move || {
+            let ua = if c % 2 == 0 { FIREFOX } else { GOOGLEBOT };
+            while !stop.load(Ordering::Relaxed) {
+                let r = get(&url, &[("User-Agent", ua)]);
+                if r.status != 200 {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let robots = gate.path("robots.txt");
+    let mut delays = Vec::new();
+    for i in 1..=100 {
+        let body = format!("# version {i}\nUser-agent: *\nDisallow: /gen{i}/\n");
+        if i % 2 == 0 {
+            std::fs::write(&robots, &body).unwrap();
+        } else {
+            // Editors save by writing a new file and renaming it over the old one.
+            let tmp = gate.path(&format!(".robots.txt.{i}.tmp"));
+            std::fs::write(&tmp, &body).unwrap();
+            std::fs::rename(&tmp, &robots).unwrap();
+        }
+        let url = gate.url(&format!("/gen{i}/x"));
+        let t = within(Duration::from_secs(2), || get(&url, &[("User-Agent", GOOGLEBOT)]).status == 403);
+        let t = t.unwrap_or_else(|| panic!("rewrite {i} not in force within 2 s\n{}", gate.stderr()));
+        delays.push(t);
+        // The previous version's rule is gone.
+        assert_eq!(get(&gate.url(&format!("/gen{}/x", i - 1)), &[("User-Agent", GOOGLEBOT)]).status, 200);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().unwrap();
+    }
+    delays.sort();
+    let median = delays[delays.len() / 2];
+    let max = delays[delays.len() - 1];
+    println!(
+        "reload: 100 rewrites, median {:.0} ms, max {:.0} ms in force; {} requests under load, {} failed",
+        median.as_secs_f64() * 1e3,
+        max.as_secs_f64() * 1e3,
+        done.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed)
+    );
+    assert!(done.load(Ordering::Relaxed) > 100, "the load ran");
+    assert_eq!(failed.load(Ordering::Relaxed), 0, "no request failed during reloads");
+    assert!(metric(&gate, "robotgate_reloads_total") >= 100.0);
+}
+
+#[test]
+fn a_broken_config_or_unreadable_robots_keeps_the_last_good_version() {
+    let origin = Origin::start();
+    let gate = start(&origin, "User-agent: *\nDisallow: /old/\n");
+    assert_eq!(get(&gate.url("/old/x"), &[("User-Agent", GOOGLEBOT)]).status, 403);
+    let failures = metric(&gate, "robotgate_reload_failures_total");
+
+    // Invalid YAML.
+    let config = gate.path("robotgate.yaml");
+    let good = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, good.replace("threads: 2", "threads: [broken")).unwrap();
+    let seen = within(Duration::from_secs(5), || metric(&gate, "robotgate_reload_failures_total") > failures);
+    assert!(seen.is_some(), "the failed reload is counted");
+    assert_eq!(get(&gate.url("/old/x"), &[("User-Agent", GOOGLEBOT)]).status, 403, "old rules still in force");
+    assert!(gate.stderr().contains("reload refused"), "the reason is logged: {}", gate.stderr());
+    std::fs::write(&config, &good).unwrap();
+
+    // robots.txt removed: unreadable, so the last good one stays.
+    let failures = metric(&gate, "robotgate_reload_failures_total");
+    std::fs::remove_file(gate.path("robots.txt")).unwrap();
+    assert!(within(Duration::from_secs(5), || metric(&gate, "robotgate_reload_failures_total") > failures).is_some());
+    assert_eq!(get(&gate.url("/old/x"), &[("User-Agent", GOOGLEBOT)]).status, 403);
+    assert_eq!(get(&gate.url("/robots.txt"), &[]).body, "User-agent: *\nDisallow: /old/\n");
+
+    // A fixed file is picked up again.
+    std::fs::write(gate.path("robots.txt"), "User-agent: *\nDisallow: /new/\n").unwrap();
+    assert!(within(Duration::from_secs(2), || get(&gate.url("/new/x"), &[("User-Agent", GOOGLEBOT)]).status == 403)
+        .is_some());
+    assert_eq!(get(&gate.url("/old/x"), &[("User-Agent", GOOGLEBOT)]).status, 200);
+}
+
+#[test]
+fn an_odd_robots_txt_is_not_a_failure() {
+    let origin = Origin::start();
+    let gate = start(&origin, "User-agent: *\nDisallow: /a/\n");
+    let failures = metric(&gate, "robotgate_reload_failures_total");
+    std::fs::write(gate.path("robots.txt"), "<html>oops</html>\nUser-agent: *\nDisalow: /b/\n\u{0}\u{1}garbage\n")
+        .unwrap();
+    assert!(
+        within(Duration::from_secs(2), || get(&gate.url("/b/x"), &[("User-Agent", GOOGLEBOT)]).status == 403).is_some()
+    );
+    assert_eq!(metric(&gate, "robotgate_reload_failures_total"), failures);
+}
+
+#[test]
+fn sighup_reloads() {
+    let origin = Origin::start();
+    let gate = start(&origin, "User-agent: *\nDisallow: /a/\n");
+    let before = metric(&gate, "robotgate_reloads_total");
+    gate.signal("HUP");
+    assert!(
+        within(Duration::from_secs(5), || metric(&gate, "robotgate_reloads_total") > before).is_some(),
+        "{}",
+        gate.stderr()
+    );
+    assert_eq!(get(&gate.url("/a/x"), &[("User-Agent", GOOGLEBOT)]).status, 403);
+}
