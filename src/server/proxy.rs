@@ -205,8 +205,8 @@ impl ProxyHttp for Gate {
                 (files.humans.as_ref(), "humans.txt")
             };
             if let Some(file) = file {
-                ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
                 metrics().served.with_label_values(&[site.name.as_str(), name]).inc();
+                ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
                 return Ok(true);
             }
             if path == "/robots.txt" {
@@ -390,6 +390,13 @@ impl ProxyHttp for Gate {
         // A response already under way cannot be replaced; the client sees it cut.
         let code = if session.response_written().is_some() { 0 } else { code };
         if code > 0 {
+            // Count before answering, so a client that has its answer sees it counted.
+            if let (Some(snap), Some(site)) = (ctx.snap.as_ref(), ctx.site) {
+                metrics()
+                    .upstream_errors
+                    .with_label_values(&[snap.config.sites[site].name.as_str(), &code.to_string()])
+                    .inc();
+            }
             let body = match code {
                 502 => "Bad Gateway: the origin server could not be reached.\n",
                 504 => "Gateway Timeout: the origin server did not answer in time.\n",
@@ -403,12 +410,6 @@ impl ProxyHttp for Gate {
                 Bytes::from_static(body.as_bytes()),
             )
             .await;
-            if let (Some(snap), Some(site)) = (ctx.snap.as_ref(), ctx.site) {
-                metrics()
-                    .upstream_errors
-                    .with_label_values(&[snap.config.sites[site].name.as_str(), &code.to_string()])
-                    .inc();
-            }
         }
         ctx.status = code;
         FailToProxy { error_code: code, can_reuse_downstream: false }
