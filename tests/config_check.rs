@@ -89,3 +89,26 @@ fn every_problem_is_listed_not_just_the_first() {
     assert_eq!(code, 1);
     assert!(out.contains("threads") && out.contains("policy.action"), "{out}");
 }
+
+#[test]
+fn the_example_configs_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/configs");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if let Err(e) = robotgate::config::parse(&text) {
+            panic!("{}: {e:?}", path.display());
+        }
+        n += 1;
+    }
+    assert!(n >= 2);
+    // The one-site example names only files that ship with robotgate, so it passes the full check.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .current_dir(root)
+        .args(["config", "check", "--config", "examples/configs/block-ai.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+}
