@@ -14,11 +14,12 @@ RUN apt-get update \
 WORKDIR /src
 # Dependencies first, so edits to the source reuse the cached layer.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src benches \
+RUN mkdir -p src benches examples \
  && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
  && echo 'fn main() {}' > benches/robots_match.rs && echo 'fn main() {}' > benches/classify.rs \
+ && echo 'fn main() {}' > examples/passthrough.rs \
  && cargo build --release --locked \
- && rm -rf src benches
+ && rm -rf src benches examples
 COPY . .
 RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin robotgate
 

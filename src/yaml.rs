@@ -21,8 +21,5 @@ pub struct YamlError {
 /// Returns the parser's message and line when the text is not valid YAML or does
 /// not have the shape of `T` (unknown keys are errors where `T` says so).
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    serde_yaml::from_str(text).map_err(|e| YamlError {
-        line: e.location().map(|l| l.line()),
-        message: e.to_string(),
-    })
+    serde_yaml::from_str(text).map_err(|e| YamlError { line: e.location().map(|l| l.line()), message: e.to_string() })
 }

@@ -1,1 +1,181 @@
 //! Bot database and User-Agent classifier.
+//!
+//! [`BotDb`] is the list of known robots (`conf/bots.yaml`, optionally merged
+//! with a site's own list); [`Classifier`] compiles it once into a single
+//! automaton and answers, per request, "which robot is this, and which
+//! robots.txt tokens does it obey?" as an [`Agent`].
+//!
+//! ```
+//! use robotgate::agent::{AgentKind, Classifier};
+//! let classifier = Classifier::builtin();
+//! let ua = b"Mozilla/5.0 (compatible; SomeNewCrawler/0.3; +https://crawler.example/)";
+//! let agent = classifier.classify(ua);
+//! assert_eq!(agent.kind, AgentKind::UnknownBot);
+//! assert_eq!(agent.name, Some("SomeNewCrawler"));
+//! println!("{}", robotgate::agent::to_json_line(ua, &agent, None));
+//! ```
+
+mod classify;
+mod db;
+mod heuristics;
+
+pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
+pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
+
+use serde::Serialize;
+
+/// How a User-Agent was recognised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentKind {
+    /// A database entry; the index is into [`Classifier::db`]`.bots()`.
+    Known(usize),
+    /// Evidently automated but not in the database (robot word, contact
+    /// address, HTTP library, empty UA, or not shaped like a browser).
+    UnknownBot,
+    /// Looks like a human's browser.
+    Browser,
+}
+
+/// The classification of one User-Agent.
+///
+/// Borrows from the [`Classifier`] (database names) and from the UA bytes
+/// (names of unknown robots), so classifying allocates at most the `tokens`
+/// vector, and nothing for browsers: this runs on every proxied request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent<'a> {
+    /// How it was recognised.
+    pub kind: AgentKind,
+    /// The robot's name: the database name, or the product name an unknown
+    /// robot announces (without `/version`); `None` for browsers and for
+    /// robots that announce no usable name.
+    pub name: Option<&'a str>,
+    /// [`Category::Browser`] for browsers, [`Category::OtherBot`] for unknown
+    /// robots.
+    pub category: Category,
+    /// Candidate robots.txt user-agent tokens, most specific first: the
+    /// database's `robots_tokens`, then product names the UA itself announces
+    /// (so a site's own group for a robot the database does not know still
+    /// applies). Empty for browsers.
+    pub tokens: Vec<&'a str>,
+    /// Whether the robot is documented to obey robots.txt; `None` if unknown.
+    pub obeys_robots: Option<bool>,
+    /// The operator, for database entries.
+    pub operator: Option<&'a str>,
+}
+
+impl Agent<'_> {
+    /// A browser: no name, no tokens.
+    pub const fn browser() -> Agent<'static> {
+        Agent {
+            kind: AgentKind::Browser,
+            name: None,
+            category: Category::Browser,
+            tokens: Vec::new(),
+            obeys_robots: None,
+            operator: None,
+        }
+    }
+
+    /// Whether this is a robot (known or not).
+    pub fn is_bot(&self) -> bool {
+        self.kind != AgentKind::Browser
+    }
+
+    /// Whether a database entry matched (as opposed to an unknown robot or a
+    /// browser).
+    pub fn is_known(&self) -> bool {
+        matches!(self.kind, AgentKind::Known(_))
+    }
+
+    /// The database index, for a known robot.
+    pub fn known_index(&self) -> Option<usize> {
+        match self.kind {
+            AgentKind::Known(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonLine<'a> {
+    user_agent: &'a str,
+    is_bot: bool,
+    kind: &'static str,
+    name: Option<&'a str>,
+    category: &'static str,
+    tokens: &'a [&'a str],
+    operator: Option<&'a str>,
+    obeys_robots: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
+}
+
+/// One JSON object (no trailing newline) describing a classification, for
+/// `robotgate classify` and logs.
+///
+/// Keys: `user_agent` (lossy UTF-8 of the whole header), `is_bot`, `kind`
+/// (`known`, `unknown-bot`, `browser`), `name`, `category`, `tokens`,
+/// `operator`, `obeys_robots`, and `group` (the chosen robots.txt group) only
+/// when given. serde_json escapes control characters, so a hostile UA still
+/// yields exactly one valid line.
+pub fn to_json_line(ua: &[u8], agent: &Agent<'_>, group: Option<&str>) -> String {
+    let user_agent = String::from_utf8_lossy(ua);
+    let line = JsonLine {
+        user_agent: &user_agent,
+        is_bot: agent.is_bot(),
+        kind: match agent.kind {
+            AgentKind::Known(_) => "known",
+            AgentKind::UnknownBot => "unknown-bot",
+            AgentKind::Browser => "browser",
+        },
+        name: agent.name,
+        category: agent.category.as_str(),
+        tokens: &agent.tokens,
+        operator: agent.operator,
+        obeys_robots: agent.obeys_robots,
+        group,
+    };
+    serde_json::to_string(&line).expect("a struct of strings, bools and options always serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_line_is_one_valid_line() {
+        let c = Classifier::builtin();
+        let ua = b"evil\r\n{\"is_bot\":false}\xff\x00 crawler";
+        let agent = c.classify(ua);
+        let line = to_json_line(ua, &agent, Some("*"));
+        assert!(!line.contains('\n') && !line.contains('\r'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["is_bot"], true);
+        assert_eq!(v["group"], "*");
+        assert_eq!(v["category"], "other-bot");
+        assert!(v["user_agent"].as_str().unwrap().starts_with("evil\r\n"));
+    }
+
+    #[test]
+    fn json_line_browser_has_null_name_and_no_group() {
+        let c = Classifier::builtin();
+        let ua = b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0";
+        let v: serde_json::Value = serde_json::from_str(&to_json_line(ua, &c.classify(ua), None)).unwrap();
+        assert_eq!(v["is_bot"], false);
+        assert!(v["name"].is_null());
+        assert_eq!(v["category"], "browser");
+        assert!(v.get("group").is_none());
+        assert_eq!(v["tokens"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn known_bot_json() {
+        let c = Classifier::builtin();
+        let ua = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+        let v: serde_json::Value = serde_json::from_str(&to_json_line(ua, &c.classify(ua), None)).unwrap();
+        assert_eq!(v["name"], "Googlebot");
+        assert_eq!(v["kind"], "known");
+        assert_eq!(v["obeys_robots"], true);
+        assert_eq!(v["tokens"][0], "Googlebot");
+    }
+}
