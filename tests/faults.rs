@@ -1,0 +1,120 @@
+//! Faults against the real binary: a slow, dead or rude origin, rude clients,
+//! hostile headers. robotgate answers cleanly and keeps serving.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+use common::*;
+
+const CONFIG: &str = r#"
+listen: ["127.0.0.1:{port}"]
+threads: 2
+grace_period: 1
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    upstream: { address: "ORIGIN", connect_timeout: 1, read_timeout: 1 }
+    robots: {dir}/robots.txt
+log:
+  violations: {dir}/violations.jsonl
+  level: error
+"#;
+
+fn start(origin: &str) -> Gate {
+    Gate::start(&CONFIG.replace("ORIGIN", origin), &[("robots.txt", b"User-agent: *\nDisallow: /private/\n")])
+}
+
+/// Send raw bytes, return what comes back (bounded wait).
+fn raw(port: u16, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn a_silent_origin_times_out_with_504() {
+    let origin = Origin::start();
+    let gate = start(&origin.addr.to_string());
+    let r = get(&gate.url("/slow"), &[("User-Agent", FIREFOX)]);
+    assert_eq!(r.status, 504, "{}", r.body);
+    assert!(r.body.contains("Gateway Timeout"));
+    assert_eq!(get(&gate.url("/fast"), &[("User-Agent", FIREFOX)]).status, 200, "still serving");
+}
+
+#[test]
+fn an_origin_that_resets_mid_body_breaks_only_that_response() {
+    // An origin that promises 1 MB and hangs up after a few bytes.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(4) {
+            let mut conn = conn.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\npartial");
+            drop(conn);
+        }
+    });
+    let gate = start(&addr.to_string());
+    let answer = raw(gate.port, b"GET /big HTTP/1.1\r\nHost: localhost\r\nUser-Agent: curl/8\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.len() < 1000, "the client sees a cut response, not a complete one");
+    // robotgate itself is fine.
+    assert_eq!(get(&gate.url("/robots.txt"), &[]).status, 200);
+}
+
+#[test]
+fn rude_clients_do_not_hurt_others() {
+    let origin = Origin::start();
+    let gate = start(&origin.addr.to_string());
+    // Disconnect mid-request (half a header), and mid-body.
+    for partial in
+        [&b"GET /x HTTP/1.1\r\nHost: loc"[..], b"POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\nabc"]
+    {
+        let mut s = TcpStream::connect(("127.0.0.1", gate.port)).unwrap();
+        s.write_all(partial).unwrap();
+        drop(s);
+    }
+    // Oversized header block: rejected cleanly with 400.
+    let big = format!("GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n", "a".repeat(2 * 1024 * 1024));
+    let answer = raw(gate.port, big.as_bytes());
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 400"), "{}", &answer[..answer.len().min(200)]);
+    // Garbage request line.
+    let answer = raw(gate.port, b"\x00\x01\x02 nonsense\r\n\r\n");
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 400"), "{answer}");
+    // A malformed Host: no site, no default -> 421.
+    let answer = raw(gate.port, b"GET / HTTP/1.1\r\nHost: \xff\xfe..:::\r\nConnection: close\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 421"), "{answer}");
+    // Everyone else is still served.
+    assert_eq!(get(&gate.url("/ok"), &[("User-Agent", FIREFOX)]).status, 200);
+}
+
+#[test]
+fn hostile_user_agents_and_paths_stay_one_json_line() {
+    let origin = Origin::start();
+    let mut gate = start(&origin.addr.to_string());
+    // Raw bytes a client could send: quotes, backslashes, non-UTF-8, a long UA.
+    // (DEL in a header or a raw `"` in the path is refused by Pingora's parser with 400.)
+    let ua = format!("EvilBot/1.0 \"quoted\" \\ {} {{\"json\":1}}", "x".repeat(8000));
+    let mut req = b"GET /private/%22%0d%0a'x HTTP/1.1\r\nHost: localhost\r\nUser-Agent: ".to_vec();
+    req.extend_from_slice(ua.as_bytes());
+    req.extend_from_slice(b" \xff\xfe\r\nConnection: close\r\n\r\n");
+    let answer = raw(gate.port, &req);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{}", &answer[..answer.len().min(200)]);
+    gate.stop();
+    let lines = wait_lines(&gate.path("violations.jsonl"), 1);
+    assert_eq!(lines.len(), 1);
+    let v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert!(v["user_agent"].as_str().unwrap().starts_with("EvilBot/1.0 \"quoted\" \\"));
+    assert_eq!(v["path"], "/private/%22%0d%0a'x");
+    assert!(
+        v["user_agent"].as_str().unwrap().ends_with("\u{fffd}\u{fffd}"),
+        "non-UTF-8 bytes are replaced, not dropped"
+    );
+}
