@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Side-by-side load benchmark on loopback: direct to origin, nginx as reverse
+# proxy, the bare Pingora passthrough (examples/passthrough.rs), and robotgate
+# (browser traffic, bot traffic allowed, bot traffic blocked), alternating for
+# several rounds with the same worker count. Prints requests/s and p50/p99
+# latency, and the ratios robotgate/passthrough and robotgate/nginx.
+#
+#   bash benches/load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [THREADS]
+#
+# Installs wrk and nginx from Debian if missing. Loopback only; stops
+# everything it started; bounded by ROUNDS x 6 x SECONDS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+SECS=${2:-10}
+CONNS=${3:-64}
+THREADS=${4:-1}
+BODY_BYTES=${BODY_BYTES:-1024}
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || need+=(nginx-light)
+if [ ${#need[@]} -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ORIGIN=18100 NGINX=18101 PASS=18102 GATE=18103
+mkdir -p "$WORK/www"
+head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
+
+# One nginx process: the origin on $ORIGIN and the reverse proxy on $NGINX.
+cat > "$WORK/nginx.conf" <<NGX
+worker_processes $THREADS;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:$ORIGIN; keepalive 128; }
+  server { listen 127.0.0.1:$ORIGIN; root $WORK/www; }
+  server {
+    listen 127.0.0.1:$NGINX;
+    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+NGX
+nginx -c "$WORK/nginx.conf"
+
+target/release/examples/passthrough "127.0.0.1:$PASS" "127.0.0.1:$ORIGIN" "$THREADS" >/dev/null 2>&1 &
+PIDS+=($!)
+
+printf 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n' > "$WORK/robots.txt"
+cat > "$WORK/robotgate.yaml" <<YML
+listen: ["127.0.0.1:$GATE"]
+threads: $THREADS
+grace_period: 0
+sites:
+  - hosts: ["127.0.0.1"]
+    default: true
+    upstream: "127.0.0.1:$ORIGIN"
+    robots: $WORK/robots.txt
+log:
+  violations: $WORK/violations.jsonl
+  level: error
+YML
+target/release/robotgate serve --config "$WORK/robotgate.yaml" --pid-file "$WORK/rg.pid" --upgrade-sock "$WORK/rg.sock" >/dev/null 2>&1 &
+PIDS+=($!)
+sleep 1
+
+CHROME='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36'
+GOOGLEBOT='Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
+GPTBOT='Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'
+
+# name|port|user-agent
+CASES=(
+  "direct|$ORIGIN|$CHROME"
+  "nginx|$NGINX|$CHROME"
+  "passthrough|$PASS|$CHROME"
+  "robotgate-browser|$GATE|$CHROME"
+  "robotgate-bot-allowed|$GATE|$GOOGLEBOT"
+  "robotgate-bot-blocked|$GATE|$GPTBOT"
+)
+
+declare -A RPS P50 P99
+run() { # name port ua -> "rps p50_us p99_us"
+  local out
+  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "User-Agent: $3" "http://127.0.0.1:$2/page.html" 2>&1)
+  local rps p50 p99
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  echo "$rps $(to_us "$p50") $(to_us "$p99")"
+}
+to_us() { # wrk prints 1.23ms / 456.78us / 1.2s
+  awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+  for c in "${CASES[@]}"; do
+    IFS='|' read -r name port ua <<<"$c"
+    read -r rps p50 p99 < <(run "$name" "$port" "$ua")
+    RPS[$name]="${RPS[$name]:-} $rps"; P50[$name]="${P50[$name]:-} $p50"; P99[$name]="${P99[$name]:-} $p99"
+    printf 'round %d %-22s %10.0f req/s  p50 %7.0f us  p99 %7.0f us\n' "$round" "$name" "$rps" "$p50" "$p99"
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo
+echo "medians over $ROUNDS rounds ($SECS s each, $CONNS connections, $THREADS worker thread(s), ${BODY_BYTES}-byte page):"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name _ _ <<<"$c"
+  printf '  %-22s %10.0f req/s  p50 %7.0f us  p99 %7.0f us\n' "$name" \
+    "$(median <<<"${RPS[$name]}")" "$(median <<<"${P50[$name]}")" "$(median <<<"${P99[$name]}")"
+done
+rg=$(median <<<"${RPS[robotgate-browser]}"); pt=$(median <<<"${RPS[passthrough]}"); ng=$(median <<<"${RPS[nginx]}")
+awk -v a="$rg" -v b="$pt" -v c="$ng" 'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/nginx %.3f\n", a/b, a/c }'
