@@ -222,7 +222,11 @@ impl ProxyHttp for Gate {
         let ua = ua_header.as_ref().map_or(&b""[..], |v| v.as_bytes());
         let agent = snap.classifier.classify(ua);
         let category = agent.category;
-        metrics().requests.with_label_values(&[site.name.as_str(), category.as_str()]).inc();
+        if let Some(counter) =
+            crate::agent::Category::ALL.iter().position(|c| *c == category).and_then(|i| files.requests.get(i))
+        {
+            counter.inc();
+        }
         if !agent.is_bot() {
             return Ok(false);
         }

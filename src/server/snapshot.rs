@@ -62,6 +62,9 @@ pub struct SiteFiles {
     pub humans: Option<ServedFile>,
     /// Alternate-content files named in the policy, by path. Only these can be served.
     pub alternates: HashMap<PathBuf, ServedFile>,
+    /// `robotgate_requests_total{site, category}` handles, by [`Category::ALL`]
+    /// index, resolved once here rather than looked up per request.
+    pub requests: Vec<prometheus::IntCounter>,
 }
 
 /// Everything a request needs, immutable.
@@ -213,7 +216,11 @@ pub fn load_config(
                 std::net::SocketAddr::from(([127, 0, 0, 1], 0))
             }
         };
-        let mut files = SiteFiles { upstream_addr, robots: None, humans: None, alternates: HashMap::new() };
+        let requests = crate::agent::Category::ALL
+            .iter()
+            .map(|c| super::telemetry::metrics().requests.with_label_values(&[site.name.as_str(), c.as_str()]))
+            .collect();
+        let mut files = SiteFiles { upstream_addr, robots: None, humans: None, alternates: HashMap::new(), requests };
         if let Some(path) = &site.robots {
             sources.push(path.clone());
             if let Some((body, mtime)) = read(path, "robots.txt", problems) {
