@@ -170,7 +170,9 @@ fn groups_are_chosen_as_the_bot_would_choose_them() {
         403
     );
     // MJ12bot's group binds MJ12bot (Google's parser would read the group as `MJ`).
-    assert_eq!(get(&gate.url("/anything"), &[("User-Agent", MJ12)]).status, 403);
+    // (MJ12bot is an SEO crawler, which this site's policy answers with noindex.)
+    let r = get(&gate.url("/anything"), &[("User-Agent", MJ12)]);
+    assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "a violation of the MJ12bot group");
 }
 
 #[test]

@@ -17,7 +17,7 @@ sites:
   - name: s
     hosts: ["127.0.0.1"]
     default: true
-    upstream: "ORIGIN"
+    upstream: { address: "ORIGIN", read_timeout: 2 }
     robots: {dir}/robots.txt
 log:
   violations: {dir}/violations.jsonl
@@ -65,6 +65,7 @@ fn a_hundred_rewrites_under_load_fail_no_request() {
             while !stop.load(Ordering::Relaxed) {
                 let r = get(&url, &[("User-Agent", ua)]);
                 if r.status != 200 {
+                    eprintln!("non-200: {} {}", r.status, r.body);
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
                 done.fetch_add(1, Ordering::Relaxed);

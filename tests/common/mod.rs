@@ -15,52 +15,31 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// An HTTP origin on loopback: answers `origin <path>` with 200, echoes the
-/// `X-Forwarded-For` and `X-Forwarded-Proto` it received as `x-seen-xff` /
-/// `x-seen-proto`, sleeps on `/slow`, and counts requests.
+/// An HTTP/1.1 origin on loopback, one thread per connection, keep-alive:
+/// answers `origin <path>` with 200, echoes the `X-Forwarded-For` and
+/// `X-Forwarded-Proto` it received as `x-seen-xff` / `x-seen-proto`, sleeps
+/// on `/slow`, and counts requests. (Written here rather than taken from a
+/// crate: an origin that ever stalls under load would make the proxy's
+/// tests flaky.)
 pub struct Origin {
     pub addr: SocketAddr,
     pub hits: Arc<AtomicUsize>,
-    server: Arc<tiny_http::Server>,
-    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Origin {
     pub fn start() -> Origin {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let addr = server.server_addr().to_ip().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
         let hits = Arc::new(AtomicUsize::new(0));
-        let mut threads = Vec::new();
-        for _ in 0..4 {
-            let server = server.clone();
-            let hits = hits.clone();
-            threads.push(std::thread::spawn(move || {
-                for mut req in server.incoming_requests() {
-                    hits.fetch_add(1, Ordering::SeqCst);
-                    let url = req.url().to_owned();
-                    if url.starts_with("/slow") {
-                        std::thread::sleep(Duration::from_secs(3));
-                    }
-                    let mut body = String::new();
-                    let _ = req.as_reader().read_to_string(&mut body);
-                    let header = |name: &'static str| {
-                        req.headers()
-                            .iter()
-                            .find(|h| h.field.equiv(name))
-                            .map(|h| h.value.as_str().to_owned())
-                            .unwrap_or_default()
-                    };
-                    let xff = header("X-Forwarded-For");
-                    let proto = header("X-Forwarded-Proto");
-                    let resp = tiny_http::Response::from_string(format!("origin {url}"))
-                        .with_header(tiny_http::Header::from_bytes("x-seen-xff", xff).unwrap())
-                        .with_header(tiny_http::Header::from_bytes("x-seen-proto", proto).unwrap())
-                        .with_header(tiny_http::Header::from_bytes("content-type", "text/plain").unwrap());
-                    let _ = req.respond(resp);
-                }
-            }));
-        }
-        Origin { addr, hits, server, threads }
+        let counter = hits.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let hits = counter.clone();
+                std::thread::spawn(move || serve_connection(conn, &hits));
+            }
+        });
+        Origin { addr, hits }
     }
 
     pub fn hits(&self) -> usize {
@@ -68,11 +47,56 @@ impl Origin {
     }
 }
 
-impl Drop for Origin {
-    fn drop(&mut self) {
-        self.server.unblock();
-        for _ in 0..self.threads.len() {
-            self.server.unblock();
+fn serve_connection(conn: TcpStream, hits: &AtomicUsize) {
+    use std::io::{BufRead, BufReader, Write};
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(120)));
+    let mut writer = match conn.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        let (mut length, mut xff, mut proto, mut close) = (0usize, String::new(), String::new(), false);
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                let v = v.trim();
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "content-length" => length = v.parse().unwrap_or(0),
+                    "x-forwarded-for" => xff = v.to_owned(),
+                    "x-forwarded-proto" => proto = v.to_owned(),
+                    "connection" => close = v.eq_ignore_ascii_case("close"),
+                    _ => {}
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        hits.fetch_add(1, Ordering::SeqCst);
+        if path.starts_with("/slow") {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        let text = format!("origin {path}");
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nx-seen-xff: {xff}\r\nx-seen-proto: {proto}\r\n\r\n{text}",
+            text.len()
+        );
+        if writer.write_all(resp.as_bytes()).is_err() || close {
+            return;
         }
     }
 }

@@ -1,0 +1,1020 @@
+//! Rules for User-Agents that no database entry matches: is it a robot
+//! anyway, and what does it call itself?
+//!
+//! A UA is a list of products (`name/version`) and comments (`(...)`)
+//! (RFC 9110 section 10.1.5). Browsers follow a handful of conventions
+//! (`Mozilla/5.0 (platform) engine/version browser/version`, or a handset
+//! name followed by `Profile/MIDP-2.0 Configuration/CLDC-1.1`); robots announce
+//! themselves with a product name containing "bot", "crawler", "spider"..., a
+//! contact URL or e-mail address, or an HTTP library's name. The rules, in
+//! order (first that applies wins):
+//!
+//! 1. empty or whitespace-only UA: robot;
+//! 2. robot evidence (see [`findings`]): robot;
+//! 3. a browser platform/engine marker, or a first word that is a handset
+//!    vendor or browser name: browser;
+//! 4. anything else does not start like a browser at all: robot.
+//!
+//! The lists below are the only vocabulary. They are written from the UA
+//! conventions above, not copied from any crawler list. The needle lists are
+//! also compiled into the classifier's forward automaton (as "signals"), so a
+//! browser UA without any suspect needle is decided by one automaton pass,
+//! without running the word rules at all.
+//!
+//! Cost: every function here is linear in the (capped) UA length times a
+//! bounded factor: words are compared through a lowercase copy of at most
+//! [`MAX_WORD`] bytes against sorted lists (binary search) or a fixed number of
+//! short needles.
+
+use std::sync::OnceLock;
+
+use super::db::is_token_byte;
+
+/// Lowercase substrings that make a UA worth the word-level robot rules:
+/// robot words, library and runtime names, contact-address markers. Every rule
+/// of [`findings`] needs one of them to fire (a test checks this), so a UA
+/// without any is not examined word by word.
+#[rustfmt::skip]
+pub(crate) const SUSPECT_NEEDLES: &[&str] = &[
+    // Robot words (STRONG_BOT_WORDS, WEAK_BOT_WORDS).
+    "bot", "crawl", "spider", "slurp", "scrap", "fetch", "harvest", "archiver", "indexer",
+    "check", "monitor", "validator", "probe", "proxy", "headless", "scanner", "collector",
+    "grabber", "downloader", "parser", "analyzer", "extractor", "subscriber",
+    // Monitoring, testing and SEO tooling.
+    "synthetic", "lighthouse", "pagespeed", "uptime", "sitemap", "favicon", "verif",
+    "screenshot", "thumbnail", "capture", "snapshot", "inspect", "optimizer", "audit",
+    "analytics", "index", "sniff", "extract", "mirror", "rss", "podcast",
+    // `-agent`, `…Scan`, `SEO` (see `word_evidence`).
+    "agent", "scan", "seo",
+    // Libraries and CLIs (LIB_PARTS, `http` inside a word).
+    "http", "curl", "wget", "urllib", "requests", "axios", "undici", "faraday", "mechanize",
+    "lwp", "powershell", "ureq", "phantomjs", "selenium", "puppeteer", "playwright", "jsdom",
+    "aria2", "restsharp", "feign", "retrofit", "postman", "golang",
+    // Runtimes (LANG_PARTS), as whole parts of compound words.
+    "java", "python", "perl", "php", "ruby", "node", "dart", "rust", "deno", "lua", "erlang",
+    "elixir", "scala", "kotlin", "dotnet", "cpp", "go-", "-go", "_go", "go_", ".go", "go.",
+    "go/",
+    // Contact addresses: `www.`, e-mail, `+example.org`, `name (at) example`.
+    "www.", "@", "+", "(at)", "[at]",
+];
+
+/// Lowercase substrings that mark a browser's platform, engine or browser
+/// name. Presence means "looks like a browser" unless there is robot evidence.
+#[rustfmt::skip]
+pub(crate) const MARKER_NEEDLES: &[&str] = &[
+    "windows", "win98", "win95", "winnt", "win32", "win64", "wow64", "macintosh", "mac os",
+    "mac_powerpc", "x11", "linux", "android", "iphone", "ipad", "ipod", "cpu os", "darwin",
+    "cfnetwork", "blackberry", "bb10", "symbian", "series60", "series 60", "series40", "s60;",
+    "midp", "cldc", "j2me", "palmos", "palmsource", "webos", "tizen", "kaios", "crkey", "cros",
+    "freebsd", "openbsd", "netbsd", "sunos", "amigaos", "risc os", "playstation", "nintendo",
+    "xbox", "smarttv", "smart-tv", "hbbtv", "meego", "maemo", "sailfish", "ubuntu", "fedora",
+    "wap2.0", "profile/", "configuration/", "applewebkit", "webkit", "gecko", "khtml", "presto",
+    "trident", "msie", "chrome", "chromium", "safari", "firefox", "opera", "netscape",
+    "konqueror", "netfront", "obigo", "openwave", "polaris", "teleca", "jasmine", "dolfin",
+    "blazer", "iemobile", "ucweb", "browser", "lynx", "links", "w3m", "dillo", "mosaic", "icab",
+    "omniweb", "galeon", "epiphany", "fban", "fbav", "dalvik", "dreamcast", "psp", "wii",
+    "roku", "appletv", "googletv", "netcast", "bravia", "viera",
+];
+
+/// First words (lowercase prefixes) of browsers that may carry no marker:
+/// handset vendors of the WAP era and browser names. Matched only at the start
+/// of the UA and only when the next character is not a lowercase letter
+/// (`Nokia3360`, `LG-S365`, `SonyEricssonK610i`, not `Lgtm`).
+///
+/// `Mozilla` alone is not here: a browser always names its platform or engine
+/// (a [`MARKER_NEEDLES`] word), while `Mozilla/5.0 (compatible; Foo/1.0)` is
+/// the classic shape of a robot.
+#[rustfmt::skip]
+const FIRST_WORDS: &[&str] = &[
+    "opera", "nokia", "samsung", "sonyericsson", "sony", "ericsson", "lg", "lge", "mot",
+    "motorola", "alcatel", "htc", "huawei", "zte", "lenovo", "pantech", "sharp", "sanyo",
+    "panasonic", "sie", "siemens", "kwc", "kyocera", "amoi", "bird", "philips", "sagem",
+    "sendo", "vodafone", "docomo", "kddi", "softbank", "j-phone", "portalmmm", "benq", "asus",
+    "acer", "dell", "hp", "hpipaq", "palm", "nec", "toshiba", "tcl", "vivo", "oppo", "xiaomi",
+    "meizu", "micromax", "celkon", "tecno", "itel", "infinix", "gionee", "coolpad", "haier",
+    "hisense", "spice", "karbonn", "lava", "mitsubishi", "audiovox", "utstarcom", "dopod",
+    "qtek", "imate", "i-mate", "apple", "iphone", "ipad", "netscape", "juc", "ucweb",
+    "mqqbrowser", "lynx", "links", "elinks", "dillo", "mosaic", "ncsa", "icab", "instagram",
+    "pinterest", "twitter", "facebook",
+];
+
+/// Library/CLI word parts: evidence wherever they appear as a whole part of a
+/// word (parts split on `-`, `_`, `.`).
+#[rustfmt::skip]
+const LIB_PARTS: &[&str] = &[
+    "curl", "libcurl", "pycurl", "wget", "urllib", "urllib2", "urllib3", "requests", "axios",
+    "undici", "faraday", "mechanize", "lwp", "powershell", "postmanruntime", "ureq",
+    "phantomjs", "selenium", "puppeteer", "playwright", "jsdom", "aria2", "restsharp", "feign",
+    "retrofit", "golang",
+];
+
+/// Language runtime names: evidence as part of a compound word
+/// (`python-requests`, `aws-sdk-java`) or as a product with a numeric version
+/// (`Java/1.8.0`), not as a bare word (`(Java; U; MIDP-2.0)` is a phone).
+#[rustfmt::skip]
+const LANG_PARTS: &[&str] = &[
+    "java", "python", "cpython", "perl", "php", "ruby", "node", "nodejs", "go", "dart", "rust",
+    "deno", "lua", "erlang", "elixir", "scala", "kotlin", "dotnet", "cpp",
+];
+
+/// Robot words that count anywhere inside a word (`bot` has its own rule,
+/// [`has_bot`]). These name the robot itself (`FooCrawler`)...
+#[rustfmt::skip]
+const STRONG_BOT_WORDS: &[&str] = &[
+    "crawl", "spider", "slurp", "scrap", "fetch", "harvest", "archiver", "indexer",
+];
+
+/// ...these are evidence too, but a worse name than a strong one in the same
+/// UA (`HeadlessChrome/87 YextBot/1.0` is YextBot).
+#[rustfmt::skip]
+const WEAK_BOT_WORDS: &[&str] = &[
+    "check", "monitor", "validator", "probe", "proxy", "headless", "scanner", "collector",
+    "grabber", "downloader", "parser", "analyzer", "extractor", "subscriber",
+    // Monitoring, testing and SEO tooling.
+    "synthetic", "lighthouse", "pagespeed", "uptime", "sitemap", "favicon", "verif",
+    "screenshot", "thumbnail", "capture", "snapshot", "inspect", "optimizer", "audit",
+    "analytics", "index", "sniff", "extract", "mirror", "rss", "podcast",
+];
+
+/// Words that are never a robot's own name: browser and platform vocabulary,
+/// UA filler, language tags.
+#[rustfmt::skip]
+const NOT_A_NAME: &[&str] = &[
+    "abuse", "admin", "alpha", "amd64", "and", "android", "applewebkit", "arm", "at", "beta",
+    "bot", "build", "chrome", "chromium", "compatible", "configuration", "contact", "cpu",
+    "crawler", "de", "dev", "dot", "e-mail", "edg", "edge", "edition", "email", "en", "en-gb",
+    "en-us", "es", "firefox", "for", "fr", "free", "gecko", "gfe", "gzip", "http", "https", "i",
+    "i686", "info", "intel", "ipad", "iphone", "it", "ja", "js", "khtml", "like", "linux",
+    "mac", "macintosh", "macos", "mailto", "mobile", "mozilla", "msie", "n", "nl", "none", "nt",
+    "null", "of", "opera", "opr", "os", "pl", "please", "ppc", "presto", "profile", "pt",
+    "quit", "release", "robot", "ru", "rv", "safari", "see", "spider", "ssl", "subscriber",
+    "subscribers", "support", "sv1", "test", "the", "trident", "u", "ua", "unknown",
+    "user-agent", "useragent", "version", "via", "visit", "web", "webcrawler", "webkit",
+    "win64", "windows", "wow64", "www", "x", "x11", "x64", "x86", "x86_64", "zh-cn",
+];
+
+/// Generic robot words: a word all of whose parts (split on `-`, `_`, `.`) are
+/// here is not a name by itself; it is widened to the words before it
+/// (`Screaming Frog SEO Spider`, `GeekTools Crawler`).
+#[rustfmt::skip]
+const GENERIC: &[&str] = &[
+    "bot", "bots", "robot", "robots", "crawler", "crawlers", "crawl", "crawling", "crawled",
+    "spider", "spiders", "webcrawler", "web", "scraper", "scrape", "fetcher", "fetch", "agent",
+    "client", "checker", "check", "monitor", "monitoring", "indexer", "harvester", "harvest",
+    "archiver", "validator", "scanner", "proxy", "preview", "search", "engine", "websearch",
+    "parser", "analyzer", "extractor", "collector", "grabber", "downloader", "probe", "mobile",
+    "image", "images", "news", "page", "site", "link", "url", "http", "the", "a", "my", "test",
+    "simple", "subscriber", "subscribers", "api", "service", "uptime", "sitemap", "sitemaps",
+    "favicon", "screenshot", "thumbnail", "capture", "snapshot", "seo", "rss", "feed", "podcast",
+    "audit", "analytics", "inspector", "optimizer", "verification", "synthetic", "tool",
+    "tools", "generator",
+];
+
+/// The word rules look at this many bytes of a UA at most (the automaton
+/// looks at [`crate::agent::MAX_UA_LEN`]). Real UAs are under 600 bytes; the
+/// cap bounds the worst case of the per-word rules on hostile input.
+pub(crate) const MAX_WORDS_LEN: usize = 1024;
+
+/// Words longer than this are never in a word list (the longest entry is
+/// shorter) and only their first `MAX_WORD` bytes are searched for needles.
+const MAX_WORD: usize = 64;
+
+/// A word list, lowercase and sorted for binary search.
+struct WordSet(Vec<&'static str>);
+
+impl WordSet {
+    fn new(words: &[&'static str]) -> WordSet {
+        let mut v: Vec<&'static str> = words.iter().map(|w| w.trim_end_matches(['/', ';'])).collect();
+        v.sort_unstable();
+        v.dedup();
+        WordSet(v)
+    }
+
+    /// Whether `word` (any case) is in the set. O(log n), no allocation.
+    fn contains(&self, word: &[u8]) -> bool {
+        let mut buf = [0u8; MAX_WORD];
+        match lower(word, &mut buf) {
+            Some(w) => self.0.binary_search_by(|s| s.as_bytes().cmp(w)).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// The word lists as sets, built on first use.
+struct Sets {
+    markers: WordSet,
+    first_words: WordSet,
+    lib: WordSet,
+    lang: WordSet,
+    not_a_name: WordSet,
+    generic: WordSet,
+}
+
+fn sets() -> &'static Sets {
+    static SETS: OnceLock<Sets> = OnceLock::new();
+    SETS.get_or_init(|| Sets {
+        markers: WordSet::new(MARKER_NEEDLES),
+        first_words: WordSet::new(FIRST_WORDS),
+        lib: WordSet::new(LIB_PARTS),
+        lang: WordSet::new(LANG_PARTS),
+        not_a_name: WordSet::new(NOT_A_NAME),
+        generic: WordSet::new(GENERIC),
+    })
+}
+
+/// ASCII-lowercases `word` into `buf`; `None` if longer than [`MAX_WORD`].
+fn lower<'b>(word: &[u8], buf: &'b mut [u8; MAX_WORD]) -> Option<&'b [u8]> {
+    let out = buf.get_mut(..word.len())?;
+    for (o, b) in out.iter_mut().zip(word) {
+        *o = b.to_ascii_lowercase();
+    }
+    Some(out)
+}
+
+/// One word of a UA: a maximal run of `[A-Za-z0-9_.-]`.
+#[derive(Debug, Clone, Copy)]
+struct Word {
+    start: usize,
+    end: usize,
+    /// Parenthesis depth at the word.
+    depth: u32,
+}
+
+const fn is_word_byte(b: u8) -> bool {
+    is_token_byte(b) || b == b'.'
+}
+
+/// Iterates words; linear, no allocation.
+struct Words<'a> {
+    ua: &'a [u8],
+    pos: usize,
+    depth: u32,
+}
+
+impl<'a> Words<'a> {
+    fn new(ua: &'a [u8]) -> Self {
+        Words { ua, pos: 0, depth: 0 }
+    }
+}
+
+impl Iterator for Words<'_> {
+    type Item = Word;
+    fn next(&mut self) -> Option<Word> {
+        let ua = self.ua;
+        while self.pos < ua.len() && !is_word_byte(ua[self.pos]) {
+            match ua[self.pos] {
+                b'(' => self.depth = self.depth.saturating_add(1),
+                b')' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        if self.pos >= ua.len() {
+            return None;
+        }
+        let start = self.pos;
+        while self.pos < ua.len() && is_word_byte(ua[self.pos]) {
+            self.pos += 1;
+        }
+        Some(Word { start, end: self.pos, depth: self.depth })
+    }
+}
+
+fn contains_ci(hay: &[u8], needle: &str) -> bool {
+    let n = needle.as_bytes();
+    n.len() <= hay.len() && hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+fn find_ci(hay: &[u8], needle: &str, from: usize) -> Option<usize> {
+    let n = needle.as_bytes();
+    if from > hay.len() || n.len() > hay.len() - from {
+        return None;
+    }
+    hay[from..].windows(n.len()).position(|w| w.eq_ignore_ascii_case(n)).map(|i| i + from)
+}
+
+fn eq_any(word: &[u8], list: &[&str]) -> bool {
+    list.iter().any(|s| word.eq_ignore_ascii_case(s.as_bytes()))
+}
+
+/// Parts of a word split on `-`, `_`, `.`.
+fn parts(word: &[u8]) -> impl Iterator<Item = &[u8]> {
+    word.split(|&b| b == b'-' || b == b'_' || b == b'.').filter(|p| !p.is_empty())
+}
+
+/// `bot` as a word ending, a camel-case part or before a non-letter:
+/// `Googlebot`, `AI2Bot`, `BotLink`, `bot-1`, `bots`, but not `Robotics` or
+/// `Botswana`.
+fn has_bot(word: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(i) = find_ci(word, "bot", from) {
+        let after = &word[i + 3..];
+        let ok = match after.first() {
+            None => true,
+            Some(c) if !c.is_ascii_lowercase() => true,
+            Some(b's') => after.get(1).is_none_or(|c| !c.is_ascii_alphabetic()),
+            Some(_) => false,
+        };
+        if ok {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
+}
+
+fn is_version_like(word: &[u8]) -> bool {
+    let w = word.strip_prefix(b"v").or_else(|| word.strip_prefix(b"V")).unwrap_or(word);
+    w.first().is_some_and(u8::is_ascii_digit)
+}
+
+/// What kind of robot evidence a word carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WordEvidence {
+    None,
+    /// A robot word; `strong` for bot/crawler/spider-like words.
+    Robot {
+        strong: bool,
+    },
+    /// An HTTP library, runtime or CLI; `bare_lang` for a runtime name alone
+    /// (`Java/1.8.0`), a worse name than a library's.
+    Library {
+        bare_lang: bool,
+    },
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    let n = needle.as_bytes();
+    n.len() <= hay.len() && hay.windows(n.len()).any(|w| w == n)
+}
+
+fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {
+    let word = &ua[w.start..w.end];
+    let mut buf = [0u8; MAX_WORD];
+    let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
+    if has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n)) {
+        return WordEvidence::Robot { strong: true };
+    }
+    if WEAK_BOT_WORDS.iter().any(|n| contains(low, n)) {
+        return WordEvidence::Robot { strong: false };
+    }
+    // Automation conventions: `ips-agent`, `GomezAgent` (not `User-Agent` or
+    // a bare "Agent"), `CookieHubScan`, `l9scan` (not `Franciscans`), an
+    // `SEO` part.
+    let agent = low.len() > 5 && low.ends_with(b"agent") && !matches!(low, b"useragent" | b"user-agent");
+    let scan = low.len() > 4 && low.ends_with(b"scan");
+    if agent || scan || parts(low).any(|p| p == b"seo") {
+        return WordEvidence::Robot { strong: false };
+    }
+    // `http` inside a word: Go-http-client, HttpClient, GuzzleHttp, okhttp.
+    // A bare `HTTP` or `HTTPS` is a protocol name (`HTTP/1.1 SonyEricsson...`).
+    if contains(low, "http") && low != b"http" && low != b"https" {
+        return WordEvidence::Library { bare_lang: false };
+    }
+    let compound = parts(word).nth(1).is_some();
+    let numeric_version =
+        ua.get(w.end) == Some(&b'/') && ua.get(w.end + 1).is_some_and(|c| c.is_ascii_digit() || *c == b'v');
+    let sets = sets();
+    for p in parts(word) {
+        if sets.lib.contains(p) {
+            return WordEvidence::Library { bare_lang: false };
+        }
+        if (compound || numeric_version) && sets.lang.contains(p) {
+            return WordEvidence::Library { bare_lang: !compound };
+        }
+    }
+    WordEvidence::None
+}
+
+/// Android puts the device model in the platform comment, in the segment
+/// that ends with ` Build/...` (`Linux; Android 4.2; CUBOT ONE Build/JOP40D`);
+/// a robot word there is a brand, not a robot.
+///
+/// Remembers the current comment segment, so that asking for every word of a
+/// UA in order costs O(len) in total (each segment is scanned once).
+struct DeviceModel<'a> {
+    ua: &'a [u8],
+    /// End of the segment last scanned.
+    end: usize,
+    /// Whether that segment holds `Build/`.
+    build: bool,
+}
+
+impl<'a> DeviceModel<'a> {
+    fn new(ua: &'a [u8]) -> Self {
+        DeviceModel { ua, end: 0, build: false }
+    }
+
+    /// Whether `w` lies in a comment segment holding `Build/`. Words must be
+    /// asked in increasing position.
+    fn contains(&mut self, w: &Word) -> bool {
+        if w.depth == 0 {
+            return false;
+        }
+        if w.start >= self.end {
+            let rest = &self.ua[w.start..];
+            let len = rest.iter().position(|&b| matches!(b, b';' | b')' | b'(')).unwrap_or(rest.len());
+            self.end = w.start + len.max(1);
+            self.build = contains_ci(&rest[..len], "build/");
+        }
+        self.build
+    }
+}
+
+fn url_end(ua: &[u8], from: usize) -> usize {
+    ua[from..]
+        .iter()
+        .position(|&b| b.is_ascii_whitespace() || matches!(b, b')' | b';' | b',' | b'"' | b'<' | b'>'))
+        .map_or(ua.len(), |i| i + from)
+}
+
+/// If a URL starts at `w` (`http://`, `https://`, `www.`), its end.
+fn url_at(ua: &[u8], w: &Word) -> Option<usize> {
+    let word = &ua[w.start..w.end];
+    let scheme =
+        (word.eq_ignore_ascii_case(b"http") || word.eq_ignore_ascii_case(b"https")) && ua[w.end..].starts_with(b"://");
+    let www = word.len() > 4 && word[..4].eq_ignore_ascii_case(b"www.");
+    (scheme || www).then(|| url_end(ua, w.start))
+}
+
+/// `local@domain.tld` with an alphabetic TLD of two or more letters (so that
+/// `Build/ICS@ROM_04.06.2012` is not an address).
+fn email_at(ua: &[u8], w: &Word) -> Option<usize> {
+    if ua.get(w.end) != Some(&b'@') {
+        return None;
+    }
+    let dom_start = w.end + 1;
+    let dom_len = ua[dom_start..].iter().take_while(|&&b| is_word_byte(b)).count();
+    let domain = &ua[dom_start..dom_start + dom_len];
+    let domain = domain.strip_suffix(b".").unwrap_or(domain);
+    let tld = domain.rsplit(|&b| b == b'.').next()?;
+    let has_dot = domain.contains(&b'.');
+    (has_dot && tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic)).then_some(dom_start + dom_len)
+}
+
+/// The result of the word-level rules for a UA the database did not match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unknown<'a> {
+    /// The product name the robot announces, if one could be picked.
+    pub name: Option<&'a str>,
+}
+
+/// What one pass of the word rules found: robot evidence and name candidates.
+#[derive(Debug, Clone, Copy, Default)]
+struct Findings {
+    /// Some robot evidence anywhere (robot word, library, contact address).
+    evidence: bool,
+    /// First distinctive strong robot word (`ExampleBot`, `FooCrawler`).
+    robot: Option<Word>,
+    /// First distinctive weak robot word (`HeadlessChrome`, `LinkCheck`).
+    weak: Option<Word>,
+    /// First generic robot word (`crawler`, `Spider`, `Monitoring`), a strong
+    /// one preferred.
+    generic: Option<Word>,
+    /// Whether `generic` is a strong robot word.
+    generic_strong: bool,
+    /// First library word (`python-requests`, `okhttp`).
+    library: Option<Word>,
+    /// First bare runtime name with a version (`Java/1.8.0`).
+    lang: Option<Word>,
+    /// The UA's first word, if it is a product (`name/`) and nameable.
+    first_product: Option<Word>,
+    /// The UA's first word, if nameable.
+    first_word: Option<Word>,
+    /// The word after `compatible;`, if nameable (`(compatible; Foo)`).
+    compat: Option<Word>,
+    /// First nameable product (`name/`) outside parentheses.
+    product: Option<Word>,
+    /// First nameable product inside parentheses.
+    product_paren: Option<Word>,
+    /// Start of the first contact address, if any.
+    contact: Option<usize>,
+}
+
+/// `+example.org` (a contact without scheme, after the `+` convention of
+/// `+http://...`): the word after `+` has a dot and an alphabetic TLD.
+fn plus_domain_at(ua: &[u8], w: &Word) -> Option<usize> {
+    if w.start == 0 || ua[w.start - 1] != b'+' {
+        return None;
+    }
+    let word = &ua[w.start..w.end];
+    let word = word.strip_suffix(b".").unwrap_or(word);
+    let tld = word.rsplit(|&b| b == b'.').next()?;
+    (word.contains(&b'.') && tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic)).then_some(w.end)
+}
+
+/// `name (at) example dot com` and `[at]`: obfuscated e-mail addresses.
+fn obfuscated_at(ua: &[u8], w: &Word) -> bool {
+    let word = &ua[w.start..w.end];
+    word.eq_ignore_ascii_case(b"at")
+        && w.start > 0
+        && matches!((ua[w.start - 1], ua.get(w.end)), (b'(', Some(b')')) | (b'[', Some(b']')))
+}
+
+/// The word ending right before `end`, skipping spaces, and its start.
+fn word_before(ua: &[u8], end: usize) -> Option<(usize, &[u8])> {
+    let head = &ua[..end];
+    let trimmed = head.len() - head.iter().rev().take_while(|&&b| b == b' ').count();
+    if trimmed == head.len() && trimmed > 0 {
+        return None; // no space: not a separate word
+    }
+    let start = head[..trimmed].iter().rposition(|&b| !is_word_byte(b)).map_or(0, |i| i + 1);
+    (start < trimmed).then(|| (start, &head[start..trimmed]))
+}
+
+/// Whether the words right before `start` claim compatibility rather than
+/// identity: "like Gecko", "treat like Googlebot", "compatible with
+/// Googlebot".
+pub(crate) fn preceded_by_like(ua: &[u8], start: usize) -> bool {
+    match word_before(ua, start) {
+        Some((_, w)) if w.eq_ignore_ascii_case(b"like") => true,
+        Some((s, w)) if w.eq_ignore_ascii_case(b"with") => {
+            word_before(ua, s).is_some_and(|(_, w)| w.eq_ignore_ascii_case(b"compatible"))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `pos` lies inside a URL (`http://...`, `www....`): the run of
+/// non-separator bytes around it holds `://` or starts with `www.`. Cost:
+/// O(length of that run).
+pub(crate) fn in_url(ua: &[u8], pos: usize) -> bool {
+    let sep = |b: &u8| b.is_ascii_whitespace() || matches!(b, b'(' | b')' | b';' | b',' | b'"' | b'+');
+    let start = ua[..pos].iter().rposition(sep).map_or(0, |i| i + 1);
+    let run = &ua[start..pos];
+    run.windows(3).any(|w| w == b"://") || (run.len() >= 4 && run[..4].eq_ignore_ascii_case(b"www."))
+}
+
+fn is_generic(word: &[u8]) -> bool {
+    let generic = &sets().generic;
+    word.split(|&b| matches!(b, b'-' | b'_' | b'.' | b' ')).filter(|p| !p.is_empty()).all(|p| generic.contains(p))
+}
+
+/// One pass over the words: evidence and every name candidate.
+///
+/// `marker`: the UA has browser platform/engine words; then a library word
+/// inside a comment is not evidence (`(...+HAS_CMD_HTTP_SERVER)` in a TV's
+/// capability list), and words of an Android device model never are.
+///
+/// Cost: O(len × needles) with short needles; run only when the automaton saw
+/// a [`SUSPECT_NEEDLES`] substring, or to name a robot.
+fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findings {
+    let mut f = Findings::default();
+    let mut devices = DeviceModel::new(ua);
+    let mut skip_until = 0;
+    let mut compat_end: Option<usize> = None;
+    for w in Words::new(ua) {
+        if w.start < skip_until {
+            continue;
+        }
+        if let Some(end) = url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) {
+            f.evidence = true;
+            f.contact.get_or_insert(w.start);
+            skip_until = end;
+            continue;
+        }
+        if obfuscated_at(ua, &w) {
+            f.evidence = true;
+            f.contact.get_or_insert(w.start);
+            continue;
+        }
+        if f.evidence && !names {
+            break; // evidence is all the caller wants
+        }
+        // A word can only carry evidence if a suspect needle ends inside it
+        // (or, for `go/`, right after it): skip the needle search elsewhere.
+        let hit = hits.is_none_or(|h| h.iter().any(|&e| (w.start + 1..=w.end + 1).contains(&(e as usize))));
+        let evidence = if hit { word_evidence(ua, &w) } else { WordEvidence::None };
+        if !names && evidence == WordEvidence::None {
+            continue;
+        }
+        let word = &ua[w.start..w.end];
+        let name = trim_name(word);
+        let after_slash = w.start > 0 && ua[w.start - 1] == b'/';
+        let product = ua.get(w.end) == Some(&b'/');
+        let device = devices.contains(&w);
+        // Only the name rules need this, and only for a few words.
+        let nameable = || !after_slash && !device && is_nameable(name);
+        match evidence {
+            WordEvidence::None => {}
+            _ if device => {}
+            WordEvidence::Robot { strong } => {
+                f.evidence = true;
+                if !after_slash && !preceded_by_like(ua, w.start) && name.len() >= 2 {
+                    let slot = if is_generic(name) {
+                        if strong && !f.generic_strong {
+                            f.generic = None;
+                            f.generic_strong = true;
+                        }
+                        &mut f.generic
+                    } else if strong {
+                        &mut f.robot
+                    } else {
+                        &mut f.weak
+                    };
+                    slot.get_or_insert(w);
+                }
+            }
+            WordEvidence::Library { .. } if marker && w.depth > 0 => {}
+            WordEvidence::Library { bare_lang } => {
+                f.evidence = true;
+                let slot = if bare_lang { &mut f.lang } else { &mut f.library };
+                slot.get_or_insert(w);
+            }
+        }
+        if !names {
+            continue;
+        }
+        if w.start == 0 && nameable() {
+            f.first_word = Some(w);
+            if product {
+                f.first_product = Some(w);
+            }
+        }
+        if let Some(end) = compat_end.take() {
+            let gap = &ua[end..w.start];
+            if f.compat.is_none() && gap.iter().all(|b| matches!(b, b' ' | b';' | b',' | b'+')) && nameable() {
+                f.compat = Some(w);
+            }
+        }
+        if word.eq_ignore_ascii_case(b"compatible") {
+            compat_end = Some(w.end);
+        }
+        if product {
+            let slot = if w.depth == 0 { &mut f.product } else { &mut f.product_paren };
+            if slot.is_none() && nameable() {
+                *slot = Some(w);
+            }
+        }
+    }
+    f
+}
+
+/// Whether the first word is a handset vendor or browser name (see
+/// [`FIRST_WORDS`]).
+fn first_word_is_browser(ua: &[u8]) -> bool {
+    let start = ua.iter().position(|b| !b.is_ascii_whitespace() && *b != b'[').unwrap_or(ua.len());
+    let ua = &ua[start..];
+    let first_words = &sets().first_words;
+    (2..=ua.len().min(16)).any(|n| ua.get(n).is_none_or(|c| !c.is_ascii_lowercase()) && first_words.contains(&ua[..n]))
+}
+
+/// Whether any [`MARKER_NEEDLES`] occurs (the slow twin of the automaton's
+/// marker signal, used when the caller has no automaton result).
+pub(crate) fn has_marker(ua: &[u8]) -> bool {
+    MARKER_NEEDLES.iter().any(|n| contains_ci(ua, n))
+}
+
+/// Whether any [`SUSPECT_NEEDLES`] occurs (slow twin of the suspect signal).
+#[cfg(test)]
+pub(crate) fn has_suspect(ua: &[u8]) -> bool {
+    Signals::of(ua).suspect
+}
+
+/// The automaton's signals for [`analyze`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Signals<'h> {
+    /// Some [`SUSPECT_NEEDLES`] substring occurs.
+    pub suspect: bool,
+    /// End offsets of the suspect needles, if all were recorded; `None` means
+    /// unknown (examine every word).
+    pub suspect_ends: Option<&'h [u32]>,
+    /// Some [`MARKER_NEEDLES`] substring occurs.
+    pub marker: bool,
+}
+
+impl Signals<'_> {
+    /// Signals computed without the automaton (slow; for tests).
+    #[cfg(test)]
+    pub(crate) fn of(ua: &[u8]) -> Signals<'static> {
+        Signals {
+            suspect: SUSPECT_NEEDLES.iter().any(|n| contains_ci(ua, n)),
+            suspect_ends: None,
+            marker: has_marker(ua),
+        }
+    }
+}
+
+/// Decides a UA the database did not match, given the automaton's signals.
+/// Returns `None` for a browser.
+///
+/// Only the first [`MAX_WORDS_LEN`] bytes are examined word by word.
+pub(crate) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>> {
+    let ua = &ua[..ua.len().min(MAX_WORDS_LEN)];
+    if ua.iter().all(u8::is_ascii_whitespace) {
+        return Some(Unknown { name: None });
+    }
+    // No suspect needle at all: no word can carry evidence.
+    let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
+    if sig.suspect && findings(ua, sig.marker, false, hits).evidence {
+        return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
+    }
+    if sig.marker || first_word_is_browser(ua) {
+        return None;
+    }
+    Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) })
+}
+
+fn as_str(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes).ok()
+}
+
+/// Cuts a version glued to a name and trailing punctuation: `Spider1.0`,
+/// `Usefulbot_2.3.62`, `DirBuster-1.0-RC1`, `Harvester2024`; keeps `AI2Bot`
+/// and `FastCrawler3`.
+fn trim_name(word: &[u8]) -> &[u8] {
+    if word.len() > MAX_WORD {
+        return word; // never a name (see `name_ok`); keeps this O(MAX_WORD²)
+    }
+    // A `-`/`_` part starting with a digit (or `v` + digit) starts a version
+    // if what follows is dotted or a long number: `-1.0-RC1`, `_2.3.62`,
+    // `-v1.2`, `-2024`, but not `aws-sdk-go-v2` or `aws-sdk-dotnet-45`.
+    let mut w = word;
+    for (i, &b) in word.iter().enumerate().skip(1) {
+        if matches!(b, b'-' | b'_') {
+            let rest = &word[i + 1..];
+            let rest = rest.strip_prefix(b"v").or_else(|| rest.strip_prefix(b"V")).unwrap_or(rest);
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let versionish = rest.contains(&b'.') || (digits >= 4 && digits == rest.len());
+            if digits > 0 && versionish && word[..i].iter().any(u8::is_ascii_alphabetic) {
+                w = &word[..i];
+                break;
+            }
+        }
+    }
+    while let [rest @ .., b'.' | b'-' | b'_'] = w {
+        w = rest;
+    }
+    // Glued digits: cut when they hold a dot (`1.0`) or are a long number.
+    let digits = w.iter().rev().take_while(|b| b.is_ascii_digit() || **b == b'.').count();
+    if digits > 0 && digits < w.len() {
+        let (head, tail) = w.split_at(w.len() - digits);
+        if (tail.contains(&b'.') || tail.len() >= 4) && head.iter().any(u8::is_ascii_alphabetic) {
+            let mut head = head;
+            while let [rest @ .., b'.' | b'-' | b'_'] = head {
+                head = rest;
+            }
+            // `Foo-v1.0`: drop the `v` only after a separator.
+            if let [rest @ .., b'.' | b'-' | b'_', b'v' | b'V'] = head {
+                head = rest;
+            }
+            return head;
+        }
+    }
+    w
+}
+
+/// Whether a (trimmed) word may be a robot's name: see [`name_ok`], and not
+/// generic, a bare runtime name or browser vocabulary.
+fn is_nameable(name: &[u8]) -> bool {
+    name_ok(name) && !is_generic(name) && !sets().lang.contains(name) && !is_browser_vocabulary(name)
+}
+
+fn name_ok(word: &[u8]) -> bool {
+    (2..=MAX_WORD).contains(&word.len())
+        && word.iter().any(u8::is_ascii_alphabetic)
+        && !is_version_like(word)
+        && !sets().not_a_name.contains(word)
+}
+
+/// Widens a generic robot word with up to three words before it, joined by
+/// single spaces in the same segment (`Screaming Frog SEO Spider`). Returns
+/// the new start and whether a distinctive word was added.
+fn widen(ua: &[u8], start: usize) -> (usize, bool) {
+    let mut s = start;
+    let mut gained = false;
+    for _ in 0..3 {
+        if s < 2 || ua[s - 1] != b' ' || !is_word_byte(ua[s - 2]) {
+            break;
+        }
+        let prev_end = s - 1;
+        let prev_start = ua[..prev_end].iter().rposition(|&b| !is_word_byte(b)).map_or(0, |i| i + 1);
+        let prev = &ua[prev_start..prev_end];
+        if prev_start > 0 && ua[prev_start - 1] == b'/' {
+            break; // a version
+        }
+        if !prev.iter().any(u8::is_ascii_alphabetic)
+            || is_version_like(prev)
+            || eq_any(prev, &["mozilla", "compatible", "like", "by", "from", "via"])
+        {
+            break;
+        }
+        gained |= !is_generic(prev) && name_ok(prev);
+        s = prev_start;
+    }
+    (s, gained)
+}
+
+/// Picks the name an unknown robot announces, in this order: a distinctive
+/// robot word (strong, then weak: `ExampleBot`); the UA's first word if it is
+/// a product (`Claude-Web/1.0 (web crawler)`); the word after `compatible;`;
+/// a library word; the first product outside comments; a generic robot word
+/// widened to the words before it (`Sogou web spider`); the UA's first word;
+/// the first product inside a comment; a generic robot word alone; a bare
+/// runtime name (`Java`); the last nameable word before the contact address,
+/// or without one the first nameable word.
+fn pick_name<'a>(ua: &'a [u8], f: &Findings) -> Option<&'a str> {
+    let word = |w: Word| as_str(trim_name(&ua[w.start..w.end]));
+    let generic = f.generic.map(|w| {
+        let end = w.start + trim_name(&ua[w.start..w.end]).len();
+        let (start, gained) = widen(ua, w.start);
+        (start, end, gained)
+    });
+    let first = f.robot.or(f.weak).or(f.first_product).or(f.compat).or(f.library).or(f.product);
+    if let Some(w) = first {
+        return word(w);
+    }
+    if let Some((start, end, true)) = generic {
+        return as_str(&ua[start..end]);
+    }
+    if let Some(w) = f.first_word.or(f.product_paren) {
+        return word(w);
+    }
+    if let Some((start, end, _)) = generic {
+        return as_str(&ua[start..end]);
+    }
+    let fallback = match f.contact {
+        Some(end) => nameable_word(&ua[..end], true),
+        None => nameable_word(ua, false),
+    };
+    f.lang.or(fallback).and_then(word)
+}
+
+/// The last (the one right before a contact address: `Altresium
+/// (+http://...)`) or the first (`Mozilla/5.0 (Google-PhysicalWeb)`)
+/// nameable word of `ua`.
+fn nameable_word(ua: &[u8], last: bool) -> Option<Word> {
+    let mut devices = DeviceModel::new(ua);
+    let mut found = None;
+    for w in Words::new(ua) {
+        let name = trim_name(&ua[w.start..w.end]);
+        let after_slash = w.start > 0 && ua[w.start - 1] == b'/';
+        if !after_slash && !devices.contains(&w) && is_nameable(name) {
+            found = Some(w);
+            if !last {
+                break;
+            }
+        }
+    }
+    found
+}
+
+fn is_browser_vocabulary(word: &[u8]) -> bool {
+    sets().markers.contains(word) || first_word_is_browser(word)
+}
+
+/// Product names a UA announces, for robots.txt group selection: words before
+/// a `/` and robot words, minus browser vocabulary, URLs and versions. At most
+/// `max` names are pushed to `out`; duplicates (ASCII case-insensitive) of
+/// names already in `out` are skipped.
+pub(crate) fn product_tokens<'a>(ua: &'a [u8], out: &mut Vec<&'a str>, max: usize) {
+    let ua = &ua[..ua.len().min(MAX_WORDS_LEN)];
+    let mut devices = DeviceModel::new(ua);
+    let mut skip_until = 0;
+    for w in Words::new(ua) {
+        if out.len() >= max {
+            break;
+        }
+        if w.start < skip_until {
+            continue;
+        }
+        if let Some(end) = url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) {
+            skip_until = end;
+            continue;
+        }
+        let after_slash = w.start > 0 && ua[w.start - 1] == b'/';
+        let product = ua.get(w.end) == Some(&b'/');
+        let word = trim_name(&ua[w.start..w.end]);
+        if after_slash || !name_ok(word) || is_browser_vocabulary(word) {
+            continue;
+        }
+        let robot = matches!(word_evidence(ua, &w), WordEvidence::Robot { .. }) && !devices.contains(&w);
+        if !(product || robot) {
+            continue;
+        }
+        if let Some(s) = as_str(word) {
+            if !out.iter().any(|t| t.eq_ignore_ascii_case(s)) {
+                out.push(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slow(ua: &str) -> Option<Option<&str>> {
+        let b = ua.as_bytes();
+        analyze(b, &Signals::of(b)).map(|u| u.name)
+    }
+
+    #[test]
+    fn bot_word_rule() {
+        for w in ["Googlebot", "AI2Bot", "BotLink", "bot-1", "bots", "bot", "msnbot-media"] {
+            assert!(has_bot(w.as_bytes()), "{w}");
+        }
+        for w in ["Robotics", "Botswana", "abbotsford"] {
+            assert!(!has_bot(w.as_bytes()), "{w}");
+        }
+    }
+
+    #[test]
+    fn browsers_are_browsers() {
+        for ua in [
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+            "Mozilla/5.0 (Linux; Android 4.2.1; CUBOT ONE Build/JOP40D) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/30.0 Mobile Safari/537.36",
+            "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 4.0; 3COM U.S. Robotics)",
+            "Nokia3360/1.2.1 (1.04)",
+            "LG-S365/V100 Obigo/WAP2.0 Profile/MIDP-2.1 Configuration/CLDC-1.1",
+            "HTTP/1.1 SonyEricssonK510i/R4CJ+Browser/NetFront/3.3",
+            "Mozilla/5.0 (Java; U; Id; lg-t300) UCBrowser8.2.1.144/69/444/UCWEB Mobile UNTRUSTED/1.0",
+            "Mozilla/5.0 (Linux; Android 4.0.3; ARCHOS 101G9 Build/ICS@ROM_04.06.2012) AppleWebKit/535.19",
+        ] {
+            assert_eq!(slow(ua), None, "{ua}");
+        }
+    }
+
+    #[test]
+    fn robots_and_their_names() {
+        let cases = [
+            ("Mozilla/5.0 (compatible; ExampleBot/2.1; +http://example.com/bot)", Some("ExampleBot")),
+            ("Screaming Frog SEO Spider/2,01", Some("Screaming Frog SEO Spider")),
+            ("python-requests/2.31.0", Some("python-requests")),
+            ("Boto/2.48.0 Python/2.7.14 Linux/4.2.0-41-generic", Some("Boto")),
+            ("MinIO (darwin; amd64) minio-go/v6.0.45 mc/2019", Some("minio-go")),
+            ("Java/1.8.0_151", Some("Java")),
+            ("TLSProber/0.8", Some("TLSProber")),
+            ("Mozilla/5.0 (compatible; Thumbnailer/2.2; Thumbs; +http://x.example)", Some("Thumbnailer")),
+            ("Altresium/4.6 (+http://www.example.com/bot.html)", Some("Altresium")),
+            ("FooSpider1.0 (http://x.example)", Some("FooSpider")),
+            ("TheUsefulbot_2.3.62 (bot@example.net)", Some("TheUsefulbot")),
+            ("Go-http-client/1.1", Some("Go-http-client")),
+            ("Claude-Like/1.0 (web crawler; +https://x.example/)", Some("Claude-Like")),
+            ("Sogou web spider/3.0(+http://x.example)", Some("Sogou web spider")),
+            ("Mozilla/5.0 (compatible; Newsy/1.0; +https://x.example)", Some("Newsy")),
+            ("Mozilla/5.0 (compatible; Feedy/1.0 (+https://x.example/fetcher; like FeedFetcher-Google)", Some("Feedy")),
+            ("Mozilla/5.0 (compatible; Attracta)", Some("Attracta")),
+            ("Mozilla/5.0", None),
+            ("   ", None),
+            ("", None),
+        ];
+        for (ua, name) in cases {
+            assert_eq!(slow(ua), Some(name), "{ua}");
+        }
+    }
+
+    #[test]
+    fn email_needs_alphabetic_tld() {
+        let ua = b"x ICS@ROM_04.06.2012 y";
+        let w = Words::new(ua).find(|w| &ua[w.start..w.end] == b"ICS").unwrap();
+        assert_eq!(email_at(ua, &w), None);
+        let ua = b"(crawler@example.org)";
+        let w = Words::new(ua).next().unwrap();
+        assert!(email_at(ua, &w).is_some());
+    }
+
+    #[test]
+    fn trim_name_cuts_glued_versions() {
+        assert_eq!(trim_name(b"Spider1.0"), b"Spider");
+        assert_eq!(trim_name(b"bot_2.3.62"), b"bot");
+        assert_eq!(trim_name(b"AI2Bot"), b"AI2Bot");
+        assert_eq!(trim_name(b"FastCrawler3"), b"FastCrawler3");
+        assert_eq!(trim_name(b"Crawler."), b"Crawler");
+        assert_eq!(trim_name(b"DirBuster-1.0-RC1"), b"DirBuster");
+        assert_eq!(trim_name(b"grub-client-1.5.3"), b"grub-client");
+        assert_eq!(trim_name(b"Harvester2024"), b"Harvester");
+        assert_eq!(trim_name(b"minio-go"), b"minio-go");
+        assert_eq!(trim_name(b"Foo-v1.2"), b"Foo");
+        assert_eq!(trim_name(b"zebra-v2-bot"), b"zebra-v2-bot");
+        assert_eq!(trim_name(b"aws-sdk-go-v2"), b"aws-sdk-go-v2");
+        assert_eq!(trim_name(b"aws-sdk-dotnet-45"), b"aws-sdk-dotnet-45");
+        assert_eq!(trim_name(b"yoozBot-2.2"), b"yoozBot");
+    }
+
+    #[test]
+    fn evidence_implies_suspect_needle() {
+        // The fast path skips `evidence` when no suspect needle occurs.
+        for ua in [
+            "Mozilla/5.0 (compatible; ExampleBot/2.1)",
+            "curl/8.0",
+            "x a@b.org",
+            "see www.example.com",
+            "Go-http-client/1.1",
+            "Foo/1.0 (+example.org)",
+            "Foo (admin (at) example.org)",
+            "Mozilla/5.0 (compatible; Reader; 3 subscribers)",
+        ] {
+            assert!(findings(ua.as_bytes(), false, false, None).evidence, "{ua}");
+            assert!(has_suspect(ua.as_bytes()), "{ua}");
+        }
+    }
+
+    #[test]
+    fn product_tokens_skip_browser_vocabulary() {
+        let ua = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ExampleBot/1.0; +http://x.example/a/b) Chrome/120 Safari/537.36 Other/1";
+        let mut out = Vec::new();
+        product_tokens(ua, &mut out, 8);
+        assert_eq!(out, ["ExampleBot", "Other"]);
+    }
+}
