@@ -12,8 +12,9 @@ use anyhow::Context;
 use async_trait::async_trait;
 use pingora::apps::http_app::{HttpServer, ServeHttp};
 use pingora::protocols::http::ServerSession;
+use pingora::server::{ListenFds, ShutdownWatch};
 use pingora::services::listening::Service;
-use pingora::services::ServiceWithDependents;
+use pingora::services::{Service as ServiceTrait, ServiceReadyNotifier, ServiceWithDependents};
 
 /// The demo site's pages, embedded so the demo runs from anywhere.
 const PAGES: &[(&str, &str, &str)] = &[
@@ -44,6 +45,58 @@ impl ServeHttp for StaticSite {
             .header("server", "robotgate-demo-origin")
             .body(body)
             .expect("static response is valid")
+    }
+}
+
+/// The demo origin, ready only once it accepts connections.
+///
+/// Pingora reports a listening service ready before it has bound its socket,
+/// so a proxy that depends on it could start first and answer the first
+/// requests with 502. This wrapper probes its own address and signals
+/// readiness only when a connection succeeds.
+struct ListeningOrigin {
+    inner: Service<HttpServer<StaticSite>>,
+    addr: std::net::SocketAddr,
+}
+
+#[async_trait]
+impl ServiceWithDependents for ListeningOrigin {
+    async fn start_service(
+        &mut self,
+        fds: Option<ListenFds>,
+        shutdown: ShutdownWatch,
+        listeners_per_fd: usize,
+        ready: ServiceReadyNotifier,
+    ) {
+        let addr = self.addr;
+        let serving = ServiceTrait::start_service(&mut self.inner, fds, shutdown, listeners_per_fd);
+        tokio::pin!(serving);
+        let probe = async move {
+            // Bounded: after 10 s the proxy starts anyway (the notifier is dropped).
+            for _ in 0..500 {
+                if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            () = &mut serving => return,
+            () = probe => ready.notify_ready(),
+        }
+        serving.await;
+    }
+
+    fn name(&self) -> &str {
+        ServiceTrait::name(&self.inner)
+    }
+
+    fn threads(&self) -> Option<usize> {
+        ServiceTrait::threads(&self.inner)
+    }
+
+    fn listen_addresses(&self) -> Option<Vec<String>> {
+        ServiceTrait::listen_addresses(&self.inner)
     }
 }
 
@@ -128,7 +181,8 @@ pub fn run(port: u16, dir: Option<PathBuf>) -> anyhow::Result<()> {
     let mut site: Service<HttpServer<StaticSite>> = Service::new("demo origin".into(), HttpServer::new_app(StaticSite));
     site.add_tcp(&format!("127.0.0.1:{origin}"));
     site.threads = Some(1);
-    let extra: Vec<Box<dyn ServiceWithDependents>> = vec![Box::new(site)];
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], origin));
+    let extra: Vec<Box<dyn ServiceWithDependents>> = vec![Box::new(ListeningOrigin { inner: site, addr })];
 
     let mut intro = String::new();
     intro.push_str(&format!(
