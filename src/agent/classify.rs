@@ -229,6 +229,29 @@ fn alternation(needles: &[&str]) -> String {
     re
 }
 
+/// See [`Agent::announced`]. `announced` are the product tokens of the UA in
+/// order.
+fn announced_name<'a>(ua: &'a [u8], bot: &Bot, announced: &[&'a str], scan: &Scan) -> Option<&'a str> {
+    let literals = || bot.ua.iter().map(|l| l.trim_end_matches('*')).filter(|l| !l.is_empty());
+    let extends = |token: &str, name: &str| {
+        token.len() >= name.len() && token.as_bytes()[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+    };
+    // A UA that announces the entry's own name is that robot, whatever else it says.
+    if announced.iter().any(|t| t.eq_ignore_ascii_case(&bot.name)) {
+        return None;
+    }
+    let of_family = |token: &str| extends(token, &bot.name) || literals().any(|l| extends(token, l));
+    if let Some(token) = announced.iter().copied().find(|t| of_family(t)) {
+        return Some(token);
+    }
+    if bot.category == Category::Tool {
+        // A robot that names itself and mentions its library is the robot.
+        let name = heuristics::analyze(ua, &scan.signals())?.name?;
+        return (!of_family(name)).then_some(name);
+    }
+    None
+}
+
 impl Classifier {
     /// Compiles a database.
     ///
@@ -332,12 +355,20 @@ impl Classifier {
         let scan = self.scan(ua);
         if let Some(index) = self.pick(ua, &scan) {
             let bot = &self.db.bots()[index];
-            let mut tokens = Vec::with_capacity(bot.robots_tokens.len() + 2);
+            let mut from_ua = Vec::with_capacity(MAX_UA_TOKENS);
+            heuristics::product_tokens(ua, &mut from_ua, MAX_UA_TOKENS);
+            let announced = announced_name(ua, bot, &from_ua, &scan);
+            let mut tokens = Vec::with_capacity(bot.robots_tokens.len() + from_ua.len());
             tokens.extend(bot.robots_tokens.iter().map(String::as_str));
-            heuristics::product_tokens(ua, &mut tokens, bot.robots_tokens.len() + MAX_UA_TOKENS);
+            for t in from_ua {
+                if !tokens.iter().any(|have| have.eq_ignore_ascii_case(t)) {
+                    tokens.push(t);
+                }
+            }
             return Agent {
                 kind: AgentKind::Known(index),
                 name: Some(&bot.name),
+                announced,
                 category: bot.category,
                 tokens,
                 obeys_robots: Some(bot.obeys_robots),
@@ -355,6 +386,7 @@ impl Classifier {
                 Agent {
                     kind: AgentKind::UnknownBot,
                     name: unknown.name,
+                    announced: None,
                     category: Category::OtherBot,
                     tokens,
                     obeys_robots: None,

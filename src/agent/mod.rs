@@ -49,6 +49,13 @@ pub struct Agent<'a> {
     /// robot announces (without `/version`); `None` for browsers and for
     /// robots that announce no usable name.
     pub name: Option<&'a str>,
+    /// For a database entry, the name the robot announces when it is more
+    /// specific than the entry's: a product token of the UA that extends one
+    /// of the entry's names (`aws-sdk-java` for `aws-sdk`, `DuckDuckBot-Https`
+    /// for `DuckDuckBot`), or, when the entry is an HTTP library, the robot
+    /// built on it (`PHP-Curl-Class` for `curl`). Taken from the UA, so it is
+    /// attacker-controlled: policy and metrics use [`Agent::name`].
+    pub announced: Option<&'a str>,
     /// [`Category::Browser`] for browsers, [`Category::OtherBot`] for unknown
     /// robots.
     pub category: Category,
@@ -69,6 +76,7 @@ impl Agent<'_> {
         Agent {
             kind: AgentKind::Browser,
             name: None,
+            announced: None,
             category: Category::Browser,
             tokens: Vec::new(),
             obeys_robots: None,
@@ -102,6 +110,8 @@ struct JsonLine<'a> {
     is_bot: bool,
     kind: &'static str,
     name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entry: Option<&'a str>,
     category: &'static str,
     tokens: &'a [&'a str],
     operator: Option<&'a str>,
@@ -114,7 +124,9 @@ struct JsonLine<'a> {
 /// `robotgate classify` and logs.
 ///
 /// Keys: `user_agent` (lossy UTF-8 of the whole header), `is_bot`, `kind`
-/// (`known`, `unknown-bot`, `browser`), `name`, `category`, `tokens`,
+/// (`known`, `unknown-bot`, `browser`), `name` (the name the robot goes by:
+/// [`Agent::announced`] if any, else [`Agent::name`]), `entry` (the database
+/// entry's name, for a known robot), `category`, `tokens`,
 /// `operator`, `obeys_robots`, and `group` (the chosen robots.txt group) only
 /// when given. serde_json escapes control characters, so a hostile UA still
 /// yields exactly one valid line.
@@ -128,7 +140,8 @@ pub fn to_json_line(ua: &[u8], agent: &Agent<'_>, group: Option<&str>) -> String
             AgentKind::UnknownBot => "unknown-bot",
             AgentKind::Browser => "browser",
         },
-        name: agent.name,
+        name: agent.announced.or(agent.name),
+        entry: agent.is_known().then_some(agent.name).flatten(),
         category: agent.category.as_str(),
         tokens: &agent.tokens,
         operator: agent.operator,
@@ -177,5 +190,24 @@ mod tests {
         assert_eq!(v["kind"], "known");
         assert_eq!(v["obeys_robots"], true);
         assert_eq!(v["tokens"][0], "Googlebot");
+    }
+
+    #[test]
+    fn announced_name_is_reported_but_policy_uses_the_entry() {
+        let c = Classifier::builtin();
+        let json = |ua: &[u8]| -> serde_json::Value {
+            serde_json::from_str(&to_json_line(ua, &c.classify(ua), None)).unwrap()
+        };
+        // A family member announces a more specific name than its entry.
+        let ua = b"aws-sdk-java/1.11.129 Linux/4.4.35 OpenJDK_64-Bit_Server_VM/25.141-b16/1.8.0_141";
+        let a = c.classify(ua);
+        assert_eq!((a.name, a.announced), (Some("aws-sdk"), Some("aws-sdk-java")));
+        assert_eq!((json(ua)["name"].as_str(), json(ua)["entry"].as_str()), (Some("aws-sdk-java"), Some("aws-sdk")));
+        // A UA naming the entry itself keeps the entry's name, whatever else it holds.
+        let ua = b"rogerbot/1.0 (http://moz.com/help/pro/what-is-rogerbot-, rogerbot-crawler+shiny@moz.com)";
+        assert_eq!(c.classify(ua).announced, None);
+        assert_eq!(json(ua)["name"], "rogerbot");
+        // Unknown robots and browsers have no entry.
+        assert!(json(b"SomeNewCrawler/0.3 (+https://crawler.example/)").get("entry").is_none());
     }
 }
