@@ -1,13 +1,9 @@
-//! Parse, compile and lint arbitrary bytes as robots.txt.
+//! Parse, compile, query and lint arbitrary bytes as robots.txt. See `fuzz/checks.rs`.
 //!
 //! Run: `cargo +nightly fuzz run parse_robots`
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use robotgate::robots::{lint, RobotsTxt};
+#[path = "../checks.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let robots = RobotsTxt::compile(data);
-    let _ = robots.allows("FooBot", "/");
-    let _ = lint::lint(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::parse_robots(data));

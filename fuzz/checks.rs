@@ -1,0 +1,74 @@
+//! What each fuzz target checks, shared by the targets (`fuzz_targets/*.rs`)
+//! and by `tests/fuzz_regressions.rs`, which replays every input kept under
+//! `fuzz/regressions/<target>/` in `cargo test`.
+//!
+//! Each function takes arbitrary bytes and panics only on a broken invariant.
+
+// Each includer uses only some of them.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use robotgate::agent::{to_json_line, Classifier};
+use robotgate::robots::{lint, RobotsTxt};
+
+/// Parse, compile, query and lint arbitrary bytes as robots.txt. The input is
+/// split at its first NUL: robots.txt, then the path to query.
+pub fn parse_robots(data: &[u8]) {
+    let (robots, path) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &b"/"[..]),
+    };
+    let compiled = RobotsTxt::compile(robots);
+    let _ = compiled.allows("FooBot", &String::from_utf8_lossy(path));
+    let _ = lint::lint(robots);
+}
+
+/// Compile a robots.txt and query it with an arbitrary agent and path; the
+/// input is split at its first two NULs: robots.txt, agent, path.
+pub fn match_path(data: &[u8]) {
+    let mut parts = data.splitn(3, |&b| b == 0);
+    let robots = parts.next().unwrap_or_default();
+    let agent = String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();
+    let path = parts.next().unwrap_or_default();
+    let compiled = RobotsTxt::compile(robots);
+    let google = compiled.allows(&agent, &String::from_utf8_lossy(path));
+    let selection = compiled.select(&[agent.as_str(), "Googlebot"]);
+    let proxy = compiled.check(&selection, path);
+    // A verdict that names a rule must name one of the file's rules.
+    for verdict in [google, proxy] {
+        if let Some(rule) = verdict.rule {
+            assert!(compiled.rules().iter().any(|r| std::ptr::eq(r, rule)));
+        }
+    }
+}
+
+/// Classify arbitrary bytes as a User-Agent, choose its robots.txt group and
+/// render the `classify` JSON line.
+pub fn classify(data: &[u8]) {
+    static ONCE: OnceLock<(Classifier, RobotsTxt)> = OnceLock::new();
+    let (classifier, robots) = ONCE.get_or_init(|| {
+        let robots =
+            "User-agent: MJ12bot\nDisallow: /a\n\nUser-agent: Googlebot\nDisallow: /b\n\nUser-agent: *\nDisallow: /c\n";
+        (Classifier::builtin(), RobotsTxt::compile(robots.as_bytes()))
+    });
+    let agent = classifier.classify(data);
+    // Browsers carry no tokens.
+    assert!(agent.is_bot() || agent.tokens.is_empty());
+    let selection = robots.select(&agent.tokens);
+    let _ = robots.check(&selection, b"/a/b");
+    // Whatever the bytes, the JSON is exactly one parseable line.
+    let line = to_json_line(data, &agent, None);
+    assert!(!line.contains('\n'));
+    assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok());
+}
+
+/// Load arbitrary text as a robotgate configuration (YAML, then validation).
+pub fn load_config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Err(problems) = robotgate::config::parse(&text) {
+        // Every failure explains itself.
+        assert!(!problems.is_empty());
+        assert!(problems.iter().all(|p| !p.to_string().is_empty()));
+    }
+}
