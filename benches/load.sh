@@ -8,7 +8,7 @@
 #   bash benches/load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [THREADS]
 #
 # Installs wrk and nginx from Debian if missing. Loopback only; stops
-# everything it started; bounded by ROUNDS x 6 x SECONDS.
+# everything it started; bounded by ROUNDS x 9 x SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -29,7 +29,9 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+  for f in "$WORK/nginx.pid" "$WORK/origin.pid"; do
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -39,7 +41,20 @@ ORIGIN=18100 NGINX=18101 PASS=18102 GATE=18103
 mkdir -p "$WORK/www"
 head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 
-# One nginx process: the origin on $ORIGIN and the reverse proxy on $NGINX.
+# Two nginx processes: the origin on $ORIGIN (one worker, shared by every
+# case) and the reverse proxy on $NGINX ($THREADS workers), so that every
+# proxied case runs the same three processes (wrk, a proxy, the origin).
+cat > "$WORK/origin.conf" <<NGX
+worker_processes 1;
+pid $WORK/origin.pid;
+error_log $WORK/origin-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$ORIGIN; root $WORK/www; }
+}
+NGX
 cat > "$WORK/nginx.conf" <<NGX
 worker_processes $THREADS;
 pid $WORK/nginx.pid;
@@ -49,13 +64,13 @@ http {
   access_log off;
   keepalive_requests 1000000;
   upstream origin { server 127.0.0.1:$ORIGIN; keepalive 128; }
-  server { listen 127.0.0.1:$ORIGIN; root $WORK/www; }
   server {
     listen 127.0.0.1:$NGINX;
     location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; }
   }
 }
 NGX
+nginx -c "$WORK/origin.conf"
 nginx -c "$WORK/nginx.conf"
 
 target/release/examples/passthrough "127.0.0.1:$PASS" "127.0.0.1:$ORIGIN" "$THREADS" >/dev/null 2>&1 &
@@ -94,9 +109,9 @@ CASES=(
 )
 
 declare -A RPS P50 P99
-run() { # name port ua -> "rps p50_us p99_us"
+run() { # name port ua [connections] -> "rps p50_us p99_us"
   local out
-  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "User-Agent: $3" "http://127.0.0.1:$2/page.html" 2>&1)
+  out=$(wrk -t1 -c"${4:-$CONNS}" -d"${SECS}s" --latency -H "User-Agent: $3" "http://127.0.0.1:$2/page.html" 2>&1)
   local rps p50 p99
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   p50=$(awk '$1=="50%" {print $2}' <<<"$out")
@@ -126,3 +141,22 @@ for c in "${CASES[@]}"; do
 done
 rg=$(median <<<"${RPS[robotgate-browser]}"); pt=$(median <<<"${RPS[passthrough]}"); ng=$(median <<<"${RPS[nginx]}")
 awk -v a="$rg" -v b="$pt" -v c="$ng" 'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/nginx %.3f\n", a/b, a/c }'
+
+# Latency at one connection: what one request costs, without queueing.
+LAT_CASES=("nginx|$NGINX|$CHROME" "passthrough|$PASS|$CHROME" "robotgate-browser|$GATE|$CHROME")
+declare -A L50 L99
+for round in $(seq 1 "$ROUNDS"); do
+  for c in "${LAT_CASES[@]}"; do
+    IFS='|' read -r name port ua <<<"$c"
+    read -r _ p50 p99 < <(run "$name" "$port" "$ua" 1)
+    L50[$name]="${L50[$name]:-} $p50"; L99[$name]="${L99[$name]:-} $p99"
+  done
+done
+echo
+echo "one connection, medians over $ROUNDS rounds:"
+for c in "${LAT_CASES[@]}"; do
+  IFS='|' read -r name _ _ <<<"$c"
+  printf '  %-22s p50 %7.0f us  p99 %7.0f us\n' "$name" "$(median <<<"${L50[$name]}")" "$(median <<<"${L99[$name]}")"
+done
+awk -v a="$(median <<<"${L99[robotgate-browser]}")" -v b="$(median <<<"${L99[passthrough]}")" \
+  'BEGIN { printf "  p99 robotgate - passthrough: %+.0f us\n", a-b }'

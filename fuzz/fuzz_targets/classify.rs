@@ -6,4 +6,4 @@
 #[path = "../checks.rs"]
 mod checks;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::classify(data));
+libfuzzer_sys::fuzz_target!(init: checks::classify_init(), |data: &[u8]| checks::classify(data));
