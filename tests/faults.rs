@@ -118,3 +118,83 @@ fn hostile_user_agents_and_paths_stay_one_json_line() {
         "non-UTF-8 bytes are replaced, not dropped"
     );
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// 100,000 distinct clients (addresses via a trusted proxy's X-Forwarded-For,
+/// and User-Agents), each remembered for Crawl-delay, do not grow memory past
+/// the configured cap: the table is allocated once.
+#[test]
+fn a_hundred_thousand_clients_do_not_grow_memory() {
+    const CLIENTS: u32 = 100_000;
+    const WARM: u32 = 10_000;
+    let origin = Origin::start();
+    let config = r#"
+listen: ["127.0.0.1:{port}"]
+threads: 2
+grace_period: 1
+trusted_proxies: ["127.0.0.1/32"]
+limits:
+  max_clients: 5000
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    upstream: "ORIGIN"
+    robots: {dir}/robots.txt
+log:
+  violations: {dir}/violations.jsonl
+  level: error
+"#
+    .replace("ORIGIN", &origin.addr.to_string());
+    let gate = Gate::start(&config, &[("robots.txt", b"User-agent: *\nCrawl-delay: 60\nDisallow: /private/\n")]);
+    let url = gate.url("/page");
+    let pid = gate.child.id();
+    // Four keep-alive clients share the address space between them.
+    let run = |from: u32, to: u32| {
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                let url = url.clone();
+                std::thread::spawn(move || {
+                    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build();
+                    let mut statuses = [0u32; 2];
+                    for i in (from..to).filter(|i| i % 4 == t) {
+                        let ip = format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255);
+                        let ua = format!("Crawler{i}/1.0 (+https://crawler{i}.example/bot)");
+                        let status = match agent.get(&url).set("X-Forwarded-For", &ip).set("User-Agent", &ua).call() {
+                            Ok(r) => r.status(),
+                            Err(ureq::Error::Status(s, _)) => s,
+                            Err(e) => panic!("{e}"),
+                        };
+                        statuses[usize::from(status == 429)] += 1;
+                    }
+                    statuses
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).fold([0, 0], |a, b| [a[0] + b[0], a[1] + b[1]])
+    };
+    let warm = run(0, WARM);
+    assert_eq!(warm, [WARM, 0], "each new client's first request is allowed");
+    let after_warm = rss_kib(pid);
+    let rest = run(WARM, CLIENTS);
+    assert_eq!(rest, [CLIENTS - WARM, 0]);
+    let after_all = rss_kib(pid);
+    // The last client is remembered: its second request is too soon.
+    let last = CLIENTS - 1;
+    let again = request(
+        "GET",
+        &url,
+        &[
+            ("X-Forwarded-For", &format!("10.{}.{}.{}", last >> 16, (last >> 8) & 255, last & 255)),
+            ("User-Agent", &format!("Crawler{last}/1.0 (+https://crawler{last}.example/bot)")),
+        ],
+    );
+    assert_eq!(again.status, 429);
+    println!("RSS after {WARM} clients: {after_warm} KiB; after {CLIENTS}: {after_all} KiB");
+    // 90,000 more clients, had they been kept, would take several MiB.
+    assert!(after_all < after_warm + 4 * 1024, "RSS grew from {after_warm} KiB to {after_all} KiB");
+}
