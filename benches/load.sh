@@ -143,6 +143,11 @@ rg=$(median <<<"${RPS[robotgate-browser]}"); pt=$(median <<<"${RPS[passthrough]}
 awk -v a="$rg" -v b="$pt" -v c="$ng" 'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/nginx %.3f\n", a/b, a/c }'
 
 # Latency at one connection: what one request costs, without queueing.
+# The blocked-bot floods above left hundreds of MB of violation log in the
+# page cache; flush it first, or the kernel's writeback lands in the middle of
+# this phase and shows up as tail latency of whichever case runs then.
+sync
+sleep 1
 LAT_CASES=("nginx|$NGINX|$CHROME" "passthrough|$PASS|$CHROME" "robotgate-browser|$GATE|$CHROME")
 declare -A L50 L99
 for round in $(seq 1 "$ROUNDS"); do
