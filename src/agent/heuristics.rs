@@ -179,24 +179,36 @@ pub(crate) const MAX_WORDS_LEN: usize = 1024;
 /// shorter) and only their first `MAX_WORD` bytes are searched for needles.
 const MAX_WORD: usize = 64;
 
-/// A word list, lowercase and sorted for binary search.
-struct WordSet(Vec<&'static str>);
+/// A word list, lowercase, bucketed by first byte.
+///
+/// Robot UAs are examined word by word against several lists, so this lookup
+/// runs dozens of times per robot request. A binary search over the sorted
+/// list cost a string comparison per step (a fifth of the classifier's time on
+/// the benchmark mix); here a word is compared only with the few entries that
+/// share its first byte and its length.
+struct WordSet(Vec<Vec<&'static [u8]>>);
 
 impl WordSet {
     fn new(words: &[&'static str]) -> WordSet {
-        let mut v: Vec<&'static str> = words.iter().map(|w| w.trim_end_matches(['/', ';'])).collect();
-        v.sort_unstable();
-        v.dedup();
-        WordSet(v)
+        let mut buckets = vec![Vec::new(); 256];
+        for w in words {
+            let w = w.trim_end_matches(['/', ';']).as_bytes();
+            if let Some(&first) = w.first() {
+                let bucket: &mut Vec<&'static [u8]> = &mut buckets[usize::from(first)];
+                if !bucket.contains(&w) {
+                    bucket.push(w);
+                }
+            }
+        }
+        WordSet(buckets)
     }
 
-    /// Whether `word` (any case) is in the set. O(log n), no allocation.
+    /// Whether `word` (any case) is in the set. No allocation.
     fn contains(&self, word: &[u8]) -> bool {
         let mut buf = [0u8; MAX_WORD];
-        match lower(word, &mut buf) {
-            Some(w) => self.0.binary_search_by(|s| s.as_bytes().cmp(w)).is_ok(),
-            None => false,
-        }
+        let Some(w) = lower(word, &mut buf) else { return false };
+        let Some(&first) = w.first() else { return false };
+        self.0[usize::from(first)].iter().any(|s| s.len() == w.len() && *s == w)
     }
 }
 
@@ -344,8 +356,11 @@ enum WordEvidence {
 }
 
 fn contains(hay: &[u8], needle: &str) -> bool {
+    // Called for every robot word with each of some fifty needles: compare
+    // the first byte inline before the rest (a slice comparison is a call).
     let n = needle.as_bytes();
-    n.len() <= hay.len() && hay.windows(n.len()).any(|w| w == n)
+    let Some((&first, rest)) = n.split_first() else { return true };
+    n.len() <= hay.len() && hay.windows(n.len()).any(|w| w[0] == first && &w[1..] == rest)
 }
 
 fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {
