@@ -53,16 +53,17 @@ impl Reloader {
         let loaded = tokio::task::spawn_blocking(move || snapshot::reload(&path, Some(&previous))).await;
         let new = match loaded {
             Ok(Ok(s)) => s,
+            // Log before counting: whoever sees the counter move can read why.
             Ok(Err(problems)) => {
-                metrics().reload_failures.inc();
                 for p in &problems {
                     error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "reload refused; the last good configuration stays in force");
                 }
+                metrics().reload_failures.inc();
                 return false;
             }
             Err(e) => {
-                metrics().reload_failures.inc();
                 error!(target: "robotgate::reload", error = %e, "reload task failed; the last good configuration stays in force");
+                metrics().reload_failures.inc();
                 return false;
             }
         };

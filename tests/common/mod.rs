@@ -113,7 +113,7 @@ pub struct Gate {
 impl Gate {
     /// Start robotgate with `config` (a YAML template in which `{port}`,
     /// `{metrics}` and `{dir}` are replaced), after writing `files` into the
-    /// temp dir. Waits until the proxy port accepts connections.
+    /// temp dir. Waits until the proxy port (and the metrics port, if any) accept connections.
     pub fn start(config: &str, files: &[(&str, &[u8])]) -> Gate {
         let dir = tempfile::tempdir().unwrap();
         for (name, body) in files {
@@ -139,14 +139,19 @@ impl Gate {
             .spawn()
             .unwrap();
         let gate = Gate { child, port, metrics_port, dir, stderr_path };
-        gate.wait_ready();
+        gate.wait_listening(port);
+        // The metrics listener is a service of its own and may come up a
+        // moment after the proxy.
+        if config.contains("{metrics}") {
+            gate.wait_listening(metrics_port);
+        }
         gate
     }
 
-    fn wait_ready(&self) {
+    fn wait_listening(&self, port: u16) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
