@@ -460,7 +460,7 @@ impl Classifier {
         if let Some(index) = self.pick(ua, &scan) {
             let bot = &self.db.bots()[index];
             let mut from_ua = Vec::with_capacity(MAX_UA_TOKENS);
-            heuristics::product_tokens(ua, &mut from_ua, MAX_UA_TOKENS);
+            heuristics::product_tokens(ua, &scan.signals(), &mut from_ua, MAX_UA_TOKENS);
             let announced = announced_name(ua, bot, &from_ua, &scan);
             let mut tokens = Vec::with_capacity(bot.robots_tokens.len() + from_ua.len());
             tokens.extend(bot.robots_tokens.iter().map(String::as_str));
@@ -486,7 +486,7 @@ impl Classifier {
                 if let Some(name) = unknown.name.filter(|n| !n.contains(' ')) {
                     tokens.push(name);
                 }
-                heuristics::product_tokens(ua, &mut tokens, MAX_UA_TOKENS);
+                heuristics::product_tokens(ua, &scan.signals(), &mut tokens, MAX_UA_TOKENS);
                 Agent {
                     kind: AgentKind::UnknownBot,
                     name: unknown.name,
@@ -783,6 +783,33 @@ bots:
         // The walks never see uppercase, so the alphabet must not split it.
         let classes = c.fwd.byte_classes();
         assert!((b'A'..=b'Z').all(|b| classes.get(b) == classes.get(b'A')));
+    }
+
+    #[test]
+    fn skipping_words_without_a_suspect_needle_changes_no_token() {
+        // `product_tokens` runs the robot-word search only in words where the
+        // automaton saw a suspect needle end; it must find what a search of
+        // every word finds.
+        let c = Classifier::builtin();
+        let extra = [
+            "Mozilla/5.0 (compatible; Zzyzxbot/1.0; +https://zzyzx.example/bot) Go-http-client/1.1",
+            "QuuxCrawler/3.2 (quux@example.org) minio-go/v6 aws-sdk-go-v2 Python/3.11 foo.go",
+            "Mozilla/5.0 (Java; U; en-US; samsung-gt-s5380) UCBrowser8.2.0.154/69/444/UCWEB Mobile",
+            "Screaming Frog SEO Spider/19.0 GomezAgent l9scan CookieHubScan okhttp/4.9",
+        ];
+        let samples = c.db().bots().iter().flat_map(|b| b.samples.iter().map(String::as_str));
+        let mut n = 0;
+        for ua in samples.chain(extra) {
+            let ua = ua.as_bytes();
+            let scan = c.scan(ua);
+            let (mut fast, mut full) = (Vec::new(), Vec::new());
+            heuristics::product_tokens(ua, &scan.signals(), &mut fast, MAX_UA_TOKENS);
+            let every_word = heuristics::Signals { suspect: true, suspect_ends: None, marker: scan.marker };
+            heuristics::product_tokens(ua, &every_word, &mut full, MAX_UA_TOKENS);
+            assert_eq!(fast, full, "{}", String::from_utf8_lossy(ua));
+            n += 1;
+        }
+        assert!(n > 200, "{n}");
     }
 
     #[test]

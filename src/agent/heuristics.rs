@@ -206,9 +206,13 @@ impl WordSet {
     /// Whether `word` (any case) is in the set. No allocation.
     fn contains(&self, word: &[u8]) -> bool {
         let mut buf = [0u8; MAX_WORD];
-        let Some(w) = lower(word, &mut buf) else { return false };
-        let Some(&first) = w.first() else { return false };
-        self.0[usize::from(first)].iter().any(|s| s.len() == w.len() && *s == w)
+        lower(word, &mut buf).is_some_and(|w| self.contains_lower(w))
+    }
+
+    /// Whether `word`, already lowercase, is in the set.
+    fn contains_lower(&self, word: &[u8]) -> bool {
+        let Some(&first) = word.first() else { return false };
+        self.0[usize::from(first)].iter().any(|s| s.len() == word.len() && *s == word)
     }
 }
 
@@ -573,6 +577,19 @@ fn is_generic(word: &[u8]) -> bool {
 ///
 /// Cost: O(len × needles) with short needles; run only when the automaton saw
 /// a [`SUSPECT_NEEDLES`] substring, or to name a robot.
+/// [`word_evidence`], skipped when `hits` (the end offsets of every suspect
+/// needle in the UA, or `None` if unknown) shows no needle ending inside the
+/// word (or, for `go/`, right after it): no word can carry evidence without one
+/// (`evidence_implies_suspect_needle` checks this).
+fn evidence_if_hit(ua: &[u8], w: &Word, hits: Option<&[u32]>) -> WordEvidence {
+    let hit = hits.is_none_or(|h| h.iter().any(|&e| (w.start + 1..=w.end + 1).contains(&(e as usize))));
+    if hit {
+        word_evidence(ua, w)
+    } else {
+        WordEvidence::None
+    }
+}
+
 fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findings {
     let mut f = Findings::default();
     let mut devices = DeviceModel::new(ua);
@@ -596,10 +613,7 @@ fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findi
         if f.evidence && !names {
             break; // evidence is all the caller wants
         }
-        // A word can only carry evidence if a suspect needle ends inside it
-        // (or, for `go/`, right after it): skip the needle search elsewhere.
-        let hit = hits.is_none_or(|h| h.iter().any(|&e| (w.start + 1..=w.end + 1).contains(&(e as usize))));
-        let evidence = if hit { word_evidence(ua, &w) } else { WordEvidence::None };
+        let evidence = evidence_if_hit(ua, &w, hits);
         if !names && evidence == WordEvidence::None {
             continue;
         }
@@ -671,7 +685,12 @@ fn first_word_is_browser(ua: &[u8]) -> bool {
     let start = ua.iter().position(|b| !b.is_ascii_whitespace() && *b != b'[').unwrap_or(ua.len());
     let ua = &ua[start..];
     let first_words = &sets().first_words;
-    (2..=ua.len().min(16)).any(|n| ua.get(n).is_none_or(|c| !c.is_ascii_lowercase()) && first_words.contains(&ua[..n]))
+    let mut buf = [0u8; 16];
+    let head = &ua[..ua.len().min(16)];
+    for (o, b) in buf.iter_mut().zip(head) {
+        *o = b.to_ascii_lowercase();
+    }
+    (2..=head.len()).any(|n| ua.get(n).is_none_or(|c| !c.is_ascii_lowercase()) && first_words.contains_lower(&buf[..n]))
 }
 
 /// Whether any [`MARKER_NEEDLES`] occurs (the slow twin of the automaton's
@@ -881,8 +900,10 @@ fn is_browser_vocabulary(word: &[u8]) -> bool {
 /// Product names a UA announces, for robots.txt group selection: words before
 /// a `/` and robot words, minus browser vocabulary, URLs and versions. At most
 /// `max` names are pushed to `out`; duplicates (ASCII case-insensitive) of
-/// names already in `out` are skipped.
-pub(crate) fn product_tokens<'a>(ua: &'a [u8], out: &mut Vec<&'a str>, max: usize) {
+/// names already in `out` are skipped. `sig` are the automaton's signals for
+/// `ua` (they spare the robot-word search in words without a suspect needle).
+pub(crate) fn product_tokens<'a>(ua: &'a [u8], sig: &Signals<'_>, out: &mut Vec<&'a str>, max: usize) {
+    let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
     let ua = &ua[..ua.len().min(MAX_WORDS_LEN)];
     let mut devices = DeviceModel::new(ua);
     let mut skip_until = 0;
@@ -903,7 +924,7 @@ pub(crate) fn product_tokens<'a>(ua: &'a [u8], out: &mut Vec<&'a str>, max: usiz
         if after_slash || !name_ok(word) || is_browser_vocabulary(word) {
             continue;
         }
-        let robot = matches!(word_evidence(ua, &w), WordEvidence::Robot { .. }) && !devices.contains(&w);
+        let robot = matches!(evidence_if_hit(ua, &w, hits), WordEvidence::Robot { .. }) && !devices.contains(&w);
         if !(product || robot) {
             continue;
         }
@@ -1029,7 +1050,7 @@ mod tests {
     fn product_tokens_skip_browser_vocabulary() {
         let ua = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ExampleBot/1.0; +http://x.example/a/b) Chrome/120 Safari/537.36 Other/1";
         let mut out = Vec::new();
-        product_tokens(ua, &mut out, 8);
+        product_tokens(ua, &Signals::of(ua), &mut out, 8);
         assert_eq!(out, ["ExampleBot", "Other"]);
     }
 }
