@@ -107,7 +107,14 @@ fn a_hundred_rewrites_under_load_fail_no_request() {
     );
     assert!(done.load(Ordering::Relaxed) > 100, "the load ran");
     assert_eq!(failed.load(Ordering::Relaxed), 0, "no request failed during reloads");
-    assert!(metric(&gate, "robotgate_reloads_total") >= 100.0);
+    let reloads = metric(&gate, "robotgate_reloads_total");
+    assert!(reloads >= 100.0, "{reloads} reloads");
+    // Once the edits stop, so do the reloads: reading the files for a reload
+    // must not itself look like an edit (it once did, and reloaded forever).
+    std::thread::sleep(Duration::from_secs(1));
+    let later = metric(&gate, "robotgate_reloads_total");
+    assert_eq!(later, reloads, "reloads went on without edits");
+    assert!(reloads <= 110.0, "{reloads} reloads for 100 edits");
 }
 
 #[test]
@@ -159,7 +166,15 @@ fn an_odd_robots_txt_is_not_a_failure() {
 fn sighup_reloads() {
     let origin = Origin::start();
     let gate = start(&origin, "User-agent: *\nDisallow: /a/\n");
-    let before = metric(&gate, "robotgate_reloads_total");
+    // Let a start-up catch-up reload (files written just before start) pass
+    // first, so that only SIGHUP can move the counter below.
+    let mut before = metric(&gate, "robotgate_reloads_total");
+    let settled = within(Duration::from_secs(5), || {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = metric(&gate, "robotgate_reloads_total");
+        std::mem::replace(&mut before, now) == now
+    });
+    assert!(settled.is_some(), "reload counter never settled");
     gate.signal("HUP");
     assert!(
         within(Duration::from_secs(5), || metric(&gate, "robotgate_reloads_total") > before).is_some(),

@@ -117,6 +117,21 @@ fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
         .collect()
 }
 
+/// Whether a watcher event may have changed a source's content: not reads
+/// (robotgate's own reload opens every source, so counting them would reload
+/// forever) and not metadata (the first read after a write updates the access
+/// time). An error from the watcher counts: it may have lost events.
+fn is_change(ev: &notify::Result<notify::Event>, sources: &[PathBuf]) -> bool {
+    use notify::event::{EventKind, ModifyKind};
+    match ev {
+        Err(_) => true,
+        Ok(ev) => {
+            !matches!(ev.kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)))
+                && ev.paths.iter().any(|p| is_source(p, sources))
+        }
+    }
+}
+
 fn is_source(event_path: &Path, sources: &[PathBuf]) -> bool {
     sources.iter().any(|s| {
         let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
@@ -155,6 +170,11 @@ impl BackgroundService for Reloader {
                 *watched = want;
             };
         rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+        // A file edited after the first load but before the watches were in
+        // place raised no event: catch up once, now that they are.
+        if self.snapshot.load().stale() && self.reload("changed while starting").await {
+            rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+        }
 
         let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
@@ -170,18 +190,14 @@ impl BackgroundService for Reloader {
                 ev = rx.recv() => {
                     let Some(ev) = ev else { return };
                     let sources = self.snapshot.load().sources.clone();
-                    let relevant = match &ev {
-                        Ok(ev) => ev.paths.iter().any(|p| is_source(p, &sources)),
-                        Err(_) => true,
-                    };
-                    if !relevant {
+                    if !is_change(&ev, &sources) {
                         continue;
                     }
                     // Debounce: wait until the burst of relevant events is over
                     // (other files in the same directories, such as a log, do not count).
                     let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                     while let Ok(Some(ev)) = tokio::time::timeout_at(quiet_until, rx.recv()).await {
-                        if ev.map_or(true, |ev| ev.paths.iter().any(|p| is_source(p, &sources))) {
+                        if is_change(&ev, &sources) {
                             quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                         }
                     }

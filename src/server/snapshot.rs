@@ -79,6 +79,20 @@ pub struct Snapshot {
     pub sources: Vec<PathBuf>,
     /// What the classifier was built from: bot file, replace flag, body fingerprint.
     bots_key: (Option<PathBuf>, bool, Option<u64>),
+    /// When reading the sources began: a source modified at or after this
+    /// may not be what the snapshot holds.
+    pub read_at: SystemTime,
+}
+
+impl Snapshot {
+    /// Whether any source file may have been modified (or became unreadable)
+    /// since the snapshot was read. File times come from the kernel's coarse
+    /// clock, which may lag by a tick (up to 10 ms), so a file stamped up to
+    /// 10 ms before `read_at` counts too: at worst an unneeded reload.
+    pub fn stale(&self) -> bool {
+        let since = self.read_at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(self.read_at);
+        self.sources.iter().any(|p| std::fs::metadata(p).and_then(|m| m.modified()).map_or(true, |t| t >= since))
+    }
 }
 
 impl fmt::Debug for Snapshot {
@@ -133,6 +147,7 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
+    let read_at = SystemTime::now();
     let mut problems = Vec::new();
     let text = match std::fs::read_to_string(config_path) {
         Ok(t) => t,
@@ -150,7 +165,9 @@ pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapsho
             .map(|e| Problem { file: config_path.into(), line: e.line, message: e.to_string() })
             .collect::<Vec<_>>()
     })?;
-    load_config(config, config_path, previous, &mut problems)
+    let mut snapshot = load_config(config, config_path, previous, &mut problems)?;
+    snapshot.read_at = read_at;
+    Ok(snapshot)
 }
 
 /// Build a snapshot from an already validated config.
@@ -163,6 +180,7 @@ pub fn load_config(
     previous: Option<&Snapshot>,
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
+    let read_at = SystemTime::now();
     let mut sources = vec![config_path.to_path_buf()];
     let bots_body = match &config.bots {
         None => None,
@@ -261,7 +279,7 @@ pub fn load_config(
     }
     sources.sort();
     sources.dedup();
-    Ok(Snapshot { config, classifier, sites, sources, bots_key })
+    Ok(Snapshot { config, classifier, sites, sources, bots_key, read_at })
 }
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors
@@ -286,5 +304,31 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
             }
             (Vec::new(), warnings)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_changed_after_reading_makes_the_snapshot_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let robots = dir.path().join("robots.txt");
+        std::fs::write(&robots, "User-agent: *\nDisallow: /a/\n").unwrap();
+        let config = dir.path().join("robotgate.yaml");
+        let text = format!(
+            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {}\n",
+            robots.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        // Older than the coarse-clock margin.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let snap = load(&config).unwrap();
+        assert!(!snap.stale(), "nothing changed");
+        std::fs::write(&robots, "User-agent: *\nDisallow: /b/\n").unwrap();
+        assert!(snap.stale(), "robots.txt was rewritten");
+        std::fs::remove_file(&robots).unwrap();
+        assert!(snap.stale(), "robots.txt is gone");
     }
 }
