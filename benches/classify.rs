@@ -92,6 +92,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("browsers_only", |b| {
         b.iter(|| browsers.iter().filter(|ua| classifier.classify(black_box(ua)).is_bot()).count())
     });
+    let robots: Vec<&Vec<u8>> = uas.iter().filter(|u| classifier.classify(u).is_bot()).collect();
+    g.throughput(Throughput::Elements(robots.len() as u64));
+    g.bench_function("robots_only", |b| {
+        b.iter(|| robots.iter().filter(|ua| classifier.classify(black_box(ua)).is_bot()).count())
+    });
     g.finish();
 }
 

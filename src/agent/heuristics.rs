@@ -214,6 +214,11 @@ impl WordSet {
         let Some(&first) = word.first() else { return false };
         self.0[usize::from(first)].iter().any(|s| s.len() == word.len() && *s == word)
     }
+
+    /// The words that begin with the (lowercase) byte `first`.
+    fn starting_with(&self, first: u8) -> &[&'static [u8]] {
+        &self.0[usize::from(first)]
+    }
 }
 
 /// The word lists as sets, built on first use.
@@ -684,13 +689,13 @@ fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findi
 fn first_word_is_browser(ua: &[u8]) -> bool {
     let start = ua.iter().position(|b| !b.is_ascii_whitespace() && *b != b'[').unwrap_or(ua.len());
     let ua = &ua[start..];
-    let first_words = &sets().first_words;
-    let mut buf = [0u8; 16];
-    let head = &ua[..ua.len().min(16)];
-    for (o, b) in buf.iter_mut().zip(head) {
-        *o = b.to_ascii_lowercase();
-    }
-    (2..=head.len()).any(|n| ua.get(n).is_none_or(|c| !c.is_ascii_lowercase()) && first_words.contains_lower(&buf[..n]))
+    let Some(first) = ua.first() else { return false };
+    sets().first_words.starting_with(first.to_ascii_lowercase()).iter().any(|w| {
+        (2..=16).contains(&w.len())
+            && ua.len() >= w.len()
+            && ua[..w.len()].eq_ignore_ascii_case(w)
+            && ua.get(w.len()).is_none_or(|c| !c.is_ascii_lowercase())
+    })
 }
 
 /// Whether any [`MARKER_NEEDLES`] occurs (the slow twin of the automaton's
@@ -918,14 +923,22 @@ pub(crate) fn product_tokens<'a>(ua: &'a [u8], sig: &Signals<'_>, out: &mut Vec<
             skip_until = end;
             continue;
         }
+        // Cheapest tests first: most words are neither a product name nor a
+        // robot word, and are dropped before the word-list lookups.
         let after_slash = w.start > 0 && ua[w.start - 1] == b'/';
         let product = ua.get(w.end) == Some(&b'/');
-        let word = trim_name(&ua[w.start..w.end]);
-        if after_slash || !name_ok(word) || is_browser_vocabulary(word) {
+        if after_slash {
             continue;
         }
-        let robot = matches!(evidence_if_hit(ua, &w, hits), WordEvidence::Robot { .. }) && !devices.contains(&w);
-        if !(product || robot) {
+        let robot_word = matches!(evidence_if_hit(ua, &w, hits), WordEvidence::Robot { .. });
+        if !(product || robot_word) {
+            continue;
+        }
+        let word = trim_name(&ua[w.start..w.end]);
+        if !name_ok(word) || is_browser_vocabulary(word) {
+            continue;
+        }
+        if !product && devices.contains(&w) {
             continue;
         }
         if let Some(s) = as_str(word) {
