@@ -574,14 +574,6 @@ fn is_generic(word: &[u8]) -> bool {
     word.split(|&b| matches!(b, b'-' | b'_' | b'.' | b' ')).filter(|p| !p.is_empty()).all(|p| generic.contains(p))
 }
 
-/// One pass over the words: evidence and every name candidate.
-///
-/// `marker`: the UA has browser platform/engine words; then a library word
-/// inside a comment is not evidence (`(...+HAS_CMD_HTTP_SERVER)` in a TV's
-/// capability list), and words of an Android device model never are.
-///
-/// Cost: O(len × needles) with short needles; run only when the automaton saw
-/// a [`SUSPECT_NEEDLES`] substring, or to name a robot.
 /// [`word_evidence`], skipped when `hits` (the end offsets of every suspect
 /// needle in the UA, or `None` if unknown) shows no needle ending inside the
 /// word (or, for `go/`, right after it): no word can carry evidence without one
@@ -595,6 +587,14 @@ fn evidence_if_hit(ua: &[u8], w: &Word, hits: Option<&[u32]>) -> WordEvidence {
     }
 }
 
+/// One pass over the words: evidence and every name candidate.
+///
+/// `marker`: the UA has browser platform/engine words; then a library word
+/// inside a comment is not evidence (`(...+HAS_CMD_HTTP_SERVER)` in a TV's
+/// capability list), and words of an Android device model never are.
+///
+/// Cost: O(len × needles) with short needles; run only when the automaton saw
+/// a [`SUSPECT_NEEDLES`] substring, or to name a robot.
 fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findings {
     let mut f = Findings::default();
     let mut devices = DeviceModel::new(ua);
