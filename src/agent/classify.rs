@@ -175,15 +175,52 @@ pub struct Classifier {
     /// Entry index and minimum match length of each `ua_regex`, by forward
     /// pattern id minus [`FWD_REGEX0`].
     regexes: Vec<(u32, u32)>,
-    /// The forward DFA's state after [`COMMON_PREFIX`], if no match ends
-    /// inside it (see [`Classifier::scan`]).
-    after_prefix: Option<StateID>,
+    /// Precomputed walks over [`OPENINGS`], longest first (see
+    /// [`Classifier::scan`]).
+    shortcuts: Vec<Shortcut>,
 }
 
-/// The opening almost every browser UA (and many robot UAs) shares. Its DFA
-/// state is computed once, so a walk over such a UA starts after it: about an
-/// eighth of a typical UA's bytes, at one dependent table load per byte.
+/// The opening almost every browser UA (and many robot UAs) shares.
 const COMMON_PREFIX: &[u8] = b"mozilla/5.0 (";
+
+/// Openings of the most frequent browser UAs, lowercase. Chromium's
+/// User-Agent reduction froze the platform part of its UA (Windows is always
+/// `Windows NT 10.0; Win64; x64`, macOS always `10_15_7`, Android always
+/// `Android 10; K`), Firefox froze its macOS version, and Safari on macOS its
+/// OS version; so most real browser traffic starts with one of these, up to
+/// the browser's own version. The forward walk over each is computed once, and
+/// a walk over a UA that starts with one resumes after it: the walk costs one
+/// dependent table load per byte, and these openings are most of a browser
+/// UA's bytes. Every entry starts with [`COMMON_PREFIX`], which alone serves
+/// every other `Mozilla/5.0 (` UA, robots included.
+const OPENINGS: &[&[u8]] = &[
+    COMMON_PREFIX,
+    b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (linux; android 10; k) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/",
+    b"mozilla/5.0 (iphone; cpu iphone os ",
+    b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:",
+    b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:",
+    b"mozilla/5.0 (x11; linux x86_64; rv:",
+    b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:",
+];
+
+/// Whether `ua` starts with the lowercase `opening`, ASCII case-insensitively,
+/// and goes on after it.
+fn opens_with(ua: &[u8], opening: &[u8]) -> bool {
+    ua.len() > opening.len() && ua[..opening.len()].eq_ignore_ascii_case(opening)
+}
+
+/// The forward DFA's state after an opening, and whether a browser marker
+/// occurred in it; kept only if nothing else matched inside it.
+#[derive(Debug, Clone)]
+struct Shortcut {
+    opening: &'static [u8],
+    state: StateID,
+    marker: bool,
+}
 
 /// Escapes a literal for the regex syntax, ASCII-lowercased (the automata
 /// walk the lowercased UA): letters and digits as they are, every other byte
@@ -417,8 +454,9 @@ impl Classifier {
         fwd_patterns.extend(regex_res);
         let fwd = build_fwd(&fwd_patterns).map_err(build_err)?;
         let rev = build_rev(&literal_res).map_err(build_err)?;
-        let after_prefix = walk_prefix(&fwd, COMMON_PREFIX);
-        let classifier = Classifier { db: db.clone(), fwd, rev, literals, regexes, after_prefix };
+        let mut classifier = Classifier { db: db.clone(), fwd, rev, literals, regexes, shortcuts: Vec::new() };
+        classifier.shortcuts = OPENINGS.iter().filter_map(|o| classifier.walk_opening(o)).collect();
+        classifier.shortcuts.sort_by_key(|s| std::cmp::Reverse(s.opening.len()));
         for browser in REFERENCE_BROWSERS {
             if let AgentKind::Known(index) = classifier.classify(browser.as_bytes()).kind {
                 return Err(DbError::MatchesBrowser { index, name: classifier.db.bots()[index].name.clone(), browser });
@@ -570,10 +608,10 @@ impl Classifier {
     /// byte late (a match state reached on byte `i` means a match ending at
     /// `i`) and at end of input, hence the final EOI transition.
     fn scan(&self, ua: &[u8]) -> Scan {
-        self.scan_with(ua, self.after_prefix)
+        self.scan_with(ua, &self.shortcuts)
     }
 
-    fn scan_with(&self, ua: &[u8], after_prefix: Option<StateID>) -> Scan {
+    fn scan_with(&self, ua: &[u8], shortcuts: &[Shortcut]) -> Scan {
         let mut scan = Scan::default();
         let fwd = &self.fwd;
         let Ok(mut sid) = fwd.start_state_forward(&Input::new(ua)) else {
@@ -583,13 +621,15 @@ impl Classifier {
             scan.marker = heuristics::has_marker(ua);
             return scan;
         };
-        // The walk over the common prefix always ends in the same state and
-        // reports nothing on the way (checked when it was computed).
+        // The walk over an opening always ends in the same state and reports
+        // at most a browser marker on the way (checked when it was computed).
         let mut skip = 0;
-        if let Some(after) = after_prefix {
-            if ua.len() > COMMON_PREFIX.len() && ua[..COMMON_PREFIX.len()].eq_ignore_ascii_case(COMMON_PREFIX) {
-                sid = after;
-                skip = COMMON_PREFIX.len();
+        if opens_with(ua, COMMON_PREFIX) {
+            let rest = &ua[COMMON_PREFIX.len()..];
+            if let Some(s) = shortcuts.iter().find(|s| opens_with(rest, &s.opening[COMMON_PREFIX.len()..])) {
+                sid = s.state;
+                skip = s.opening.len();
+                scan.marker = s.marker;
             }
         }
         for (i, &b) in ua.iter().enumerate().skip(skip) {
@@ -635,20 +675,25 @@ impl Classifier {
             }
         }
     }
-}
 
-/// The state `fwd` reaches from its start state at the beginning of a UA
-/// over the lowercase `prefix`, or `None` if a match, dead or quit state lies
-/// on the way (then the prefix cannot be skipped without losing a report).
-fn walk_prefix(fwd: &dense::DFA<Vec<u32>>, prefix: &[u8]) -> Option<StateID> {
-    let mut sid = fwd.start_state_forward(&Input::new(prefix)).ok()?;
-    for &b in prefix {
-        sid = fwd.next_state(sid, b);
-        if fwd.is_special_state(sid) {
-            return None;
+    /// The walk over a lowercase `opening` at the start of a UA, or `None`
+    /// if something other than a browser marker matches inside it, or it
+    /// reaches a dead or quit state: then skipping it would lose a report.
+    fn walk_opening(&self, opening: &'static [u8]) -> Option<Shortcut> {
+        let mut sid = self.fwd.start_state_forward(&Input::new(opening)).ok()?;
+        let mut scan = Scan::default();
+        for (i, &b) in opening.iter().enumerate() {
+            sid = self.fwd.next_state(sid, b);
+            if self.fwd.is_dead_state(sid) || self.fwd.is_quit_state(sid) {
+                return None;
+            }
+            if self.fwd.is_match_state(sid) {
+                self.collect(sid, i, &mut scan);
+            }
         }
+        let only_marker = Scan { marker: scan.marker, ..Scan::default() };
+        (scan == only_marker).then_some(Shortcut { opening, state: sid, marker: scan.marker })
     }
-    Some(sid)
 }
 
 type BuildResult = Result<dense::DFA<Vec<u32>>, Box<dyn std::error::Error + Send + Sync>>;
@@ -849,19 +894,24 @@ bots:
     }
 
     #[test]
-    fn starting_after_the_common_prefix_changes_nothing() {
+    fn starting_after_an_opening_changes_nothing() {
         let c = Classifier::builtin();
-        assert!(c.after_prefix.is_some(), "the builtin database allows the shortcut");
+        assert_eq!(c.shortcuts.len(), OPENINGS.len(), "the builtin database allows every shortcut");
         let samples = c.db().bots().iter().flat_map(|b| b.samples.iter().map(String::as_str));
+        // Each opening alone, with one more byte, and as a whole browser UA
+        // (in upper case too).
+        let openings: Vec<String> = OPENINGS
+            .iter()
+            .map(|o| String::from_utf8_lossy(o).into_owned())
+            .flat_map(|o| [o.clone(), format!("{o}1"), format!("{o}124.0 Safari/537.36"), o.to_uppercase() + "1"])
+            .collect();
         let mut n = 0;
-        for ua in samples.chain(REFERENCE_BROWSERS.iter().copied()).chain(["MOZILLA/5.0 (x", "Mozilla/5.0 ("]) {
+        for ua in samples.chain(REFERENCE_BROWSERS.iter().copied()).chain(openings.iter().map(String::as_str)) {
             let ua = ua.as_bytes();
-            assert_eq!(c.scan(ua), c.scan_with(ua, None), "{}", String::from_utf8_lossy(ua));
-            n += usize::from(
-                ua.len() > COMMON_PREFIX.len() && ua[..COMMON_PREFIX.len()].eq_ignore_ascii_case(COMMON_PREFIX),
-            );
+            assert_eq!(c.scan(ua), c.scan_with(ua, &[]), "{}", String::from_utf8_lossy(ua));
+            n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, s.opening)));
         }
-        assert!(n > 100, "{n} UAs took the shortcut");
+        assert!(n > 100, "{n} UAs took a shortcut");
     }
 
     #[test]
