@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Side-by-side load benchmark on loopback: direct to origin, nginx as reverse
-# proxy, the bare Pingora passthrough (examples/passthrough.rs), and robotgate
-# (browser traffic, bot traffic allowed, bot traffic blocked), alternating for
+# proxy (sending X-Forwarded-For/-Proto, as robotgate does), the bare Pingora
+# passthrough (examples/passthrough.rs), the passthrough doing robotgate's
+# forwarding work (`forward`: its upstream timeouts and X-Forwarded-*
+# headers), and robotgate (browser traffic, bot traffic allowed, bot traffic
+# blocked), alternating for
 # several rounds with the same worker count. Prints requests/s and p50/p99
 # latency, and the ratios robotgate/passthrough and robotgate/nginx.
 #
 #   bash benches/load.sh [ROUNDS] [SECONDS] [CONNECTIONS] [THREADS]
 #
 # Installs wrk and nginx from Debian if missing. Loopback only; stops
-# everything it started; bounded by ROUNDS x 9 x SECONDS.
+# everything it started; bounded by ROUNDS x 10 x SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -37,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ORIGIN=18100 NGINX=18101 PASS=18102 GATE=18103
+ORIGIN=18100 NGINX=18101 PASS=18102 GATE=18103 PASSF=18104
 mkdir -p "$WORK/www"
 head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 
@@ -66,7 +69,14 @@ http {
   upstream origin { server 127.0.0.1:$ORIGIN; keepalive 128; }
   server {
     listen 127.0.0.1:$NGINX;
-    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      # What robotgate sends the origin too.
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto \$scheme;
+    }
   }
 }
 NGX
@@ -74,6 +84,8 @@ nginx -c "$WORK/origin.conf"
 nginx -c "$WORK/nginx.conf"
 
 target/release/examples/passthrough "127.0.0.1:$PASS" "127.0.0.1:$ORIGIN" "$THREADS" >/dev/null 2>&1 &
+PIDS+=($!)
+target/release/examples/passthrough "127.0.0.1:$PASSF" "127.0.0.1:$ORIGIN" "$THREADS" forward >/dev/null 2>&1 &
 PIDS+=($!)
 
 printf 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n' > "$WORK/robots.txt"
@@ -103,6 +115,7 @@ CASES=(
   "direct|$ORIGIN|$CHROME"
   "nginx|$NGINX|$CHROME"
   "passthrough|$PASS|$CHROME"
+  "passthrough-forward|$PASSF|$CHROME"
   "robotgate-browser|$GATE|$CHROME"
   "robotgate-bot-allowed|$GATE|$GOOGLEBOT"
   "robotgate-bot-blocked|$GATE|$GPTBOT"
@@ -140,7 +153,9 @@ for c in "${CASES[@]}"; do
     "$(median <<<"${RPS[$name]}")" "$(median <<<"${P50[$name]}")" "$(median <<<"${P99[$name]}")"
 done
 rg=$(median <<<"${RPS[robotgate-browser]}"); pt=$(median <<<"${RPS[passthrough]}"); ng=$(median <<<"${RPS[nginx]}")
-awk -v a="$rg" -v b="$pt" -v c="$ng" 'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/nginx %.3f\n", a/b, a/c }'
+pf=$(median <<<"${RPS[passthrough-forward]}")
+awk -v a="$rg" -v b="$pt" -v c="$ng" -v d="$pf" \
+  'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/passthrough-forward %.3f   robotgate/nginx %.3f\n", a/b, a/d, a/c }'
 
 # Latency at one connection: what one request costs, without queueing.
 # The blocked-bot floods above left hundreds of MB of violation log in the

@@ -97,6 +97,48 @@ pub fn client_ip(peer: Option<IpAddr>, req: &RequestHeader, trusted: &[Cidr]) ->
     )
 }
 
+/// The peer for a site's origin: its address, TLS, and robotgate's timeouts
+/// (connect; every read and write; idle pooled connections). Public so that
+/// `examples/passthrough.rs` can set up the same peer.
+pub fn upstream_peer(
+    addr: SocketAddr,
+    tls: bool,
+    sni: String,
+    connect_timeout: Duration,
+    read_timeout: Duration,
+) -> HttpPeer {
+    let mut peer = HttpPeer::new(addr, tls, sni);
+    peer.options.connection_timeout = Some(connect_timeout);
+    peer.options.total_connection_timeout = Some(connect_timeout * 2);
+    peer.options.read_timeout = Some(read_timeout);
+    peer.options.write_timeout = Some(read_timeout);
+    peer.options.idle_timeout = Some(Duration::from_secs(60));
+    peer
+}
+
+/// Sets `X-Forwarded-For` (the socket peer, appended to the chain only when
+/// the peer is one of `trusted` proxies; otherwise the client's own header is
+/// replaced) and `X-Forwarded-Proto` on the request to the origin.
+pub fn add_forwarded_headers(session: &Session, upstream_request: &mut RequestHeader, trusted: &[Cidr]) -> Result<()> {
+    let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+    if let Some(peer) = peer {
+        // Keep the chain only when it came from a trusted proxy.
+        let prior = if trusted.iter().any(|c| c.contains(peer)) {
+            upstream_request.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()).map(str::to_owned)
+        } else {
+            None
+        };
+        let value = match prior {
+            Some(p) if !p.trim().is_empty() => format!("{p}, {peer}"),
+            _ => peer.to_string(),
+        };
+        upstream_request.insert_header("x-forwarded-for", value)?;
+    }
+    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+    upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+    Ok(())
+}
+
 fn host_of(req: &RequestHeader) -> &str {
     req.headers.get("host").and_then(|h| h.to_str().ok()).or_else(|| req.uri.host()).unwrap_or("")
 }
@@ -325,13 +367,7 @@ impl ProxyHttp for Gate {
         };
         let up = &snap.config.sites[site].upstream;
         let addr: SocketAddr = snap.sites[site].upstream_addr;
-        let mut peer = HttpPeer::new(addr, up.tls, up.sni.clone());
-        peer.options.connection_timeout = Some(up.connect_timeout);
-        peer.options.total_connection_timeout = Some(up.connect_timeout * 2);
-        peer.options.read_timeout = Some(up.read_timeout);
-        peer.options.write_timeout = Some(up.read_timeout);
-        peer.options.idle_timeout = Some(Duration::from_secs(60));
-        Ok(Box::new(peer))
+        Ok(Box::new(upstream_peer(addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout)))
     }
 
     async fn upstream_request_filter(
@@ -340,24 +376,8 @@ impl ProxyHttp for Gate {
         upstream_request: &mut RequestHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
-        let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-        if let Some(peer) = peer {
-            let trusted = ctx.snap.as_ref().is_some_and(|s| s.config.trusted_proxies.iter().any(|c| c.contains(peer)));
-            // Keep the chain only when it came from a trusted proxy.
-            let prior = if trusted {
-                upstream_request.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()).map(str::to_owned)
-            } else {
-                None
-            };
-            let value = match prior {
-                Some(p) if !p.trim().is_empty() => format!("{p}, {peer}"),
-                _ => peer.to_string(),
-            };
-            upstream_request.insert_header("x-forwarded-for", value)?;
-        }
-        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
-        upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
-        Ok(())
+        let trusted = ctx.snap.as_ref().map_or(&[][..], |s| &s.config.trusted_proxies[..]);
+        add_forwarded_headers(session, upstream_request, trusted)
     }
 
     async fn response_filter(
