@@ -912,6 +912,14 @@ bots:
             n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, s.opening)));
         }
         assert!(n > 100, "{n} UAs took a shortcut");
+        // Every sample glued right after each opening: literals that start
+        // at, or run across, the point where the fast walk resumes.
+        for o in OPENINGS {
+            for sample in c.db().bots().iter().flat_map(|b| b.samples.iter()) {
+                let ua = [o, sample.as_bytes()].concat();
+                assert_eq!(c.scan(&ua), c.scan_with(&ua, &[]), "{}", String::from_utf8_lossy(&ua));
+            }
+        }
     }
 
     #[test]
