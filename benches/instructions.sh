@@ -20,14 +20,8 @@ cd "$(dirname "$0")/.."
 SECS=${1:-10}
 CONNS=${2:-8}
 
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v nginx >/dev/null || need+=(nginx-light)
-command -v valgrind >/dev/null || need+=(valgrind)
-command -v curl >/dev/null || need+=(curl)
-if [ ${#need[@]} -gt 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. benches/common.sh
+install_missing wrk:wrk nginx:nginx-light valgrind:valgrind curl:curl
 cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
 WORK=$(mktemp -d)
@@ -43,62 +37,11 @@ trap cleanup EXIT
 ORIGIN=18300 PROXY=18301
 mkdir -p "$WORK/www"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
-cat > "$WORK/origin.conf" <<NGX
-worker_processes 1;
-pid $WORK/origin.pid;
-error_log $WORK/origin-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$ORIGIN; root $WORK/www; }
-}
-NGX
-nginx -c "$WORK/origin.conf"
+start_origin "$WORK" "$ORIGIN"
+# nginx in one process (no master) so that callgrind sees its worker.
+nginx_proxy_conf "$WORK/proxy.conf" "$PROXY" "$ORIGIN" 1 'daemon off;' 'master_process off;'
+robotgate_conf "$WORK" "$PROXY" "$ORIGIN" 1
 
-# nginx in one process (no master) so that callgrind sees its worker, set up
-# as robotgate forwards: keep-alive to the origin, X-Forwarded-For/-Proto.
-cat > "$WORK/proxy.conf" <<NGX
-daemon off;
-master_process off;
-worker_processes 1;
-pid $WORK/proxy.pid;
-error_log $WORK/proxy-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  upstream origin { server 127.0.0.1:$ORIGIN; keepalive 128; }
-  server {
-    listen 127.0.0.1:$PROXY;
-    location / {
-      proxy_pass http://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto \$scheme;
-    }
-  }
-}
-NGX
-printf 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n' > "$WORK/robots.txt"
-cat > "$WORK/robotgate.yaml" <<YML
-listen: ["127.0.0.1:$PROXY"]
-threads: 1
-grace_period: 0
-sites:
-  - hosts: ["127.0.0.1"]
-    default: true
-    upstream: "127.0.0.1:$ORIGIN"
-    robots: $WORK/robots.txt
-log:
-  violations: $WORK/violations.jsonl
-  level: error
-YML
-
-CHROME='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36'
-GOOGLEBOT='Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
-GPTBOT='Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 
 measure() { # name user-agent command...
   local name=$1 ua=$2 pid out n ir

@@ -20,19 +20,15 @@ CONNS=${3:-64}
 THREADS=${4:-1}
 BODY_BYTES=${BODY_BYTES:-1024}
 
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v nginx >/dev/null || need+=(nginx-light)
-if [ ${#need[@]} -gt 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. benches/common.sh
+install_missing wrk:wrk nginx:nginx-light
 cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for f in "$WORK/nginx.pid" "$WORK/origin.pid"; do
+  for f in "$WORK/nginx.conf.pid" "$WORK/origin.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done
   wait 2>/dev/null || true
@@ -47,40 +43,8 @@ head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 # Two nginx processes: the origin on $ORIGIN (one worker, shared by every
 # case) and the reverse proxy on $NGINX ($THREADS workers), so that every
 # proxied case runs the same three processes (wrk, a proxy, the origin).
-cat > "$WORK/origin.conf" <<NGX
-worker_processes 1;
-pid $WORK/origin.pid;
-error_log $WORK/origin-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$ORIGIN; root $WORK/www; }
-}
-NGX
-cat > "$WORK/nginx.conf" <<NGX
-worker_processes $THREADS;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  upstream origin { server 127.0.0.1:$ORIGIN; keepalive 128; }
-  server {
-    listen 127.0.0.1:$NGINX;
-    location / {
-      proxy_pass http://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      # What robotgate sends the origin too.
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto \$scheme;
-    }
-  }
-}
-NGX
-nginx -c "$WORK/origin.conf"
+start_origin "$WORK" "$ORIGIN"
+nginx_proxy_conf "$WORK/nginx.conf" "$NGINX" "$ORIGIN" "$THREADS"
 nginx -c "$WORK/nginx.conf"
 
 target/release/examples/passthrough "127.0.0.1:$PASS" "127.0.0.1:$ORIGIN" "$THREADS" >/dev/null 2>&1 &
@@ -88,27 +52,11 @@ PIDS+=($!)
 target/release/examples/passthrough "127.0.0.1:$PASSF" "127.0.0.1:$ORIGIN" "$THREADS" forward >/dev/null 2>&1 &
 PIDS+=($!)
 
-printf 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n' > "$WORK/robots.txt"
-cat > "$WORK/robotgate.yaml" <<YML
-listen: ["127.0.0.1:$GATE"]
-threads: $THREADS
-grace_period: 0
-sites:
-  - hosts: ["127.0.0.1"]
-    default: true
-    upstream: "127.0.0.1:$ORIGIN"
-    robots: $WORK/robots.txt
-log:
-  violations: $WORK/violations.jsonl
-  level: error
-YML
+robotgate_conf "$WORK" "$GATE" "$ORIGIN" "$THREADS"
 target/release/robotgate serve --config "$WORK/robotgate.yaml" --pid-file "$WORK/rg.pid" --upgrade-sock "$WORK/rg.sock" >/dev/null 2>&1 &
 PIDS+=($!)
 sleep 1
 
-CHROME='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36'
-GOOGLEBOT='Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
-GPTBOT='Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 
 # name|port|user-agent
 CASES=(

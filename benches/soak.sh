@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES=${1:-10}
 CONNS=${2:-64}
-command -v wrk >/dev/null && command -v nginx >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null
+. benches/common.sh
+install_missing wrk:wrk nginx:nginx-light
 cargo build --release --bin robotgate >/dev/null 2>&1
 
 WORK=$(mktemp -d)
@@ -35,20 +36,7 @@ events { worker_connections 4096; }
 http { access_log off; server { listen 127.0.0.1:$ORIGIN; root $WORK/www; } }
 NGX
 nginx -c "$WORK/nginx.conf"
-printf 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n' > "$WORK/robots.txt"
-cat > "$WORK/robotgate.yaml" <<YML
-listen: ["127.0.0.1:$GATE"]
-threads: 1
-grace_period: 0
-sites:
-  - hosts: ["127.0.0.1"]
-    default: true
-    upstream: "127.0.0.1:$ORIGIN"
-    robots: $WORK/robots.txt
-log:
-  violations: $WORK/violations.jsonl
-  level: error
-YML
+robotgate_conf "$WORK" "$GATE" "$ORIGIN" 1
 target/release/robotgate serve --config "$WORK/robotgate.yaml" --pid-file "$WORK/rg.pid" --upgrade-sock "$WORK/rg.sock" >/dev/null 2>&1 &
 RG=$!
 PIDS+=($RG)

@@ -1,0 +1,88 @@
+# Shared by the load scripts (load.sh, instructions.sh, soak.sh); sourced,
+# not run. Every server it configures listens on loopback only.
+
+# The User-Agents of the three traffic kinds: a browser, a bot that the
+# benchmark robots.txt allows, and one it blocks.
+CHROME='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36'
+GOOGLEBOT='Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
+GPTBOT='Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'
+
+# install_missing COMMAND:PACKAGE...: installs from Debian the packages whose
+# command is not on PATH.
+install_missing() {
+  local need=() pair
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+}
+
+# start_origin WORK PORT: nginx serving WORK/www on PORT with one worker,
+# keeping client connections open (pid in WORK/origin.pid).
+start_origin() {
+  cat > "$1/origin.conf" <<NGX
+worker_processes 1;
+pid $1/origin.pid;
+error_log $1/origin-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$2; root $1/www; }
+}
+NGX
+  nginx -c "$1/origin.conf"
+}
+
+# nginx_proxy_conf FILE LISTEN ORIGIN WORKERS [HEAD...]: nginx as reverse proxy
+# set up as robotgate forwards: keep-alive to the origin, X-Forwarded-For and
+# -Proto. HEAD lines (e.g. `daemon off;`) go first.
+nginx_proxy_conf() {
+  local file=$1 listen=$2 origin=$3 workers=$4
+  shift 4
+  {
+    printf '%s\n' "$@"
+    cat <<NGX
+worker_processes $workers;
+pid $file.pid;
+error_log $file-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:$origin; keepalive 128; }
+  server {
+    listen 127.0.0.1:$listen;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto \$scheme;
+    }
+  }
+}
+NGX
+  } > "$file"
+}
+
+# robotgate_conf WORK LISTEN ORIGIN THREADS: WORK/robots.txt (GPTBot barred,
+# /private/ barred for everyone) and WORK/robotgate.yaml for one site.
+robotgate_conf() {
+  printf 'User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n' > "$1/robots.txt"
+  cat > "$1/robotgate.yaml" <<YML
+listen: ["127.0.0.1:$2"]
+threads: $4
+grace_period: 0
+sites:
+  - hosts: ["127.0.0.1"]
+    default: true
+    upstream: "127.0.0.1:$3"
+    robots: $1/robots.txt
+log:
+  violations: $1/violations.jsonl
+  level: error
+YML
+}
