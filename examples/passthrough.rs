@@ -22,7 +22,7 @@ use pingora::Result;
 use robotgate::server::proxy::{add_forwarded_headers, upstream_peer};
 
 /// mimalloc: measured faster than glibc malloc for Pingora's per-request
-/// allocations (see README, Benchmarks); the passthrough baseline uses it too.
+/// allocations (see BENCHMARKS.md); the passthrough baseline uses it too.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 /// mimalloc: measured faster than glibc malloc for Pingora's per-request
-/// allocations (see README, Benchmarks); the passthrough baseline uses it too.
+/// allocations (see BENCHMARKS.md); the passthrough baseline uses it too.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,7 +1,8 @@
 //! Logging set-up and Prometheus metrics.
 //!
-//! Metrics live in the `prometheus` crate's default registry, which Pingora's
-//! Prometheus service (`/metrics` on the metrics listener) serves. Label
+//! Metrics live in the `prometheus` crate's default registry, which
+//! robotgate's own `MetricsApp` (in `server`, on the metrics listener) encodes
+//! as Prometheus text at `/metrics`. Label
 //! values are bounded: sites come from the config, categories and actions are
 //! fixed sets, and bot names come only from the bot database (unknown bots are
 //! `other`), so a client cannot create series by sending User-Agents.
