@@ -5,14 +5,19 @@
 //!
 //! * [`robots`]: RFC 9309 parser, compiled matcher and linter.
 //! * [`agent`]: the bot database and the User-Agent classifier.
-//! * [`policy`]: what to do with a request, given the bot and the verdict.
+//! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
+//!   request's facts, the site's rules and the rate state.
+//! * [`state`]: what outlives a request (rate-limit memory).
 //! * [`config`]: the YAML configuration and its validation.
+//! * [`net`]: networks, `host:port` syntax, `Host` ports, as plain data.
 //! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
 
 pub mod agent;
 pub mod config;
+pub mod net;
 pub mod policy;
 pub mod robots;
+pub mod state;
 pub mod yaml;
 
 #[cfg(feature = "server")]

@@ -5,12 +5,10 @@
 //! * [`respond`]: responses robotgate writes itself.
 //! * [`snapshot`]: the immutable per-request view and its loader.
 //! * [`reload`]: file watching and SIGHUP.
-//! * [`limit`]: bounded rate-limit state.
 //! * [`violations`]: the violation log writer.
 //! * [`telemetry`]: logging and metrics.
 
 pub mod demo;
-pub mod limit;
 pub mod proxy;
 pub mod reload;
 pub mod respond;
@@ -31,10 +29,10 @@ use pingora::server::{RunArgs, Server};
 use pingora::services::background::GenBackgroundService;
 use pingora::services::listening::Service;
 
-use self::limit::RateTable;
 use self::proxy::Gate;
 use self::reload::Reloader;
 use self::violations::ViolationLog;
+use crate::state::RateTable;
 
 /// Options passed through to Pingora's server.
 #[derive(Debug, Clone, Default)]
@@ -80,7 +78,7 @@ impl ServeHttp for MetricsApp {
 /// Fail now, with a clear message, on what Pingora would only notice inside a
 /// service task (where a failure leaves the process running without that
 /// listener): ports in use, unreadable certificates.
-fn preflight(config: &crate::config::Config, upgrade: bool) -> anyhow::Result<()> {
+fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<()> {
     for l in &config.listen {
         if let Some((cert, key)) = &l.tls {
             let (c, k) = (cert.to_string_lossy(), key.to_string_lossy());
@@ -91,12 +89,13 @@ fn preflight(config: &crate::config::Config, upgrade: bool) -> anyhow::Result<()
             }
         }
         if !upgrade {
-            std::net::TcpListener::bind(l.address).with_context(|| format!("cannot listen on {}", l.address))?;
+            std::net::TcpListener::bind(l.address.as_str())
+                .with_context(|| format!("cannot listen on {}", l.address))?;
         }
     }
-    if let Some(m) = config.metrics {
+    if let Some(m) = &config.metrics {
         if !upgrade {
-            std::net::TcpListener::bind(m).with_context(|| format!("cannot listen on {m} (metrics)"))?;
+            std::net::TcpListener::bind(m.as_str()).with_context(|| format!("cannot listen on {m} (metrics)"))?;
         }
     }
     Ok(())
@@ -127,10 +126,11 @@ pub fn serve_with(
         let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("{}", lines.join("\n"))
     })?;
-    telemetry::init_logging(&snap.config.log_level);
-    preflight(&snap.config, options.upgrade)?;
+    telemetry::init_logging(&snap.settings.log_level);
+    preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
-    let config = snap.config.clone();
+    let config = snap.settings.clone();
+    let n_sites = snap.sites.len();
     let violations = Arc::new(ViolationLog::open(&config.violations).context("opening the violation log")?);
     let shared = Arc::new(ArcSwap::from_pointee(snap));
 
@@ -159,11 +159,11 @@ pub fn serve_with(
     };
     let mut proxy = pingora::proxy::http_proxy_service_with_name(&server.configuration, gate, "robotgate");
     for l in &config.listen {
-        let addr = l.address.to_string();
+        let addr = &l.address;
         match &l.tls {
-            None => proxy.add_tcp(&addr),
+            None => proxy.add_tcp(addr),
             Some((cert, key)) => proxy
-                .add_tls(&addr, &cert.to_string_lossy(), &key.to_string_lossy())
+                .add_tls(addr, &cert.to_string_lossy(), &key.to_string_lossy())
                 .with_context(|| format!("TLS listener {addr}"))?,
         }
     }
@@ -171,17 +171,17 @@ pub fn serve_with(
     let extra: Vec<_> = extra.into_iter().map(|s| server.add_boxed_service(s)).collect();
     let proxy = server.add_service(proxy);
     proxy.add_dependencies(extra.iter());
-    if let Some(addr) = config.metrics {
+    if let Some(addr) = &config.metrics {
         let mut metrics: Service<HttpServer<MetricsApp>> =
             Service::new("metrics".into(), HttpServer::new_app(MetricsApp));
-        metrics.add_tcp(&addr.to_string());
+        metrics.add_tcp(addr);
         metrics.threads = Some(1);
         server.add_service(metrics);
     }
     let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };
     server.add_service(GenBackgroundService::new("reload".into(), Arc::new(reloader)));
 
-    tracing::info!(target: "robotgate", listen = ?config.listen.iter().map(|l| l.address).collect::<Vec<_>>(), sites = config.sites.len(), "robotgate started");
+    tracing::info!(target: "robotgate", listen = ?config.listen.iter().map(|l| l.address.as_str()).collect::<Vec<_>>(), sites = n_sites, "robotgate started");
 
     if let Some(intro) = intro {
         use std::io::Write;

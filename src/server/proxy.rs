@@ -1,13 +1,15 @@
-//! The `ProxyHttp` implementation: one snapshot per request, classify,
-//! decide, respond or proxy, and log violations.
+//! The `ProxyHttp` implementation: gather the request's facts once, let the
+//! core decide ([`policy::decide`]), and translate its one outcome into a
+//! response or a forwarded request; log violations when the request ends.
 //!
 //! Failure policy: deciding cannot fail (the core returns data, never
 //! errors), so there is no fail-open path to take; upstream failures answer
 //! 502 (refused, reset) or 504 (timed out) and the proxy keeps serving.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -17,14 +19,14 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use super::limit::RateTable;
 use super::respond;
-use super::snapshot::Snapshot;
+use super::snapshot::{LiveSite, Snapshot};
 use super::telemetry::metrics;
 use super::violations::{now_rfc3339, Record, ViolationLog};
-use crate::agent::AgentKind;
-use crate::config::{Action, Cidr};
-use crate::policy::{self, Requester};
+use crate::agent::{Agent, Category};
+use crate::net::Cidr;
+use crate::policy::{self, Action, Clock, Limited, Outcome, RequestFacts, SiteFile, Violation};
+use crate::state::RateTable;
 
 /// The proxy application.
 pub struct Gate {
@@ -36,7 +38,8 @@ pub struct Gate {
     pub violations: Arc<ViolationLog>,
 }
 
-/// A violation waiting for the final status, written in `logging`.
+/// A violation waiting for the final status, written in `logging`: everything
+/// the record needs from the request, copied once when the decision is made.
 pub struct Pending {
     bot: Option<String>,
     category: &'static str,
@@ -45,13 +48,20 @@ pub struct Pending {
     pattern: Option<String>,
     line: Option<u32>,
     action: &'static str,
+    method: Method,
+    path: String,
+    host: String,
+    user_agent: String,
 }
 
 /// Per-request state.
 #[derive(Default)]
 pub struct Ctx {
+    /// The snapshot this request is decided and proxied with.
     snap: Option<Arc<Snapshot>>,
+    /// The request's site, an index into `snap.sites`.
     site: Option<usize>,
+    /// The client address, after trusted proxies.
     client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
     noindex: Option<String>,
@@ -59,42 +69,16 @@ pub struct Ctx {
     status: u16,
 }
 
-/// The client address: the socket peer, or, when the peer is a trusted proxy,
-/// the right-most untrusted address of `X-Forwarded-For` (or `Forwarded: for=`).
-/// Headers from anyone else are ignored, so a bot cannot choose its address.
+impl Ctx {
+    fn site(&self) -> Option<&LiveSite> {
+        self.snap.as_ref()?.sites.get(self.site?)
+    }
+}
+
+/// The client address of a request; see [`crate::net::client_address`].
 pub fn client_ip(peer: Option<IpAddr>, req: &RequestHeader, trusted: &[Cidr]) -> Option<IpAddr> {
-    let peer = peer?;
-    let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
-    if !is_trusted(peer) {
-        return Some(peer);
-    }
-    let mut hops: Vec<IpAddr> = Vec::new();
-    for v in req.headers.get_all("forwarded") {
-        for elem in v.to_str().unwrap_or("").split(',') {
-            for pair in elem.split(';') {
-                if let Some((k, val)) = pair.trim().split_once('=') {
-                    if k.trim().eq_ignore_ascii_case("for") {
-                        let val = val.trim().trim_matches('"');
-                        let val = val.strip_prefix('[').map_or(val, |v| v.split(']').next().unwrap_or(v));
-                        let val =
-                            if val.matches(':').count() == 1 { val.split(':').next().unwrap_or(val) } else { val };
-                        if let Ok(ip) = val.parse() {
-                            hops.push(ip);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    if hops.is_empty() {
-        for v in req.headers.get_all("x-forwarded-for") {
-            hops.extend(v.to_str().unwrap_or("").split(',').filter_map(|s| s.trim().parse::<IpAddr>().ok()));
-        }
-    }
-    // Walk from the nearest hop outwards; the first untrusted one is the client.
-    Some(
-        hops.iter().rev().copied().find(|ip| !is_trusted(*ip)).unwrap_or_else(|| hops.first().copied().unwrap_or(peer)),
-    )
+    let values = |name: &'static str| req.headers.get_all(name).into_iter().map(|v| v.as_bytes());
+    Some(crate::net::client_address(peer?, values("forwarded"), values("x-forwarded-for"), trusted))
 }
 
 /// The peer for a site's origin: its address, TLS, and robotgate's timeouts
@@ -144,56 +128,129 @@ fn host_of(req: &RequestHeader) -> &str {
 }
 
 /// Bot label for metrics: only database names, so clients cannot mint series.
-fn bot_label(known: bool, name: Option<&str>) -> &str {
-    match (known, name) {
+fn bot_label<'a>(agent: &Agent<'a>) -> &'a str {
+    match (agent.is_known(), agent.name) {
         (true, Some(n)) => n,
         _ => "other",
     }
 }
 
-impl Gate {
-    async fn answer_locally(
-        &self,
-        session: &mut Session,
-        ctx: &mut Ctx,
-        action: &Action,
-        snap: &Snapshot,
-        site: usize,
-    ) -> Result<()> {
-        let status = match action {
-            Action::Block { status, body, file } => {
-                let (content_type, body) = match file {
-                    // Only files named in the config were loaded; no request can pick another.
-                    Some((path, ct)) => {
-                        (ct.as_str(), snap.sites[site].alternates.get(path).map(|f| f.body.clone()).unwrap_or_default())
-                    }
-                    None => ("text/plain; charset=utf-8", Bytes::from(body.clone())),
-                };
-                respond::send(session, *status, content_type, &[("cache-control", "no-store".into())], body).await?;
-                *status
-            }
-            Action::Alternate { status, file, content_type } => {
-                // Only files named in the config were loaded; no request can pick another.
-                let body = snap.sites[site].alternates.get(file).map(|f| f.body.clone()).unwrap_or_default();
-                respond::send(session, *status, content_type, &[("cache-control", "no-store".into())], body).await?;
-                *status
-            }
-            Action::Redirect { status, location } => {
-                respond::send(
-                    session,
-                    *status,
-                    "text/plain; charset=utf-8",
-                    &[("location", location.clone())],
-                    Bytes::from_static(b"Moved\n"),
-                )
-                .await?;
-                *status
-            }
-            Action::Noindex { .. } | Action::Log => unreachable!("proxied actions are not answered locally"),
-        };
-        ctx.status = status;
-        Ok(())
+/// The record-to-be of a violation or a limit, with what it needs from the request.
+fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directive: &'static str) -> Pending {
+    Pending {
+        bot: agent.name.map(str::to_owned),
+        category: agent.category.as_str(),
+        group: group.map(str::to_owned),
+        directive,
+        pattern: None,
+        line: None,
+        action: "log",
+        method: req.method.clone(),
+        path: String::from_utf8_lossy(req.raw_path()).into_owned(),
+        host: host_of(req).to_owned(),
+        user_agent: req
+            .headers
+            .get("user-agent")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .unwrap_or_default(),
     }
+}
+
+/// What the decision leaves the proxy to do, detached from the request's bytes.
+enum Step<'s> {
+    Forward,
+    File(SiteFile),
+    Violation(Violation<'s>),
+    Limited(Limited<'s>),
+}
+
+impl Gate {
+    /// Decide a request: gather its facts, ask the core, count it, and keep
+    /// what the record will need. Borrows the request only inside.
+    fn decide<'s>(&self, session: &Session, snap: &'s Snapshot, site: &'s LiveSite, ctx: &mut Ctx) -> Step<'s> {
+        let req = session.req_header();
+        let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+        ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
+        let raw = req.raw_path();
+        let target =
+            if raw.starts_with(b"/") { Cow::Borrowed(raw) } else { crate::robots::parse::path_params_query(raw) };
+        let facts = RequestFacts {
+            fetch: matches!(req.method, Method::GET | Method::HEAD),
+            target: &target,
+            user_agent: req.headers.get("user-agent").map_or(&b""[..], |v| v.as_bytes()),
+            client: ctx.client,
+        };
+        let started = Instant::now();
+        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.rates, Clock::System);
+        let Some(agent) = decision.agent else {
+            return match decision.outcome {
+                Outcome::File(f) => Step::File(f),
+                _ => Step::Forward,
+            };
+        };
+        let category = agent.category;
+        if let Some(counter) = Category::ALL.iter().position(|c| *c == category).and_then(|i| site.requests.get(i)) {
+            counter.inc();
+        }
+        if !agent.is_bot() {
+            return Step::Forward;
+        }
+        let site_name = site.conf.name.as_str();
+        let step = match decision.outcome {
+            Outcome::Violation(v) => {
+                let action = v.action.name();
+                metrics()
+                    .violations
+                    .with_label_values(&[site_name, bot_label(&agent), category.as_str(), action])
+                    .inc();
+                ctx.pending = Some(Pending {
+                    pattern: Some(v.rule.pattern.clone()),
+                    line: Some(v.rule.line),
+                    action,
+                    ..pending(req, &agent, v.group, v.rule.kind.as_str())
+                });
+                Step::Violation(v)
+            }
+            Outcome::Limited(l) => {
+                metrics().rate_limited.with_label_values(&[site_name, bot_label(&agent), l.directive]).inc();
+                ctx.pending = Some(Pending {
+                    line: Some(l.line),
+                    action: if l.enforce { "rate-limit" } else { "log" },
+                    ..pending(req, &agent, l.group, l.directive)
+                });
+                Step::Limited(l)
+            }
+            Outcome::File(f) => Step::File(f),
+            Outcome::Pass => Step::Forward,
+        };
+        metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
+        step
+    }
+}
+
+/// Answer a violation whose action robotgate answers itself. Returns the status sent.
+async fn answer_violation(session: &mut Session, site: &LiveSite, action: &Action) -> Result<u16> {
+    // Only files named in the config were loaded; no request can pick another.
+    let file = |path| site.alternates.get(path).map(|f| f.body.clone()).unwrap_or_default();
+    let no_store = [("cache-control", "no-store".to_owned())];
+    let (status, content_type, extra, body) = match action {
+        Action::Block { status, file: Some((path, ct)), .. } => (*status, ct.as_str(), &no_store[..], file(path)),
+        Action::Block { status, body, file: None } => {
+            (*status, "text/plain; charset=utf-8", &no_store[..], Bytes::from(body.clone()))
+        }
+        Action::Alternate { status, file: path, content_type } => {
+            (*status, content_type.as_str(), &no_store[..], file(path))
+        }
+        Action::Redirect { status, location } => {
+            let extra = [("location", location.clone())];
+            respond::send(session, *status, "text/plain; charset=utf-8", &extra, Bytes::from_static(b"Moved\n"))
+                .await?;
+            return Ok(*status);
+        }
+        Action::Noindex { .. } | Action::Log => return Ok(0),
+    };
+    respond::send(session, status, content_type, extra, body).await?;
+    Ok(status)
 }
 
 #[async_trait]
@@ -214,160 +271,61 @@ impl ProxyHttp for Gate {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
-        let started = Instant::now();
         let snap = self.snapshot.load_full();
         ctx.snap = Some(snap.clone());
-        let config = &snap.config;
-        let req = session.req_header();
-        let Some(site_idx) = config.site_for_host(host_of(req)) else {
+        let Some(site_idx) = snap.settings.site_for_host(host_of(session.req_header())) else {
             ctx.status = 421;
-            respond::send(
-                session,
-                421,
-                "text/plain; charset=utf-8",
-                &[],
-                Bytes::from_static(b"No site is configured for this host.\n"),
-            )
-            .await?;
+            let body = Bytes::from_static(b"No site is configured for this host.\n");
+            respond::send(session, 421, "text/plain; charset=utf-8", &[], body).await?;
             return Ok(true);
         };
         ctx.site = Some(site_idx);
-        let site = &config.sites[site_idx];
-        let files = &snap.sites[site_idx];
-        let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-        ctx.client = client_ip(peer, req, &config.trusted_proxies);
-
-        // robots.txt and humans.txt: answered here, never blocked or limited.
-        let is_get = matches!(req.method, Method::GET | Method::HEAD);
-        let path = req.uri.path();
-        if is_get && (path == "/robots.txt" || path == "/humans.txt") {
-            let (file, name) = if path == "/robots.txt" {
-                (files.robots.as_ref().map(|r| &r.file), "robots.txt")
-            } else {
-                (files.humans.as_ref(), "humans.txt")
-            };
-            if let Some(file) = file {
-                metrics().served.with_label_values(&[site.name.as_str(), name]).inc();
+        let site = &snap.sites[site_idx];
+        // The one place the outcome becomes a response.
+        match self.decide(session, &snap, site, ctx) {
+            Step::Forward => Ok(false),
+            Step::File(which) => {
+                let file = match which {
+                    SiteFile::Robots => site.robots.as_ref().map(|r| &r.file),
+                    SiteFile::Humans => site.humans.as_ref(),
+                };
+                let Some(file) = file else { return Ok(false) };
+                metrics().served.with_label_values(&[site.conf.name.as_str(), which.as_str()]).inc();
                 ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
-                return Ok(true);
+                Ok(true)
             }
-            if path == "/robots.txt" {
-                return Ok(false); // No robots file configured: pass through, enforce nothing.
-            }
-        }
-        let Some(robots) = files.robots.as_ref() else {
-            return Ok(false);
-        };
-
-        // A cheap handle on the header bytes, so the session can be written to later.
-        let ua_header = req.headers.get("user-agent").cloned();
-        let ua = ua_header.as_ref().map_or(&b""[..], |v| v.as_bytes());
-        let agent = snap.classifier.classify(ua);
-        let category = agent.category;
-        if let Some(counter) =
-            crate::agent::Category::ALL.iter().position(|c| *c == category).and_then(|i| files.requests.get(i))
-        {
-            counter.inc();
-        }
-        if !agent.is_bot() {
-            return Ok(false);
-        }
-        let raw = req.raw_path();
-        let path_q = if raw.starts_with(b"/") {
-            std::borrow::Cow::Borrowed(raw)
-        } else {
-            crate::robots::parse::path_params_query(raw)
-        };
-        let name = agent.name;
-        let who = Requester { is_bot: true, name, category, tokens: &agent.tokens };
-        let decision = policy::decide(&site.policy, &robots.compiled, &who, &path_q);
-        let known = matches!(agent.kind, AgentKind::Known(_));
-        let label = bot_label(known, name);
-
-        if let (Some(rule), Some(action)) = (decision.rule, decision.action) {
-            metrics()
-                .violations
-                .with_label_values(&[site.name.as_str(), label, category.as_str(), action.name()])
-                .inc();
-            ctx.pending = Some(Pending {
-                bot: name.map(str::to_owned),
-                category: category.as_str(),
-                group: decision.group.map(str::to_owned),
-                directive: rule.kind.as_str(),
-                pattern: Some(rule.pattern.clone()),
-                line: Some(rule.line),
-                action: action.name(),
-            });
-            metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
-            return match action {
+            Step::Violation(v) => match v.action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
                 }
                 Action::Log => Ok(false),
-                _ => {
-                    self.answer_locally(session, ctx, action, &snap, site_idx).await?;
+                action => {
+                    ctx.status = answer_violation(session, site, action).await?;
                     Ok(true)
                 }
-            };
-        }
-
-        // Allowed: hold the bot to its group's pace and hours.
-        let enforce = site.policy.action_for(name, category) != &Action::Log;
-        let mut limited: Option<(&'static str, u32, Duration)> = None;
-        if let Some(w) = decision.window {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-            let wait = w.window.secs_until_open((now % 86_400) as u32);
-            if wait > 0 {
-                limited = Some(("visit-time", w.line, Duration::from_secs(u64::from(wait))));
+            },
+            Step::Limited(l) if !l.enforce => Ok(false),
+            Step::Limited(l) => {
+                let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
+                ctx.status = 429;
+                let body = format!(
+                    "Too Many Requests: this site's robots.txt asks your crawler to slow down ({}, line {}).\n",
+                    l.directive, l.line
+                );
+                let extra = [("retry-after", retry.max(1).to_string())];
+                respond::send(session, 429, "text/plain; charset=utf-8", &extra, Bytes::from(body)).await?;
+                Ok(true)
             }
         }
-        if limited.is_none() {
-            if let (Some(rate), Some(ip)) = (decision.rate, ctx.client) {
-                let key = (ip, site_idx, name.or_else(|| agent.tokens.first().copied()).unwrap_or(""));
-                if let Err(wait) = self.rates.admit(key, rate.interval, Instant::now()) {
-                    limited = Some((rate.directive, rate.line, wait));
-                }
-            }
-        }
-        metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
-        let Some((directive, line, wait)) = limited else {
-            return Ok(false);
-        };
-        let action = if enforce { "rate-limit" } else { "log" };
-        metrics().rate_limited.with_label_values(&[site.name.as_str(), label, directive]).inc();
-        ctx.pending = Some(Pending {
-            bot: name.map(str::to_owned),
-            category: category.as_str(),
-            group: decision.group.map(str::to_owned),
-            directive,
-            pattern: None,
-            line: Some(line),
-            action,
-        });
-        if !enforce {
-            return Ok(false);
-        }
-        let retry = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        ctx.status = 429;
-        respond::send(
-            session,
-            429,
-            "text/plain; charset=utf-8",
-            &[("retry-after", retry.max(1).to_string())],
-            Bytes::from(format!("Too Many Requests: this site's robots.txt asks your crawler to slow down ({directive}, line {line}).\n")),
-        )
-        .await?;
-        Ok(true)
     }
 
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
-        let (Some(snap), Some(site)) = (ctx.snap.as_ref(), ctx.site) else {
+        let Some(site) = ctx.site() else {
             return Error::e_explain(ErrorType::InternalError, "no site chosen");
         };
-        let up = &snap.config.sites[site].upstream;
-        let addr: SocketAddr = snap.sites[site].upstream_addr;
-        Ok(Box::new(upstream_peer(addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout)))
+        let up = &site.conf.upstream;
+        Ok(Box::new(upstream_peer(site.upstream_addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout)))
     }
 
     async fn upstream_request_filter(
@@ -376,7 +334,7 @@ impl ProxyHttp for Gate {
         upstream_request: &mut RequestHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
-        let trusted = ctx.snap.as_ref().map_or(&[][..], |s| &s.config.trusted_proxies[..]);
+        let trusted = ctx.snap.as_ref().map_or(&[][..], |s| &s.settings.trusted_proxies[..]);
         add_forwarded_headers(session, upstream_request, trusted)
     }
 
@@ -415,11 +373,8 @@ impl ProxyHttp for Gate {
         let code = if session.response_written().is_some() { 0 } else { code };
         if code > 0 {
             // Count before answering, so a client that has its answer sees it counted.
-            if let (Some(snap), Some(site)) = (ctx.snap.as_ref(), ctx.site) {
-                metrics()
-                    .upstream_errors
-                    .with_label_values(&[snap.config.sites[site].name.as_str(), &code.to_string()])
-                    .inc();
+            if let Some(site) = ctx.site() {
+                metrics().upstream_errors.with_label_values(&[site.conf.name.as_str(), &code.to_string()]).inc();
             }
             let body = match code {
                 502 => "Bad Gateway: the origin server could not be reached.\n",
@@ -441,31 +396,23 @@ impl ProxyHttp for Gate {
 
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut Ctx) {
         let Some(p) = ctx.pending.take() else { return };
-        let (Some(snap), Some(site)) = (ctx.snap.as_ref(), ctx.site) else { return };
-        let req = session.req_header();
+        let Some(site) = ctx.site() else { return };
         let status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());
-        let ua = req
-            .headers
-            .get("user-agent")
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .unwrap_or_default();
-        let path = String::from_utf8_lossy(req.raw_path()).into_owned();
-        let hash = snap.sites[site].robots.as_ref().map_or("", |r| r.hash.as_str());
         let record = Record {
             time: now_rfc3339(),
-            site: &snap.config.sites[site].name,
+            site: &site.conf.name,
             client: ctx.client.map(|c| c.to_string()).unwrap_or_default(),
-            method: req.method.as_str(),
-            path: &path,
-            host: host_of(req),
-            user_agent: &ua,
+            method: p.method.as_str(),
+            path: &p.path,
+            host: &p.host,
+            user_agent: &p.user_agent,
             bot: p.bot.as_deref(),
             category: p.category,
             group: p.group.as_deref(),
             directive: p.directive,
             pattern: p.pattern.as_deref(),
             line: p.line,
-            robots_hash: hash,
+            robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
             action: p.action,
             status,
         };
@@ -476,38 +423,5 @@ impl ProxyHttp for Gate {
 
     fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn req(headers: &[(&'static str, &str)]) -> RequestHeader {
-        let mut r = RequestHeader::build("GET", b"/", None).unwrap();
-        for (k, v) in headers {
-            r.append_header(*k, *v).unwrap();
-        }
-        r
-    }
-
-    #[test]
-    fn forwarded_headers_are_believed_only_from_trusted_proxies() {
-        let trusted = vec![Cidr::parse("10.0.0.0/8").unwrap()];
-        let spoof = req(&[("x-forwarded-for", "1.2.3.4")]);
-        let peer: IpAddr = "203.0.113.9".parse().unwrap();
-        assert_eq!(client_ip(Some(peer), &spoof, &trusted), Some(peer), "untrusted peer: header ignored");
-        let lb: IpAddr = "10.0.0.2".parse().unwrap();
-        let chain = req(&[("x-forwarded-for", "1.2.3.4, 198.51.100.7, 10.0.0.3")]);
-        assert_eq!(
-            client_ip(Some(lb), &chain, &trusted),
-            Some("198.51.100.7".parse().unwrap()),
-            "right-most untrusted hop"
-        );
-        let fwd = req(&[("forwarded", "for=\"[2001:db8::1]:4711\";proto=https")]);
-        assert_eq!(client_ip(Some(lb), &fwd, &trusted), Some("2001:db8::1".parse().unwrap()));
-        let fwd4 = req(&[("forwarded", "for=192.0.2.60:8080")]);
-        assert_eq!(client_ip(Some(lb), &fwd4, &trusted), Some("192.0.2.60".parse().unwrap()));
-        assert_eq!(client_ip(Some(lb), &req(&[]), &trusted), Some(lb), "no header: the proxy itself");
     }
 }

@@ -38,9 +38,9 @@ pub struct Reloader {
 pub fn publish_info(snap: &Snapshot) {
     let m = metrics();
     m.robots_info.reset();
-    for (site, files) in snap.config.sites.iter().zip(&snap.sites) {
-        if let Some(r) = &files.robots {
-            m.robots_info.with_label_values(&[site.name.as_str(), r.hash.as_str()]).set(1);
+    for site in &snap.sites {
+        if let Some(r) = &site.robots {
+            m.robots_info.with_label_values(&[site.conf.name.as_str(), r.hash.as_str()]).set(1);
         }
     }
 }
@@ -68,7 +68,7 @@ impl Reloader {
             }
         };
         let old = self.snapshot.load();
-        for field in restart_only_changes(&old.config, &new.config) {
+        for field in restart_only_changes(&old.settings, &new.settings) {
             warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
         }
         publish_info(&new);
@@ -82,7 +82,7 @@ impl Reloader {
 }
 
 /// Settings the running process cannot change.
-pub fn restart_only_changes(old: &crate::config::Config, new: &crate::config::Config) -> Vec<&'static str> {
+pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::Settings) -> Vec<&'static str> {
     let mut out = Vec::new();
     if old.listen != new.listen {
         out.push("listen");

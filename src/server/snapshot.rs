@@ -15,7 +15,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 
 use crate::agent::{BotDb, Classifier};
-use crate::config::{self, Action, Config};
+use crate::config::{self, Config, Settings, Site};
+use crate::policy::{Action, SiteRules};
 use crate::robots::{self, RobotsTxt};
 
 /// A file robotgate serves itself (robots.txt, humans.txt, alternate content).
@@ -50,9 +51,12 @@ pub struct RobotsFile {
     pub hash: String,
 }
 
-/// Files of one site, and its resolved upstream.
+/// One site as requests see it: its configuration, its files, and its
+/// resolved upstream.
 #[derive(Debug)]
-pub struct SiteFiles {
+pub struct LiveSite {
+    /// The validated configuration of the site.
+    pub conf: Site,
     /// The upstream address, resolved once at load time (Pingora's `HttpPeer::new`
     /// would otherwise resolve on every request, blocking).
     pub upstream_addr: std::net::SocketAddr,
@@ -67,14 +71,26 @@ pub struct SiteFiles {
     pub requests: Vec<prometheus::IntCounter>,
 }
 
+impl LiveSite {
+    /// What the site brings to a decision.
+    pub fn rules(&self) -> SiteRules<'_> {
+        SiteRules {
+            name: &self.conf.name,
+            policy: &self.conf.policy,
+            robots: self.robots.as_ref().map(|r| &r.compiled),
+            humans: self.humans.is_some(),
+        }
+    }
+}
+
 /// Everything a request needs, immutable.
 pub struct Snapshot {
-    /// The validated configuration.
-    pub config: Config,
+    /// The settings that apply to the whole process.
+    pub settings: Settings,
     /// The User-Agent classifier (shared between snapshots while the bot database is unchanged).
     pub classifier: Arc<Classifier>,
-    /// Files per site, parallel to `config.sites`.
-    pub sites: Vec<SiteFiles>,
+    /// The sites, in file order.
+    pub sites: Vec<LiveSite>,
     /// Files the snapshot was built from (the watcher watches their directories).
     pub sources: Vec<PathBuf>,
     /// What the classifier was built from: bot file, replace flag, body fingerprint.
@@ -85,6 +101,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The site for a `Host` header value, else the default site.
+    pub fn site_for_host(&self, host: &str) -> Option<&LiveSite> {
+        self.settings.site_for_host(host).and_then(|i| self.sites.get(i))
+    }
+
     /// Whether any source file may have been modified (or became unreadable)
     /// since the snapshot was read. File times come from the kernel's coarse
     /// clock, which may lag by a tick (up to 10 ms), so a file stamped up to
@@ -97,7 +118,7 @@ impl Snapshot {
 
 impl fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Snapshot").field("sites", &self.config.sites.len()).field("sources", &self.sources).finish()
+        f.debug_struct("Snapshot").field("sites", &self.sites.len()).field("sources", &self.sources).finish()
     }
 }
 
@@ -181,8 +202,9 @@ pub fn load_config(
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let read_at = SystemTime::now();
+    let Config { settings, sites: site_confs } = config;
     let mut sources = vec![config_path.to_path_buf()];
-    let bots_body = match &config.bots {
+    let bots_body = match &settings.bots {
         None => None,
         Some(path) => {
             sources.push(path.clone());
@@ -191,14 +213,14 @@ pub fn load_config(
     };
     // Compiling the classifier is the slowest part of a reload; reuse it while
     // the bot database is unchanged.
-    let bots_key = (config.bots.clone(), config.bots_replace, bots_body.as_deref().map(robots::fingerprint));
+    let bots_key = (settings.bots.clone(), settings.bots_replace, bots_body.as_deref().map(robots::fingerprint));
     let reuse = previous.filter(|p| p.bots_key == bots_key).map(|p| p.classifier.clone());
     let classifier = match reuse {
         Some(c) => c,
         None => {
-            let db = match (&config.bots, bots_body) {
+            let db = match (&settings.bots, bots_body) {
                 (Some(path), Some(body)) => match BotDb::from_yaml(&String::from_utf8_lossy(&body)) {
-                    Ok(extra) if config.bots_replace => extra,
+                    Ok(extra) if settings.bots_replace => extra,
                     Ok(extra) => BotDb::builtin().merge(extra),
                     Err(e) => {
                         problems.push(Problem { file: path.clone(), line: None, message: e.to_string() });
@@ -211,7 +233,7 @@ pub fn load_config(
                 Ok(c) => Arc::new(c),
                 Err(e) => {
                     problems.push(Problem {
-                        file: config.bots.clone().unwrap_or_default(),
+                        file: settings.bots.clone().unwrap_or_default(),
                         line: None,
                         message: e.to_string(),
                     });
@@ -221,7 +243,7 @@ pub fn load_config(
         }
     };
     let mut sites = Vec::new();
-    for site in &config.sites {
+    for site in site_confs {
         use std::net::ToSocketAddrs;
         let upstream_addr = match site.upstream.address.to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(a)) => a,
@@ -238,19 +260,22 @@ pub fn load_config(
             .iter()
             .map(|c| super::telemetry::metrics().requests.with_label_values(&[site.name.as_str(), c.as_str()]))
             .collect();
-        let mut files = SiteFiles { upstream_addr, robots: None, humans: None, alternates: HashMap::new(), requests };
+        let mut files =
+            LiveSite { conf: site, upstream_addr, robots: None, humans: None, alternates: HashMap::new(), requests };
+        let site = &files.conf;
+        let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
         if let Some(path) = &site.robots {
             sources.push(path.clone());
             if let Some((body, mtime)) = read(path, "robots.txt", problems) {
                 let compiled = RobotsTxt::compile(&body);
                 let hash = compiled.short_hash();
-                files.robots = Some(RobotsFile { file: ServedFile::new(body, mtime), compiled, hash });
+                robots_file = Some(RobotsFile { file: ServedFile::new(body, mtime), compiled, hash });
             }
         }
         if let Some(path) = &site.humans {
             sources.push(path.clone());
             if let Some((body, mtime)) = read(path, "humans.txt", problems) {
-                files.humans = Some(ServedFile::new(body, mtime));
+                humans_file = Some(ServedFile::new(body, mtime));
             }
         }
         let policy = &site.policy;
@@ -263,15 +288,16 @@ pub fn load_config(
                 _ => None,
             };
             if let Some(file) = file {
-                if files.alternates.contains_key(file) {
+                if alternates.contains_key(file) {
                     continue;
                 }
                 sources.push(file.clone());
                 if let Some((body, mtime)) = read(file, "the alternate-content file", problems) {
-                    files.alternates.insert(file.clone(), ServedFile::new(body, mtime));
+                    alternates.insert(file.clone(), ServedFile::new(body, mtime));
                 }
             }
         }
+        (files.robots, files.humans, files.alternates) = (robots_file, humans_file, alternates);
         sites.push(files);
     }
     if !problems.is_empty() {
@@ -279,7 +305,7 @@ pub fn load_config(
     }
     sources.sort();
     sources.dedup();
-    Ok(Snapshot { config, classifier, sites, sources, bots_key, read_at })
+    Ok(Snapshot { settings, classifier, sites, sources, bots_key, read_at })
 }
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors
@@ -289,8 +315,8 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
         Err(problems) => (problems, Vec::new()),
         Ok(snapshot) => {
             let mut warnings = Vec::new();
-            for (site, files) in snapshot.config.sites.iter().zip(&snapshot.sites) {
-                if let (Some(path), Some(robots)) = (&site.robots, &files.robots) {
+            for site in &snapshot.sites {
+                if let (Some(path), Some(robots)) = (&site.conf.robots, &site.robots) {
                     for d in robots::lint::lint(&robots.file.body) {
                         if d.severity == robots::lint::Severity::Error {
                             warnings.push(Problem {

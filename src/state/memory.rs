@@ -1,4 +1,4 @@
-//! Per-client rate-limit state in a fixed amount of memory.
+//! Per-client rate-limit state in process, in a fixed amount of memory.
 //!
 //! Crawl-delay and Request-rate need "when did this bot last fetch from this
 //! site?". The answer lives in a set-associative table allocated once:

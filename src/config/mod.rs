@@ -1,0 +1,231 @@
+//! The configuration, in three layers:
+//!
+//! * `raw.rs`: the YAML shape ([`RawConfig`]) that serde reads;
+//! * `validate.rs`: [`RawConfig::validate`], which checks everything and
+//!   returns the runtime form or every problem at once;
+//! * this file: the runtime form ([`Config`]: global [`Settings`] and one
+//!   [`Site`] per entry of `sites:`).
+//!
+//! Paths in the file are taken relative to the working directory, as the
+//! minimal example in the README expects (`robots: conf/robots.txt`). The core
+//! reads no files and resolves no names: reading the named files and resolving
+//! addresses is the loader's job (`server::snapshot`).
+
+mod raw;
+mod validate;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use self::raw::*;
+use crate::net::{strip_port, Cidr};
+use crate::policy::PolicyConfig;
+
+/// One configuration problem, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ConfigError {
+    /// Dotted path of the field (`sites[0].upstream`), or `yaml` for syntax errors.
+    pub field: String,
+    /// What is wrong.
+    pub reason: String,
+    /// 1-based line in the YAML file, when known.
+    pub line: Option<usize>,
+}
+
+impl ConfigError {
+    fn new(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+        ConfigError { field: field.into(), reason: reason.into(), line: None }
+    }
+}
+
+/// Parse YAML text into the raw shape. Unknown keys are errors.
+///
+/// # Errors
+/// The YAML error, with its line.
+pub fn from_yaml(text: &str) -> Result<RawConfig, ConfigError> {
+    crate::yaml::from_str(text).map_err(|e| ConfigError { field: "yaml".into(), reason: e.message, line: e.line })
+}
+
+/// Parse and validate in one step.
+///
+/// # Errors
+/// Every problem found.
+pub fn parse(text: &str) -> Result<Config, Vec<ConfigError>> {
+    from_yaml(text).map_err(|e| vec![e])?.validate()
+}
+
+/// A validated configuration: what applies to the whole process, and the sites.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Everything but the sites.
+    pub settings: Settings,
+    /// Sites, in file order.
+    pub sites: Vec<Site>,
+}
+
+/// The settings that apply to the whole process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Listeners.
+    pub listen: Vec<Listen>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Host name (lower case) to index in `sites`, sorted by name.
+    pub hosts: Vec<(String, usize)>,
+    /// Index of the default site in `sites`.
+    pub default_site: Option<usize>,
+    /// Trusted proxy networks.
+    pub trusted_proxies: Vec<Cidr>,
+    /// Violation log destination.
+    pub violations: LogTarget,
+    /// Level of the other logs.
+    pub log_level: String,
+    /// Metrics listener, `host:port` (resolved by the loader).
+    pub metrics: Option<String>,
+    /// Extra bot database.
+    pub bots: Option<PathBuf>,
+    /// Replace rather than extend the built-in bot database.
+    pub bots_replace: bool,
+    /// Clients tracked for rate limits.
+    pub max_clients: usize,
+    /// Shutdown grace period.
+    pub grace_period: Duration,
+}
+
+impl Settings {
+    /// The index of the site for a `Host` header value (port and case
+    /// ignored), else the default site. A linear scan: sites are few, and it
+    /// allocates nothing.
+    pub fn site_for_host(&self, host: &str) -> Option<usize> {
+        let host = strip_port(host);
+        self.hosts.iter().find(|(h, _)| h.eq_ignore_ascii_case(host)).map(|(_, i)| *i).or(self.default_site)
+    }
+}
+
+impl Config {
+    /// The site for a `Host` header value; see [`Settings::site_for_host`].
+    pub fn site_for_host(&self, host: &str) -> Option<usize> {
+        self.settings.site_for_host(host)
+    }
+}
+
+/// A listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    /// `host:port` (a literal address, or a name the loader resolves).
+    pub address: String,
+    /// Certificate and key, for HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
+}
+
+/// Where violation records go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogTarget {
+    /// Standard output.
+    Stdout,
+    /// A file, appended to.
+    File(PathBuf),
+}
+
+/// An origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    /// `host:port` as written (resolved by the loader).
+    pub address: String,
+    /// Connect with TLS.
+    pub tls: bool,
+    /// SNI.
+    pub sni: String,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Read timeout.
+    pub read_timeout: Duration,
+}
+
+/// A site.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Site {
+    /// Name for logs and metrics.
+    pub name: String,
+    /// Lower-case host names.
+    pub hosts: Vec<String>,
+    /// The origin.
+    pub upstream: Upstream,
+    /// robots.txt path.
+    pub robots: Option<PathBuf>,
+    /// humans.txt path.
+    pub humans: Option<PathBuf>,
+    /// The policy.
+    pub policy: PolicyConfig,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Category;
+    use crate::policy::{Action, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
+
+    /// The smallest working file, as shipped to operators.
+    const MINIMAL: &str = include_str!("../../examples/configs/minimal.yaml");
+
+    #[test]
+    fn the_minimal_file_from_the_readme_is_valid() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.settings.listen[0].address, "127.0.0.1:8080");
+        assert_eq!(
+            c.sites[0].policy.default,
+            Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into(), file: None }
+        );
+        assert_eq!(c.settings.violations, LogTarget::File("violations.jsonl".into()));
+        assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
+        assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
+        assert!(!c.sites[0].policy.enforce_ai_user);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_a_line() {
+        let e = parse(&MINIMAL.replace("threads: 1", "threads: 1\nthreds: 2")).unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert!(e[0].reason.contains("threds"), "{e:?}");
+        // `threds` is the file's third line.
+        assert_eq!(e[0].line, Some(3));
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let text = MINIMAL
+            .replace("\"127.0.0.1:8000\"", "\"nowhere\"")
+            .replace("action: block", "action: explode")
+            .replace("threads: 1", "threads: 0\ntrusted_proxies: [\"10.0.0.0/33\"]");
+        let e = parse(&text).unwrap_err();
+        let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
+        assert!(fields.contains(&"sites[0].upstream"), "{fields:?}");
+        assert!(fields.contains(&"sites[0].policy.action"), "{fields:?}");
+        assert!(fields.contains(&"threads"), "{fields:?}");
+        assert!(fields.contains(&"trusted_proxies[0]"), "{fields:?}");
+    }
+
+    #[test]
+    fn header_values_cannot_inject_headers() {
+        let text = MINIMAL.replace("action: block", "action: noindex\n      header: \"noindex\\r\\nSet-Cookie: x=1\"");
+        let e = parse(&text).unwrap_err();
+        assert!(e.iter().any(|e| e.field == "sites[0].policy.header"), "{e:?}");
+    }
+
+    #[test]
+    fn overrides_by_category_and_bot() {
+        let text = MINIMAL.replace(
+            "action: block        # block | alternate | noindex | log",
+            "action: noindex\n      categories:\n        ai-crawler: {action: block, status: 451}\n      bots:\n        Googlebot: {action: log}",
+        );
+        let c = parse(&text).unwrap();
+        let p = &c.sites[0].policy;
+        assert_eq!(p.default, Action::Noindex { value: DEFAULT_NOINDEX.into() });
+        assert_eq!(
+            p.categories,
+            vec![(Category::AiCrawler, Action::Block { status: 451, body: DEFAULT_BLOCK_BODY.into(), file: None })]
+        );
+        assert_eq!(p.bots, vec![("googlebot".into(), Action::Log)]);
+    }
+}

@@ -1,0 +1,214 @@
+//! The YAML shape of the configuration: what serde reads, nothing more.
+//!
+//! Every struct denies unknown keys, so a typo is an error with its line
+//! rather than a setting silently ignored. [`RawConfig::validate`]
+//! (in `validate.rs`) turns this shape into the runtime form.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// `listen:` entries: `"127.0.0.1:8080"` or `{address, tls: {cert, key}}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawListen {
+    /// A plain HTTP listener.
+    Plain(String),
+    /// A listener with options.
+    Full {
+        /// `host:port`.
+        address: String,
+        /// HTTPS certificate and key (PEM files).
+        #[serde(default)]
+        tls: Option<RawTls>,
+    },
+}
+
+/// Certificate and key for an HTTPS listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTls {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+/// `upstream:`: `"host:port"` or `{address, tls, sni, connect_timeout, read_timeout}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawUpstream {
+    /// `host:port`, plain HTTP.
+    Plain(String),
+    /// With options.
+    Full(RawUpstreamFull),
+}
+
+/// The long form of `upstream:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstreamFull {
+    /// `host:port`.
+    pub address: String,
+    /// Connect with TLS.
+    #[serde(default)]
+    pub tls: bool,
+    /// SNI and certificate name (default: the host part of `address`).
+    #[serde(default)]
+    pub sni: Option<String>,
+    /// Seconds to wait for a connection (default 5).
+    #[serde(default)]
+    pub connect_timeout: Option<f64>,
+    /// Seconds to wait for each read from the upstream (default 60).
+    #[serde(default)]
+    pub read_timeout: Option<f64>,
+}
+
+/// One action, as written under `policy:` or its overrides.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAction {
+    /// `block`, `alternate`, `noindex` or `log`.
+    pub action: Option<String>,
+    /// Status for `block` (default 403) or `alternate` (default 200; 302 with `redirect`).
+    pub status: Option<u16>,
+    /// Body for `block`.
+    pub body: Option<String>,
+    /// `alternate`: the file to serve instead.
+    pub file: Option<PathBuf>,
+    /// `alternate`: Content-Type of `file` (default `text/html; charset=utf-8`).
+    pub content_type: Option<String>,
+    /// `alternate`: redirect to this URL instead of serving a file.
+    pub redirect: Option<String>,
+    /// `noindex`: the `X-Robots-Tag` value (default `noindex, nofollow`).
+    pub header: Option<String>,
+}
+
+/// `policy:` of a site.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    /// The default action (and its options), flattened.
+    #[serde(flatten)]
+    pub default: RawAction,
+    /// Overrides by category (`ai-crawler: {action: block}`).
+    #[serde(default)]
+    pub categories: BTreeMap<String, RawAction>,
+    /// Overrides by bot name (`Googlebot: {action: log}`).
+    #[serde(default)]
+    pub bots: BTreeMap<String, RawAction>,
+    /// Hold `ai-user` fetchers (fetches a person asked for) to robots.txt:
+    /// `false` (default) only logs their violations.
+    #[serde(default)]
+    pub enforce_ai_user: bool,
+    /// Enforce Crawl-delay and Request-rate with 429 (default true).
+    #[serde(default)]
+    pub rate_limit: Option<bool>,
+    /// Enforce Visit-time with 429 (default true).
+    #[serde(default)]
+    pub visit_time: Option<bool>,
+}
+
+/// One entry of `sites:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSite {
+    /// A name for logs and metrics (default: the first host).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `Host` header values this site answers (port ignored, case-insensitive).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Answer requests for unknown hosts (at most one site).
+    #[serde(default)]
+    pub default: bool,
+    /// The origin.
+    pub upstream: RawUpstream,
+    /// robots.txt to serve and enforce. Absent: pass `/robots.txt` through and enforce nothing.
+    #[serde(default)]
+    pub robots: Option<PathBuf>,
+    /// humans.txt to serve. Absent: pass `/humans.txt` through.
+    #[serde(default)]
+    pub humans: Option<PathBuf>,
+    /// What to do with violations.
+    #[serde(default)]
+    pub policy: RawPolicy,
+}
+
+/// `log:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLog {
+    /// Where violation records go: `stdout` or a file path (JSON lines).
+    pub violations: String,
+    /// Level of the other logs (`error`, `warn`, `info`, `debug`).
+    pub level: String,
+}
+
+impl Default for RawLog {
+    fn default() -> Self {
+        RawLog { violations: "stdout".into(), level: "info".into() }
+    }
+}
+
+/// `metrics:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    /// Address of the Prometheus listener (loopback by default).
+    #[serde(default = "default_metrics_listen")]
+    pub listen: String,
+}
+
+fn default_metrics_listen() -> String {
+    "127.0.0.1:9102".into()
+}
+
+/// `limits:`: bounds on per-client state.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLimits {
+    /// Clients (address + bot) tracked for rate limits; the least recently seen are forgotten.
+    pub max_clients: usize,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        RawLimits { max_clients: 100_000 }
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// Listeners.
+    pub listen: Vec<RawListen>,
+    /// Worker threads of the proxy service (default 1).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// Sites.
+    pub sites: Vec<RawSite>,
+    /// CIDRs whose `X-Forwarded-For` / `Forwarded` headers are believed.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+    /// Logging.
+    #[serde(default)]
+    pub log: RawLog,
+    /// Prometheus metrics listener (absent: no metrics listener).
+    #[serde(default)]
+    pub metrics: Option<RawMetrics>,
+    /// A bot database file that extends (or with `bots_replace`, replaces) the built-in one.
+    #[serde(default)]
+    pub bots: Option<PathBuf>,
+    /// Replace the built-in bot database instead of extending it.
+    #[serde(default)]
+    pub bots_replace: bool,
+    /// Bounds on per-client state.
+    #[serde(default)]
+    pub limits: RawLimits,
+    /// Seconds to finish in-flight requests on shutdown (default 5).
+    #[serde(default)]
+    pub grace_period: Option<u64>,
+}

@@ -1,0 +1,344 @@
+//! From the YAML shape to the runtime form: every check, every default, and
+//! every problem reported at once with the field it is in.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Config, ConfigError, Listen, LogTarget, Settings, Site, Upstream};
+use super::{RawAction, RawConfig, RawListen, RawPolicy, RawUpstream, RawUpstreamFull};
+use crate::agent::Category;
+use crate::net::{is_host_port, Cidr};
+use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
+
+fn no_crlf(field: &str, value: &str, errors: &mut Vec<ConfigError>) {
+    // Header values and bodies must not smuggle in headers.
+    if value.contains(['\r', '\n', '\0']) {
+        errors.push(ConfigError::new(field, "must not contain CR, LF or NUL"));
+    }
+}
+
+fn header_value(field: &str, value: &str, errors: &mut Vec<ConfigError>) {
+    no_crlf(field, value, errors);
+    if value.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
+        errors.push(ConfigError::new(field, "must be a valid HTTP header value (no control characters)"));
+    }
+}
+
+fn seconds(field: &str, v: Option<f64>, default: f64, errors: &mut Vec<ConfigError>) -> Duration {
+    let v = v.unwrap_or(default);
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        errors.push(ConfigError::new(field, format!("must be a number of seconds between 0 and 86400, not {v}")));
+        return Duration::from_secs_f64(default);
+    }
+    Duration::from_secs_f64(v)
+}
+
+/// A `host:port` address, checked for syntax only (the loader resolves names).
+fn host_port(field: &str, s: &str, errors: &mut Vec<ConfigError>) -> Option<String> {
+    let s = s.trim();
+    if is_host_port(s) {
+        // A literal address is written in one canonical form, so that two
+        // spellings of one listener compare equal.
+        Some(s.parse::<std::net::SocketAddr>().map_or_else(|_| s.to_owned(), |a| a.to_string()))
+    } else {
+        errors.push(ConfigError::new(field, format!("`{s}` is not an address of the form host:port")));
+        None
+    }
+}
+
+fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
+    let name = raw.action.as_deref().unwrap_or("block");
+    let status = |default: u16, errors: &mut Vec<ConfigError>| -> u16 {
+        match raw.status {
+            Some(s) if (200..=599).contains(&s) => s,
+            Some(s) => {
+                errors
+                    .push(ConfigError::new(format!("{field}.status"), format!("{s} is not an HTTP status (200-599)")));
+                default
+            }
+            None => default,
+        }
+    };
+    let unused = |keys: &[(&str, bool)], errors: &mut Vec<ConfigError>| {
+        for (key, set) in keys {
+            if *set {
+                errors
+                    .push(ConfigError::new(format!("{field}.{key}"), format!("has no meaning with `action: {name}`")));
+            }
+        }
+    };
+    let a = match name {
+        "block" => {
+            unused(&[("redirect", raw.redirect.is_some()), ("header", raw.header.is_some())], errors);
+            if raw.body.is_some() && raw.file.is_some() {
+                errors.push(ConfigError::new(field, "`action: block` takes `body` or `file`, not both"));
+            }
+            let body = raw.body.clone().unwrap_or_else(|| DEFAULT_BLOCK_BODY.into());
+            if body.contains('\0') {
+                errors.push(ConfigError::new(format!("{field}.body"), "must not contain NUL"));
+            }
+            let content_type = raw.content_type.clone().unwrap_or_else(|| "text/html; charset=utf-8".into());
+            header_value(&format!("{field}.content_type"), &content_type, errors);
+            let file = raw.file.clone().map(|f| (f, content_type));
+            Action::Block { status: status(403, errors), body, file }
+        }
+        "alternate" => {
+            unused(&[("body", raw.body.is_some()), ("header", raw.header.is_some())], errors);
+            match (&raw.file, &raw.redirect) {
+                (Some(file), None) => {
+                    let content_type = raw.content_type.clone().unwrap_or_else(|| "text/html; charset=utf-8".into());
+                    header_value(&format!("{field}.content_type"), &content_type, errors);
+                    Action::Alternate { status: status(200, errors), file: file.clone(), content_type }
+                }
+                (None, Some(location)) => {
+                    header_value(&format!("{field}.redirect"), location, errors);
+                    let s = status(302, errors);
+                    if !(300..400).contains(&s) {
+                        errors.push(ConfigError::new(format!("{field}.status"), "a redirect needs a 3xx status"));
+                    }
+                    Action::Redirect { status: s, location: location.clone() }
+                }
+                _ => {
+                    errors
+                        .push(ConfigError::new(field, "`action: alternate` needs exactly one of `file` or `redirect`"));
+                    return None;
+                }
+            }
+        }
+        "noindex" => {
+            unused(
+                &[
+                    ("file", raw.file.is_some()),
+                    ("redirect", raw.redirect.is_some()),
+                    ("body", raw.body.is_some()),
+                    ("status", raw.status.is_some()),
+                ],
+                errors,
+            );
+            let value = raw.header.clone().unwrap_or_else(|| DEFAULT_NOINDEX.into());
+            header_value(&format!("{field}.header"), &value, errors);
+            Action::Noindex { value }
+        }
+        "log" => {
+            unused(
+                &[
+                    ("file", raw.file.is_some()),
+                    ("redirect", raw.redirect.is_some()),
+                    ("body", raw.body.is_some()),
+                    ("status", raw.status.is_some()),
+                    ("header", raw.header.is_some()),
+                ],
+                errors,
+            );
+            Action::Log
+        }
+        other => {
+            errors.push(ConfigError::new(
+                format!("{field}.action"),
+                format!("`{other}` is not one of block, alternate, noindex, log"),
+            ));
+            return None;
+        }
+    };
+    Some(a)
+}
+
+impl RawConfig {
+    /// Check everything and build the runtime form.
+    ///
+    /// # Errors
+    /// Every problem found, each naming its field.
+    pub fn validate(self) -> Result<Config, Vec<ConfigError>> {
+        let mut errors = Vec::new();
+        if self.listen.is_empty() {
+            errors.push(ConfigError::new("listen", "needs at least one address"));
+        }
+        let mut listen = Vec::new();
+        for (i, l) in self.listen.iter().enumerate() {
+            let field = format!("listen[{i}]");
+            let (address, tls) = match l {
+                RawListen::Plain(a) => (a.as_str(), None),
+                RawListen::Full { address, tls } => {
+                    (address.as_str(), tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())))
+                }
+            };
+            if let Some(address) = host_port(&field, address, &mut errors) {
+                if listen.iter().any(|l: &Listen| l.address == address) {
+                    errors.push(ConfigError::new(&field, format!("{address} is listed twice")));
+                }
+                listen.push(Listen { address, tls });
+            }
+        }
+        let threads = self.threads.unwrap_or(1);
+        if threads == 0 || threads > 1024 {
+            errors.push(ConfigError::new("threads", format!("must be between 1 and 1024, not {threads}")));
+        }
+        if self.sites.is_empty() {
+            errors.push(ConfigError::new("sites", "needs at least one site"));
+        }
+        let mut sites = Vec::new();
+        let mut default_site = None;
+        let mut seen_hosts: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, s) in self.sites.iter().enumerate() {
+            let field = format!("sites[{i}]");
+            if s.hosts.is_empty() && !s.default {
+                errors.push(ConfigError::new(
+                    format!("{field}.hosts"),
+                    "a site that is not the default needs at least one host",
+                ));
+            }
+            let mut hosts = Vec::new();
+            for h in &s.hosts {
+                let h = h.trim().to_ascii_lowercase();
+                if h.is_empty() || h.contains(['/', ' ', '\r', '\n']) {
+                    errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is not a host name")));
+                    continue;
+                }
+                if let Some(other) = seen_hosts.insert(h.clone(), i) {
+                    errors.push(ConfigError::new(
+                        format!("{field}.hosts"),
+                        format!("`{h}` is also a host of sites[{other}]"),
+                    ));
+                }
+                hosts.push(h);
+            }
+            if s.default {
+                if let Some(d) = default_site {
+                    errors.push(ConfigError::new(
+                        format!("{field}.default"),
+                        format!("sites[{d}] is already the default"),
+                    ));
+                }
+                default_site = Some(i);
+            }
+            let upstream = match &s.upstream {
+                RawUpstream::Plain(a) => RawUpstreamFull {
+                    address: a.clone(),
+                    tls: false,
+                    sni: None,
+                    connect_timeout: None,
+                    read_timeout: None,
+                },
+                RawUpstream::Full(f) => f.clone(),
+            };
+            let ufield = format!("{field}.upstream");
+            let host_part = upstream.address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("");
+            let port_ok = upstream.address.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok_and(|p| p > 0));
+            if host_part.is_empty() || !port_ok {
+                errors.push(ConfigError::new(
+                    &ufield,
+                    format!("`{}` is not an address of the form host:port", upstream.address),
+                ));
+            }
+            let sni = upstream.sni.clone().unwrap_or_else(|| host_part.to_owned());
+            header_value(&format!("{ufield}.sni"), &sni, &mut errors);
+            let connect_timeout =
+                seconds(&format!("{ufield}.connect_timeout"), upstream.connect_timeout, 5.0, &mut errors);
+            let read_timeout = seconds(&format!("{ufield}.read_timeout"), upstream.read_timeout, 60.0, &mut errors);
+            let policy = self.policy(&field, &s.policy, &mut errors);
+            let name = s.name.clone().or_else(|| hosts.first().cloned()).unwrap_or_else(|| format!("site{i}"));
+            no_crlf(&format!("{field}.name"), &name, &mut errors);
+            sites.push(Site {
+                name,
+                hosts,
+                upstream: Upstream {
+                    address: upstream.address.clone(),
+                    tls: upstream.tls,
+                    sni,
+                    connect_timeout,
+                    read_timeout,
+                },
+                robots: s.robots.clone(),
+                humans: s.humans.clone(),
+                policy,
+            });
+        }
+        let mut trusted_proxies = Vec::new();
+        for (i, c) in self.trusted_proxies.iter().enumerate() {
+            match Cidr::parse(c) {
+                Some(c) => trusted_proxies.push(c),
+                None => errors.push(ConfigError::new(
+                    format!("trusted_proxies[{i}]"),
+                    format!("`{c}` is not a CIDR such as 10.0.0.0/8 or ::1/128"),
+                )),
+            }
+        }
+        let violations = match self.log.violations.trim() {
+            "" => {
+                errors.push(ConfigError::new("log.violations", "must be `stdout` or a file path"));
+                LogTarget::Stdout
+            }
+            "stdout" | "-" => LogTarget::Stdout,
+            path => LogTarget::File(PathBuf::from(path)),
+        };
+        if !["error", "warn", "info", "debug", "trace"].contains(&self.log.level.as_str()) {
+            errors.push(ConfigError::new(
+                "log.level",
+                format!("`{}` is not one of error, warn, info, debug, trace", self.log.level),
+            ));
+        }
+        let metrics = self.metrics.as_ref().and_then(|m| host_port("metrics.listen", &m.listen, &mut errors));
+        if let Some(m) = &metrics {
+            if listen.iter().any(|l| l.address == *m) {
+                errors.push(ConfigError::new("metrics.listen", format!("{m} is also a proxy listener")));
+            }
+        }
+        if self.limits.max_clients == 0 {
+            errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let hosts = seen_hosts.into_iter().collect::<Vec<_>>();
+        let settings = Settings {
+            listen,
+            threads,
+            hosts,
+            default_site,
+            trusted_proxies,
+            violations,
+            log_level: self.log.level,
+            metrics,
+            bots: self.bots,
+            bots_replace: self.bots_replace,
+            max_clients: self.limits.max_clients,
+            grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
+        };
+        Ok(Config { settings, sites })
+    }
+
+    fn policy(&self, site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigError>) -> PolicyConfig {
+        let field = format!("{site_field}.policy");
+        let default = action(&field, &raw.default, errors).unwrap_or_else(|| PolicyConfig::default().default);
+        let mut categories = Vec::new();
+        for (name, a) in &raw.categories {
+            let f = format!("{field}.categories.{name}");
+            match Category::from_name(name) {
+                Some(c) => {
+                    if let Some(a) = action(&f, a, errors) {
+                        categories.push((c, a));
+                    }
+                }
+                None => errors.push(ConfigError::new(
+                    f,
+                    format!("`{name}` is not a category ({})", Category::ALL.map(|c| c.as_str()).join(", ")),
+                )),
+            }
+        }
+        let mut bots = Vec::new();
+        for (name, a) in &raw.bots {
+            if let Some(a) = action(&format!("{field}.bots.{name}"), a, errors) {
+                bots.push((name.to_ascii_lowercase(), a));
+            }
+        }
+        PolicyConfig {
+            default,
+            categories,
+            bots,
+            enforce_ai_user: raw.enforce_ai_user,
+            rate_limit: raw.rate_limit.unwrap_or(true),
+            visit_time: raw.visit_time.unwrap_or(true),
+        }
+    }
+}

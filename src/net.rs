@@ -1,0 +1,172 @@
+//! Network names and numbers, as plain data: networks (CIDRs), `host:port`
+//! syntax, and `Host` header ports. No resolution happens here: the core
+//! never does I/O, so names are resolved by the loader (`server::snapshot`).
+
+use std::net::IpAddr;
+
+/// An IPv4 or IPv6 network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// Parse `10.0.0.0/8`, `::1/128` or a bare address (a /32 or /128).
+    pub fn parse(s: &str) -> Option<Cidr> {
+        let (a, p) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = a.trim().parse().ok()?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            Some(p) => p.trim().parse::<u8>().ok().filter(|&p| p <= max)?,
+            None => max,
+        };
+        Some(Cidr { addr, prefix })
+    }
+
+    /// Whether `ip` lies in the network (IPv4-mapped IPv6 addresses count as IPv4).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(self.prefix)) };
+                u32::from(n) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => {
+                let mask = if self.prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(self.prefix)) };
+                u128::from(n) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `example.com:8080` -> `example.com`; `[::1]:80` -> `::1`.
+pub fn strip_port(host: &str) -> &str {
+    let host = host.trim();
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host,
+    }
+}
+
+/// Whether `s` has the syntax of `host:port`: a host name or address (IPv6 in
+/// brackets) and a port from 1 to 65535. Says nothing about whether the name
+/// resolves.
+pub fn is_host_port(s: &str) -> bool {
+    if s.parse::<std::net::SocketAddr>().is_ok() {
+        return true;
+    }
+    let Some((host, port)) = s.rsplit_once(':') else { return false };
+    let port_ok = port.parse::<u16>().is_ok_and(|p| p > 0);
+    let host_ok = !host.is_empty()
+        && host.len() <= 253
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+    port_ok && host_ok
+}
+
+/// The client address of a request: the socket `peer`, or, when the peer is
+/// one of the `trusted` proxies, the right-most untrusted address of the
+/// `Forwarded: for=` values (RFC 7239), else of `X-Forwarded-For`. Headers
+/// from anyone else are ignored, so a client cannot choose its address.
+///
+/// Cost: linear in the header bytes; allocates only when the peer is trusted.
+pub fn client_address<'h>(
+    peer: IpAddr,
+    forwarded: impl Iterator<Item = &'h [u8]>,
+    x_forwarded_for: impl Iterator<Item = &'h [u8]>,
+    trusted: &[Cidr],
+) -> IpAddr {
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
+    if !is_trusted(peer) {
+        return peer;
+    }
+    let text = |v: &'h [u8]| std::str::from_utf8(v).unwrap_or("");
+    let mut hops: Vec<IpAddr> = Vec::new();
+    for v in forwarded {
+        for elem in text(v).split(',') {
+            for pair in elem.split(';') {
+                let Some((k, val)) = pair.trim().split_once('=') else { continue };
+                if !k.trim().eq_ignore_ascii_case("for") {
+                    continue;
+                }
+                let val = val.trim().trim_matches('"');
+                let val = val.strip_prefix('[').map_or(val, |v| v.split(']').next().unwrap_or(v));
+                let val = if val.matches(':').count() == 1 { val.split(':').next().unwrap_or(val) } else { val };
+                if let Ok(ip) = val.parse() {
+                    hops.push(ip);
+                }
+            }
+        }
+    }
+    if hops.is_empty() {
+        for v in x_forwarded_for {
+            hops.extend(text(v).split(',').filter_map(|s| s.trim().parse::<IpAddr>().ok()));
+        }
+    }
+    // Walk from the nearest hop outwards; the first untrusted one is the client.
+    hops.iter().rev().copied().find(|ip| !is_trusted(*ip)).unwrap_or_else(|| hops.first().copied().unwrap_or(peer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs() {
+        let c = Cidr::parse("10.0.0.0/8").unwrap();
+        assert!(c.contains("10.1.2.3".parse().unwrap()));
+        assert!(!c.contains("11.0.0.1".parse().unwrap()));
+        assert!(c.contains("::ffff:10.0.0.1".parse().unwrap()));
+        assert!(Cidr::parse("::1").unwrap().contains("::1".parse().unwrap()));
+        assert!(Cidr::parse("0.0.0.0/0").unwrap().contains("8.8.8.8".parse().unwrap()));
+        assert!(Cidr::parse("10.0.0.0/33").is_none());
+        assert!(Cidr::parse("banana").is_none());
+    }
+
+    #[test]
+    fn host_ports_are_stripped() {
+        assert_eq!(strip_port("example.com:8080"), "example.com");
+        assert_eq!(strip_port("[::1]:80"), "::1");
+        assert_eq!(strip_port("::1"), "::1");
+        assert_eq!(strip_port("example.com"), "example.com");
+    }
+
+    #[test]
+    fn host_port_syntax() {
+        for ok in ["127.0.0.1:8080", "[::1]:80", "localhost:9102", "origin.internal:443"] {
+            assert!(is_host_port(ok), "{ok}");
+        }
+        for bad in ["nowhere", "host:0", "host:65536", ":80", "a b:80", "http://x:80"] {
+            assert!(!is_host_port(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn forwarded_headers_are_believed_only_from_trusted_proxies() {
+        let trusted = vec![Cidr::parse("10.0.0.0/8").unwrap()];
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let client = |peer: &str, fwd: &[&str], xff: &[&str]| {
+            client_address(ip(peer), fwd.iter().map(|v| v.as_bytes()), xff.iter().map(|v| v.as_bytes()), &trusted)
+        };
+        assert_eq!(client("203.0.113.9", &[], &["1.2.3.4"]), ip("203.0.113.9"), "untrusted peer: header ignored");
+        assert_eq!(
+            client("10.0.0.2", &[], &["1.2.3.4, 198.51.100.7, 10.0.0.3"]),
+            ip("198.51.100.7"),
+            "right-most untrusted hop"
+        );
+        assert_eq!(client("10.0.0.2", &["for=\"[2001:db8::1]:4711\";proto=https"], &[]), ip("2001:db8::1"));
+        assert_eq!(client("10.0.0.2", &["for=192.0.2.60:8080"], &["1.1.1.1"]), ip("192.0.2.60"), "Forwarded first");
+        assert_eq!(client("10.0.0.2", &[], &[]), ip("10.0.0.2"), "no header: the proxy itself");
+        assert_eq!(client("10.0.0.2", &[], &["\u{ff}junk"]), ip("10.0.0.2"), "garbage is no address");
+    }
+}

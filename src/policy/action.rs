@@ -1,0 +1,91 @@
+//! What a site does with a request that breaks its robots.txt: the actions
+//! and the per-site policy that picks one.
+
+use std::path::PathBuf;
+
+use crate::agent::Category;
+
+/// What to do with a request that breaks robots.txt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Answer `status` with `body` (default 403).
+    Block {
+        /// Status code.
+        status: u16,
+        /// Response body (when no `file`).
+        body: String,
+        /// A file to answer with instead of `body`, and its Content-Type.
+        file: Option<(PathBuf, String)>,
+    },
+    /// Serve a configured file instead of the page.
+    Alternate {
+        /// Status code.
+        status: u16,
+        /// The file (only files named in the config can be served).
+        file: PathBuf,
+        /// Its Content-Type.
+        content_type: String,
+    },
+    /// Redirect.
+    Redirect {
+        /// Status code (default 302).
+        status: u16,
+        /// Location.
+        location: String,
+    },
+    /// Proxy the request and add `X-Robots-Tag: value` to the response.
+    Noindex {
+        /// Header value.
+        value: String,
+    },
+    /// Proxy the request; only log the violation.
+    Log,
+}
+
+impl Action {
+    /// `block`, `alternate`, `redirect`, `noindex` or `log`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Block { .. } => "block",
+            Action::Alternate { .. } => "alternate",
+            Action::Redirect { .. } => "redirect",
+            Action::Noindex { .. } => "noindex",
+            Action::Log => "log",
+        }
+    }
+}
+
+/// The default body of a `block` answer.
+pub const DEFAULT_BLOCK_BODY: &str = "Forbidden: this site's robots.txt disallows this URL for your crawler.\n";
+/// The default `X-Robots-Tag` of `noindex`.
+pub const DEFAULT_NOINDEX: &str = "noindex, nofollow";
+
+/// A site's validated policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyConfig {
+    /// The default action.
+    pub default: Action,
+    /// Overrides by category.
+    pub categories: Vec<(Category, Action)>,
+    /// Overrides by lower-case bot name.
+    pub bots: Vec<(String, Action)>,
+    /// Hold `ai-user` fetchers to robots.txt.
+    pub enforce_ai_user: bool,
+    /// Enforce Crawl-delay and Request-rate.
+    pub rate_limit: bool,
+    /// Enforce Visit-time.
+    pub visit_time: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            default: Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into(), file: None },
+            categories: Vec::new(),
+            bots: Vec::new(),
+            enforce_ai_user: false,
+            rate_limit: true,
+            visit_time: true,
+        }
+    }
+}
