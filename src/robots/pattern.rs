@@ -204,10 +204,18 @@ fn to_regex(pattern: &[u8]) -> String {
 
 impl WildIndex {
     fn build(rules: Vec<(RuleKind, Hit, Vec<u8>)>) -> Result<WildIndex, Vec<(RuleKind, Hit, Vec<u8>)>> {
-        use regex_automata::{hybrid::dfa::DFA, util::syntax, MatchKind};
+        use regex_automata::{hybrid::dfa::DFA, nfa::thompson, util::syntax, MatchKind};
         let patterns: Vec<String> = rules.iter().map(|r| to_regex(&r.2)).collect();
+        // Paths are bytes, and `allows` gets them as the caller wrote them,
+        // raw UTF-8 or any other bytes. Both layers must be in byte mode: the
+        // syntax so that `.` is any byte, and the NFA so that a match may end
+        // inside a UTF-8 sequence. With a UTF-8 NFA and a pattern that can
+        // match empty (`*`, `*$`), an anchored overlapping search reports
+        // "no match" for a match ending inside a code point, which ended the
+        // loop in `matches` and lost every later match (issue #14).
         let built = DFA::builder()
             .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(thompson::Config::new().utf8(false))
             .configure(DFA::config().match_kind(MatchKind::All).cache_capacity(1 << 20).skip_cache_capacity_check(true))
             .build_many(&patterns);
         let Ok(dfa) = built else { return Err(rules) };
@@ -554,6 +562,43 @@ mod tests {
                 .max_by_key(|(i, (k, p))| (p.len(), *k == Allow, std::cmp::Reverse(*i)))
                 .map(|(_, (k, _))| *k);
             assert_eq!(s.matches(path.as_bytes()).decide().map(|d| d.0), want, "{path}");
+        }
+    }
+
+    /// The plain definition over every rule, as the set must answer it:
+    /// most octets wins, allow on a tie (RFC 9309 2.2.2), earliest line among
+    /// rules of one kind and length; an empty pattern never decides.
+    fn naive(rules: &[(RuleKind, Vec<u8>)], path: &[u8]) -> Option<(RuleKind, u32, u32)> {
+        rules
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, p))| !p.is_empty() && pattern_matches(p, path))
+            .max_by_key(|(i, (k, p))| (p.len(), *k == RuleKind::Allow, std::cmp::Reverse(*i)))
+            .map(|(i, (k, p))| (*k, p.len() as u32, i as u32 + 1))
+    }
+
+    fn build(rules: &[(RuleKind, Vec<u8>)]) -> RuleSet {
+        RuleSet::build(rules.iter().enumerate().map(|(i, (kind, p))| SetRule {
+            kind: *kind,
+            pattern: p,
+            line: i as u32 + 1,
+            id: i as u32,
+        }))
+    }
+
+    #[test]
+    fn issue_14_non_ascii_paths_in_the_automaton() {
+        use RuleKind::*;
+        // Nine wildcard rules, one of which (`*`) matches the empty string.
+        let mut rules: Vec<(RuleKind, Vec<u8>)> = (0..7).map(|i| (Disallow, format!("/{i}*x").into_bytes())).collect();
+        rules.push((Allow, b"*".to_vec()));
+        rules.push((Disallow, b"/**".to_vec()));
+        rules.push((Allow, b"/*$".to_vec()));
+        let s = build(&rules);
+        assert!(s.wild_index.is_some());
+        for path in ["/é".as_bytes(), "/日本語/a$".as_bytes(), b"/\xff\xfe", b"/a\xe6", b"/1\xe6x", b"/%E6x"] {
+            let got = s.matches(path).decide().map(|(k, h)| (k, h.priority, h.line));
+            assert_eq!(got, naive(&rules, path), "{}", path.escape_ascii());
         }
     }
 
