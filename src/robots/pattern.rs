@@ -602,6 +602,119 @@ mod tests {
         }
     }
 
+    mod prop {
+        use super::super::*;
+        use super::{build, naive};
+        use proptest::prelude::*;
+
+        /// Pattern pieces: repeated `*`, a literal `$` inside, percent escapes,
+        /// and letters, so that patterns of equal length are common.
+        fn piece() -> impl Strategy<Value = &'static str> {
+            prop_oneof![
+                4 => Just("*"),
+                1 => Just("**"),
+                3 => Just("a"),
+                2 => Just("/"),
+                1 => Just("$"),
+                1 => Just("%E6"),
+                1 => Just("?"),
+            ]
+        }
+
+        fn pattern(with_star: bool) -> impl Strategy<Value = Vec<u8>> {
+            (any::<bool>(), proptest::collection::vec(piece(), 0..5), any::<bool>()).prop_map(
+                move |(slash, pieces, anchored)| {
+                    let mut p = Vec::new();
+                    if slash {
+                        p.push(b'/');
+                    }
+                    for piece in pieces {
+                        p.extend_from_slice(piece.as_bytes());
+                    }
+                    if with_star && !p.contains(&b'*') {
+                        p.push(b'*');
+                    }
+                    if anchored {
+                        p.push(b'$');
+                    }
+                    p
+                },
+            )
+        }
+
+        /// Request paths as `allows` sees them: not percent-encoded, so raw
+        /// UTF-8 and stray bytes ≥ 0x80 as well as `$`, `*` and escapes.
+        fn path() -> impl Strategy<Value = Vec<u8>> {
+            let byte_piece = prop_oneof![
+                3 => Just(&b"a"[..]),
+                2 => Just(&b"/"[..]),
+                1 => Just(&b"$"[..]),
+                1 => Just(&b"*"[..]),
+                1 => Just(&b"?"[..]),
+                1 => Just(&b"%E6"[..]),
+                1 => Just("é".as_bytes()),
+                1 => Just("日".as_bytes()),
+                1 => Just(&b"\xe6"[..]),
+                1 => Just(&b"\xff"[..]),
+            ];
+            proptest::collection::vec(byte_piece, 0..8).prop_map(|pieces| {
+                let mut p = b"/".to_vec();
+                for piece in pieces {
+                    p.extend_from_slice(piece);
+                }
+                p
+            })
+        }
+
+        fn kind() -> impl Strategy<Value = RuleKind> {
+            prop_oneof![Just(RuleKind::Allow), Just(RuleKind::Disallow)]
+        }
+
+        /// A group past [`LINEAR_WILDCARDS`], with literal rules mixed in and
+        /// some patterns repeated with the other kind (an exact tie).
+        fn group() -> impl Strategy<Value = Vec<(RuleKind, Vec<u8>)>> {
+            (
+                proptest::collection::vec((kind(), pattern(true)), LINEAR_WILDCARDS + 1..LINEAR_WILDCARDS + 16),
+                proptest::collection::vec((kind(), pattern(false)), 0..6),
+                proptest::collection::vec(any::<prop::sample::Index>(), 0..4),
+                any::<u64>(),
+            )
+                .prop_map(|(wild, literal, twins, seed)| {
+                    let mut rules = wild;
+                    rules.extend(literal);
+                    for t in twins {
+                        let (k, p) = t.get(&rules).clone();
+                        let other = if k == RuleKind::Allow { RuleKind::Disallow } else { RuleKind::Allow };
+                        rules.push((other, p));
+                    }
+                    // A deterministic shuffle, so that lines are in no particular order.
+                    let mut x = seed | 1;
+                    for i in (1..rules.len()).rev() {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        rules.swap(i, (x % (i as u64 + 1)) as usize);
+                    }
+                    rules
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 4000, .. ProptestConfig::default() })]
+
+            #[test]
+            fn automaton_agrees_with_the_plain_definition(rules in group(), paths in proptest::collection::vec(path(), 1..8)) {
+                let set = build(&rules);
+                // The generator's point: every case goes through the lazy DFA.
+                prop_assert!(set.wild_index.is_some(), "not in the automaton");
+                for path in &paths {
+                    let got = set.matches(path).decide().map(|(k, h)| (k, h.priority, h.line));
+                    prop_assert_eq!(got, naive(&rules, path), "path {}", path.escape_ascii());
+                }
+            }
+        }
+    }
+
     #[test]
     fn edge_splitting_keeps_all_rules() {
         use RuleKind::*;
