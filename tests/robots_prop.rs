@@ -4,8 +4,12 @@
 //! way robots.cc's `RobotsMatcher` does (a state machine over user-agent and
 //! rule lines), and matches patterns with a textbook dynamic programme. It is
 //! slow and obviously correct; the compiled trie must give the same verdicts.
+//! Groups with many wildcard rules (the lazy DFA) are also checked against
+//! `pattern_matches` applied naively to every rule.
 
 use proptest::prelude::*;
+use robotgate::robots::parse::{escape_pattern, path_params_query};
+use robotgate::robots::pattern::pattern_matches;
 use robotgate::robots::RobotsTxt;
 
 /// Does `pat` match a prefix of `path` (all of it when `pat` ends in `$`)?
@@ -121,8 +125,93 @@ fn path() -> impl Strategy<Value = String> {
     proptest::string::string_regex("/([ab][ab/]{0,7})?").unwrap()
 }
 
+/// Pieces of the rules of a wildcard-heavy group: repeated `*`, `$` (an
+/// anchor at the end, a literal elsewhere), escapes and raw non-ASCII (which
+/// the parser percent-encodes), few enough that equal lengths are common.
+fn rule_pattern(with_star: bool) -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => Just("*"), 1 => Just("**"), 3 => Just("a"), 2 => Just("/"),
+        1 => Just("$"), 1 => Just("é"), 1 => Just("%e6"), 1 => Just("?"),
+    ];
+    (any::<bool>(), proptest::collection::vec(piece, 0..5), any::<bool>()).prop_map(move |(slash, pieces, anchored)| {
+        let mut p = String::from(if slash { "/" } else { "" });
+        p.extend(pieces);
+        if with_star && !p.contains('*') {
+            p.push('*');
+        }
+        if anchored {
+            p.push('$');
+        }
+        p
+    })
+}
+
+/// Paths with `$`, `*`, escapes and raw non-ASCII.
+fn wild_path() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        3 => Just("a"), 2 => Just("/"), 1 => Just("$"), 1 => Just("*"), 1 => Just("?"),
+        1 => Just("é"), 1 => Just("日"), 1 => Just("%E6"), 1 => Just("%c3%a9"),
+    ];
+    proptest::collection::vec(piece, 0..8).prop_map(|pieces| {
+        let mut p = String::from("/");
+        p.extend(pieces);
+        p
+    })
+}
+
+/// The verdict over every rule, naively: most octets of the normalised
+/// pattern wins, allow on a tie (RFC 9309 2.2.2); nothing matching allows.
+fn naive_allowed(rules: &[(bool, String)], path: &[u8]) -> bool {
+    let best = |allow: bool| {
+        rules
+            .iter()
+            .filter(|(a, _)| *a == allow)
+            .map(|(_, p)| escape_pattern(p.as_bytes()))
+            .filter(|p| !p.is_empty() && pattern_matches(p, path))
+            .map(|p| p.len())
+            .max()
+    };
+    best(false).is_none_or(|d| best(true).is_some_and(|a| a >= d))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, .. ProptestConfig::default() })]
+
+    #[test]
+    fn wildcard_heavy_group_agrees_with_naive_longest_match(
+        wild in proptest::collection::vec((any::<bool>(), rule_pattern(true)), 9..24),
+        literal in proptest::collection::vec((any::<bool>(), rule_pattern(false)), 0..6),
+        twins in proptest::collection::vec(any::<prop::sample::Index>(), 0..4),
+        global in any::<bool>(),
+        path in wild_path(),
+    ) {
+        // Nine or more rules with a `*` in one group: the group's rule set is
+        // the lazy DFA (LINEAR_WILDCARDS is 8). Twins repeat a pattern with
+        // the other kind, an exact tie.
+        let mut rules = wild;
+        rules.extend(literal);
+        for t in twins {
+            let (allow, p) = t.get(&rules).clone();
+            rules.push((!allow, p));
+        }
+        let wildcards = rules.iter().filter(|(_, p)| p.contains('*')).count();
+        prop_assert!(wildcards > 8, "only {} wildcard rules", wildcards);
+        let mut robots = String::from(if global { "user-agent: *\n" } else { "user-agent: bingbot\n" });
+        for (allow, p) in &rules {
+            robots.push_str(if *allow { "allow: " } else { "disallow: " });
+            robots.push_str(p);
+            robots.push('\n');
+        }
+        let compiled = RobotsTxt::compile(robots.as_bytes());
+        // Google's check matches the URL as given (not percent-encoded).
+        let url = format!("https://example.com{path}");
+        let want = naive_allowed(&rules, &path_params_query(url.as_bytes()));
+        prop_assert_eq!(compiled.allows("bingbot", &url).allowed, want, "robots:\n{}\nurl {}", robots, url);
+        // The proxy percent-encodes the path first.
+        let sel = compiled.select(&["bingbot"]);
+        let want = naive_allowed(&rules, &escape_pattern(path.as_bytes()));
+        prop_assert_eq!(compiled.check(&sel, path.as_bytes()).allowed, want, "robots:\n{}\npath {}", robots, path);
+    }
 
     #[test]
     fn compiled_matcher_agrees_with_reference(robots in robots_file(), agent in prop_oneof![Just("foo"), Just("bar"), Just("foobot"), Just("baz")], path in path()) {

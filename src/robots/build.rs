@@ -701,6 +701,25 @@ mod tests {
     }
 
     #[test]
+    fn issue_14_lazy_dfa_tie() {
+        // Found by differential testing against Google's robots_main: nine
+        // wildcard rules put the group in the lazy DFA, `*$` can match the
+        // empty string, and the URL has raw non-ASCII bytes (robots_main
+        // matches the URL as given, without percent-encoding it).
+        // `Allow: /*$` and `Disallow: /**` both match with 3 octets: allow wins.
+        let body = "user-agent: *\nAllow: /*$\nAllow: *$\nDisallow: /**\nDisallow: /?id=/*.pdf\nAllow: /*.php/+*\n\
+                    Allow: /x*private*v1\nDisallow: /print/print*\nDisallow  /%3F/fish*\nDisallow: /folder*\n";
+        let robots = RobotsTxt::compile(body.as_bytes());
+        let url = "/日本語/'/p/(/admin/a$";
+        let v = robots.allows("bingbot", url);
+        assert!(v.allowed, "decided by line {:?}", v.rule.map(|r| r.line));
+        assert_eq!(v.rule.map(|r| (r.line, r.pattern.as_str())), Some((2, "/*$")));
+        // The proxy percent-encodes the path first; same verdict.
+        let v = robots.check(&robots.select(&["bingbot"]), url.as_bytes());
+        assert_eq!(v.rule.map(|r| (r.line, v.allowed)), Some((2, true)));
+    }
+
+    #[test]
     fn size_limit_cuts_at_a_line_end() {
         let mut body = b"user-agent: *\n".to_vec();
         body.extend_from_slice(b"disallow: /private\n");

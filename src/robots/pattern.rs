@@ -204,10 +204,18 @@ fn to_regex(pattern: &[u8]) -> String {
 
 impl WildIndex {
     fn build(rules: Vec<(RuleKind, Hit, Vec<u8>)>) -> Result<WildIndex, Vec<(RuleKind, Hit, Vec<u8>)>> {
-        use regex_automata::{hybrid::dfa::DFA, util::syntax, MatchKind};
+        use regex_automata::{hybrid::dfa::DFA, nfa::thompson, util::syntax, MatchKind};
         let patterns: Vec<String> = rules.iter().map(|r| to_regex(&r.2)).collect();
+        // Paths are bytes, and `allows` gets them as the caller wrote them,
+        // raw UTF-8 or any other bytes. Both layers must be in byte mode: the
+        // syntax so that `.` is any byte, and the NFA so that a match may end
+        // inside a UTF-8 sequence. With a UTF-8 NFA and a pattern that can
+        // match empty (`*`, `*$`), an anchored overlapping search reports
+        // "no match" for a match ending inside a code point, which ended the
+        // loop in `matches` and lost every later match (issue #14).
         let built = DFA::builder()
             .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(thompson::Config::new().utf8(false))
             .configure(DFA::config().match_kind(MatchKind::All).cache_capacity(1 << 20).skip_cache_capacity_check(true))
             .build_many(&patterns);
         let Ok(dfa) = built else { return Err(rules) };
@@ -554,6 +562,156 @@ mod tests {
                 .max_by_key(|(i, (k, p))| (p.len(), *k == Allow, std::cmp::Reverse(*i)))
                 .map(|(_, (k, _))| *k);
             assert_eq!(s.matches(path.as_bytes()).decide().map(|d| d.0), want, "{path}");
+        }
+    }
+
+    /// The plain definition over every rule, as the set must answer it:
+    /// most octets wins, allow on a tie (RFC 9309 2.2.2), earliest line among
+    /// rules of one kind and length; an empty pattern never decides.
+    fn naive(rules: &[(RuleKind, Vec<u8>)], path: &[u8]) -> Option<(RuleKind, u32, u32)> {
+        rules
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, p))| !p.is_empty() && pattern_matches(p, path))
+            .max_by_key(|(i, (k, p))| (p.len(), *k == RuleKind::Allow, std::cmp::Reverse(*i)))
+            .map(|(i, (k, p))| (*k, p.len() as u32, i as u32 + 1))
+    }
+
+    fn build(rules: &[(RuleKind, Vec<u8>)]) -> RuleSet {
+        RuleSet::build(rules.iter().enumerate().map(|(i, (kind, p))| SetRule {
+            kind: *kind,
+            pattern: p,
+            line: i as u32 + 1,
+            id: i as u32,
+        }))
+    }
+
+    #[test]
+    fn issue_14_non_ascii_paths_in_the_automaton() {
+        use RuleKind::*;
+        // Nine wildcard rules, one of which (`*`) matches the empty string.
+        let mut rules: Vec<(RuleKind, Vec<u8>)> = (0..7).map(|i| (Disallow, format!("/{i}*x").into_bytes())).collect();
+        rules.push((Allow, b"*".to_vec()));
+        rules.push((Disallow, b"/**".to_vec()));
+        rules.push((Allow, b"/*$".to_vec()));
+        let s = build(&rules);
+        assert!(s.wild_index.is_some());
+        for path in ["/é".as_bytes(), "/日本語/a$".as_bytes(), b"/\xff\xfe", b"/a\xe6", b"/1\xe6x", b"/%E6x"] {
+            let got = s.matches(path).decide().map(|(k, h)| (k, h.priority, h.line));
+            assert_eq!(got, naive(&rules, path), "{}", path.escape_ascii());
+        }
+    }
+
+    mod prop {
+        use super::super::*;
+        use super::{build, naive};
+        use proptest::prelude::*;
+
+        /// Pattern pieces: repeated `*`, a literal `$` inside, percent escapes,
+        /// and letters, so that patterns of equal length are common.
+        fn piece() -> impl Strategy<Value = &'static str> {
+            prop_oneof![
+                4 => Just("*"),
+                1 => Just("**"),
+                3 => Just("a"),
+                2 => Just("/"),
+                1 => Just("$"),
+                1 => Just("%E6"),
+                1 => Just("?"),
+            ]
+        }
+
+        fn pattern(with_star: bool) -> impl Strategy<Value = Vec<u8>> {
+            (any::<bool>(), proptest::collection::vec(piece(), 0..5), any::<bool>()).prop_map(
+                move |(slash, pieces, anchored)| {
+                    let mut p = Vec::new();
+                    if slash {
+                        p.push(b'/');
+                    }
+                    for piece in pieces {
+                        p.extend_from_slice(piece.as_bytes());
+                    }
+                    if with_star && !p.contains(&b'*') {
+                        p.push(b'*');
+                    }
+                    if anchored {
+                        p.push(b'$');
+                    }
+                    p
+                },
+            )
+        }
+
+        /// Request paths as `allows` sees them: not percent-encoded, so raw
+        /// UTF-8 and stray bytes ≥ 0x80 as well as `$`, `*` and escapes.
+        fn path() -> impl Strategy<Value = Vec<u8>> {
+            let byte_piece = prop_oneof![
+                3 => Just(&b"a"[..]),
+                2 => Just(&b"/"[..]),
+                1 => Just(&b"$"[..]),
+                1 => Just(&b"*"[..]),
+                1 => Just(&b"?"[..]),
+                1 => Just(&b"%E6"[..]),
+                1 => Just("é".as_bytes()),
+                1 => Just("日".as_bytes()),
+                1 => Just(&b"\xe6"[..]),
+                1 => Just(&b"\xff"[..]),
+            ];
+            proptest::collection::vec(byte_piece, 0..8).prop_map(|pieces| {
+                let mut p = b"/".to_vec();
+                for piece in pieces {
+                    p.extend_from_slice(piece);
+                }
+                p
+            })
+        }
+
+        fn kind() -> impl Strategy<Value = RuleKind> {
+            prop_oneof![Just(RuleKind::Allow), Just(RuleKind::Disallow)]
+        }
+
+        /// A group past [`LINEAR_WILDCARDS`], with literal rules mixed in and
+        /// some patterns repeated with the other kind (an exact tie).
+        fn group() -> impl Strategy<Value = Vec<(RuleKind, Vec<u8>)>> {
+            (
+                proptest::collection::vec((kind(), pattern(true)), LINEAR_WILDCARDS + 1..LINEAR_WILDCARDS + 16),
+                proptest::collection::vec((kind(), pattern(false)), 0..6),
+                proptest::collection::vec(any::<prop::sample::Index>(), 0..4),
+                any::<u64>(),
+            )
+                .prop_map(|(wild, literal, twins, seed)| {
+                    let mut rules = wild;
+                    rules.extend(literal);
+                    for t in twins {
+                        let (k, p) = t.get(&rules).clone();
+                        let other = if k == RuleKind::Allow { RuleKind::Disallow } else { RuleKind::Allow };
+                        rules.push((other, p));
+                    }
+                    // A deterministic shuffle, so that lines are in no particular order.
+                    let mut x = seed | 1;
+                    for i in (1..rules.len()).rev() {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        rules.swap(i, (x % (i as u64 + 1)) as usize);
+                    }
+                    rules
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 4000, .. ProptestConfig::default() })]
+
+            #[test]
+            fn automaton_agrees_with_the_plain_definition(rules in group(), paths in proptest::collection::vec(path(), 1..8)) {
+                let set = build(&rules);
+                // The generator's point: every case goes through the lazy DFA.
+                prop_assert!(set.wild_index.is_some(), "not in the automaton");
+                for path in &paths {
+                    let got = set.matches(path).decide().map(|(k, h)| (k, h.priority, h.line));
+                    prop_assert_eq!(got, naive(&rules, path), "path {}", path.escape_ascii());
+                }
+            }
         }
     }
 
