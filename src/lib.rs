@@ -6,6 +6,8 @@
 //! * [`robots`]: RFC 9309 parser, compiled matcher and linter.
 //! * [`agent`]: the bot database and the User-Agent classifier.
 //! * [`policy`]: what to do with a request, given the bot and the verdict.
+//! * [`target`]: request-target normalisation, so the proxy judges the path
+//!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`config`]: the YAML configuration and its validation.
 //! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
 
@@ -13,6 +15,7 @@ pub mod agent;
 pub mod config;
 pub mod policy;
 pub mod robots;
+pub mod target;
 pub mod yaml;
 
 #[cfg(feature = "server")]
