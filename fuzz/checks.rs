@@ -10,7 +10,8 @@
 use std::sync::OnceLock;
 
 use robotgate::agent::{to_json_line, Classifier};
-use robotgate::robots::{lint, RobotsTxt};
+use robotgate::robots::{lint, parse::escape_pattern, RobotsTxt};
+use robotgate::target::{normalise, normalise_pattern, EncodedSlash, Target, TargetOptions};
 
 /// Parse, compile, query and lint arbitrary bytes as robots.txt. The input is
 /// split at its first NUL: robots.txt, then the path to query.
@@ -81,4 +82,29 @@ pub fn load_config(data: &[u8]) {
         assert!(!problems.is_empty());
         assert!(problems.iter().all(|p| !p.to_string().is_empty()));
     }
+}
+
+/// Normalise arbitrary bytes as a request-target. The first byte chooses the
+/// method and options; the rest is the target. A normal form starts with `/`,
+/// is its own normal form (borrowed, under any `max_len`), and is left alone by
+/// the matcher's own escaping; normalising a pattern is idempotent too.
+pub fn normalise_target(data: &[u8]) {
+    let Some((&knobs, target)) = data.split_first() else { return };
+    let method = [&b"GET"[..], b"OPTIONS", b"CONNECT", b"HEAD"][usize::from(knobs & 3)];
+    let opts = TargetOptions {
+        merge_slashes: knobs & 4 == 0,
+        encoded_slash: if knobs & 8 == 0 { EncodedSlash::Decode } else { EncodedSlash::Reject },
+        max_len: if knobs & 16 == 0 { 8192 } else { 64 },
+    };
+    let unlimited = TargetOptions { max_len: usize::MAX, ..opts.clone() };
+    if let Ok(Target::Path(p)) = normalise(method, target, &opts) {
+        assert_eq!(p.first(), Some(&b'/'));
+        match normalise(b"GET", &p, &unlimited) {
+            Ok(Target::Path(std::borrow::Cow::Borrowed(again))) => assert_eq!(again, &*p),
+            other => panic!("not idempotent: {:?} -> {:?}", String::from_utf8_lossy(&p), other),
+        }
+        assert_eq!(&*escape_pattern(&p), &*p);
+    }
+    let pattern = normalise_pattern(target, &opts);
+    assert_eq!(normalise_pattern(&pattern, &opts), pattern);
 }

@@ -5,6 +5,8 @@
 //!
 //! * [`robots`]: RFC 9309 parser, compiled matcher and linter.
 //! * [`agent`]: the bot database and the User-Agent classifier.
+//! * [`target`]: request-target normalisation, so the proxy judges the path
+//!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
 //!   request's facts, the site's rules and the rate state.
 //! * [`state`]: what outlives a request (rate-limit memory).
@@ -18,6 +20,7 @@ pub mod net;
 pub mod policy;
 pub mod robots;
 pub mod state;
+pub mod target;
 pub mod yaml;
 
 #[cfg(feature = "server")]

@@ -77,3 +77,20 @@ fn load_config_inputs() {
     );
     assert!(n >= 5);
 }
+
+#[test]
+fn normalise_target_inputs() {
+    let n = replay(
+        "normalise_target",
+        checks::normalise_target,
+        &[
+            b"",
+            b"\x00/a%2f..%2f%2e%2E/private//x?%7e%%00#f",
+            b"\x10/\xff\xfe%c3%a9/../..%5c",
+            b"\x08http://h?%41%2F",
+            b"\x01*",
+            b"\x02h:443",
+        ],
+    );
+    assert!(n >= 6);
+}
