@@ -88,7 +88,7 @@ pub enum EncodedSlash {
 }
 
 /// How the request-target is read; see the [module docs](self).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TargetOptions {
     /// Collapse runs of `/` in the path, like nginx's `merge_slashes on`
     /// (default `true`).

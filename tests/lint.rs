@@ -64,6 +64,6 @@ fn content_past_the_size_limit_is_an_error_at_the_cut() {
     assert_eq!(too_large.len(), 1);
     assert_eq!(too_large[0].severity, Severity::Error);
     // A smaller limit moves the cut: the limit is a parameter, not a constant.
-    let d = lint_with(b"User-agent: *\nDisallow: /a\nDisallow: /b\n", Options { max_bytes: 20 });
+    let d = lint_with(b"User-agent: *\nDisallow: /a\nDisallow: /b\n", Options { max_bytes: 20, ..Default::default() });
     assert_eq!(d.iter().find(|d| d.code == "too-large").map(|d| d.line), Some(2));
 }

@@ -147,8 +147,12 @@ fn a_hundred_thousand_rules() {
         body.push_str(&format!("Disallow: /p{i}/\n"));
     }
     // Past 500 KiB the rest is ignored, so compile the whole file with a raised limit too.
-    let (robots, compile) =
-        timed(|| RobotsTxt::compile_with(body.as_bytes(), robotgate::robots::Options { max_bytes: usize::MAX }));
+    let (robots, compile) = timed(|| {
+        RobotsTxt::compile_with(
+            body.as_bytes(),
+            robotgate::robots::Options { max_bytes: usize::MAX, ..Default::default() },
+        )
+    });
     assert_eq!(robots.rules().len(), 100_000);
     let sel = robots.select(&["x"]);
     let (v, q) = timed(|| robots.check(&sel, b"/p99999/x").allowed);

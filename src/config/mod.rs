@@ -20,6 +20,7 @@ use std::time::Duration;
 pub use self::raw::*;
 use crate::net::{strip_port, Cidr};
 use crate::policy::PolicyConfig;
+use crate::target::TargetOptions;
 
 /// One configuration problem, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,6 +159,8 @@ pub struct Site {
     pub humans: Option<PathBuf>,
     /// The policy.
     pub policy: PolicyConfig,
+    /// How request-targets are read.
+    pub target: TargetOptions,
 }
 
 #[cfg(test)]

@@ -134,6 +134,23 @@ pub struct RawSite {
     /// What to do with violations.
     #[serde(default)]
     pub policy: RawPolicy,
+    /// How request-targets are read before they are judged.
+    #[serde(default)]
+    pub target: RawTarget,
+}
+
+/// `target:` of a site: how robotgate reads a request-target, to match how
+/// the site's origin reads it (see `robotgate::target`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    /// Collapse runs of `/` in the path, as nginx does (default true).
+    pub merge_slashes: Option<bool>,
+    /// `decode` (default: `%2F` in the path is a `/`) or `reject` (400, as
+    /// Apache does by default).
+    pub encoded_slash: Option<String>,
+    /// The longest request-target accepted, in bytes (default 8192; longer: 414).
+    pub max_len: Option<usize>,
 }
 
 /// `log:`.

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{Config, ConfigError, Listen, LogTarget, Settings, Site, Upstream};
-use super::{RawAction, RawConfig, RawListen, RawPolicy, RawUpstream, RawUpstreamFull};
+use super::{RawAction, RawConfig, RawListen, RawPolicy, RawTarget, RawUpstream, RawUpstreamFull};
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
 use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
+use crate::target::{EncodedSlash, TargetOptions};
 
 fn no_crlf(field: &str, value: &str, errors: &mut Vec<ConfigError>) {
     // Header values and bodies must not smuggle in headers.
@@ -144,6 +145,29 @@ fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option
     Some(a)
 }
 
+fn target(field: &str, raw: &RawTarget, errors: &mut Vec<ConfigError>) -> TargetOptions {
+    let default = TargetOptions::default();
+    let encoded_slash = match raw.encoded_slash.as_deref() {
+        None | Some("decode") => EncodedSlash::Decode,
+        Some("reject") => EncodedSlash::Reject,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                format!("{field}.encoded_slash"),
+                format!("`{other}` is not one of decode, reject"),
+            ));
+            default.encoded_slash
+        }
+    };
+    let max_len = raw.max_len.unwrap_or(default.max_len);
+    if !(256..=1 << 20).contains(&max_len) {
+        errors.push(ConfigError::new(
+            format!("{field}.max_len"),
+            format!("must be between 256 and 1048576 bytes, not {max_len}"),
+        ));
+    }
+    TargetOptions { merge_slashes: raw.merge_slashes.unwrap_or(default.merge_slashes), encoded_slash, max_len }
+}
+
 impl RawConfig {
     /// Check everything and build the runtime form.
     ///
@@ -252,6 +276,7 @@ impl RawConfig {
                 robots: s.robots.clone(),
                 humans: s.humans.clone(),
                 policy,
+                target: target(&format!("{field}.target"), &s.target, &mut errors),
             });
         }
         let mut trusted_proxies = Vec::new();

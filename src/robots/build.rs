@@ -111,11 +111,16 @@ struct Target {
 pub struct Options {
     /// Bytes read from the body; the rest is ignored. Default [`DEFAULT_MAX_BYTES`].
     pub max_bytes: usize,
+    /// Spell every rule pattern as [`crate::target::normalise`] spells
+    /// requests (see [`crate::target::normalise_pattern`]), so the proxy's
+    /// normalised targets compare with them byte for byte. `None` (the
+    /// default) keeps Google's spelling, for `robotgate check`.
+    pub normalise: Option<crate::target::TargetOptions>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_bytes: DEFAULT_MAX_BYTES }
+        Options { max_bytes: DEFAULT_MAX_BYTES, normalise: None }
     }
 }
 
@@ -182,7 +187,7 @@ impl RobotsTxt {
     /// Parse and compile with explicit [`Options`].
     pub fn compile_with(body: &[u8], options: Options) -> RobotsTxt {
         let (used, truncated) = limit_body(body, options.max_bytes);
-        let mut b = Builder::default();
+        let mut b = Builder { normalise: options.normalise, ..Builder::default() };
         parse::parse(used, &mut b);
         let mut robots = RobotsTxt {
             groups: b.groups,
@@ -497,6 +502,8 @@ struct Builder {
     /// A non-agent line has been seen since the last `user-agent` line, so the
     /// next `user-agent` line opens a new group (robots.cc `seen_separator_`).
     separator: bool,
+    /// [`Options::normalise`].
+    normalise: Option<crate::target::TargetOptions>,
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -510,7 +517,12 @@ impl Builder {
 
     fn push_rule(&mut self, line: u32, kind: RuleKind, pattern: &[u8], index_html: bool) {
         let id = self.rules.len() as u32;
-        self.rules.push(Rule { kind, pattern: lossy(pattern), line, index_html, raw: pattern.into() });
+        // The display form stays as written, for logs; the matched form may be normalised.
+        let raw = match &self.normalise {
+            Some(opts) => crate::target::normalise_pattern(pattern, opts).into_owned().into_boxed_slice(),
+            None => pattern.into(),
+        };
+        self.rules.push(Rule { kind, pattern: lossy(pattern), line, index_html, raw });
         if let Some(g) = self.groups.last_mut() {
             g.rules.push(id);
         }

@@ -27,6 +27,7 @@ use crate::agent::{Agent, Category};
 use crate::net::Cidr;
 use crate::policy::{self, Action, Clock, Limited, Outcome, RequestFacts, SiteFile, Violation};
 use crate::state::RateTable;
+use crate::target::{self, Target};
 
 /// The proxy application.
 pub struct Gate {
@@ -65,6 +66,9 @@ pub struct Ctx {
     client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
     noindex: Option<String>,
+    /// The normalised target a robot was judged by, when it differs from
+    /// what it sent: the origin gets exactly what was judged.
+    rewrite: Option<Vec<u8>>,
     pending: Option<Pending>,
     status: u16,
 }
@@ -158,6 +162,8 @@ fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directiv
 
 /// What the decision leaves the proxy to do, detached from the request's bytes.
 enum Step<'s> {
+    /// Refuse the request itself, before any judging: status and reason.
+    Refuse(u16, Cow<'static, str>),
     Forward,
     File(SiteFile),
     Violation(Violation<'s>),
@@ -171,13 +177,27 @@ impl Gate {
         let req = session.req_header();
         let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
         ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
-        let raw = req.raw_path();
-        let target =
-            if raw.starts_with(b"/") { Cow::Borrowed(raw) } else { crate::robots::parse::path_params_query(raw) };
+        // What is judged is what the origin serves: the normalised target
+        // (`crate::target`). A target no single reading fits is refused.
+        let target = match target::normalise(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
+            Ok(Target::Path(t)) => t,
+            Ok(Target::Asterisk) => return Step::Forward, // `OPTIONS *` names no resource.
+            Ok(Target::Authority) => {
+                return Step::Refuse(405, "CONNECT is not served: this is a reverse proxy.".into())
+            }
+            Err(e) => return Step::Refuse(e.status(), e.to_string().into()),
+        };
+        // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
+        // client could show a browser to one reader and a bot to another.
+        let mut uas = req.headers.get_all("user-agent").into_iter();
+        let user_agent = uas.next().map_or(&b""[..], |v| v.as_bytes());
+        if uas.next().is_some() {
+            return Step::Refuse(400, "more than one User-Agent header".into());
+        }
         let facts = RequestFacts {
             fetch: matches!(req.method, Method::GET | Method::HEAD),
             target: &target,
-            user_agent: req.headers.get("user-agent").map_or(&b""[..], |v| v.as_bytes()),
+            user_agent,
             client: ctx.client,
         };
         let started = Instant::now();
@@ -224,6 +244,10 @@ impl Gate {
             Outcome::Pass => Step::Forward,
         };
         metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
+        drop(agent); // It borrows the request; the target is free to move once it is gone.
+        if let Cow::Owned(t) = target {
+            ctx.rewrite = Some(t);
+        }
         step
     }
 }
@@ -283,6 +307,14 @@ impl ProxyHttp for Gate {
         let site = &snap.sites[site_idx];
         // The one place the outcome becomes a response.
         match self.decide(session, &snap, site, ctx) {
+            Step::Refuse(status, why) => {
+                ctx.status = status;
+                let body = Bytes::from(format!("{why}\n"));
+                respond::send(session, status, "text/plain; charset=utf-8", &[("connection", "close".into())], body)
+                    .await?;
+                session.set_keepalive(None);
+                Ok(true)
+            }
             Step::Forward => Ok(false),
             Step::File(which) => {
                 let file = match which {
@@ -334,6 +366,9 @@ impl ProxyHttp for Gate {
         upstream_request: &mut RequestHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
+        if let Some(target) = ctx.rewrite.take() {
+            upstream_request.set_raw_path(&target)?;
+        }
         let trusted = ctx.snap.as_ref().map_or(&[][..], |s| &s.settings.trusted_proxies[..]);
         add_forwarded_headers(session, upstream_request, trusted)
     }

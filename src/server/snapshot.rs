@@ -267,7 +267,9 @@ pub fn load_config(
         if let Some(path) = &site.robots {
             sources.push(path.clone());
             if let Some((body, mtime)) = read(path, "robots.txt", problems) {
-                let compiled = RobotsTxt::compile(&body);
+                // Rules are spelled as the proxy spells request-targets.
+                let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
+                let compiled = RobotsTxt::compile_with(&body, options);
                 let hash = compiled.short_hash();
                 robots_file = Some(RobotsFile { file: ServedFile::new(body, mtime), compiled, hash });
             }
