@@ -94,14 +94,6 @@ impl Agent<'_> {
     pub fn is_known(&self) -> bool {
         matches!(self.kind, AgentKind::Known(_))
     }
-
-    /// The database index, for a known robot.
-    pub fn known_index(&self) -> Option<usize> {
-        match self.kind {
-            AgentKind::Known(i) => Some(i),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Serialize)]
