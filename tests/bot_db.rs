@@ -234,46 +234,7 @@ fn only_the_first_max_ua_len_bytes_count() {
 }
 
 /// Fragments from which plausible and implausible UAs are assembled.
-const FRAGMENTS: &[&str] = &[
-    "Mozilla/5.0 ",
-    "(",
-    ")",
-    "; ",
-    "compatible",
-    "Windows NT 10.0",
-    "Linux",
-    "Android 14",
-    "AppleWebKit/537.36",
-    "(KHTML, like Gecko)",
-    "Chrome/124.0",
-    "Safari/537.36",
-    "Googlebot",
-    "bot",
-    "crawler",
-    "+http://x.example/",
-    "a@b.example",
-    "like ",
-    "Build/",
-    "/",
-    "1.0",
-    " ",
-    "-",
-    "_",
-    ".",
-    "Exabot",
-    "curl",
-    "python-requests",
-    "Java/1.8",
-    "\u{0}",
-    "\u{ff}",
-    "+",
-    "(at)",
-    "www.",
-    "Spider",
-    "MIDP-2.0",
-    "Nokia",
-    "HTTP",
-];
+const FRAGMENTS: &[&str] = include!("data/agent/ua_fragments.rs");
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]

@@ -14,10 +14,21 @@
 //! assert_eq!(agent.name, Some("SomeNewCrawler"));
 //! println!("{}", robotgate::agent::to_json_line(ua, &agent, None));
 //! ```
+//!
+//! One concern per file, and a User-Agent flows one way through them:
+//! `classify` (the [`Classifier`], the entry point) runs `automaton` (the
+//! literals, the trie regex, the precomputed walks, the DFAs) and then
+//! `unknown` (the rules for robots the database does not know, and naming);
+//! both draw on `vocab` (needle and word lists) and `words` (cutting a UA
+//! into words, finding URLs and e-mail addresses). `db` is the database they
+//! are compiled from.
 
+mod automaton;
 mod classify;
 mod db;
-mod heuristics;
+mod unknown;
+mod vocab;
+mod words;
 
 pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
 pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
@@ -93,14 +104,6 @@ impl Agent<'_> {
     /// browser).
     pub fn is_known(&self) -> bool {
         matches!(self.kind, AgentKind::Known(_))
-    }
-
-    /// The database index, for a known robot.
-    pub fn known_index(&self) -> Option<usize> {
-        match self.kind {
-            AgentKind::Known(i) => Some(i),
-            _ => None,
-        }
     }
 }
 

@@ -1,0 +1,704 @@
+//! The automata: the `ua` literals and `ua_regex`es of a database, and the
+//! suspect and marker needles, compiled into regex-automata DFAs once per
+//! database, and the walks over them.
+//!
+//! A proxy classifies every request, so the per-request cost must not grow
+//! with the database, and the automaton must build fast (start-up, reload).
+//! Measured alternatives (500 literals, on the corpus UAs):
+//!
+//! * one unanchored dense DFA with one pattern per literal and
+//!   `MatchKind::All` walks fast, but determinization is quadratic in the
+//!   number of patterns (every DFA state carries every pattern's start):
+//!   several seconds to build;
+//! * the lazy DFA (`hybrid`, what `meta::Regex::new_many` uses for
+//!   overlapping searches) builds in milliseconds, but needs a per-thread
+//!   cache and an adversarial UA can make it determinize states on the
+//!   request path;
+//! * what is used here: a **forward** unanchored dense DFA with only a few
+//!   patterns (0: every `ua` literal as one alternation, with its whole-token
+//!   boundaries; 1: the suspect needles; 2: the browser-marker needles; then
+//!   one pattern per `ua_regex`), which builds in tens of milliseconds and
+//!   needs no cache, plus a **reverse** anchored dense DFA with one pattern per
+//!   literal (anchored, so it is a trie: cheap to build). The forward pass
+//!   reports where a literal ends; the reverse DFA, run backwards from each such
+//!   end, says which literals end there and where they start. This is the
+//!   forward-then-reverse scheme regex engines use to find match starts.
+//!
+//! Matching is ASCII case-insensitive: patterns are compiled lowercase and
+//! case-sensitive, and the walks feed each UA byte through
+//! `to_ascii_lowercase` (no copy). Compiling the same literals with `(?i)`
+//! takes 10-20 times longer to determinize. Unicode is off and UTF-8 is not
+//! required: headers may hold any bytes.
+//!
+//! Both DFAs are immutable and `Sync`; a shared `&Classifier` serves any
+//! number of threads. See `benches/classify.rs` for throughput.
+
+use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::nfa::thompson;
+use regex_automata::util::primitives::StateID;
+use regex_automata::{Anchored, Input, MatchKind};
+use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
+
+use super::db::{is_token_byte, syntax_config, Bot, BotDb, Category, DbError};
+use super::vocab::{has_marker, MARKER_NEEDLES, SUSPECT_NEEDLES};
+
+/// At most this many literal occurrences are resolved per UA (each costs one
+/// short reverse walk); later ones are ignored. Real robot UAs hold one to
+/// three.
+const MAX_ENDS: usize = 16;
+
+/// Size limit for each DFA and for determinizing it. The builtin database
+/// needs a few MiB; the limit turns a pathological local override (e.g.
+/// `ua_regex: '[a-z]{1000}'`) into a [`DbError::Build`] instead of a stall.
+const DFA_SIZE_LIMIT: usize = 256 << 20;
+
+/// Longest `ua` literal accepted; bounds the reverse walk.
+pub(super) const MAX_LITERAL_LEN: usize = 128;
+
+/// Forward pattern ids.
+const FWD_LITERALS: usize = 0;
+const FWD_SUSPECT: usize = 1;
+const FWD_MARKER: usize = 2;
+/// First forward pattern id of the `ua_regex`es.
+const FWD_REGEX0: usize = 3;
+
+/// What the forward pass found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Scan {
+    /// End offsets of literal matches (the boundary byte included, if any).
+    pub(super) ends: [u32; MAX_ENDS],
+    pub(super) n_ends: usize,
+    /// Best `ua_regex` entry seen, as (rank key, entry index).
+    pub(super) regex: Option<(Rank, usize)>,
+    /// End offsets of suspect-needle matches; `n_suspect > MAX_ENDS` means
+    /// some were not recorded.
+    suspect_ends: [u32; MAX_ENDS],
+    pub(super) n_suspect: usize,
+    pub(super) marker: bool,
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Scan { ends: [0; MAX_ENDS], n_ends: 0, regex: None, suspect_ends: [0; MAX_ENDS], n_suspect: 0, marker: false }
+    }
+}
+
+impl Scan {
+    /// End offsets of every suspect needle, or `None` if there were more than
+    /// could be recorded.
+    pub(super) fn all_suspect_ends(&self) -> Option<&[u32]> {
+        (self.n_suspect <= MAX_ENDS).then(|| &self.suspect_ends[..self.n_suspect])
+    }
+}
+
+/// A `ua` literal as compiled.
+#[derive(Debug, Clone)]
+pub(super) struct Literal {
+    /// Database entry.
+    pub(super) entry: u32,
+    /// Length without a trailing `*`.
+    pub(super) len: u32,
+    /// A whole-token boundary is required before it.
+    start_boundary: bool,
+}
+
+/// Where a literal occurs in a UA, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Place {
+    /// In the UA proper.
+    Clean,
+    /// Only inside a URL: used only if no candidate occurs outside one.
+    InUrl,
+}
+
+/// Ordering key of a candidate entry; smaller wins: the UA proper over a
+/// URL, non-`tool` over `tool`, longer over shorter, then database order (see
+/// `classify` for why).
+pub(super) type Rank = (Place, bool, std::cmp::Reverse<u32>, u32);
+
+/// The rank of database entry `entry` matched at `place` by `len` bytes.
+pub(super) fn rank(bots: &[Bot], entry: u32, place: Place, len: u32) -> Rank {
+    let tool = bots[entry as usize].category == Category::Tool;
+    (place, tool, std::cmp::Reverse(len), entry)
+}
+
+/// The compiled automata of one database; immutable and `Sync`.
+#[derive(Debug, Clone)]
+pub(super) struct Automata {
+    fwd: dense::DFA<Vec<u32>>,
+    /// Reverse anchored DFA, one pattern per entry of `literals`.
+    rev: dense::DFA<Vec<u32>>,
+    literals: Vec<Literal>,
+    /// Rank (as a match of its minimum length in the UA proper) and entry
+    /// index of each `ua_regex`, by forward pattern id minus [`FWD_REGEX0`].
+    regexes: Vec<(Rank, usize)>,
+    /// Precomputed walks over [`OPENINGS`], longest first (see
+    /// [`Automata::scan`]).
+    shortcuts: Vec<Shortcut>,
+}
+
+/// The opening almost every browser UA (and many robot UAs) shares.
+const COMMON_PREFIX: &[u8] = b"mozilla/5.0 (";
+
+/// Openings of the most frequent browser UAs, lowercase. Chromium's
+/// User-Agent reduction froze the platform part of its UA (Windows is always
+/// `Windows NT 10.0; Win64; x64`, macOS always `10_15_7`, Android always
+/// `Android 10; K`), Firefox froze its macOS version, and Safari on macOS its
+/// OS version; so most real browser traffic starts with one of these, up to
+/// the browser's own version. The forward walk over each is computed once, and
+/// a walk over a UA that starts with one resumes after it: the walk costs one
+/// dependent table load per byte, and these openings are most of a browser
+/// UA's bytes. Every entry starts with [`COMMON_PREFIX`], which alone serves
+/// every other `Mozilla/5.0 (` UA, robots included.
+const OPENINGS: &[&[u8]] = &[
+    COMMON_PREFIX,
+    b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (linux; android 10; k) applewebkit/537.36 (khtml, like gecko) chrome/",
+    b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/",
+    b"mozilla/5.0 (iphone; cpu iphone os ",
+    b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:",
+    b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:",
+    b"mozilla/5.0 (x11; linux x86_64; rv:",
+    b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:",
+];
+
+/// Whether `ua` starts with the lowercase `opening`, ASCII case-insensitively,
+/// and goes on after it.
+fn opens_with(ua: &[u8], opening: &[u8]) -> bool {
+    ua.len() > opening.len() && ua[..opening.len()].eq_ignore_ascii_case(opening)
+}
+
+/// The forward DFA's state after an opening, and whether a browser marker
+/// occurred in it; kept only if nothing else matched inside it.
+#[derive(Debug, Clone)]
+struct Shortcut {
+    opening: &'static [u8],
+    state: StateID,
+    marker: bool,
+}
+
+/// Escapes a literal for the regex syntax, ASCII-lowercased (the automata
+/// walk the lowercased UA): letters and digits as they are, every other byte
+/// as `\xHH`.
+fn escape(lit: &str, out: &mut String) {
+    for b in lit.bytes() {
+        escape_byte(b, out);
+    }
+}
+
+fn escape_byte(b: u8, out: &mut String) {
+    if b.is_ascii_alphanumeric() {
+        out.push(char::from(b.to_ascii_lowercase()));
+    } else {
+        out.push_str(&format!("\\x{b:02X}"));
+    }
+}
+
+const BOUNDARY: &str = "[^A-Za-z0-9_\\-]";
+
+/// One regex matching every `ua` literal of `db` with its boundaries, ending
+/// where [`literal_regex`]'s would: two prefix-factored tries, one for the
+/// literals that need a start boundary (behind one shared `(?:^|B)`) and one
+/// for those that do not.
+fn literals_regex(db: &BotDb) -> String {
+    let (mut bounded, mut open) = (Trie::default(), Trie::default());
+    for lit in db.bots().iter().flat_map(|b| &b.ua) {
+        if lit.bytes().next().is_some_and(is_token_byte) {
+            bounded.insert(lit);
+        } else {
+            open.insert(lit);
+        }
+    }
+    let mut alts = Vec::new();
+    if !bounded.is_empty() {
+        let mut re = format!("(?:^|{BOUNDARY})");
+        bounded.regex(&mut re);
+        alts.push(re);
+    }
+    if !open.is_empty() {
+        let mut re = String::new();
+        open.regex(&mut re);
+        alts.push(re);
+    }
+    // An empty alternation would match nothing but must still parse.
+    if alts.is_empty() {
+        return String::from("[^\\x00-\\xFF]");
+    }
+    format!("(?:{})", alts.join("|"))
+}
+
+/// The regex for one `ua` literal with its whole-token boundaries: a boundary
+/// is required on each side whose edge byte is a token byte, as the start/end
+/// of the UA or a non-token byte (consumed: only which literals match and
+/// where is used). A trailing `*` drops the end boundary.
+fn literal_regex(lit: &str, out: &mut String) -> (usize, bool) {
+    let (body, open_end) = match lit.strip_suffix('*') {
+        Some(b) => (b, true),
+        None => (lit, false),
+    };
+    let start_boundary = body.bytes().next().is_some_and(is_token_byte);
+    out.push_str("(?:");
+    if start_boundary {
+        out.push_str("(?:^|");
+        out.push_str(BOUNDARY);
+        out.push(')');
+    }
+    escape(body, out);
+    if !open_end && body.bytes().last().is_some_and(is_token_byte) {
+        out.push_str("(?:$|");
+        out.push_str(BOUNDARY);
+        out.push(')');
+    }
+    out.push(')');
+    (body.len(), start_boundary)
+}
+
+/// A trie of `ua` literals, emitted as one prefix-factored regex.
+///
+/// Determinizing an unanchored alternation of hundreds of literals is slow
+/// when each literal is its own branch: every DFA state's closure holds every
+/// branch's start (1.8 s for the builtin database). Factored into a trie, the
+/// closure at the root holds one branch per distinct first byte, and the same
+/// language builds in milliseconds.
+#[derive(Default)]
+struct Trie {
+    children: std::collections::BTreeMap<u8, Trie>,
+    /// A literal ends here and needs an end boundary.
+    end_bounded: bool,
+    /// A literal ends here without one (`*`, or a last byte that is not a
+    /// token byte).
+    end_open: bool,
+}
+
+impl Trie {
+    fn insert(&mut self, lit: &str) {
+        let (body, open_end) = match lit.strip_suffix('*') {
+            Some(b) => (b, true),
+            None => (lit, false),
+        };
+        let mut node = self;
+        for b in body.bytes() {
+            node = node.children.entry(b.to_ascii_lowercase()).or_default();
+        }
+        // A body ending in a non-token byte needs no boundary after it.
+        if open_end || !body.bytes().last().is_some_and(is_token_byte) {
+            node.end_open = true;
+        } else {
+            node.end_bounded = true;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.children.is_empty() && !self.end_bounded && !self.end_open
+    }
+
+    /// The regex matching exactly the inserted literals, each with its end
+    /// boundary, as [`literal_regex`] writes them.
+    fn regex(&self, out: &mut String) {
+        let mut alts: Vec<String> = Vec::new();
+        for (&b, child) in &self.children {
+            let mut alt = String::new();
+            escape_byte(b, &mut alt);
+            child.regex(&mut alt);
+            alts.push(alt);
+        }
+        // Both when both: the match ends differ (before and after the
+        // boundary byte), and each end is resolved by the reverse DFA.
+        if self.end_bounded {
+            alts.push(format!("(?:$|{BOUNDARY})"));
+        }
+        if self.end_open {
+            alts.push(String::new());
+        }
+        match alts.len() {
+            0 => {}
+            1 => out.push_str(&alts[0]),
+            _ => {
+                out.push_str("(?:");
+                out.push_str(&alts.join("|"));
+                out.push(')');
+            }
+        }
+    }
+}
+
+fn alternation(needles: &[&str]) -> String {
+    let mut re = String::from("(?:");
+    for (i, n) in needles.iter().enumerate() {
+        if i > 0 {
+            re.push('|');
+        }
+        escape(n, &mut re);
+    }
+    re.push(')');
+    re
+}
+
+impl Automata {
+    /// Compiles the patterns of `db` (checked across entries by the caller).
+    ///
+    /// # Errors
+    /// [`DbError::Invalid`] for an over-long literal, [`DbError::Regex`] for a
+    /// `ua_regex` the DFA cannot compile, [`DbError::Build`] when an automaton
+    /// exceeds its size limit.
+    pub(super) fn build(db: &BotDb) -> Result<Automata, DbError> {
+        let build_err = |source| DbError::Build { source };
+        let mut literal_res: Vec<String> = Vec::new();
+        let mut literals = Vec::new();
+        let mut regex_res: Vec<String> = Vec::new();
+        let mut regexes = Vec::new();
+        for (i, bot) in db.bots().iter().enumerate() {
+            let entry = u32::try_from(i).map_err(|_| DbError::Build { source: "too many entries".into() })?;
+            for lit in &bot.ua {
+                if lit.len() > MAX_LITERAL_LEN {
+                    return Err(DbError::Invalid {
+                        index: i,
+                        name: bot.name.clone(),
+                        reason: format!("ua literal longer than {MAX_LITERAL_LEN} bytes"),
+                    });
+                }
+                let mut re = String::new();
+                let (len, start_boundary) = literal_regex(lit, &mut re);
+                literal_res.push(re);
+                literals.push(Literal { entry, len: len as u32, start_boundary });
+            }
+            if let Some(re) = &bot.ua_regex {
+                let regex_err = |source: Box<dyn std::error::Error + Send + Sync>| DbError::Regex {
+                    index: i,
+                    name: bot.name.clone(),
+                    source,
+                };
+                let hir = regex_automata::util::syntax::parse_with(re, &syntax_config())
+                    .map_err(|e| regex_err(Box::new(e)))?;
+                let min_len = hir.properties().minimum_len().unwrap_or(0);
+                // Compile alone first so that an error names the entry.
+                build_fwd(std::slice::from_ref(re)).map_err(|e| regex_err(e))?;
+                regex_res.push(format!("(?i:{re})"));
+                let min_len = u32::try_from(min_len).unwrap_or(u32::MAX);
+                regexes.push((rank(db.bots(), entry, Place::Clean, min_len), i));
+            }
+        }
+        let all_literals = literals_regex(db);
+        let mut fwd_patterns = vec![all_literals, alternation(SUSPECT_NEEDLES), alternation(MARKER_NEEDLES)];
+        fwd_patterns.extend(regex_res);
+        let fwd = build_fwd(&fwd_patterns).map_err(build_err)?;
+        let rev = build_rev(&literal_res).map_err(build_err)?;
+        let mut automata = Automata { fwd, rev, literals, regexes, shortcuts: Vec::new() };
+        automata.shortcuts = OPENINGS.iter().filter_map(|o| automata.walk_opening(o)).collect();
+        automata.shortcuts.sort_by_key(|s| std::cmp::Reverse(s.opening.len()));
+        Ok(automata)
+    }
+
+    /// Heap bytes used by the automata.
+    pub(super) fn memory_usage(&self) -> usize {
+        self.fwd.memory_usage() + self.rev.memory_usage()
+    }
+
+    /// Runs the reverse DFA backwards from `end`; calls `found` with each
+    /// literal whose match ends at `end` and the start of its body.
+    pub(super) fn literals_ending_at(&self, ua: &[u8], end: usize, mut found: impl FnMut(&Literal, usize)) {
+        let rev = &self.rev;
+        let input = Input::new(ua).range(..end).anchored(Anchored::Yes);
+        let Ok(mut sid) = rev.start_state_reverse(&input) else { return };
+        let mut report = |sid: StateID, at: usize| {
+            for i in 0..rev.match_len(sid) {
+                let lit = &self.literals[rev.match_pattern(sid, i).as_usize()];
+                // The match may begin with the consumed boundary byte.
+                let start = if lit.start_boundary && at < end && !is_token_byte(ua[at]) { at + 1 } else { at };
+                found(lit, start);
+            }
+        };
+        let lo = end.saturating_sub(MAX_LITERAL_LEN + 2);
+        for at in (lo..end).rev() {
+            sid = rev.next_state(sid, ua[at].to_ascii_lowercase());
+            if rev.is_special_state(sid) {
+                if rev.is_match_state(sid) {
+                    report(sid, at + 1);
+                } else if rev.is_dead_state(sid) || rev.is_quit_state(sid) {
+                    return;
+                }
+            }
+        }
+        if lo == 0 {
+            sid = rev.next_eoi_state(sid);
+            if rev.is_match_state(sid) {
+                report(sid, 0);
+            }
+        }
+    }
+
+    /// One walk of the forward DFA over the ASCII-lowercased bytes. Matches in a dense DFA are reported one
+    /// byte late (a match state reached on byte `i` means a match ending at
+    /// `i`) and at end of input, hence the final EOI transition.
+    pub(super) fn scan(&self, ua: &[u8]) -> Scan {
+        self.scan_with(ua, &self.shortcuts)
+    }
+
+    fn scan_with(&self, ua: &[u8], shortcuts: &[Shortcut]) -> Scan {
+        let mut scan = Scan::default();
+        let fwd = &self.fwd;
+        let Ok(mut sid) = fwd.start_state_forward(&Input::new(ua)) else {
+            // Cannot happen with these patterns (no Unicode word boundaries);
+            // fall back to the word rules alone.
+            scan.n_suspect = MAX_ENDS + 1;
+            scan.marker = has_marker(ua);
+            return scan;
+        };
+        // The walk over an opening always ends in the same state and reports
+        // at most a browser marker on the way (checked when it was computed).
+        let mut skip = 0;
+        if opens_with(ua, COMMON_PREFIX) {
+            let rest = &ua[COMMON_PREFIX.len()..];
+            if let Some(s) = shortcuts.iter().find(|s| opens_with(rest, &s.opening[COMMON_PREFIX.len()..])) {
+                sid = s.state;
+                skip = s.opening.len();
+                scan.marker = s.marker;
+            }
+        }
+        for (i, &b) in ua.iter().enumerate().skip(skip) {
+            sid = fwd.next_state(sid, b.to_ascii_lowercase());
+            if fwd.is_special_state(sid) {
+                if fwd.is_match_state(sid) {
+                    self.collect(sid, i, &mut scan);
+                } else if fwd.is_dead_state(sid) || fwd.is_quit_state(sid) {
+                    break;
+                }
+            }
+        }
+        sid = fwd.next_eoi_state(sid);
+        if fwd.is_match_state(sid) {
+            self.collect(sid, ua.len(), &mut scan);
+        }
+        scan
+    }
+
+    fn collect(&self, sid: StateID, end: usize, scan: &mut Scan) {
+        for i in 0..self.fwd.match_len(sid) {
+            match self.fwd.match_pattern(sid, i).as_usize() {
+                FWD_LITERALS => {
+                    if scan.n_ends < MAX_ENDS {
+                        scan.ends[scan.n_ends] = end as u32;
+                        scan.n_ends += 1;
+                    }
+                }
+                FWD_SUSPECT => {
+                    if let Some(slot) = scan.suspect_ends.get_mut(scan.n_suspect) {
+                        *slot = end as u32;
+                    }
+                    scan.n_suspect = (scan.n_suspect + 1).min(MAX_ENDS + 1);
+                }
+                FWD_MARKER => scan.marker = true,
+                pid => {
+                    let (rank, entry) = self.regexes[pid - FWD_REGEX0];
+                    if scan.regex.is_none_or(|(b, _)| rank < b) {
+                        scan.regex = Some((rank, entry));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The walk over a lowercase `opening` at the start of a UA, or `None`
+    /// if something other than a browser marker matches inside it, or it
+    /// reaches a dead or quit state: then skipping it would lose a report.
+    fn walk_opening(&self, opening: &'static [u8]) -> Option<Shortcut> {
+        let mut sid = self.fwd.start_state_forward(&Input::new(opening)).ok()?;
+        let mut scan = Scan::default();
+        for (i, &b) in opening.iter().enumerate() {
+            sid = self.fwd.next_state(sid, b);
+            if self.fwd.is_dead_state(sid) || self.fwd.is_quit_state(sid) {
+                return None;
+            }
+            if self.fwd.is_match_state(sid) {
+                self.collect(sid, i, &mut scan);
+            }
+        }
+        let only_marker = Scan { marker: scan.marker, ..Scan::default() };
+        (scan == only_marker).then_some(Shortcut { opening, state: sid, marker: scan.marker })
+    }
+}
+
+type BuildResult = Result<dense::DFA<Vec<u32>>, Box<dyn std::error::Error + Send + Sync>>;
+
+fn build_fwd<P: AsRef<str>>(patterns: &[P]) -> BuildResult {
+    build(patterns, StartKind::Unanchored, false)
+}
+
+fn build_rev<P: AsRef<str>>(patterns: &[P]) -> BuildResult {
+    build(patterns, StartKind::Anchored, true)
+}
+
+fn build<P: AsRef<str>>(patterns: &[P], start: StartKind, reverse: bool) -> BuildResult {
+    // Case-sensitive over lowercase patterns: the walks feed
+    // `to_ascii_lowercase` bytes. Case-insensitive compilation of the same
+    // literals is 10-20 times slower to determinize.
+    let syntax = syntax_config().case_insensitive(false);
+    let hirs = patterns
+        .iter()
+        .map(|p| regex_automata::util::syntax::parse_with(p.as_ref(), &syntax).map(without_uppercase))
+        .collect::<Result<Vec<_>, _>>()?;
+    let nfa = thompson::Compiler::new()
+        .configure(thompson::Config::new().utf8(false).reverse(reverse).which_captures(thompson::WhichCaptures::None))
+        .build_many_from_hir(&hirs)?;
+    let dfa = dense::Builder::new()
+        .configure(
+            dense::DFA::config()
+                .match_kind(MatchKind::All)
+                .start_kind(start)
+                .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+                .determinize_size_limit(Some(DFA_SIZE_LIMIT)),
+        )
+        .build_from_nfa(&nfa)?;
+    Ok(dfa)
+}
+
+/// `hir` without the ASCII uppercase letters.
+///
+/// The walks feed lowercased bytes, so no uppercase letter ever reaches an
+/// automaton and removing them changes no match. What it changes is the
+/// alphabet: a `(?i)` `ua_regex` such as `Java/[0-9]` splits `A`-`Z` into
+/// classes of their own, which took the forward DFA's byte classes from 59
+/// to 65, each state's row from 64 to 128 transitions, and the table from
+/// about 1.2 to 2.5 MiB, so a walk missed the cache far more often.
+fn without_uppercase(hir: Hir) -> Hir {
+    let upper = || ClassBytes::new([ClassBytesRange::new(b'A', b'Z')]);
+    match hir.into_kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Look(look) => Hir::look(look),
+        HirKind::Literal(regex_syntax::hir::Literal(bytes)) if bytes.iter().any(u8::is_ascii_uppercase) => Hir::fail(),
+        HirKind::Literal(regex_syntax::hir::Literal(bytes)) => Hir::literal(bytes),
+        HirKind::Class(Class::Bytes(mut class)) => {
+            class.difference(&upper());
+            Hir::class(Class::Bytes(class))
+        }
+        HirKind::Class(Class::Unicode(mut class)) => {
+            class.difference(&ClassUnicode::new([ClassUnicodeRange::new('A', 'Z')]));
+            Hir::class(Class::Unicode(class))
+        }
+        HirKind::Repetition(mut rep) => {
+            rep.sub = Box::new(without_uppercase(*rep.sub));
+            Hir::repetition(rep)
+        }
+        HirKind::Capture(mut cap) => {
+            cap.sub = Box::new(without_uppercase(*cap.sub));
+            Hir::capture(cap)
+        }
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(without_uppercase).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(without_uppercase).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::vocab::REFERENCE_BROWSERS;
+    use super::*;
+
+    #[test]
+    fn uppercase_in_a_ua_regex_matches_any_case_and_costs_no_classes() {
+        let yaml = "version: 1\nbots:\n  - {name: Jav, operator: T, category: tool, robots_tokens: [Jav], \
+                    ua_regex: '(?:^|[^A-Za-z0-9_-])JaVa/[0-9]', obeys_robots: false}\n";
+        let a = Automata::build(&BotDb::from_yaml(yaml).unwrap()).unwrap();
+        let entry = |ua: &str| a.scan(ua.as_bytes()).regex.map(|(_, entry)| entry);
+        for ua in ["Java/17.0.9", "JAVA/1.8", "x java/8"] {
+            assert_eq!(entry(ua), Some(0), "{ua}");
+        }
+        assert_eq!(entry("Javanese/1.0"), None);
+        // The walks never see uppercase, so the alphabet must not split it.
+        let classes = a.fwd.byte_classes();
+        assert!((b'A'..=b'Z').all(|b| classes.get(b) == classes.get(b'A')));
+    }
+
+    #[test]
+    fn starting_after_an_opening_changes_nothing() {
+        let db = BotDb::builtin();
+        let c = Automata::build(&db).unwrap();
+        assert_eq!(c.shortcuts.len(), OPENINGS.len(), "the builtin database allows every shortcut");
+        let samples = db.bots().iter().flat_map(|b| b.samples.iter().map(String::as_str));
+        // Each opening alone, with one more byte, and as a whole browser UA
+        // (in upper case too).
+        let openings: Vec<String> = OPENINGS
+            .iter()
+            .map(|o| String::from_utf8_lossy(o).into_owned())
+            .flat_map(|o| [o.clone(), format!("{o}1"), format!("{o}124.0 Safari/537.36"), o.to_uppercase() + "1"])
+            .collect();
+        let mut n = 0;
+        for ua in samples.chain(REFERENCE_BROWSERS.iter().copied()).chain(openings.iter().map(String::as_str)) {
+            let ua = ua.as_bytes();
+            assert_eq!(c.scan(ua), c.scan_with(ua, &[]), "{}", String::from_utf8_lossy(ua));
+            n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, s.opening)));
+        }
+        assert!(n > 100, "{n} UAs took a shortcut");
+        // Every sample glued right after each opening: literals that start
+        // at, or run across, the point where the fast walk resumes.
+        for o in OPENINGS {
+            for sample in db.bots().iter().flat_map(|b| b.samples.iter()) {
+                let ua = [o, sample.as_bytes()].concat();
+                assert_eq!(c.scan(&ua), c.scan_with(&ua, &[]), "{}", String::from_utf8_lossy(&ua));
+            }
+        }
+    }
+
+    /// The factored trie matches exactly where the plain alternation of the
+    /// per-literal regexes does (same match ends, overlapping included).
+    #[test]
+    fn trie_regex_ends_where_the_plain_alternation_does() {
+        let db = BotDb::from_yaml(
+            r#"
+version: 1
+bots:
+  - {name: A, operator: t, category: other-bot, robots_tokens: [A], ua: [bot, botx, "bot*", "Bo-T", "web.crawl"], obeys_robots: true}
+  - {name: B, operator: t, category: other-bot, robots_tokens: [B], ua: ["+http", ".NET CLR x", "zz!"], obeys_robots: true}
+  - {name: C, operator: t, category: tool, robots_tokens: [C], ua: ["aws-sdk-*", "aws-cli", "Yahoo! Slurp"], obeys_robots: false}
+"#,
+        )
+        .unwrap();
+        let mut plain = Vec::new();
+        for lit in db.bots().iter().flat_map(|b| &b.ua) {
+            let mut re = String::new();
+            literal_regex(lit, &mut re);
+            plain.push(re);
+        }
+        let plain = build_fwd(&[plain.join("|")]).unwrap();
+        let trie = build_fwd(&[literals_regex(&db)]).unwrap();
+        let ends = |dfa: &dense::DFA<Vec<u32>>, hay: &[u8]| {
+            let mut out = Vec::new();
+            let mut sid = dfa.start_state_forward(&Input::new(hay)).unwrap();
+            for (i, &b) in hay.iter().enumerate() {
+                sid = dfa.next_state(sid, b.to_ascii_lowercase());
+                if dfa.is_match_state(sid) {
+                    out.push(i);
+                }
+            }
+            if dfa.is_match_state(dfa.next_eoi_state(sid)) {
+                out.push(hay.len());
+            }
+            out
+        };
+        let hays: &[&[u8]] = &[
+            b"bot",
+            b"Bot/1 botx botxy xbot bot-t bo-t Bo-T/2",
+            b"a.web.crawl.b webxcrawl +http://x .net clr x zz!zz",
+            b"fa\xc3\xa7ade Fa\xc3\xa7ade/1 aws-sdk-java/1 aws-cli/2 aws-clix Yahoo! Slurp;",
+            b"",
+            b"\xff\x00bot\x00botx\xff",
+        ];
+        for hay in hays {
+            assert_eq!(ends(&plain, hay), ends(&trie, hay), "{}", String::from_utf8_lossy(hay));
+        }
+        // Pseudo-random mixes of the literals' pieces.
+        let pieces: &[&[u8]] = &[b"bot", b"x", b"-", b"t", b" ", b"aws-", b"sdk", b"cli", b"/", b"+http", b".", b"zz!"];
+        let mut seed = 0x2545_f491_u32;
+        for _ in 0..2000 {
+            let mut hay = Vec::new();
+            for _ in 0..8 {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                hay.extend_from_slice(pieces[seed as usize % pieces.len()]);
+            }
+            assert_eq!(ends(&plain, &hay), ends(&trie, &hay), "{}", String::from_utf8_lossy(&hay));
+        }
+    }
+}
