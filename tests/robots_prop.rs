@@ -290,3 +290,103 @@ fn reference_self_check() {
     assert!(!ref_allowed("user-agent: *\ndisallow: /a\n", "x", "/a"));
     assert!(ref_allowed("user-agent: *\ndisallow: /a\nallow: /a\n", "x", "/a"));
 }
+
+// ---------------------------------------------------------------------------
+// Issue #14: the proxy's verdict on a request-target equals its verdict on
+// the path a decoding origin would serve (or the target is refused).
+
+/// What a static origin that decodes every escape, resolves dot-segments and
+/// merges slashes serves for `target` (query kept as sent, but decoded).
+fn origin_serves(target: &[u8]) -> Option<Vec<u8>> {
+    let q = target.iter().position(|&b| b == b'?').unwrap_or(target.len());
+    let (path, query) = target.split_at(q);
+    let mut decoded = Vec::new();
+    let mut i = 0;
+    while i < path.len() {
+        if path[i] == b'%' {
+            let h = (*path.get(i + 1)? as char).to_digit(16)?;
+            let l = (*path.get(i + 2)? as char).to_digit(16)?;
+            decoded.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            decoded.push(path[i]);
+            i += 1;
+        }
+    }
+    let mut segs: Vec<&[u8]> = Vec::new();
+    for seg in decoded.split(|&b| b == b'/') {
+        match seg {
+            b"" | b"." => {}
+            b".." => {
+                segs.pop();
+            }
+            s => segs.push(s),
+        }
+    }
+    let mut out = b"/".to_vec();
+    out.extend(segs.join(&b'/'));
+    // RFC 3986 5.2.4: a path ending in `/`, `/.` or `/..` names a directory.
+    let last = decoded.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    if !segs.is_empty() && matches!(last, b"" | b"." | b"..") {
+        out.push(b'/');
+    }
+    out.extend(query);
+    Some(out)
+}
+
+const TARGET_PARTS: &[&str] = &[
+    "a", "private", "p", "%70", "rivate", "%2e", "%2E", "..", ".", "", "%2f", "~", "%7E", "user", "x.pdf", "pd%66", "f",
+];
+const RULES: &[&str] = &["/private/", "/*.pdf$", "/%7Euser", "/~user/", "/a/", "/p*e/", "/f", "/a/../"];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_proxy_judges_what_the_origin_serves(
+        parts in proptest::collection::vec(0..TARGET_PARTS.len(), 1..8),
+        rules in proptest::collection::vec((0..RULES.len(), any::<bool>()), 1..6),
+        query in proptest::option::of(0..TARGET_PARTS.len()),
+    ) {
+        use robotgate::target::{normalise, Target, TargetOptions};
+        let mut target = String::new();
+        for &p in &parts {
+            target.push('/');
+            target.push_str(TARGET_PARTS[p]);
+        }
+        if let Some(q) = query {
+            target.push_str("?q=");
+            target.push_str(TARGET_PARTS[q]);
+        }
+        let mut body = String::from("user-agent: *\n");
+        for (r, allow) in &rules {
+            body.push_str(if *allow { "allow: " } else { "disallow: " });
+            body.push_str(RULES[*r]);
+            body.push('\n');
+        }
+        let opts = TargetOptions::default();
+        let robots = RobotsTxt::compile_with(
+            body.as_bytes(),
+            robotgate::robots::Options { normalise: Some(opts), ..Default::default() },
+        );
+        let sel = robots.select(&["foobot"]);
+        let judged = match normalise(b"GET", target.as_bytes(), &opts) {
+            Ok(Target::Path(p)) => p.into_owned(),
+            Ok(_) => unreachable!("origin-form only"),
+            Err(_) => return Ok(()), // refused: never reaches the origin
+        };
+        let served = origin_serves(target.as_bytes());
+        prop_assert!(served.is_some(), "the origin refuses {target} but the proxy accepts it as {:?}",
+            String::from_utf8_lossy(&judged));
+        let served = served.unwrap();
+        // Spell what the origin serves as a request again, and judge that.
+        let respelled = match normalise(b"GET", &served, &opts) {
+            Ok(Target::Path(p)) => p.into_owned(),
+            _ => return Ok(()),
+        };
+        let a = robots.check(&sel, &judged);
+        let b = robots.check(&sel, &respelled);
+        prop_assert_eq!(a.allowed, b.allowed, "{} judged as {:?}, origin serves {:?}", target,
+            String::from_utf8_lossy(&judged), String::from_utf8_lossy(&served));
+    }
+}
