@@ -259,6 +259,14 @@ fn headers_that_disagree() {
     let (status, body) = raw(gate.port, &head);
     assert_eq!(status, 400, "{body}");
     assert!(!body.contains(SECRET));
+    // A browser's UA folded onto a bot's (obs-fold), or glued to it with a
+    // control byte, is refused by the HTTP parser; glued with a TAB it is
+    // one UA, and the bot in it is found.
+    for (glue, status) in [("\r\n ", 400), ("\u{1}", 400), ("\t", 403)] {
+        let head =
+            format!("GET /private/doc-1.html HTTP/1.1\r\nHost: localhost\r\nUser-Agent: {FIREFOX}{glue}{GPTBOT}");
+        assert_eq!(raw(gate.port, &head).0, status, "{glue:?}");
+    }
     // Two Host headers.
     let head = format!("GET /public.html HTTP/1.1\r\nHost: localhost\r\nHost: other.test\r\nUser-Agent: {FIREFOX}");
     assert_eq!(raw(gate.port, &head).0, 400);
