@@ -9,22 +9,13 @@ use std::time::Duration;
 
 use common::*;
 
-const CONFIG: &str = r#"
-listen: ["127.0.0.1:{port}"]
-threads: 2
-grace_period: 1
-sites:
-  - name: s
-    hosts: ["127.0.0.1", "localhost"]
-    upstream: { address: "ORIGIN", connect_timeout: 1, read_timeout: 1 }
-    robots: {dir}/robots.txt
-log:
-  violations: {dir}/violations.jsonl
-  level: error
-"#;
+fn config(origin: &str) -> String {
+    let upstream = format!("{{ address: \"{origin}\", connect_timeout: 1, read_timeout: 1 }}");
+    TestConfig { upstream: &upstream, level: "error", default: false, ..TestConfig::default() }.render()
+}
 
 fn start(origin: &str) -> Gate {
-    Gate::start(&CONFIG.replace("ORIGIN", origin), &[("robots.txt", b"User-agent: *\nDisallow: /private/\n")])
+    Gate::start(&config(origin), &[("robots.txt", b"User-agent: *\nDisallow: /private/\n")])
 }
 
 /// Send raw bytes, return what comes back (bounded wait).

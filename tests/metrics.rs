@@ -4,28 +4,6 @@ mod common;
 
 use common::*;
 
-const CONFIG: &str = r#"
-listen: ["127.0.0.1:{port}"]
-threads: 1
-grace_period: 1
-sites:
-  - name: m
-    hosts: ["127.0.0.1"]
-    default: true
-    upstream: "ORIGIN"
-    robots: {dir}/robots.txt
-    humans: {dir}/humans.txt
-  - name: down
-    hosts: ["down.test"]
-    upstream: "127.0.0.1:DEAD"
-    robots: {dir}/robots.txt
-log:
-  violations: {dir}/violations.jsonl
-  level: warn
-metrics:
-  listen: "127.0.0.1:{metrics}"
-"#;
-
 /// The value of the series whose line starts with `series` (name and labels).
 fn value(text: &str, series: &str) -> f64 {
     text.lines().find(|l| l.starts_with(series)).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0.0)
@@ -34,7 +12,20 @@ fn value(text: &str, series: &str) -> f64 {
 #[test]
 fn counters_match_a_scripted_sequence() {
     let origin = Origin::start();
-    let config = CONFIG.replace("ORIGIN", &origin.addr.to_string()).replace("DEAD", &free_port().to_string());
+    let upstream = format!("\"{}\"", origin.addr);
+    let down = format!(
+        "  - name: down\n    hosts: [\"down.test\"]\n    upstream: \"127.0.0.1:{}\"\n    robots: {{dir}}/robots.txt\n",
+        free_port()
+    );
+    let config = TestConfig {
+        upstream: &upstream,
+        threads: 1,
+        site: "humans: {dir}/humans.txt",
+        more_sites: &down,
+        metrics: true,
+        ..TestConfig::default()
+    }
+    .render();
     let robots = "User-agent: *\nDisallow: /private/\n\nUser-agent: bingbot\nCrawl-delay: 60\n";
     let gate = Gate::start(&config, &[("robots.txt", robots.as_bytes()), ("humans.txt", b"hi\n")]);
 
@@ -54,17 +45,17 @@ fn counters_match_a_scripted_sequence() {
 
     let text = get(&format!("http://127.0.0.1:{}/metrics", gate.metrics_port), &[]).body;
     let v = |s: &str| value(&text, s);
-    assert_eq!(v(r#"robotgate_requests_total{category="ai-crawler",site="m"}"#), 4.0, "{text}");
-    assert_eq!(v(r#"robotgate_requests_total{category="browser",site="m"}"#), 2.0);
-    assert_eq!(v(r#"robotgate_requests_total{category="search",site="m"}"#), 2.0);
-    assert_eq!(v(r#"robotgate_violations_total{action="block",bot="GPTBot",category="ai-crawler",site="m"}"#), 3.0);
-    assert_eq!(v(r#"robotgate_rate_limited_total{bot="bingbot",directive="crawl-delay",site="m"}"#), 1.0);
-    assert_eq!(v(r#"robotgate_files_served_total{file="robots.txt",site="m"}"#), 2.0);
-    assert_eq!(v(r#"robotgate_files_served_total{file="humans.txt",site="m"}"#), 1.0);
+    assert_eq!(v(r#"robotgate_requests_total{category="ai-crawler",site="s"}"#), 4.0, "{text}");
+    assert_eq!(v(r#"robotgate_requests_total{category="browser",site="s"}"#), 2.0);
+    assert_eq!(v(r#"robotgate_requests_total{category="search",site="s"}"#), 2.0);
+    assert_eq!(v(r#"robotgate_violations_total{action="block",bot="GPTBot",category="ai-crawler",site="s"}"#), 3.0);
+    assert_eq!(v(r#"robotgate_rate_limited_total{bot="bingbot",directive="crawl-delay",site="s"}"#), 1.0);
+    assert_eq!(v(r#"robotgate_files_served_total{file="robots.txt",site="s"}"#), 2.0);
+    assert_eq!(v(r#"robotgate_files_served_total{file="humans.txt",site="s"}"#), 1.0);
     assert_eq!(v(r#"robotgate_upstream_errors_total{site="down",status="502"}"#), 1.0, "{text}");
     assert_eq!(v("robotgate_reload_failures_total"), 0.0);
     let hash = robotgate::robots::RobotsTxt::compile(robots.as_bytes()).short_hash();
-    assert_eq!(v(&format!(r#"robotgate_robots_info{{hash="{hash}",site="m"}}"#)), 1.0, "{text}");
+    assert_eq!(v(&format!(r#"robotgate_robots_info{{hash="{hash}",site="s"}}"#)), 1.0, "{text}");
     // Every bot request that reached a decision was timed (4 GPTBot, 2 bingbot).
     assert_eq!(v("robotgate_decision_seconds_count"), 6.0, "{text}");
     // The metrics listener answers only /metrics.

@@ -9,25 +9,13 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const CONFIG: &str = r#"
-listen: ["127.0.0.1:{port}"]
-threads: 2
-grace_period: 1
-sites:
-  - name: s
-    hosts: ["127.0.0.1"]
-    default: true
-    upstream: { address: "ORIGIN", read_timeout: 2 }
-    robots: {dir}/robots.txt
-log:
-  violations: {dir}/violations.jsonl
-  level: warn
-metrics:
-  listen: "127.0.0.1:{metrics}"
-"#;
+fn config(origin: &Origin) -> String {
+    let upstream = format!("{{ address: \"{}\", read_timeout: 2 }}", origin.addr);
+    TestConfig { upstream: &upstream, metrics: true, ..TestConfig::default() }.render()
+}
 
 fn start(origin: &Origin, robots: &str) -> Gate {
-    Gate::start(&CONFIG.replace("ORIGIN", &origin.addr.to_string()), &[("robots.txt", robots.as_bytes())])
+    Gate::start(&config(origin), &[("robots.txt", robots.as_bytes())])
 }
 
 fn metric(gate: &Gate, name: &str) -> f64 {

@@ -270,3 +270,51 @@ pub const CHATGPT_USER: &str =
 pub const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0";
 pub const CHROME: &str =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+
+/// The configuration most tests share, as a [`Gate::start`] template: one
+/// site `s` (the default, unless `default` is false) on `127.0.0.1` and
+/// `localhost` in front of `upstream`,
+/// robots.txt from the temp dir, violations to `{dir}/violations.jsonl`,
+/// a one-second grace period.
+pub struct TestConfig<'a> {
+    /// The site's `upstream:` value, as YAML (`"127.0.0.1:8000"` or `{ address: …, read_timeout: 1 }`).
+    pub upstream: &'a str,
+    /// Worker threads.
+    pub threads: usize,
+    /// More keys of the site, one per line, without indentation.
+    pub site: &'a str,
+    /// More entries of `sites:`, as YAML indented by two spaces.
+    pub more_sites: &'a str,
+    /// `log.level`.
+    pub level: &'a str,
+    /// Serve metrics on `{metrics}`.
+    pub metrics: bool,
+    /// The site answers unknown hosts.
+    pub default: bool,
+}
+
+impl Default for TestConfig<'_> {
+    fn default() -> Self {
+        TestConfig {
+            upstream: "\"127.0.0.1:1\"",
+            threads: 2,
+            site: "",
+            more_sites: "",
+            level: "warn",
+            metrics: false,
+            default: true,
+        }
+    }
+}
+
+impl TestConfig<'_> {
+    /// The YAML template.
+    pub fn render(&self) -> String {
+        let site: String = self.site.lines().map(|l| format!("    {l}\n")).collect();
+        let metrics = if self.metrics { "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n" } else { "" };
+        format!(
+            "listen: [\"127.0.0.1:{{port}}\"]\nthreads: {}\ngrace_period: 1\nsites:\n  - name: s\n    hosts: [\"127.0.0.1\", \"localhost\"]\n    default: {}\n    upstream: {}\n    robots: {{dir}}/robots.txt\n{site}{}log:\n  violations: {{dir}}/violations.jsonl\n  level: {}\n{metrics}",
+            self.threads, self.default, self.upstream, self.more_sites, self.level
+        )
+    }
+}
