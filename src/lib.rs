@@ -11,11 +11,14 @@
 //!   request's facts, the site's rules and the rate state.
 //! * [`state`]: what outlives a request (rate-limit memory).
 //! * [`config`]: the YAML configuration and its validation.
+//! * [`managed`]: the robots.txt served: the site's file plus generated lines
+//!   (traps, AI-training opt-out, Content-Signal).
 //! * [`net`]: networks, `host:port` syntax, `Host` ports, as plain data.
 //! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
 
 pub mod agent;
 pub mod config;
+pub mod managed;
 pub mod net;
 pub mod policy;
 pub mod robots;

@@ -48,7 +48,12 @@ fn counters_match_a_scripted_sequence() {
     assert_eq!(v(r#"robotgate_requests_total{category="ai-crawler",site="s"}"#), 4.0, "{text}");
     assert_eq!(v(r#"robotgate_requests_total{category="browser",site="s"}"#), 2.0);
     assert_eq!(v(r#"robotgate_requests_total{category="search",site="s"}"#), 2.0);
-    assert_eq!(v(r#"robotgate_violations_total{action="block",bot="GPTBot",category="ai-crawler",site="s"}"#), 3.0);
+    assert_eq!(
+        v(
+            r#"robotgate_violations_total{action="block",bot="GPTBot",category="ai-crawler",robots_seen="false",site="s"}"#
+        ),
+        3.0
+    );
     assert_eq!(v(r#"robotgate_rate_limited_total{bot="bingbot",directive="crawl-delay",site="s"}"#), 1.0);
     assert_eq!(v(r#"robotgate_files_served_total{file="robots.txt",site="s"}"#), 2.0);
     assert_eq!(v(r#"robotgate_files_served_total{file="humans.txt",site="s"}"#), 1.0);

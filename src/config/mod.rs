@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use self::raw::*;
 use crate::net::{strip_port, Cidr};
-use crate::policy::PolicyConfig;
+use crate::policy::{Action, PolicyConfig};
 use crate::target::TargetOptions;
 
 /// One configuration problem, with where it is.
@@ -161,6 +161,38 @@ pub struct Site {
     pub policy: PolicyConfig,
     /// How request-targets are read.
     pub target: TargetOptions,
+    /// Trap paths, when set.
+    pub traps: Option<Traps>,
+    /// What robotgate adds to the site's robots.txt.
+    pub managed: Managed,
+}
+
+/// A site's traps: paths every group of its robots.txt disallows, which only
+/// a crawler that ignores robots.txt fetches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traps {
+    /// Path prefixes.
+    pub paths: Vec<String>,
+    /// How long a trapped client stays banned.
+    pub ban: Duration,
+    /// How long a path must have been served before a hit bans.
+    pub arm_after: Duration,
+    /// What a banned client gets.
+    pub action: Action,
+    /// Add a hidden link to the first trap in HTML pages.
+    pub inject_link: bool,
+}
+
+/// The default trap path.
+pub const DEFAULT_TRAP: &str = "/.well-known/robotgate/trap/";
+
+/// Lines robotgate adds to a site's robots.txt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Managed {
+    /// Disallow `/` to every AI-training crawler the file does not name.
+    pub ai_training_disallow: bool,
+    /// A `Content-Signal:` value for the `*` group.
+    pub content_signal: Option<String>,
 }
 
 #[cfg(test)]

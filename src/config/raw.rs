@@ -137,6 +137,42 @@ pub struct RawSite {
     /// How request-targets are read before they are judged.
     #[serde(default)]
     pub target: RawTarget,
+    /// Trap paths: disallowed for every group, a client that fetches one is banned.
+    #[serde(default)]
+    pub traps: Option<RawTraps>,
+    /// Lines robotgate adds to the site's robots.txt.
+    #[serde(default)]
+    pub managed: RawManaged,
+}
+
+/// `traps:` of a site.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTraps {
+    /// Path prefixes (default `["/.well-known/robotgate/trap/"]`).
+    pub paths: Option<Vec<String>>,
+    /// Seconds a trapped client stays banned (default 3600).
+    pub ban: Option<u64>,
+    /// Seconds a trap path must have been in the served robots.txt before a
+    /// hit bans (default 86400: crawlers may cache robots.txt for a day).
+    pub arm_after: Option<u64>,
+    /// What a banned client gets (default `block`), with its options.
+    #[serde(flatten)]
+    pub action: RawAction,
+    /// Add a hidden link to the first trap in HTML pages (default false).
+    #[serde(default)]
+    pub inject_link: bool,
+}
+
+/// `managed:` of a site.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawManaged {
+    /// `disallow`: add a group that disallows `/` to every AI-training
+    /// crawler and control token the file does not name; `allow` (default): add nothing.
+    pub ai_training: Option<String>,
+    /// A `Content-Signal:` value (contentsignals.org) for the `*` group.
+    pub content_signal: Option<String>,
 }
 
 /// `target:` of a site: how robotgate reads a request-target, to match how

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Config, ConfigError, Listen, LogTarget, Settings, Site, Upstream};
-use super::{RawAction, RawConfig, RawListen, RawPolicy, RawTarget, RawUpstream, RawUpstreamFull};
+use super::{Config, ConfigError, Listen, LogTarget, Managed, Settings, Site, Traps, Upstream, DEFAULT_TRAP};
+use super::{
+    RawAction, RawConfig, RawListen, RawManaged, RawPolicy, RawTarget, RawTraps, RawUpstream, RawUpstreamFull,
+};
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
 use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
@@ -168,6 +170,63 @@ fn target(field: &str, raw: &RawTarget, errors: &mut Vec<ConfigError>) -> Target
     TargetOptions { merge_slashes: raw.merge_slashes.unwrap_or(default.merge_slashes), encoded_slash, max_len }
 }
 
+fn traps(field: &str, raw: &RawTraps, errors: &mut Vec<ConfigError>) -> Option<Traps> {
+    let paths = raw.paths.clone().unwrap_or_else(|| vec![DEFAULT_TRAP.to_owned()]);
+    if paths.is_empty() {
+        errors.push(ConfigError::new(format!("{field}.paths"), "needs at least one path"));
+    }
+    for p in &paths {
+        // Written into robots.txt as a literal rule, and matched as a prefix
+        // of the normalised target: it must be a plain, normal path.
+        let normal = crate::target::normalise(b"GET", p.as_bytes(), &Default::default())
+            .is_ok_and(|t| matches!(t, crate::target::Target::Path(std::borrow::Cow::Borrowed(_))));
+        if !p.starts_with('/') || p == "/" || p.contains(['*', '$', '?', '#']) || !normal {
+            errors.push(ConfigError::new(
+                format!("{field}.paths"),
+                format!("`{p}` must be a normalised path below `/`, without `*`, `$`, `?` or `#`"),
+            ));
+        }
+    }
+    let secs = |key: &str, v: Option<u64>, default: u64, errors: &mut Vec<ConfigError>| {
+        let v = v.unwrap_or(default);
+        if v > 365 * 86_400 {
+            errors.push(ConfigError::new(format!("{field}.{key}"), format!("{v} seconds is more than a year")));
+        }
+        Duration::from_secs(v)
+    };
+    let ban = secs("ban", raw.ban, 3600, errors);
+    if ban.is_zero() {
+        errors.push(ConfigError::new(format!("{field}.ban"), "must be at least 1 second"));
+    }
+    let arm_after = secs("arm_after", raw.arm_after, 86_400, errors);
+    let action = action(field, &raw.action, errors)?;
+    Some(Traps { paths, ban, arm_after, action, inject_link: raw.inject_link })
+}
+
+fn managed(field: &str, raw: &RawManaged, errors: &mut Vec<ConfigError>) -> Managed {
+    let ai_training_disallow = match raw.ai_training.as_deref() {
+        None | Some("allow") => false,
+        Some("disallow") => true,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                format!("{field}.ai_training"),
+                format!("`{other}` is not one of allow, disallow"),
+            ));
+            false
+        }
+    };
+    if let Some(v) = &raw.content_signal {
+        no_crlf(&format!("{field}.content_signal"), v, errors);
+        if crate::robots::ext::parse_content_signal(v).is_none() {
+            errors.push(ConfigError::new(
+                format!("{field}.content_signal"),
+                format!("`{v}` is not a list of `name=yes|no` (contentsignals.org), e.g. \"search=yes, ai-train=no\""),
+            ));
+        }
+    }
+    Managed { ai_training_disallow, content_signal: raw.content_signal.clone() }
+}
+
 impl RawConfig {
     /// Check everything and build the runtime form.
     ///
@@ -277,7 +336,15 @@ impl RawConfig {
                 humans: s.humans.clone(),
                 policy,
                 target: target(&format!("{field}.target"), &s.target, &mut errors),
+                traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, &mut errors)),
+                managed: managed(&format!("{field}.managed"), &s.managed, &mut errors),
             });
+            if s.traps.is_some() && s.robots.is_none() {
+                errors.push(ConfigError::new(
+                    format!("{field}.traps"),
+                    "traps need a `robots:` file to be disallowed in (a compliant crawler must be told)",
+                ));
+            }
         }
         let mut trusted_proxies = Vec::new();
         for (i, c) in self.trusted_proxies.iter().enumerate() {

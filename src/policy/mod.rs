@@ -16,8 +16,9 @@ mod action;
 
 pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
 use crate::agent::{Agent, Category, Classifier};
+use crate::config::Traps;
 use crate::robots::{ext::VisitTime, RobotsTxt, Rule, Selection};
-use crate::state::{RateKey, RateState};
+use crate::state::{BanKey, RateKey, SeenKey, State};
 
 /// The facts of one request, gathered once by the proxy from what the client
 /// sent (all of it attacker-controlled).
@@ -45,6 +46,10 @@ pub struct SiteRules<'a> {
     pub robots: Option<&'a RobotsTxt>,
     /// Whether robotgate serves its `/humans.txt`.
     pub humans: bool,
+    /// Its traps, if any.
+    pub traps: Option<&'a Traps>,
+    /// When each trap path is armed (Unix seconds), parallel to `traps.paths`.
+    pub armed_at: &'a [u64],
 }
 
 /// The clock a decision reads: monotonic for rates, wall time for Visit-time.
@@ -128,6 +133,29 @@ pub struct Limited<'a> {
     pub enforce: bool,
 }
 
+/// A fetch of a trap path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrapHit<'a> {
+    /// The trap path hit.
+    pub path: &'a str,
+    /// Whether the client is now banned (the trap was armed and the client
+    /// is no verified crawler); otherwise the hit is only recorded.
+    pub banned: bool,
+    /// `banned`, `not-armed` or `verified-crawler`.
+    pub why: &'static str,
+    /// What a banned client gets.
+    pub action: &'a Action,
+}
+
+/// A request from a banned client.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Banned<'a> {
+    /// How long the ban still runs.
+    pub remaining: Duration,
+    /// What the client gets.
+    pub action: &'a Action,
+}
+
 /// What happens to the request.
 #[derive(Debug, Clone, Copy)]
 pub enum Outcome<'a> {
@@ -139,6 +167,10 @@ pub enum Outcome<'a> {
     Violation(Violation<'a>),
     /// Allowed, but not now.
     Limited(Limited<'a>),
+    /// A trap path was fetched.
+    Trap(TrapHit<'a>),
+    /// The client is banned.
+    Banned(Banned<'a>),
 }
 
 /// A decision: who asked (when it mattered) and what happens.
@@ -153,50 +185,117 @@ pub struct Decision<'s, 'r> {
     pub agent: Option<Agent<'r>>,
     /// What happens.
     pub outcome: Outcome<'s>,
+    /// For a violation, limit, trap or ban: whether this bot fetched the
+    /// site's robots.txt in the last [`ROBOTS_READ_WINDOW`].
+    pub robots_seen: Option<bool>,
 }
+
+/// How long a robots.txt read counts: RFC 9309 2.4 lets crawlers cache the
+/// file for up to 24 hours.
+pub const ROBOTS_READ_WINDOW: Duration = Duration::from_secs(86_400);
 
 /// Decide a request.
 ///
-/// Order: the site's own files first (never blocked or limited), then
-/// nothing to enforce without a robots.txt, then the User-Agent (browsers
-/// pass: robots.txt binds robots, not people), then the bot's group and the
-/// matching rule, then its pace and hours.
+/// Order: `/robots.txt` first (never refused; the read is remembered), then
+/// bans, then trap paths (whatever the User-Agent), then the other files,
+/// then nothing to enforce without a robots.txt, then the User-Agent
+/// (browsers pass: robots.txt binds robots, not people), then the bot's
+/// group and the matching rule, then its pace and hours.
 ///
 /// Cost: one classification, one group lookup and one matcher query; no
-/// allocation for browsers, at most the agent's token vector for robots, and
-/// one short lock in the rate state for a group with a pace.
+/// allocation for browsers, at most the agent's token vector for robots; one
+/// short lock in the state for a site with traps (the ban check), and for a
+/// bot whose group has a pace or that broke a rule.
 pub fn decide<'s: 'r, 'r>(
     facts: &RequestFacts<'r>,
     site: &SiteRules<'s>,
     classifier: &'s Classifier,
-    rates: &dyn RateState,
+    state: &dyn State,
     clock: Clock,
 ) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
+    let decided = |outcome| Decision { agent: None, outcome, robots_seen: None };
     if facts.fetch && path == b"/robots.txt" {
-        let outcome = if site.robots.is_some() { Outcome::File(SiteFile::Robots) } else { Outcome::Pass };
-        return Decision { agent: None, outcome };
+        let Some(_) = site.robots else { return decided(Outcome::Pass) };
+        let agent = classifier.classify(facts.user_agent);
+        if agent.is_bot() {
+            if let Some(key) = seen_key(site, &agent, facts) {
+                state.saw_robots(&key, clock.instant());
+            }
+        }
+        return Decision { agent: Some(agent), outcome: Outcome::File(SiteFile::Robots), robots_seen: None };
+    }
+    if let (Some(traps), Some(client)) = (site.traps, facts.client) {
+        let key = BanKey { client, site: site.name };
+        if let Some(remaining) = state.banned(&key, clock.instant()) {
+            let agent = classifier.classify(facts.user_agent);
+            let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
+            let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
+            return Decision { agent: Some(agent), outcome, robots_seen };
+        }
+        if let Some(i) = traps.paths.iter().position(|t| path.starts_with(t.as_bytes())) {
+            let agent = classifier.classify(facts.user_agent);
+            let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
+            let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
+            // Until identity checks land, a database robot that says it obeys
+            // robots.txt counts as a verified crawler: logged, never banned.
+            let verified = agent.is_known() && agent.obeys_robots == Some(true);
+            let banned = armed && !verified;
+            if banned {
+                state.ban(&key, clock.instant() + traps.ban);
+            }
+            let why = if banned {
+                "banned"
+            } else if verified {
+                "verified-crawler"
+            } else {
+                "not-armed"
+            };
+            let hit = TrapHit { path: &traps.paths[i], banned, why, action: &traps.action };
+            return Decision { agent: Some(agent), outcome: Outcome::Trap(hit), robots_seen };
+        }
     }
     if facts.fetch && site.humans && path == b"/humans.txt" {
-        return Decision { agent: None, outcome: Outcome::File(SiteFile::Humans) };
+        return decided(Outcome::File(SiteFile::Humans));
     }
     let Some(robots) = site.robots else {
-        return Decision { agent: None, outcome: Outcome::Pass };
+        return decided(Outcome::Pass);
     };
     let agent = classifier.classify(facts.user_agent);
     if !agent.is_bot() {
-        return Decision { agent: Some(agent), outcome: Outcome::Pass };
+        return Decision { agent: Some(agent), outcome: Outcome::Pass, robots_seen: None };
     }
     let who = Requester { is_bot: true, name: agent.name, category: agent.category, tokens: &agent.tokens };
     let j = judge(site.policy, robots, &who, facts.target);
     let outcome = match (j.rule, j.action) {
         (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
-        _ => match pace(&j, site, &agent, facts.client, rates, clock) {
+        _ => match pace(&j, site, &agent, facts.client, state, clock) {
             Some(limited) => Outcome::Limited(limited),
             None => Outcome::Pass,
         },
     };
-    Decision { agent: Some(agent), outcome }
+    let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_))
+        .then(|| read_robots(state, site, &agent, facts, clock));
+    Decision { agent: Some(agent), outcome, robots_seen }
+}
+
+/// Who a robots.txt read is remembered as: a database bot by name, anyone
+/// else by address and User-Agent.
+fn seen_key<'a>(site: &SiteRules<'a>, agent: &'a Agent<'_>, facts: &RequestFacts<'a>) -> Option<SeenKey<'a>> {
+    match (agent.is_known(), agent.name) {
+        (true, Some(name)) => Some(SeenKey::Bot { site: site.name, name }),
+        _ => facts.client.map(|client| SeenKey::Client { site: site.name, client, user_agent: facts.user_agent }),
+    }
+}
+
+fn read_robots(
+    state: &dyn State,
+    site: &SiteRules<'_>,
+    agent: &Agent<'_>,
+    facts: &RequestFacts<'_>,
+    clock: Clock,
+) -> bool {
+    seen_key(site, agent, facts).is_some_and(|k| state.read_robots_within(&k, ROBOTS_READ_WINDOW, clock.instant()))
 }
 
 /// Hold an allowed bot to its group's hours, then its pace.
@@ -205,7 +304,7 @@ fn pace<'s>(
     site: &SiteRules<'s>,
     agent: &Agent<'_>,
     client: Option<IpAddr>,
-    rates: &dyn RateState,
+    state: &dyn State,
     clock: Clock,
 ) -> Option<Limited<'s>> {
     let enforce = site.policy.action_for(agent.name, agent.category) != &Action::Log;
@@ -219,7 +318,7 @@ fn pace<'s>(
     let (rate, client) = (j.rate?, client?);
     let bot = agent.name.or_else(|| agent.tokens.first().copied()).unwrap_or("");
     let key = RateKey { client, site: site.name, bot };
-    rates.admit(&key, rate.interval, clock.instant()).err().map(|wait| limited(rate.directive, rate.line, wait))
+    state.admit(&key, rate.interval, clock.instant()).err().map(|wait| limited(rate.directive, rate.line, wait))
 }
 
 /// The facts about the requester that policy needs.
@@ -453,6 +552,8 @@ mod tests {
             Outcome::File(SiteFile::Humans) => "humans.txt",
             Outcome::Violation(_) => "violation",
             Outcome::Limited(_) => "limited",
+            Outcome::Trap(_) => "trap",
+            Outcome::Banned(_) => "banned",
         }
     }
 
@@ -460,16 +561,17 @@ mod tests {
     fn decide_gives_one_outcome_per_request() {
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site = SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: true };
+        let site =
+            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: true, traps: None, armed_at: &[] };
         let c = Classifier::builtin();
-        let rates = crate::state::RateTable::new(64);
+        let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 2 * 3600 }; // 02:00 UTC, inside bingbot's hours
         let d = |target: &'static [u8], ua: &'static [u8]| {
             let d = decide(&facts(target, ua), &site, &c, &rates, clock);
             (outcome_name(&d.outcome), d.agent.map(|a| a.category))
         };
-        assert_eq!(d(b"/robots.txt", GPTBOT), ("robots.txt", None), "files are served before anything else");
-        assert_eq!(d(b"/robots.txt?x=1", GPTBOT), ("robots.txt", None));
+        assert_eq!(d(b"/robots.txt", GPTBOT).0, "robots.txt", "files are served before anything else");
+        assert_eq!(d(b"/robots.txt?x=1", GPTBOT).0, "robots.txt");
         assert_eq!(d(b"/humans.txt", FIREFOX), ("humans.txt", None));
         assert_eq!(d(b"/private/a", FIREFOX), ("pass", Some(Category::Browser)), "people are not bound");
         assert_eq!(d(b"/private/a", GPTBOT), ("violation", Some(Category::AiCrawler)));
@@ -489,9 +591,10 @@ mod tests {
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
         let c = Classifier::builtin();
-        let rates = crate::state::RateTable::new(64);
+        let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 12 * 3600 }; // noon: outside 01:00-05:00
-        let site = SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false };
+        let site =
+            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
         match decide(&facts(b"/private/x", GPTBOT), &site, &c, &rates, clock).outcome {
             Outcome::Violation(v) => {
                 assert_eq!((v.rule.line, v.group, v.action.name()), (2, Some("*"), "block"));
@@ -513,5 +616,82 @@ mod tests {
             Outcome::Limited(l) => assert!(!l.enforce),
             o => panic!("{o:?}"),
         }
+    }
+
+    #[test]
+    fn a_trap_bans_whoever_fetches_it_once_armed_and_robots_txt_stays_open() {
+        let robots = RobotsTxt::compile(ROBOTS);
+        let policy = PolicyConfig::default();
+        let traps = Traps {
+            paths: vec!["/trap/".into()],
+            ban: Duration::from_secs(60),
+            arm_after: Duration::from_secs(0),
+            action: policy.default.clone(),
+            inject_link: false,
+        };
+        let c = Classifier::builtin();
+        let state = crate::state::MemoryState::new(64);
+        let t0 = Instant::now();
+        let at = |secs: u64| Clock::Fixed { instant: t0 + Duration::from_secs(secs), unix_secs: 1_000 + secs };
+        let armed_at = [1_000 + 10];
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: Some(&traps),
+            armed_at: &armed_at,
+        };
+        let from = |ip: &str, target: &'static [u8], ua: &'static [u8], secs: u64| {
+            let f = RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()) };
+            let d = decide(&f, &site, &c, &state, at(secs));
+            match d.outcome {
+                Outcome::Trap(t) => format!("trap:{}", t.why),
+                o => outcome_name(&o).to_owned(),
+            }
+        };
+        // Not armed yet: recorded, not banned.
+        assert_eq!(from("192.0.2.1", b"/trap/x", FIREFOX, 5), "trap:not-armed");
+        assert_eq!(from("192.0.2.1", b"/page", FIREFOX, 5), "pass");
+        // Armed: a browser-UA client is banned on every path but robots.txt.
+        assert_eq!(from("192.0.2.1", b"/trap/x", FIREFOX, 20), "trap:banned");
+        assert_eq!(from("192.0.2.1", b"/page", FIREFOX, 21), "banned");
+        assert_eq!(from("192.0.2.1", b"/robots.txt", FIREFOX, 21), "robots.txt");
+        assert_eq!(from("192.0.2.2", b"/page", FIREFOX, 21), "pass", "others are not banned");
+        // A crawler the database says obeys robots.txt is only recorded.
+        assert_eq!(from("192.0.2.3", b"/trap/x", BING, 22), "trap:verified-crawler");
+        assert_eq!(from("192.0.2.3", b"/page", FIREFOX, 22), "pass");
+        // The ban expires.
+        assert_eq!(from("192.0.2.1", b"/page", FIREFOX, 20 + 61), "pass");
+    }
+
+    #[test]
+    fn violations_say_whether_the_bot_read_robots_txt() {
+        let robots = RobotsTxt::compile(ROBOTS);
+        let policy = PolicyConfig::default();
+        let c = Classifier::builtin();
+        let state = crate::state::MemoryState::new(64);
+        let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
+        let site =
+            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let seen = |ip: &str| {
+            let f = RequestFacts {
+                fetch: true,
+                target: b"/private/x",
+                user_agent: GPTBOT,
+                client: Some(ip.parse().unwrap()),
+            };
+            decide(&f, &site, &c, &state, clock).robots_seen
+        };
+        assert_eq!(seen("192.0.2.1"), Some(false));
+        // GPTBot reads robots.txt from another address: known bots go by name.
+        let f = RequestFacts {
+            fetch: true,
+            target: b"/robots.txt",
+            user_agent: GPTBOT,
+            client: Some("198.51.100.1".parse().unwrap()),
+        };
+        decide(&f, &site, &c, &state, clock);
+        assert_eq!(seen("192.0.2.1"), Some(true));
     }
 }

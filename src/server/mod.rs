@@ -14,6 +14,7 @@ pub mod reload;
 pub mod respond;
 pub mod snapshot;
 pub mod telemetry;
+pub mod traps;
 pub mod violations;
 
 use std::path::Path;
@@ -32,7 +33,7 @@ use pingora::services::listening::Service;
 use self::proxy::Gate;
 use self::reload::Reloader;
 use self::violations::ViolationLog;
-use crate::state::RateTable;
+use crate::state::MemoryState;
 
 /// Options passed through to Pingora's server.
 #[derive(Debug, Clone, Default)]
@@ -129,6 +130,7 @@ pub fn serve_with(
     telemetry::init_logging(&snap.settings.log_level);
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
+    traps::persist(&snap);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
     let violations = Arc::new(ViolationLog::open(&config.violations).context("opening the violation log")?);
@@ -154,7 +156,7 @@ pub fn serve_with(
 
     let gate = Gate {
         snapshot: shared.clone(),
-        rates: Arc::new(RateTable::new(config.max_clients)),
+        state: Arc::new(MemoryState::new(config.max_clients)),
         violations: violations.clone(),
     };
     let mut proxy = pingora::proxy::http_proxy_service_with_name(&server.configuration, gate, "robotgate");

@@ -25,16 +25,16 @@ use super::telemetry::metrics;
 use super::violations::{now_rfc3339, Record, ViolationLog};
 use crate::agent::{Agent, Category};
 use crate::net::Cidr;
-use crate::policy::{self, Action, Clock, Limited, Outcome, RequestFacts, SiteFile, Violation};
-use crate::state::RateTable;
+use crate::policy::{self, Action, Banned, Clock, Limited, Outcome, RequestFacts, SiteFile, TrapHit, Violation};
+use crate::state::MemoryState;
 use crate::target::{self, Target};
 
 /// The proxy application.
 pub struct Gate {
     /// The live snapshot; reload swaps it.
     pub snapshot: Arc<ArcSwap<Snapshot>>,
-    /// Last-request times for rate limits (survives reloads).
-    pub rates: Arc<RateTable>,
+    /// Rate clocks, bans and robots.txt reads (survive reloads).
+    pub state: Arc<MemoryState>,
     /// The violation log.
     pub violations: Arc<ViolationLog>,
 }
@@ -49,6 +49,8 @@ pub struct Pending {
     pattern: Option<String>,
     line: Option<u32>,
     action: &'static str,
+    robots_seen: Option<bool>,
+    managed: bool,
     method: Method,
     path: String,
     host: String,
@@ -149,6 +151,8 @@ fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directiv
         pattern: None,
         line: None,
         action: "log",
+        robots_seen: None,
+        managed: false,
         method: req.method.clone(),
         path: String::from_utf8_lossy(req.raw_path()).into_owned(),
         host: host_of(req).to_owned(),
@@ -168,6 +172,8 @@ enum Step<'s> {
     File(SiteFile),
     Violation(Violation<'s>),
     Limited(Limited<'s>),
+    Trap(TrapHit<'s>),
+    Banned(Banned<'s>),
 }
 
 impl Gate {
@@ -201,41 +207,70 @@ impl Gate {
             client: ctx.client,
         };
         let started = Instant::now();
-        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.rates, Clock::System);
+        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.state, Clock::System);
+        let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
         let Some(agent) = decision.agent else {
-            return match decision.outcome {
+            return match outcome {
                 Outcome::File(f) => Step::File(f),
                 _ => Step::Forward,
             };
         };
         let category = agent.category;
+        if let Outcome::File(f) = outcome {
+            return Step::File(f); // robots.txt: classified only to remember the read.
+        }
         if let Some(counter) = Category::ALL.iter().position(|c| *c == category).and_then(|i| site.requests.get(i)) {
             counter.inc();
         }
-        if !agent.is_bot() {
+        if matches!(outcome, Outcome::Pass) && !agent.is_bot() {
             return Step::Forward;
         }
         let site_name = site.conf.name.as_str();
-        let step = match decision.outcome {
+        let seen = if robots_seen == Some(true) { "true" } else { "false" };
+        let count = |action: &str| {
+            metrics()
+                .violations
+                .with_label_values(&[site_name, bot_label(&agent), category.as_str(), action, seen])
+                .inc();
+        };
+        let step = match outcome {
             Outcome::Violation(v) => {
                 let action = v.action.name();
-                metrics()
-                    .violations
-                    .with_label_values(&[site_name, bot_label(&agent), category.as_str(), action])
-                    .inc();
+                count(action);
                 ctx.pending = Some(Pending {
                     pattern: Some(v.rule.pattern.clone()),
                     line: Some(v.rule.line),
                     action,
+                    robots_seen,
+                    managed: site.robots.as_ref().is_some_and(|r| v.rule.line > r.file_lines),
                     ..pending(req, &agent, v.group, v.rule.kind.as_str())
                 });
                 Step::Violation(v)
+            }
+            Outcome::Trap(t) => {
+                let action = if t.banned { "ban" } else { "log" };
+                count(action);
+                ctx.pending = Some(Pending {
+                    pattern: Some(t.path.to_owned()),
+                    action,
+                    robots_seen,
+                    managed: true,
+                    ..pending(req, &agent, None, "trap")
+                });
+                Step::Trap(t)
+            }
+            Outcome::Banned(b) => {
+                let action = b.action.name();
+                count(action);
+                ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "banned") });
+                Step::Banned(b)
             }
             Outcome::Limited(l) => {
                 metrics().rate_limited.with_label_values(&[site_name, bot_label(&agent), l.directive]).inc();
                 ctx.pending = Some(Pending {
                     line: Some(l.line),
                     action: if l.enforce { "rate-limit" } else { "log" },
+                    robots_seen,
                     ..pending(req, &agent, l.group, l.directive)
                 });
                 Step::Limited(l)
@@ -326,7 +361,9 @@ impl ProxyHttp for Gate {
                 ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
                 Ok(true)
             }
-            Step::Violation(v) => match v.action {
+            Step::Violation(Violation { action, .. })
+            | Step::Trap(TrapHit { banned: true, action, .. })
+            | Step::Banned(Banned { action, .. }) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
@@ -337,6 +374,7 @@ impl ProxyHttp for Gate {
                     Ok(true)
                 }
             },
+            Step::Trap(_) => Ok(false), // Not armed, or a verified crawler: recorded only.
             Step::Limited(l) if !l.enforce => Ok(false),
             Step::Limited(l) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
@@ -448,6 +486,8 @@ impl ProxyHttp for Gate {
             pattern: p.pattern.as_deref(),
             line: p.line,
             robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
+            managed: p.managed,
+            robots_seen: p.robots_seen,
             action: p.action,
             status,
         };

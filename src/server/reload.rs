@@ -72,6 +72,7 @@ impl Reloader {
             warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
         }
         publish_info(&new);
+        super::traps::persist(&new);
         let hashes: Vec<String> =
             new.sites.iter().map(|s| s.robots.as_ref().map_or_else(String::new, |r| r.hash.clone())).collect();
         self.snapshot.store(Arc::new(new));

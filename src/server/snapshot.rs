@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+use super::traps;
 use crate::agent::{BotDb, Classifier};
 use crate::config::{self, Config, Settings, Site};
 use crate::policy::{Action, SiteRules};
@@ -40,11 +41,16 @@ impl ServedFile {
     }
 }
 
-/// A site's robots.txt: served as is, enforced as compiled.
+/// A site's robots.txt: the file plus the lines robotgate manages
+/// ([`crate::managed`]), served and enforced as one.
 #[derive(Debug)]
 pub struct RobotsFile {
     /// What `/robots.txt` answers.
     pub file: ServedFile,
+    /// Lines of the site's own file; a rule on a later line is a managed one.
+    pub file_lines: u32,
+    /// Where each generated line came from (for `robotgate robots show`).
+    pub notes: Vec<(u32, String)>,
     /// The compiled rules.
     pub compiled: RobotsTxt,
     /// Short version hash for logs and metrics.
@@ -69,6 +75,8 @@ pub struct LiveSite {
     /// `robotgate_requests_total{site, category}` handles, by [`Category::ALL`]
     /// index, resolved once here rather than looked up per request.
     pub requests: Vec<prometheus::IntCounter>,
+    /// When each trap path is armed (Unix seconds), parallel to `conf.traps.paths`.
+    pub armed_at: Vec<u64>,
 }
 
 impl LiveSite {
@@ -79,6 +87,8 @@ impl LiveSite {
             policy: &self.conf.policy,
             robots: self.robots.as_ref().map(|r| &r.compiled),
             humans: self.humans.is_some(),
+            traps: self.conf.traps.as_ref(),
+            armed_at: &self.armed_at,
         }
     }
 }
@@ -98,6 +108,11 @@ pub struct Snapshot {
     /// When reading the sources began: a source modified at or after this
     /// may not be what the snapshot holds.
     pub read_at: SystemTime,
+    /// When each trap path was first served, new ones included: what
+    /// `serve` keeps in [`traps::state_path`].
+    pub traps_first_served: traps::FirstServed,
+    /// Where that is kept.
+    pub traps_state: PathBuf,
 }
 
 impl Snapshot {
@@ -242,6 +257,9 @@ pub fn load_config(
             }
         }
     };
+    let traps_state = traps::state_path(&settings, config_path);
+    let mut traps_first_served = traps::read(&traps_state);
+    let now_unix = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut sites = Vec::new();
     for site in site_confs {
         use std::net::ToSocketAddrs;
@@ -260,18 +278,47 @@ pub fn load_config(
             .iter()
             .map(|c| super::telemetry::metrics().requests.with_label_values(&[site.name.as_str(), c.as_str()]))
             .collect();
-        let mut files =
-            LiveSite { conf: site, upstream_addr, robots: None, humans: None, alternates: HashMap::new(), requests };
+        let armed_at = site.traps.as_ref().map_or_else(Vec::new, |t| {
+            let arm_after = t.arm_after.as_secs();
+            let mut first = |p: &String| *traps_first_served.entry(traps::key(&site.name, p)).or_insert(now_unix);
+            t.paths.iter().map(|p| first(p).saturating_add(arm_after)).collect()
+        });
+        let mut files = LiveSite {
+            conf: site,
+            upstream_addr,
+            robots: None,
+            humans: None,
+            alternates: HashMap::new(),
+            requests,
+            armed_at,
+        };
         let site = &files.conf;
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
         if let Some(path) = &site.robots {
             sources.push(path.clone());
             if let Some((body, mtime)) = read(path, "robots.txt", problems) {
+                let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
+                let effective = crate::managed::effective(&body, &site.managed, trap_paths, classifier.db());
+                if effective.cut_off {
+                    problems.push(Problem {
+                        file: path.clone(),
+                        line: None,
+                        message:
+                            "with the lines robotgate adds (traps, managed) it is longer than the 500 KiB crawlers read"
+                                .into(),
+                    });
+                }
                 // Rules are spelled as the proxy spells request-targets.
                 let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
-                let compiled = RobotsTxt::compile_with(&body, options);
+                let compiled = RobotsTxt::compile_with(&effective.body, options);
                 let hash = compiled.short_hash();
-                robots_file = Some(RobotsFile { file: ServedFile::new(body, mtime), compiled, hash });
+                robots_file = Some(RobotsFile {
+                    file: ServedFile::new(effective.body, mtime),
+                    file_lines: effective.file_lines,
+                    notes: effective.notes,
+                    compiled,
+                    hash,
+                });
             }
         }
         if let Some(path) = &site.humans {
@@ -307,7 +354,7 @@ pub fn load_config(
     }
     sources.sort();
     sources.dedup();
-    Ok(Snapshot { settings, classifier, sites, sources, bots_key, read_at })
+    Ok(Snapshot { settings, classifier, sites, sources, bots_key, read_at, traps_first_served, traps_state })
 }
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors

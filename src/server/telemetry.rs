@@ -51,7 +51,7 @@ pub fn metrics() -> &'static Metrics {
         violations: register_int_counter_vec!(
             "robotgate_violations_total",
             "Requests that break the site's robots.txt, by bot and action taken",
-            &["site", "bot", "category", "action"]
+            &["site", "bot", "category", "action", "robots_seen"]
         )
         .expect("metric registers once"),
         rate_limited: register_int_counter_vec!(

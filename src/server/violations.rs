@@ -55,6 +55,13 @@ pub struct Record<'a> {
     pub line: Option<u32>,
     /// Version of the robots.txt in force.
     pub robots_hash: &'a str,
+    /// The rule broken is one robotgate generated (a trap, a managed group),
+    /// not a line of the site's file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub managed: bool,
+    /// Whether the bot had fetched the site's robots.txt in the last 24 hours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub robots_seen: Option<bool>,
     /// Action taken.
     pub action: &'a str,
     /// Status returned (for proxied actions, the upstream's).
@@ -175,6 +182,8 @@ mod tests {
             pattern: Some("/p"),
             line: Some(2),
             robots_hash: "0123456789ab",
+            managed: false,
+            robots_seen: Some(false),
             action: "block",
             status: 403,
         }

@@ -1,20 +1,23 @@
-//! Per-client rate-limit state in process, in a fixed amount of memory.
+//! State in process, in a fixed amount of memory: rate-limit clocks, bans,
+//! and who has read robots.txt.
 //!
-//! Crawl-delay and Request-rate need "when did this bot last fetch from this
-//! site?". The answer lives in a set-associative table allocated once:
-//! `max_clients` entries in buckets of [`WAYS`]; a new client takes the least
-//! recently used entry of its bucket. Memory never grows with the number of
-//! distinct clients (an attacker rotating addresses only evicts), and a lookup
-//! is one hash and one short lock on a bucket.
+//! Each is a [`TimeTable`]: "key -> a time" in a set-associative table
+//! allocated once, with `capacity` entries in buckets of [`WAYS`]; a new key
+//! takes the empty or oldest entry of its bucket. Memory never grows with the
+//! number of distinct clients (an attacker rotating addresses only evicts),
+//! and a lookup is one hash and one short lock on a bucket.
 //!
-//! The cost of eviction is leniency: a client evicted from a full table is
-//! seen as new and gets one request through early. That errs towards letting
-//! a compliant crawler work, never towards blocking it.
+//! The cost of eviction is leniency: an evicted rate clock lets a client's
+//! next request through early, an evicted ban ends early, an evicted
+//! robots.txt read is forgotten. Each errs towards letting a client work,
+//! never towards blocking it.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use super::{BanKey, RateKey, SeenKey, State};
 
 /// Entries per bucket.
 pub const WAYS: usize = 4;
@@ -23,29 +26,32 @@ pub const WAYS: usize = 4;
 struct Entry {
     /// Hash of the key; 0 = empty.
     key: u64,
-    /// Nanoseconds since the table's epoch of the last admitted request.
-    last: u64,
+    /// Nanoseconds since the table's epoch (a time whose meaning is the
+    /// table's: last request, ban end, last read).
+    at: u64,
 }
 
-/// A bounded table of last-request times.
-pub struct RateTable {
+/// A bounded map from keys to times, the building block of the in-process
+/// state. Keys are kept as 64-bit hashes with a per-process random seed, so
+/// clients cannot aim collisions.
+pub struct TimeTable {
     buckets: Box<[Mutex<[Entry; WAYS]>]>,
     hasher: RandomState,
     epoch: Instant,
 }
 
-impl RateTable {
-    /// A table that tracks at most `max_clients` clients (rounded up to whole buckets).
-    pub fn new(max_clients: usize) -> RateTable {
-        let n = max_clients.div_ceil(WAYS).max(1);
-        RateTable {
+impl TimeTable {
+    /// A table that holds at most `capacity` keys (rounded up to whole buckets).
+    pub fn new(capacity: usize) -> TimeTable {
+        let n = capacity.div_ceil(WAYS).max(1);
+        TimeTable {
             buckets: (0..n).map(|_| Mutex::new([Entry::default(); WAYS])).collect(),
             hasher: RandomState::new(),
             epoch: Instant::now(),
         }
     }
 
-    /// How many clients the table can hold.
+    /// How many keys the table can hold.
     pub fn capacity(&self) -> usize {
         self.buckets.len() * WAYS
     }
@@ -55,26 +61,109 @@ impl RateTable {
         std::mem::size_of_val(&*self.buckets)
     }
 
+    fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos().min(u128::from(u64::MAX - 1)) as u64 + 1
+    }
+
+    fn instant(&self, ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(ns.saturating_sub(1))
+    }
+
+    /// Run `f` on the key's time (`None`: not in the table); a `Some`
+    /// returned by `f` is stored, taking the empty or oldest entry of the
+    /// bucket for a new key.
+    pub fn update<R>(&self, key: impl Hash, f: impl FnOnce(Option<Instant>) -> (Option<Instant>, R)) -> R {
+        let h = self.hasher.hash_one(key) | 1; // never 0, which marks an empty entry
+        let bucket = &self.buckets[(h >> 7) as usize % self.buckets.len()];
+        let mut entries = bucket.lock().unwrap_or_else(|e| e.into_inner());
+        let found = entries.iter().position(|e| e.key == h);
+        let (store, r) = f(found.map(|i| self.instant(entries[i].at)));
+        if let Some(t) = store {
+            let at = self.ns(t);
+            let i = found.unwrap_or_else(|| {
+                let oldest = entries.iter().enumerate().min_by_key(|(_, e)| if e.key == 0 { 0 } else { e.at });
+                oldest.map_or(0, |(i, _)| i)
+            });
+            entries[i] = Entry { key: h, at };
+        }
+        r
+    }
+}
+
+/// Last-request times for rate limits.
+pub struct RateTable(TimeTable);
+
+impl RateTable {
+    /// A table that tracks at most `max_clients` clients (rounded up to whole buckets).
+    pub fn new(max_clients: usize) -> RateTable {
+        RateTable(TimeTable::new(max_clients))
+    }
+
+    /// How many clients the table can hold.
+    pub fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+
+    /// Bytes of the table itself (it never grows).
+    pub fn memory_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+
     /// Admit a request from `key` at `now` if at least `interval` has passed
     /// since its last admitted request; otherwise return how long to wait.
     /// Refused requests do not move the clock.
     pub fn admit(&self, key: impl Hash, interval: Duration, now: Instant) -> Result<(), Duration> {
-        let h = self.hasher.hash_one(key) | 1; // never 0, which marks an empty entry
-        let now_ns = now.saturating_duration_since(self.epoch).as_nanos().min(u128::from(u64::MAX - 1)) as u64 + 1;
-        let bucket = &self.buckets[(h >> 7) as usize % self.buckets.len()];
-        let mut entries = bucket.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = entries.iter_mut().find(|e| e.key == h) {
-            let elapsed = Duration::from_nanos(now_ns.saturating_sub(e.last));
-            if elapsed < interval {
-                return Err(interval - elapsed);
+        self.0.update(key, |last| match last {
+            Some(last) if now.saturating_duration_since(last) < interval => {
+                (None, Err(interval - now.saturating_duration_since(last)))
             }
-            e.last = now_ns;
-            return Ok(());
+            _ => (Some(now), Ok(())),
+        })
+    }
+}
+
+/// All in-process state, each table bounded.
+pub struct MemoryState {
+    rates: RateTable,
+    bans: TimeTable,
+    seen: TimeTable,
+}
+
+impl MemoryState {
+    /// Tables of at most `max_clients` entries each.
+    pub fn new(max_clients: usize) -> MemoryState {
+        MemoryState {
+            rates: RateTable::new(max_clients),
+            bans: TimeTable::new(max_clients),
+            seen: TimeTable::new(max_clients),
         }
-        // New client: take the empty or least recently used entry.
-        let victim = entries.iter_mut().min_by_key(|e| if e.key == 0 { 0 } else { e.last }).expect("WAYS > 0");
-        *victim = Entry { key: h, last: now_ns };
-        Ok(())
+    }
+
+    /// The rate table (its size is reported by the fault tests).
+    pub fn rates(&self) -> &RateTable {
+        &self.rates
+    }
+}
+
+impl State for MemoryState {
+    fn admit(&self, key: &RateKey<'_>, interval: Duration, now: Instant) -> Result<(), Duration> {
+        self.rates.admit(key, interval, now)
+    }
+
+    fn ban(&self, key: &BanKey<'_>, until: Instant) {
+        self.bans.update(key, |old| (Some(old.map_or(until, |o| o.max(until))), ()));
+    }
+
+    fn banned(&self, key: &BanKey<'_>, now: Instant) -> Option<Duration> {
+        self.bans.update(key, |until| (None, until.filter(|u| *u > now).map(|u| u - now)))
+    }
+
+    fn saw_robots(&self, key: &SeenKey<'_>, now: Instant) {
+        self.seen.update(key, |_| (Some(now), ()));
+    }
+
+    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool {
+        self.seen.update(key, |last| (None, last.is_some_and(|t| now.saturating_duration_since(t) <= within)))
     }
 }
 

@@ -1,8 +1,14 @@
 //! State that outlives one request: what the policy needs to remember about
-//! past requests (today, when each bot last fetched from each site).
+//! past requests.
 //!
-//! The policy asks through the [`RateState`] trait, so where the memory lives
-//! is the deployment's choice: [`memory::RateTable`] keeps it in process, in a
+//! * rate clocks: when each bot last fetched from each site (Crawl-delay,
+//!   Request-rate);
+//! * bans: clients that fell into a trap, until when;
+//! * robots.txt reads: which bots fetched a site's robots.txt lately, so a
+//!   violation can say whether the bot had read the rule it broke.
+//!
+//! The policy asks through the [`State`] trait, so where the memory lives is
+//! the deployment's choice: [`memory::MemoryState`] keeps it in process, in a
 //! fixed amount of memory. The trait is synchronous and answers at once; a
 //! store shared between instances answers from a local view it keeps in step
 //! in the background, so no request waits on the network for it.
@@ -12,7 +18,7 @@ pub mod memory;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-pub use self::memory::RateTable;
+pub use self::memory::{MemoryState, RateTable, TimeTable};
 
 /// Whose pace a rate limit measures: one bot, from one address, on one site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,16 +31,54 @@ pub struct RateKey<'a> {
     pub bot: &'a str,
 }
 
-/// Memory of the last admitted request per [`RateKey`].
-pub trait RateState: Send + Sync {
+/// Who a ban holds: one client address on one site, whatever it claims to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BanKey<'a> {
+    /// The client address (after trusted proxies).
+    pub client: IpAddr,
+    /// The site's name.
+    pub site: &'a str,
+}
+
+/// Who read a site's robots.txt. Known bots go by name, since large crawlers
+/// fetch robots.txt from other addresses than they crawl from; anything else
+/// by address and User-Agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SeenKey<'a> {
+    /// A bot of the database, by name, on a site.
+    Bot {
+        /// The site's name.
+        site: &'a str,
+        /// The database name.
+        name: &'a str,
+    },
+    /// Any other client, by address and User-Agent, on a site.
+    Client {
+        /// The site's name.
+        site: &'a str,
+        /// The client address.
+        client: IpAddr,
+        /// The User-Agent header.
+        user_agent: &'a [u8],
+    },
+}
+
+/// Memory of past requests. Every method answers at once from memory.
+pub trait State: Send + Sync {
     /// Admit a request at `now` if at least `interval` has passed since the
     /// key's last admitted request; otherwise return how long to wait.
     /// Refused requests do not move the clock.
     fn admit(&self, key: &RateKey<'_>, interval: Duration, now: Instant) -> Result<(), Duration>;
-}
 
-impl RateState for RateTable {
-    fn admit(&self, key: &RateKey<'_>, interval: Duration, now: Instant) -> Result<(), Duration> {
-        RateTable::admit(self, key, interval, now)
-    }
+    /// Ban the key until `until` (a later ban extends, an earlier one does not shorten).
+    fn ban(&self, key: &BanKey<'_>, until: Instant);
+
+    /// How long the key's ban still runs, if it is banned at `now`.
+    fn banned(&self, key: &BanKey<'_>, now: Instant) -> Option<Duration>;
+
+    /// Remember that the key fetched robots.txt at `now`.
+    fn saw_robots(&self, key: &SeenKey<'_>, now: Instant);
+
+    /// Whether the key fetched robots.txt at most `within` before `now`.
+    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool;
 }
