@@ -146,4 +146,23 @@ mod tests {
         assert_eq!(resolve(&t, &["google", "nope"]), Err("nope".to_owned()));
         assert_eq!(resolve(&t, &["bing", "google"]).unwrap().len(), 2);
     }
+
+    #[test]
+    fn builtin_bot_db_links_resolve() {
+        let t = RangeTable::builtin();
+        let db = crate::agent::BotDb::builtin();
+        for bot in db.bots() {
+            resolve(&t, &bot.ip_ranges).unwrap_or_else(|n| panic!("{}: feed `{n}`", bot.name));
+        }
+        let googlebot = resolve(&t, &db.get("Googlebot").unwrap().ip_ranges).unwrap();
+        assert!(check(&googlebot, &t, ip("66.249.66.1")).is_in_range());
+        // A GPTBot address claiming to be Googlebot.
+        assert_eq!(check(&googlebot, &t, ip("132.196.86.1")), Evidence::NotInRange);
+        let gptbot = resolve(&t, &db.get("GPTBot").unwrap().ip_ranges).unwrap();
+        assert!(check(&gptbot, &t, ip("132.196.86.1")).is_in_range());
+        assert_eq!(
+            check(&resolve(&t, &db.get("bingbot").unwrap().ip_ranges).unwrap(), &t, ip("1.2.3.4")),
+            Evidence::NoData
+        );
+    }
 }
