@@ -5,6 +5,8 @@
 //!
 //! * [`robots`]: RFC 9309 parser, compiled matcher and linter.
 //! * [`agent`]: the bot database and the User-Agent classifier.
+//! * [`identity`]: verified identity: crawler IP range feeds compiled into a
+//!   prefix table, and the evidence they give about a claimed bot.
 //! * [`target`]: request-target normalisation, so the proxy judges the path
 //!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
@@ -18,6 +20,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod identity;
 pub mod managed;
 pub mod net;
 pub mod policy;

@@ -126,6 +126,15 @@ pub struct Bot {
     pub url: Option<String>,
     /// Real UA strings of this robot; tests check each classifies to it.
     pub samples: Vec<String>,
+    /// IP range feeds (by name, see [`crate::identity::BUILTIN_FEEDS`]) its
+    /// operator publishes for it; used by [`crate::identity::check`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ip_ranges: Vec<String>,
+    /// Host-name suffixes its forward-confirmed reverse DNS ends in
+    /// (`googlebot.com`), as the operator documents them. Matched on label
+    /// boundaries by the later DNS step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rdns: Vec<String>,
 }
 
 /// The YAML shape of one entry. Category stays a string so that a bad value is
@@ -148,6 +157,10 @@ struct RawBot {
     url: Option<String>,
     #[serde(default)]
     samples: Vec<String>,
+    #[serde(default)]
+    ip_ranges: Vec<String>,
+    #[serde(default)]
+    rdns: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -406,6 +419,8 @@ impl RawBot {
             obeys_robots: self.obeys_robots,
             url: self.url,
             samples: self.samples,
+            ip_ranges: self.ip_ranges,
+            rdns: self.rdns,
         };
         bot.check(index)?;
         Ok(bot)
@@ -438,6 +453,8 @@ impl Bot {
             ("control_tokens", &self.control_tokens),
             ("ua", &self.ua),
             ("samples", &self.samples),
+            ("ip_ranges", &self.ip_ranges),
+            ("rdns", &self.rdns),
         ];
         let singles = [("url", &self.url), ("ua_regex", &self.ua_regex)];
         let all = text_fields
@@ -459,6 +476,27 @@ impl Bot {
         for token in self.robots_tokens.iter().chain(&self.control_tokens) {
             if token.is_empty() || !token.bytes().all(|b| is_token_byte(b) || b == b'.') {
                 return bad(format!("robots.txt token `{token}` must be non-empty letters, digits, `_`, `-` or `.`"));
+            }
+        }
+        for feed in &self.ip_ranges {
+            if !crate::identity::is_builtin_feed(feed) {
+                let known: Vec<&str> = crate::identity::BUILTIN_FEEDS.iter().map(|(n, _)| *n).collect();
+                return bad(format!("ip_ranges: unknown feed `{feed}` (one of: {})", known.join(", ")));
+            }
+        }
+        for suffix in &self.rdns {
+            let labels_ok = suffix.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            });
+            // At least two labels: a bare `com` would verify anyone's host name.
+            if !labels_ok || !suffix.contains('.') || suffix.len() > 253 {
+                return bad(format!(
+                    "rdns `{suffix}`: a lowercase host-name suffix with at least two labels (googlebot.com), no leading dot"
+                ));
             }
         }
         if self.ua.is_empty() && self.ua_regex.is_none() {
@@ -626,5 +664,24 @@ mod tests {
         let names: Vec<&str> = merged.bots().iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["foobot", "BarBot", "BAZBOT"]);
         assert_eq!(merged.get("FOOBOT").unwrap().ua, ["FooBot2"]);
+    }
+
+    #[test]
+    fn ip_ranges_must_name_an_embedded_feed() {
+        let ok = db(&[entry("FooBot", "    ua: [FooBot]\n    ip_ranges: [google-common-crawlers]\n")]);
+        assert_eq!(BotDb::from_yaml(&ok).unwrap().bots()[0].ip_ranges, ["google-common-crawlers"]);
+        let bad = db(&[entry("FooBot", "    ua: [FooBot]\n    ip_ranges: [google-crawlers]\n")]);
+        let err = BotDb::from_yaml(&bad).unwrap_err().to_string();
+        assert!(err.contains("unknown feed `google-crawlers`"), "{err}");
+    }
+
+    #[test]
+    fn rdns_suffixes_are_checked() {
+        let ok = db(&[entry("FooBot", "    ua: [FooBot]\n    rdns: [googlebot.com, crawl.yahoo.net]\n")]);
+        assert_eq!(BotDb::from_yaml(&ok).unwrap().bots()[0].rdns, ["googlebot.com", "crawl.yahoo.net"]);
+        for bad in ["com", ".googlebot.com", "GoogleBot.com", "google..com", "-x.com", "x_y.com", "a.com."] {
+            let text = db(&[entry("FooBot", &format!("    ua: [FooBot]\n    rdns: ['{bad}']\n"))]);
+            assert!(BotDb::from_yaml(&text).is_err(), "{bad}");
+        }
     }
 }

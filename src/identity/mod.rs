@@ -1,0 +1,168 @@
+//! Verified identity: is this client really the robot its User-Agent names?
+//!
+//! robotgate classifies by User-Agent, which anyone can send. Crawler
+//! operators publish where their robots come from; this module turns that into
+//! evidence, as pure data:
+//!
+//! * [`ranges`]: the operators' IP range feeds, parsed strictly and compiled
+//!   into one [`RangeTable`]; a lookup is a binary search.
+//! * [`check`]: the verdict for one bot entry and one client address.
+//!
+//! Later slices, in the server layer because they need I/O: forward-confirmed
+//! reverse DNS against a bot's `rdns` suffixes (the resolver answers are then
+//! judged here, as plain data), Web Bot Auth signatures, refreshing the feeds
+//! (`robotgate feeds update`) and the proxy's use of the verdict.
+
+pub mod ranges;
+
+use std::net::IpAddr;
+
+pub use ranges::{
+    is_builtin_feed, Feed, FeedError, FeedId, FeedInfo, Hit, Prefix, RangeTable, TableError, BUILTIN_FEEDS,
+};
+
+/// What the IP range feeds say about a client claiming to be a bot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// The address is in one of the bot's feeds.
+    InRange {
+        /// The feed that lists it.
+        feed: FeedId,
+        /// Its most specific prefix containing the address.
+        prefix: Prefix,
+    },
+    /// The bot has feeds and the address is in none of them (it may be in
+    /// another operator's feed: an address of Bing claiming to be Googlebot is
+    /// `NotInRange`).
+    NotInRange,
+    /// The bot has no feed, so ranges cannot tell. Reverse DNS or a signature
+    /// (later slices) may still.
+    NoData,
+}
+
+impl Evidence {
+    /// Whether this is [`Evidence::InRange`].
+    pub fn is_in_range(&self) -> bool {
+        matches!(self, Evidence::InRange { .. })
+    }
+}
+
+/// Judges `ip` against the feeds a bot entry trusts (`entry_ranges`, resolved
+/// once with [`resolve`]).
+///
+/// `NoData` when `entry_ranges` is empty; otherwise `InRange` for the first of
+/// the entry's feeds (in table order) listing `ip`, else `NotInRange`.
+/// IPv4-mapped IPv6 addresses are judged as IPv4.
+///
+/// Cost: one binary search plus a scan of the few feeds listing `ip`; no
+/// allocation.
+///
+/// # Example
+/// ```
+/// use robotgate::identity::{check, resolve, Evidence, RangeTable};
+/// let table = RangeTable::builtin();
+/// let googlebot = resolve(&table, &["google-common-crawlers"]).unwrap();
+/// assert!(check(&googlebot, &table, "66.249.66.1".parse().unwrap()).is_in_range());
+/// assert_eq!(check(&googlebot, &table, "192.0.2.1".parse().unwrap()), Evidence::NotInRange);
+/// assert_eq!(check(&[], &table, "66.249.66.1".parse().unwrap()), Evidence::NoData);
+/// ```
+pub fn check(entry_ranges: &[FeedId], table: &RangeTable, ip: IpAddr) -> Evidence {
+    if entry_ranges.is_empty() {
+        return Evidence::NoData;
+    }
+    match table.hits(ip).iter().find(|h| entry_ranges.contains(&h.feed)) {
+        Some(h) => Evidence::InRange { feed: h.feed, prefix: h.prefix },
+        None => Evidence::NotInRange,
+    }
+}
+
+/// Resolves feed names (a bot entry's `ip_ranges`) to ids of `table`.
+///
+/// # Errors
+/// The first name `table` does not have.
+pub fn resolve<S: AsRef<str>>(table: &RangeTable, names: &[S]) -> Result<Vec<FeedId>, String> {
+    names.iter().map(|n| table.feed_id(n.as_ref()).ok_or_else(|| n.as_ref().to_owned())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn table() -> RangeTable {
+        RangeTable::compile(&[
+            ("google", r#"{"prefixes": [{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}]}"#),
+            ("bing", r#"{"prefixes": [{"ipv4Prefix": "157.55.39.0/24"}, {"ipv4Prefix": "66.249.64.16/28"}]}"#),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn in_range_names_feed_and_prefix() {
+        let t = table();
+        let g = resolve(&t, &["google"]).unwrap();
+        match check(&g, &t, ip("66.249.64.1")) {
+            Evidence::InRange { feed, prefix } => {
+                assert_eq!(t.feed(feed).name, "google");
+                assert_eq!(prefix.to_string(), "66.249.64.0/27");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(check(&g, &t, ip("::ffff:66.249.64.1")).is_in_range());
+        assert!(check(&g, &t, ip("2001:4860:4801:10::abcd")).is_in_range());
+    }
+
+    #[test]
+    fn another_operators_range_is_not_verification() {
+        let t = table();
+        let g = resolve(&t, &["google"]).unwrap();
+        // A Bing address claiming to be Googlebot.
+        assert_eq!(check(&g, &t, ip("157.55.39.7")), Evidence::NotInRange);
+        // In both feeds: verified for each, by its own feed.
+        let b = resolve(&t, &["bing"]).unwrap();
+        match check(&b, &t, ip("66.249.64.20")) {
+            Evidence::InRange { feed, prefix } => {
+                assert_eq!(t.feed(feed).name, "bing");
+                assert_eq!(prefix.to_string(), "66.249.64.16/28");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(check(&g, &t, ip("66.249.64.20")).is_in_range());
+    }
+
+    #[test]
+    fn no_feeds_is_no_data() {
+        let t = table();
+        assert_eq!(check(&[], &t, ip("66.249.64.1")), Evidence::NoData);
+        assert_eq!(check(&[], &t, ip("192.0.2.1")), Evidence::NoData);
+    }
+
+    #[test]
+    fn resolve_reports_unknown_names() {
+        let t = table();
+        assert_eq!(resolve(&t, &["google", "nope"]), Err("nope".to_owned()));
+        assert_eq!(resolve(&t, &["bing", "google"]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn builtin_bot_db_links_resolve() {
+        let t = RangeTable::builtin();
+        let db = crate::agent::BotDb::builtin();
+        for bot in db.bots() {
+            resolve(&t, &bot.ip_ranges).unwrap_or_else(|n| panic!("{}: feed `{n}`", bot.name));
+        }
+        let googlebot = resolve(&t, &db.get("Googlebot").unwrap().ip_ranges).unwrap();
+        assert!(check(&googlebot, &t, ip("66.249.66.1")).is_in_range());
+        // A GPTBot address claiming to be Googlebot.
+        assert_eq!(check(&googlebot, &t, ip("132.196.86.1")), Evidence::NotInRange);
+        let gptbot = resolve(&t, &db.get("GPTBot").unwrap().ip_ranges).unwrap();
+        assert!(check(&gptbot, &t, ip("132.196.86.1")).is_in_range());
+        assert_eq!(
+            check(&resolve(&t, &db.get("bingbot").unwrap().ip_ranges).unwrap(), &t, ip("1.2.3.4")),
+            Evidence::NoData
+        );
+    }
+}
