@@ -112,7 +112,7 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
 /// word-set lookup per word; runs for every browser UA, allocates nothing.
 fn foreign_word(ua: &[u8]) -> Option<Option<&str>> {
     const OPENING: &[u8] = b"mozilla/5.0 (";
-    if ua.len() <= OPENING.len() || !ua[..OPENING.len()].eq_ignore_ascii_case(OPENING) {
+    if ua.len() <= OPENING.len() || !ua[..OPENING.len()].eq_ignore_ascii_case(OPENING) || is_plain_frozen(ua) {
         return None;
     }
     let sets = sets();
@@ -192,6 +192,43 @@ fn foreign_word(ua: &[u8]) -> Option<Option<&str>> {
         return None;
     }
     Some(name.and_then(|w| as_str(trim_name(&ua[w.start..w.end]))))
+}
+
+/// Whether `ua` is, whole, one of the frozen strings most desktop traffic
+/// sends (Chrome, Firefox and Safari after their UA reductions) with only the
+/// versions varying: the common case of [`foreign_word`] in one comparison
+/// instead of a word-by-word pass.
+fn is_plain_frozen(ua: &[u8]) -> bool {
+    const CHROME: &[u8] = b" safari/537.36";
+    const FIREFOX: &[u8] = b") gecko/20100101 firefox/";
+    #[rustfmt::skip]
+    const SHAPES: &[(&[u8], &[u8], bool)] = &[
+        (b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/", CHROME, false),
+        (b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/", CHROME, false),
+        (b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/", CHROME, false),
+        (b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/", b" safari/605.1.15", false),
+        (b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:", FIREFOX, true),
+        (b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:", FIREFOX, true),
+        (b"mozilla/5.0 (x11; linux x86_64; rv:", FIREFOX, true),
+        (b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:", FIREFOX, true),
+    ];
+    let version = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit() || **b == b'.').count();
+    SHAPES.iter().any(|&(opening, middle, versioned_end)| {
+        if ua.len() <= opening.len() || !ua[..opening.len()].eq_ignore_ascii_case(opening) {
+            return false;
+        }
+        let rest = &ua[opening.len()..];
+        let rest = &rest[version(rest)..];
+        if rest.len() < middle.len() || !rest[..middle.len()].eq_ignore_ascii_case(middle) {
+            return false;
+        }
+        let rest = &rest[middle.len()..];
+        if versioned_end {
+            version(rest) == rest.len() && !rest.is_empty()
+        } else {
+            rest.is_empty()
+        }
+    })
 }
 
 /// `en`, `de-DE`, `zh_CN`, `es-419`: a language tag in a platform comment.
@@ -753,6 +790,15 @@ mod tests {
         ] {
             assert_eq!(slow(ua), None, "{ua}");
         }
+    }
+
+    #[test]
+    fn plain_frozen_shapes_are_only_whole_strings() {
+        assert!(is_plain_frozen(b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"));
+        assert!(is_plain_frozen(b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0"));
+        assert!(!is_plain_frozen(b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0 Zorblax"));
+        assert!(!is_plain_frozen(b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Zorblax/1"));
+        assert!(!is_plain_frozen(b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/"));
     }
 
     #[test]
