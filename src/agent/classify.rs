@@ -68,20 +68,24 @@ fn announced_name<'a>(ua: &'a [u8], bot: &Bot, announced: &[&'a str], scan: &Sca
     let extends = |token: &str, name: &str| {
         token.len() >= name.len() && token.as_bytes()[..name.len()].eq_ignore_ascii_case(name.as_bytes())
     };
+    let of_family = |token: &str| extends(token, &bot.name) || literals().any(|l| extends(token, l));
+    let tool = bot.category == Category::Tool;
+    let name = if tool { unknown::analyze(ua, &signals(scan)).and_then(|u| u.name) } else { None };
+    // A robot that names itself with a robot word and mentions the library
+    // or automation it runs on is the robot, even when it names the library
+    // too: `HeadlessChrome/87.0 YextBot/Java`.
+    if let Some(name) = name.filter(|n| unknown::is_robot_name(n) && !of_family(n)) {
+        return Some(name);
+    }
     // A UA that announces the entry's own name is that robot, whatever else it says.
     if announced.iter().any(|t| t.eq_ignore_ascii_case(&bot.name)) {
         return None;
     }
-    let of_family = |token: &str| extends(token, &bot.name) || literals().any(|l| extends(token, l));
     if let Some(token) = announced.iter().copied().find(|t| of_family(t)) {
         return Some(token);
     }
-    if bot.category == Category::Tool {
-        // A robot that names itself and mentions its library is the robot.
-        let name = unknown::analyze(ua, &signals(scan))?.name?;
-        return (!of_family(name)).then_some(name);
-    }
-    None
+    // Any other name a tool's user gives itself: `Ruby, Twurly v1.1`.
+    name.filter(|n| !of_family(n))
 }
 
 impl Classifier {
@@ -326,6 +330,17 @@ bots:
         let c = Classifier::new(&db()).unwrap();
         assert_eq!(name(&c, "curl/8.0 Googlebot/2.1"), Some("Googlebot"));
         assert_eq!(name(&c, "curl/8.0"), Some("curl"));
+    }
+
+    #[test]
+    fn a_robot_on_an_automation_tool_is_the_robot() {
+        let c = Classifier::builtin();
+        let ua = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 ZorbBot/Java Safari/537.36";
+        let a = c.classify(ua);
+        assert_eq!((a.name, a.announced), (Some("HeadlessChrome"), Some("ZorbBot")));
+        // A plain tool keeps its name.
+        let ua = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36";
+        assert_eq!(c.classify(ua).announced, None);
     }
 
     #[test]
