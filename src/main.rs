@@ -1,4 +1,4 @@
-//! The `robotgate` command line: `serve`, `check`, `lint`, `classify`, `config check`, `demo`.
+//! The `robotgate` command line: `serve`, `check`, `lint`, `classify`, `config check`, `robots show`, `demo`.
 
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
@@ -58,6 +58,9 @@ enum Command {
     /// Configuration commands.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// robots.txt commands.
+    #[command(subcommand)]
+    Robots(RobotsCommand),
     /// Is URL allowed for USER_AGENT by ROBOTS_FILE? Exit 0 allowed, 1 disallowed, 2 error.
     ///
     /// Google's `robots_main` interface: USER_AGENT is the crawler's product
@@ -102,6 +105,20 @@ enum ConfigCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum RobotsCommand {
+    /// Print the robots.txt each site serves: its file plus the lines robotgate
+    /// adds (traps, managed groups), each added line with a comment saying why.
+    Show {
+        /// The configuration file.
+        #[arg(long, short, default_value = "conf/robotgate.yaml")]
+        config: PathBuf,
+        /// Only this site (by name).
+        #[arg(long)]
+        site: Option<String>,
+    },
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     Text,
@@ -127,6 +144,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Config(ConfigCommand::Check { config }) => config_check(&config),
+        Command::Robots(RobotsCommand::Show { config, site }) => robots_show(&config, site.as_deref()),
         Command::Demo { port, dir } => {
             robotgate::server::demo::run(port, dir)?;
             Ok(ExitCode::SUCCESS)
@@ -237,6 +255,36 @@ fn lint(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}", serde_json::Value::Array(json))?;
     }
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn robots_show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<ExitCode> {
+    let snap = robotgate::server::snapshot::load(config).map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{}", lines.join("\n"))
+    })?;
+    let mut out = io::stdout().lock();
+    let mut shown = 0;
+    for site in snap.sites.iter().filter(|s| only.is_none_or(|n| s.conf.name == n)) {
+        shown += 1;
+        writeln!(out, "# ---- site {} ----", site.conf.name)?;
+        let Some(robots) = &site.robots else {
+            writeln!(out, "# no robots.txt: /robots.txt goes to the origin\n")?;
+            continue;
+        };
+        let body = String::from_utf8_lossy(&robots.file.body);
+        for (i, line) in body.lines().enumerate() {
+            let n = i as u32 + 1;
+            match robots.notes.iter().find(|(l, _)| *l == n) {
+                Some((_, why)) => writeln!(out, "{line}  # robotgate: {why}")?,
+                None => writeln!(out, "{line}")?,
+            }
+        }
+        writeln!(out)?;
+    }
+    if shown == 0 {
+        anyhow::bail!("no site named `{}`", only.unwrap_or_default());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn config_check(config: &std::path::Path) -> anyhow::Result<ExitCode> {

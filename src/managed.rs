@@ -140,9 +140,14 @@ pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &Bot
         if !tokens.is_empty() {
             w.line("", None);
             for t in &tokens {
-                let bot = db.bots().iter().find(|b| b.robots_tokens.iter().chain(&b.control_tokens).any(|x| x == t));
-                let from = bot.map_or_else(String::new, |b| format!(" ({}, {})", b.name, b.operator));
-                w.line(&format!("User-agent: {t}"), Some(format!("managed.ai_training: AI crawler{from}")));
+                let note = match db.bots().iter().find(|b| b.control_tokens.iter().any(|x| x == t)) {
+                    Some(b) => format!("managed.ai_training: usage-control token of {} ({})", b.name, b.operator),
+                    None => match db.bots().iter().find(|b| b.robots_tokens.iter().any(|x| x == t)) {
+                        Some(b) => format!("managed.ai_training: AI crawler {} ({})", b.name, b.operator),
+                        None => "managed.ai_training".to_owned(),
+                    },
+                };
+                w.line(&format!("User-agent: {t}"), Some(note));
             }
             w.line("Disallow: /", Some("managed.ai_training: disallow".into()));
         }
@@ -156,6 +161,32 @@ pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &Bot
     Effective { body: w.body, file_lines, notes: w.notes, cut_off }
 }
 
+/// The largest HTML page a trap link is put into; larger pages pass untouched
+/// (the page must be held whole to be changed).
+pub const INJECT_MAX_BYTES: usize = 1 << 20;
+
+/// The link to a trap that robotgate puts into HTML pages: hidden from
+/// people (not displayed, out of the tab order and the accessibility tree,
+/// no text) and marked `nofollow`, so only a crawler that ignores both the
+/// markup and robots.txt follows it.
+pub fn trap_link(path: &str) -> String {
+    // Trap paths are validated as plain normalised paths: nothing to escape
+    // but `&` and `"`, which a path may hold.
+    let href = path.replace('&', "&amp;").replace('"', "&quot;");
+    format!("<a href=\"{href}\" rel=\"nofollow\" style=\"display:none\" aria-hidden=\"true\" tabindex=\"-1\"></a>")
+}
+
+/// `body` with `link` inserted before its last `</body>` (any case), or at
+/// the end when it has none.
+pub fn inject(body: &[u8], link: &[u8]) -> Vec<u8> {
+    let at = body.windows(7).rposition(|w| w.eq_ignore_ascii_case(b"</body>")).unwrap_or(body.len());
+    let mut out = Vec::with_capacity(body.len() + link.len());
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(link);
+    out.extend_from_slice(&body[at..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +196,16 @@ mod tests {
     }
 
     const FILE: &[u8] = b"User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nUser-agent: GPTBot\nAllow: /";
+
+    #[test]
+    fn the_link_goes_before_the_last_body_end_tag() {
+        let link = trap_link("/trap/");
+        assert!(link.contains("href=\"/trap/\"") && link.contains("nofollow") && link.contains("display:none"));
+        assert_eq!(inject(b"<html><BODY>hi</BODY></html>", b"L"), b"<html><BODY>hiL</BODY></html>");
+        assert_eq!(inject(b"a</body>b</body>", b"L"), b"a</body>bL</body>");
+        assert_eq!(inject(b"no end tag", b"L"), b"no end tagL");
+        assert_eq!(inject(b"", b"L"), b"L");
+    }
 
     #[test]
     fn nothing_managed_is_the_file_itself() {

@@ -68,6 +68,8 @@ pub struct Ctx {
     client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
     noindex: Option<String>,
+    /// A page to put the trap link into: the link, and the body held so far.
+    inject: Option<(Bytes, Vec<u8>)>,
     /// The normalised target a robot was judged by, when it differs from
     /// what it sent: the origin gets exactly what was judged.
     rewrite: Option<Vec<u8>>,
@@ -131,6 +133,19 @@ pub fn add_forwarded_headers(session: &Session, upstream_request: &mut RequestHe
 
 fn host_of(req: &RequestHeader) -> &str {
     req.headers.get("host").and_then(|h| h.to_str().ok()).or_else(|| req.uri.host()).unwrap_or("")
+}
+
+/// The length of a response a trap link can be put into: a whole,
+/// uncompressed `text/html` 200 of known length up to
+/// [`crate::managed::INJECT_MAX_BYTES`]. Compressed, other and streamed
+/// (chunked) responses pass untouched.
+fn injectable(resp: &ResponseHeader) -> Option<usize> {
+    let header = |name: &str| resp.headers.get(name).and_then(|v| v.to_str().ok());
+    let html = header("content-type")
+        .is_some_and(|t| t.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("text/html")));
+    let plain = header("content-encoding").is_none_or(|e| e.trim().eq_ignore_ascii_case("identity"));
+    let len = header("content-length")?.trim().parse::<usize>().ok()?;
+    (resp.status.as_u16() == 200 && html && plain && len <= crate::managed::INJECT_MAX_BYTES).then_some(len)
 }
 
 /// Bot label for metrics: only database names, so clients cannot mint series.
@@ -421,7 +436,34 @@ impl ProxyHttp for Gate {
             upstream_response.insert_header("x-robots-tag", value)?;
         }
         ctx.status = upstream_response.status.as_u16();
+        if let Some(link) = ctx.site().and_then(|s| s.trap_link.clone()) {
+            if let Some(len) = injectable(upstream_response) {
+                upstream_response.insert_header("content-length", len + link.len())?;
+                ctx.inject = Some((link, Vec::with_capacity(len)));
+            }
+        }
         Ok(())
+    }
+
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut Ctx,
+    ) -> Result<Option<Duration>> {
+        // Hold the page whole (it is bounded by `injectable`), then send it
+        // with the trap link in.
+        if let Some((link, held)) = ctx.inject.as_mut() {
+            if let Some(chunk) = body.take() {
+                held.extend_from_slice(&chunk);
+            }
+            if end_of_stream {
+                *body = Some(Bytes::from(crate::managed::inject(held, link)));
+                ctx.inject = None;
+            }
+        }
+        Ok(None)
     }
 
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {

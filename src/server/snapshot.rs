@@ -77,6 +77,8 @@ pub struct LiveSite {
     pub requests: Vec<prometheus::IntCounter>,
     /// When each trap path is armed (Unix seconds), parallel to `conf.traps.paths`.
     pub armed_at: Vec<u64>,
+    /// The link put into HTML pages, with `traps.inject_link`.
+    pub trap_link: Option<Bytes>,
 }
 
 impl LiveSite {
@@ -283,6 +285,12 @@ pub fn load_config(
             let mut first = |p: &String| *traps_first_served.entry(traps::key(&site.name, p)).or_insert(now_unix);
             t.paths.iter().map(|p| first(p).saturating_add(arm_after)).collect()
         });
+        let trap_link = site
+            .traps
+            .as_ref()
+            .filter(|t| t.inject_link)
+            .and_then(|t| t.paths.first())
+            .map(|p| Bytes::from(crate::managed::trap_link(p)));
         let mut files = LiveSite {
             conf: site,
             upstream_addr,
@@ -291,6 +299,7 @@ pub fn load_config(
             alternates: HashMap::new(),
             requests,
             armed_at,
+            trap_link,
         };
         let site = &files.conf;
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());

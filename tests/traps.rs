@@ -1,0 +1,224 @@
+//! Issue #16 against the real binary: trap paths in every group of the
+//! served robots.txt, bans for whoever fetches one (whatever its User-Agent),
+//! arming that waits and survives a restart, the hidden link in HTML pages,
+//! the managed robots.txt, and `robots_seen` in violation records.
+//!
+//! Client addresses are played through a trusted proxy's X-Forwarded-For.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::{get, wait_lines, Gate, BINGBOT, FIREFOX, GPTBOT};
+use robotgate::robots::RobotsTxt;
+
+const PAGE: &str = "<html><body><p>hello</p></body></html>";
+
+/// An origin with an HTML page, a JSON document, a gzip-encoded page and a
+/// chunked page; anything else is a small text answer.
+fn origin() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(conn));
+        }
+    });
+    addr
+}
+
+fn serve(conn: TcpStream) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(mut w) = conn.try_clone() else { return };
+    let mut r = BufReader::new(conn);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                break;
+            }
+        }
+        let resp = match path.as_str() {
+            "/page.html" => format!("HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\r\n{PAGE}", PAGE.len()),
+            "/data.json" => "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{\"a\":\"</body>\"}".to_owned(),
+            "/gz.html" => format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\n\r\n{PAGE}", PAGE.len()),
+            "/chunked.html" => format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{PAGE}\r\n0\r\n\r\n", PAGE.len()),
+            p => format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\norigin {p}", p.len() + 7),
+        };
+        if w.write_all(resp.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+const ROBOTS: &str =
+    "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /nogpt/\n";
+
+fn config(origin: SocketAddr, traps: &str) -> String {
+    format!(
+        r#"
+listen: ["127.0.0.1:{{port}}"]
+trusted_proxies: ["127.0.0.1/32"]
+sites:
+  - name: s
+    hosts: ["localhost", "127.0.0.1"]
+    default: true
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+{traps}
+    managed:
+      ai_training: disallow
+      content_signal: "search=yes, ai-train=no"
+log:
+  violations: "{{dir}}/violations.jsonl"
+"#
+    )
+}
+
+fn as_client(gate: &Gate, path: &str, ip: &str, ua: &str) -> u16 {
+    get(&gate.url(path), &[("X-Forwarded-For", ip), ("User-Agent", ua)]).status
+}
+
+fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
+    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() {
+    let origin = origin();
+    let traps = "    traps:\n      paths: [\"/trap/\"]\n      ban: 2\n      arm_after: 0\n      inject_link: true";
+    let gate = Gate::start(&config(origin, traps), &[("robots.txt", ROBOTS.as_bytes())]);
+
+    // The served robots.txt disallows the trap for every group, not only `*`.
+    let served = get(&gate.url("/robots.txt"), &[]).body;
+    let robots = RobotsTxt::compile(served.as_bytes());
+    for agent in ["Googlebot", "GPTBot", "SomeCrawler", "ClaudeBot"] {
+        assert!(!robots.allows(agent, "/trap/anything").allowed, "{agent} is not told about the trap:\n{served}");
+    }
+    assert!(robots.allows("Googlebot", "/private/x").allowed, "the file's own groups still decide the rest");
+    assert!(!robots.allows("ClaudeBot", "/page.html").allowed, "managed: AI crawlers the file does not name");
+    assert!(served.contains("Content-Signal: search=yes, ai-train=no"));
+    assert!(served.starts_with(ROBOTS), "the site's file comes first, unchanged");
+
+    // A client with a browser's User-Agent follows the trap: banned on every
+    // path but /robots.txt; other clients are not.
+    assert_eq!(as_client(&gate, "/page.html", "203.0.113.5", FIREFOX), 200);
+    assert_eq!(as_client(&gate, "/trap/x", "203.0.113.5", FIREFOX), 403);
+    assert_eq!(as_client(&gate, "/page.html", "203.0.113.5", FIREFOX), 403);
+    assert_eq!(as_client(&gate, "/robots.txt", "203.0.113.5", FIREFOX), 200);
+    assert_eq!(as_client(&gate, "/page.html", "203.0.113.6", FIREFOX), 200);
+    // A crawler the database says obeys robots.txt is recorded, not banned.
+    assert_eq!(as_client(&gate, "/trap/x", "203.0.113.7", BINGBOT), 200);
+    assert_eq!(as_client(&gate, "/page.html", "203.0.113.7", BINGBOT), 200);
+
+    let recs = records(&gate, 3);
+    let trap: Vec<_> = recs.iter().filter(|r| r["directive"] == "trap").collect();
+    assert_eq!(trap.len(), 2, "{recs:?}");
+    assert_eq!((trap[0]["action"].as_str(), trap[0]["client"].as_str()), (Some("ban"), Some("203.0.113.5")));
+    assert_eq!(trap[0]["managed"], true);
+    assert_eq!(trap[1]["action"], "log", "the verified crawler");
+    assert!(recs.iter().any(|r| r["directive"] == "banned" && r["status"] == 403));
+
+    // The ban runs out (2 s); allow generous time.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while as_client(&gate, "/page.html", "203.0.113.5", FIREFOX) != 200 {
+        assert!(Instant::now() < deadline, "the ban did not expire");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn the_hidden_link_goes_only_into_whole_uncompressed_html() {
+    let origin = origin();
+    let traps = "    traps:\n      paths: [\"/trap/\"]\n      inject_link: true";
+    let gate = Gate::start(&config(origin, traps), &[("robots.txt", ROBOTS.as_bytes())]);
+    let page = get(&gate.url("/page.html"), &[("User-Agent", FIREFOX)]);
+    assert!(page.body.contains(r#"<a href="/trap/" rel="nofollow""#), "{}", page.body);
+    assert!(page.body.ends_with("</p><a href=\"/trap/\" rel=\"nofollow\" style=\"display:none\" aria-hidden=\"true\" tabindex=\"-1\"></a></body></html>"), "{}", page.body);
+    assert_eq!(page.header("content-length").and_then(|l| l.parse::<usize>().ok()), Some(page.body.len()));
+    assert_eq!(get(&gate.url("/data.json"), &[]).body, "{\"a\":\"</body>\"}");
+    // A gzip body and a chunked one pass byte for byte.
+    let mut s = TcpStream::connect(("127.0.0.1", gate.port)).unwrap();
+    s.write_all(b"GET /gz.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    assert!(raw.ends_with(PAGE), "{raw}");
+    let chunked = get(&gate.url("/chunked.html"), &[]);
+    assert_eq!(chunked.body, PAGE);
+}
+
+#[test]
+fn a_new_trap_is_only_recorded_until_armed_and_arming_survives_a_restart() {
+    let origin = origin();
+    let traps = "    traps:\n      paths: [\"/trap/\", \"/old-trap/\"]\n      arm_after: 3600";
+    let files: &[(&str, &[u8])] = &[("robots.txt", ROBOTS.as_bytes())];
+    let mut gate = Gate::start(&config(origin, traps), files);
+    // New: in force in robots.txt, but a hit is only recorded.
+    assert_eq!(as_client(&gate, "/trap/x", "198.51.100.9", FIREFOX), 200);
+    assert_eq!(as_client(&gate, "/page.html", "198.51.100.9", FIREFOX), 200, "not banned before arm_after");
+    let recs = records(&gate, 1);
+    assert_eq!((recs[0]["directive"].as_str(), recs[0]["action"].as_str()), (Some("trap"), Some("log")));
+    // When each path was first served is kept beside the log.
+    let state_path = gate.path("robotgate-traps.json");
+    let state: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    assert_eq!(state.len(), 2, "{state:?}");
+    // Make `/old-trap/` two hours old, as if served before a restart.
+    let old = state["s\t/old-trap/"].as_u64().unwrap() - 7200;
+    let mut state = state;
+    state.insert("s\t/old-trap/".into(), old.into());
+    std::fs::write(&state_path, serde_json::to_string(&state).unwrap()).unwrap();
+    gate.stop();
+    let config_text = std::fs::read_to_string(gate.path("robotgate.yaml")).unwrap();
+    let port = gate.port;
+    let restarted = std::process::Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .args(["serve", "--config", gate.path("robotgate.yaml").to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _restarted = Guard(restarted);
+    assert!(config_text.contains(&port.to_string()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "robotgate did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The old trap is armed after the restart; the new one still is not.
+    assert_eq!(as_client(&gate, "/trap/x", "198.51.100.10", FIREFOX), 200);
+    assert_eq!(as_client(&gate, "/page.html", "198.51.100.10", FIREFOX), 200);
+    assert_eq!(as_client(&gate, "/old-trap/x", "198.51.100.11", FIREFOX), 403);
+    assert_eq!(as_client(&gate, "/page.html", "198.51.100.11", FIREFOX), 403);
+}
+
+/// Kills the process when dropped, so a failed assertion leaves none behind.
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn violation_records_say_whether_the_bot_had_read_robots_txt() {
+    let origin = origin();
+    let gate = Gate::start(&config(origin, ""), &[("robots.txt", ROBOTS.as_bytes())]);
+    assert_eq!(as_client(&gate, "/nogpt/a", "192.0.2.1", GPTBOT), 403);
+    // GPTBot reads robots.txt from another address, then breaks it again.
+    assert_eq!(as_client(&gate, "/robots.txt", "192.0.2.2", GPTBOT), 200);
+    assert_eq!(as_client(&gate, "/nogpt/b", "192.0.2.1", GPTBOT), 403);
+    let recs = records(&gate, 2);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    assert_eq!(recs[0]["robots_seen"], false);
+    assert_eq!(recs[1]["robots_seen"], true);
+    assert_eq!(recs[1]["line"], 8, "lines point into the site's file");
+    assert!(recs[1].get("managed").is_none(), "a rule of the file is not a managed one");
+}
