@@ -9,6 +9,7 @@
 //!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
 //!   request's facts, the site's rules and the rate state.
+//! * [`record`]: the violation record and the aggregation of repeats.
 //! * [`state`]: what outlives a request (rate-limit memory).
 //! * [`config`]: the YAML configuration and its validation.
 //! * [`net`]: networks, `host:port` syntax, `Host` ports, as plain data.
@@ -18,6 +19,7 @@ pub mod agent;
 pub mod config;
 pub mod net;
 pub mod policy;
+pub mod record;
 pub mod robots;
 pub mod state;
 pub mod target;

@@ -5,7 +5,7 @@
 //! * [`respond`]: responses robotgate writes itself.
 //! * [`snapshot`]: the immutable per-request view and its loader.
 //! * [`reload`]: file watching and SIGHUP.
-//! * [`violations`]: the violation log writer.
+//! * [`violations`]: the violation log writer (aggregation, SIGUSR1 reopen, rotation).
 //! * [`telemetry`]: logging and metrics.
 
 pub mod demo;
@@ -131,7 +131,9 @@ pub fn serve_with(
     reload::publish_info(&snap);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
-    let violations = Arc::new(ViolationLog::open(&config.violations).context("opening the violation log")?);
+    let violations =
+        Arc::new(ViolationLog::open(&config.violations, &config.violation_log).context("opening the violation log")?);
+    violations::reopen_on_sigusr1(violations.clone()).context("installing the SIGUSR1 handler")?;
     let shared = Arc::new(ArcSwap::from_pointee(snap));
 
     let mut conf = ServerConf {
