@@ -72,6 +72,10 @@ impl ViolationLog {
     /// # Errors
     /// When the file cannot be opened for appending.
     pub fn open(target: &LogTarget, options: &LogOptions) -> io::Result<ViolationLog> {
+        Self::open_with_queue(target, options, QUEUE)
+    }
+
+    fn open_with_queue(target: &LogTarget, options: &LogOptions, queue: usize) -> io::Result<ViolationLog> {
         let window = u64::try_from(options.aggregate_window.as_millis()).unwrap_or(u64::MAX);
         let shared = Arc::new(Shared {
             table: Mutex::new(Aggregator::new(window, options.aggregate_max_keys, MAX_TABLE_BYTES)),
@@ -79,7 +83,7 @@ impl ViolationLog {
             reopen: AtomicBool::new(false),
         });
         let mut out = Out::open(target, options)?;
-        let (tx, rx) = mpsc::sync_channel::<Record>(QUEUE);
+        let (tx, rx) = mpsc::sync_channel::<Record>(queue);
         let state = shared.clone();
         let writer = std::thread::Builder::new().name("robotgate-violations".into()).spawn(move || {
             let mut written = 0u64;
@@ -402,6 +406,34 @@ mod tests {
         let v = lines(&path);
         assert_eq!(sum(&v), 1000);
         assert!(v.iter().any(|v| v["count"] == 499 && v["first"].is_string() && v["last"].is_string()));
+    }
+
+    #[test]
+    fn a_full_queue_never_waits_and_loses_no_count() {
+        // A queue of one record: most lines find it full and are folded
+        // (one key per client) or, beyond two keys, only counted.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.jsonl");
+        let options = LogOptions { aggregate_window: Duration::ZERO, aggregate_max_keys: 2, ..LogOptions::default() };
+        let log = Arc::new(ViolationLog::open_with_queue(&LogTarget::File(path.clone()), &options, 1).unwrap());
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    for i in 0..5_000 {
+                        log.write(record(&format!("c{}", (t + i) % 5), "bot"));
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let written = log.close().unwrap();
+        let v = lines(&path);
+        assert_eq!(v.len() as u64, written);
+        assert_eq!(sum(&v), 20_000, "every violation is counted in exactly one line");
+        println!("20000 violations through a queue of 1: {written} lines");
     }
 
     #[test]
