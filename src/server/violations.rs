@@ -16,6 +16,8 @@
 //!   the file on `SIGUSR1` (logrotate's `postrotate` convention: it finishes
 //!   the line, flushes, reopens the path) and, with `log.max_size`, rotates by
 //!   itself (`.jsonl` -> `.jsonl.1` -> ... -> `.jsonl.N`, keeping `log.keep`).
+//! * Threads start in [`ViolationLog::start`], which the server calls from a
+//!   background service: threads do not survive Pingora's daemon `fork`.
 //! * [`ViolationLog::close`] (on shutdown) drops the sender, writes what is
 //!   queued, then every pending aggregate, and joins the writer.
 
@@ -23,7 +25,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -63,6 +65,8 @@ impl Shared {
 pub struct ViolationLog {
     shared: Arc<Shared>,
     tx: Mutex<Option<SyncSender<Record>>>,
+    /// The open file and the queue's end, until [`ViolationLog::start`] hands them to the writer.
+    idle: Mutex<Option<(Out, Receiver<Record>)>>,
     writer: Mutex<Option<JoinHandle<io::Result<u64>>>>,
 }
 
@@ -72,6 +76,18 @@ impl ViolationLog {
     /// # Errors
     /// When the file cannot be opened for appending.
     pub fn open(target: &LogTarget, options: &LogOptions) -> io::Result<ViolationLog> {
+        let log = Self::open_with_queue(target, options, QUEUE)?;
+        log.start()?;
+        Ok(log)
+    }
+
+    /// Open the target (so a bad path fails at once) without starting any
+    /// thread: threads do not survive Pingora's daemon `fork`, so the server
+    /// calls [`ViolationLog::start`] after it. Records queue until then.
+    ///
+    /// # Errors
+    /// When the file cannot be opened for appending.
+    pub fn open_idle(target: &LogTarget, options: &LogOptions) -> io::Result<ViolationLog> {
         Self::open_with_queue(target, options, QUEUE)
     }
 
@@ -82,40 +98,30 @@ impl ViolationLog {
             start: Instant::now(),
             reopen: AtomicBool::new(false),
         });
-        let mut out = Out::open(target, options)?;
+        let out = Out::open(target, options)?;
         let (tx, rx) = mpsc::sync_channel::<Record>(queue);
-        let state = shared.clone();
-        let writer = std::thread::Builder::new().name("robotgate-violations".into()).spawn(move || {
-            let mut written = 0u64;
-            let mut next_tick = Instant::now() + TICK;
-            loop {
-                let wait = next_tick.saturating_duration_since(Instant::now());
-                match rx.recv_timeout(wait) {
-                    Ok(record) => written += out.write(&Line::Record(record))?,
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-                if Instant::now() >= next_tick {
-                    let due = state.table().close_due(state.now());
-                    for line in &due {
-                        written += out.write(line)?;
-                    }
-                    out.flush()?;
-                    if state.reopen.swap(false, Ordering::SeqCst) {
-                        out.reopen();
-                    }
-                    next_tick = Instant::now() + TICK;
-                }
-            }
-            // The queue is empty and every sender is gone: write the pending aggregates.
-            let rest = state.table().drain();
-            for line in &rest {
-                written += out.write(line)?;
-            }
-            out.flush()?;
-            Ok(written)
-        })?;
-        Ok(ViolationLog { shared, tx: Mutex::new(Some(tx)), writer: Mutex::new(Some(writer)) })
+        Ok(ViolationLog {
+            shared,
+            tx: Mutex::new(Some(tx)),
+            idle: Mutex::new(Some((out, rx))),
+            writer: Mutex::new(None),
+        })
+    }
+
+    /// Start the writer thread and the `SIGUSR1` listener (a no-op when
+    /// started already). Returns once the signal handler is installed, so a
+    /// `SIGUSR1` sent after this cannot kill the process (its default action).
+    ///
+    /// # Errors
+    /// When a thread or the signal handler cannot be set up.
+    pub fn start(&self) -> io::Result<()> {
+        let Some((out, rx)) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
+        let state = self.shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("robotgate-violations".into())
+            .spawn(move || write_until_closed(out, &rx, &state))?;
+        *self.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(writer);
+        reopen_on_sigusr1(self.shared.clone())
     }
 
     /// Log one violation. Never waits for the writer: see the module's
@@ -154,6 +160,11 @@ impl ViolationLog {
     /// pending aggregate) and wait for the writer. Returns how many lines
     /// were written. Safe to call twice.
     pub fn close(&self) -> io::Result<u64> {
+        // Never started (the server failed before it could): write the queue now.
+        if let Some((out, rx)) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+            return write_until_closed(out, &rx, &self.shared);
+        }
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         match writer {
@@ -163,14 +174,43 @@ impl ViolationLog {
     }
 }
 
-/// Reopen the violation log on `SIGUSR1`, from a small thread of its own
-/// (with a one-thread Tokio runtime for the signal). Returns once the
-/// handler is installed, so a `SIGUSR1` sent after this cannot kill the
-/// process (its default action).
-///
-/// # Errors
-/// When the thread or the signal handler cannot be set up.
-pub fn reopen_on_sigusr1(log: Arc<ViolationLog>) -> io::Result<()> {
+/// The writer: append queued records, close due windows and flush every
+/// [`TICK`], reopen when asked; when every sender is gone, write the pending
+/// aggregates. Returns the lines written.
+fn write_until_closed(mut out: Out, rx: &Receiver<Record>, state: &Shared) -> io::Result<u64> {
+    let mut written = 0u64;
+    let mut next_tick = Instant::now() + TICK;
+    loop {
+        let wait = next_tick.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok(record) => written += out.write(&Line::Record(record))?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if Instant::now() >= next_tick {
+            let due = state.table().close_due(state.now());
+            for line in &due {
+                written += out.write(line)?;
+            }
+            out.flush()?;
+            if state.reopen.swap(false, Ordering::SeqCst) {
+                out.reopen();
+            }
+            next_tick = Instant::now() + TICK;
+        }
+    }
+    // The queue is empty and every sender is gone: write the pending aggregates.
+    let rest = state.table().drain();
+    for line in &rest {
+        written += out.write(line)?;
+    }
+    out.flush()?;
+    Ok(written)
+}
+
+/// Ask for a reopen on `SIGUSR1`, from a small thread of its own (with a
+/// one-thread Tokio runtime for the signal). Returns once the handler is installed.
+fn reopen_on_sigusr1(shared: Arc<Shared>) -> io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
     std::thread::Builder::new().name("robotgate-sigusr1".into()).spawn(move || {
@@ -192,11 +232,23 @@ pub fn reopen_on_sigusr1(log: Arc<ViolationLog>) -> io::Result<()> {
             let _ = ready_tx.send(Ok(()));
             while usr1.recv().await.is_some() {
                 tracing::info!(target: "robotgate::violations", "SIGUSR1: reopening the violation log");
-                log.reopen();
+                shared.reopen.store(true, Ordering::SeqCst);
             }
         });
     })?;
     ready_rx.recv().map_err(|_| io::Error::other("SIGUSR1 thread ended"))?
+}
+
+/// Starts the writer inside the server (after Pingora's daemon `fork`, if any).
+pub struct Starter(pub Arc<ViolationLog>);
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for Starter {
+    async fn start(&self, _shutdown: pingora::server::ShutdownWatch) {
+        if let Err(e) = self.0.start() {
+            tracing::error!(target: "robotgate::violations", error = %e, "cannot start the violation log writer");
+        }
+    }
 }
 
 /// The writer's destination.
@@ -416,6 +468,7 @@ mod tests {
         let path = dir.path().join("v.jsonl");
         let options = LogOptions { aggregate_window: Duration::ZERO, aggregate_max_keys: 2, ..LogOptions::default() };
         let log = Arc::new(ViolationLog::open_with_queue(&LogTarget::File(path.clone()), &options, 1).unwrap());
+        log.start().unwrap();
         let writers: Vec<_> = (0..4)
             .map(|t| {
                 let log = log.clone();
