@@ -11,6 +11,7 @@
 //!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
 //!   request's facts, the site's rules and the rate state.
+//! * [`record`]: the violation record and the aggregation of repeats.
 //! * [`state`]: what outlives a request (rate-limit memory).
 //! * [`config`]: the YAML configuration and its validation.
 //! * [`managed`]: the robots.txt served: the site's file plus generated lines
@@ -24,6 +25,7 @@ pub mod identity;
 pub mod managed;
 pub mod net;
 pub mod policy;
+pub mod record;
 pub mod robots;
 pub mod state;
 pub mod target;

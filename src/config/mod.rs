@@ -80,6 +80,8 @@ pub struct Settings {
     pub trusted_proxies: Vec<Cidr>,
     /// Violation log destination.
     pub violations: LogTarget,
+    /// How the violation log aggregates and rotates.
+    pub violation_log: LogOptions,
     /// Level of the other logs.
     pub log_level: String,
     /// Metrics listener, `host:port` (resolved by the loader).
@@ -127,6 +129,25 @@ pub enum LogTarget {
     Stdout,
     /// A file, appended to.
     File(PathBuf),
+}
+
+/// How the violation log aggregates repeats and rotates its file (`log:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogOptions {
+    /// Repeats of one violation within this time become one record (zero: off).
+    pub aggregate_window: Duration,
+    /// Keys aggregated at once; beyond, records are written unaggregated.
+    pub aggregate_max_keys: usize,
+    /// Rotate the file before it grows past this many bytes.
+    pub max_size: Option<u64>,
+    /// Rotated files kept.
+    pub keep: u32,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions { aggregate_window: Duration::from_secs(10), aggregate_max_keys: 65_536, max_size: None, keep: 5 }
+    }
 }
 
 /// An origin.
@@ -216,6 +237,24 @@ mod tests {
         assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
         assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
         assert!(!c.sites[0].policy.enforce_ai_user);
+    }
+
+    #[test]
+    fn log_aggregation_and_rotation_keys() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.settings.violation_log, LogOptions::default());
+        let with = |extra: &str| MINIMAL.replace("log:\n", &format!("log:\n  {extra}\n"));
+        let c = parse(&with("aggregate_window: 0")).unwrap();
+        assert_eq!(c.settings.violation_log.aggregate_window, Duration::ZERO);
+        for (text, bytes) in [("1048576", 1_048_576), ("\"100MB\"", 100_000_000), ("\"512 KiB\"", 524_288)] {
+            let c = parse(&with(&format!("max_size: {text}"))).unwrap();
+            assert_eq!(c.settings.violation_log.max_size, Some(bytes), "{text}");
+        }
+        for bad in ["max_size: \"10 parsecs\"", "max_size: 0", "aggregate_max_keys: 0", "aggregate_windw: 3"] {
+            assert!(parse(&with(bad)).is_err(), "{bad}");
+        }
+        let stdout = with("max_size: 100").replace("violations: violations.jsonl", "violations: stdout");
+        assert!(parse(&stdout).unwrap_err()[0].field == "log.max_size");
     }
 
     #[test]

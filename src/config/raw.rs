@@ -197,12 +197,37 @@ pub struct RawLog {
     pub violations: String,
     /// Level of the other logs (`error`, `warn`, `info`, `debug`).
     pub level: String,
+    /// Seconds in which repeats of one violation become one record (0: off).
+    pub aggregate_window: u64,
+    /// Keys (site, client, bot, rule, action) aggregated at once; beyond, records are written unaggregated.
+    pub aggregate_max_keys: usize,
+    /// Rotate the violation file when it would grow past this size: bytes, or `"100MB"` (absent: never).
+    pub max_size: Option<RawSize>,
+    /// Rotated files kept (`violations.jsonl.1` .. `.N`).
+    pub keep: u32,
 }
 
 impl Default for RawLog {
     fn default() -> Self {
-        RawLog { violations: "stdout".into(), level: "info".into() }
+        RawLog {
+            violations: "stdout".into(),
+            level: "info".into(),
+            aggregate_window: 10,
+            aggregate_max_keys: 65_536,
+            max_size: None,
+            keep: 5,
+        }
     }
+}
+
+/// A size: a number of bytes, or text such as `"100MB"`, `"512 KiB"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawSize {
+    /// Bytes.
+    Bytes(u64),
+    /// A number with a unit (`B`, `KB`, `MB`, `GB`, `KiB`, `MiB`, `GiB`).
+    Text(String),
 }
 
 /// `metrics:`.

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Config, ConfigError, Listen, LogTarget, Managed, Settings, Site, Traps, Upstream, DEFAULT_TRAP};
 use super::{
-    RawAction, RawConfig, RawListen, RawManaged, RawPolicy, RawTarget, RawTraps, RawUpstream, RawUpstreamFull,
+    Config, ConfigError, Listen, LogOptions, LogTarget, Managed, Settings, Site, Traps, Upstream, DEFAULT_TRAP,
+};
+use super::{
+    RawAction, RawConfig, RawListen, RawManaged, RawPolicy, RawSize, RawTarget, RawTraps, RawUpstream, RawUpstreamFull,
 };
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
@@ -370,6 +372,7 @@ impl RawConfig {
                 format!("`{}` is not one of error, warn, info, debug, trace", self.log.level),
             ));
         }
+        let violation_log = self.log_options(&violations, &mut errors);
         let metrics = self.metrics.as_ref().and_then(|m| host_port("metrics.listen", &m.listen, &mut errors));
         if let Some(m) = &metrics {
             if listen.iter().any(|l| l.address == *m) {
@@ -390,6 +393,7 @@ impl RawConfig {
             default_site,
             trusted_proxies,
             violations,
+            violation_log,
             log_level: self.log.level,
             metrics,
             bots: self.bots,
@@ -398,6 +402,36 @@ impl RawConfig {
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
         };
         Ok(Config { settings, sites })
+    }
+
+    fn log_options(&self, target: &LogTarget, errors: &mut Vec<ConfigError>) -> LogOptions {
+        let log = &self.log;
+        if log.aggregate_max_keys == 0 {
+            errors.push(ConfigError::new("log.aggregate_max_keys", "must be at least 1"));
+        }
+        if log.aggregate_window > 86_400 {
+            errors.push(ConfigError::new("log.aggregate_window", "must be at most 86400 seconds"));
+        }
+        let max_size = log.max_size.as_ref().and_then(|s| match size(s) {
+            Ok(0) => {
+                errors.push(ConfigError::new("log.max_size", "must be more than 0 bytes"));
+                None
+            }
+            Ok(n) => Some(n),
+            Err(reason) => {
+                errors.push(ConfigError::new("log.max_size", reason));
+                None
+            }
+        });
+        if max_size.is_some() && *target == LogTarget::Stdout {
+            errors.push(ConfigError::new("log.max_size", "needs `log.violations` to be a file"));
+        }
+        LogOptions {
+            aggregate_window: Duration::from_secs(log.aggregate_window),
+            aggregate_max_keys: log.aggregate_max_keys,
+            max_size,
+            keep: log.keep,
+        }
     }
 
     fn policy(&self, site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigError>) -> PolicyConfig {
@@ -433,4 +467,27 @@ impl RawConfig {
             visit_time: raw.visit_time.unwrap_or(true),
         }
     }
+}
+
+/// Bytes in a [`RawSize`]: a number, or a number and a unit (`KB` = 1000, `KiB` = 1024).
+fn size(raw: &RawSize) -> Result<u64, String> {
+    let text = match raw {
+        RawSize::Bytes(n) => return Ok(*n),
+        RawSize::Text(t) => t.trim(),
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let bad = || format!("`{text}` is not a size such as 1048576, \"100MB\" or \"512KiB\"");
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
 }

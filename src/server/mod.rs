@@ -5,7 +5,7 @@
 //! * [`respond`]: responses robotgate writes itself.
 //! * [`snapshot`]: the immutable per-request view and its loader.
 //! * [`reload`]: file watching and SIGHUP.
-//! * [`violations`]: the violation log writer.
+//! * [`violations`]: the violation log writer (aggregation, SIGUSR1 reopen, rotation).
 //! * [`telemetry`]: logging and metrics.
 
 pub mod demo;
@@ -133,7 +133,14 @@ pub fn serve_with(
     traps::persist(&snap);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
-    let violations = Arc::new(ViolationLog::open(&config.violations).context("opening the violation log")?);
+    let violations = Arc::new(
+        ViolationLog::open_idle(&config.violations, &config.violation_log).context("opening the violation log")?,
+    );
+    // Without a fork, start now: the SIGUSR1 handler is then in place before
+    // any listener opens. A daemon starts them in the child (`Starter`).
+    if !options.daemon {
+        violations.start().context("starting the violation log writer")?;
+    }
     let shared = Arc::new(ArcSwap::from_pointee(snap));
 
     let mut conf = ServerConf {
@@ -180,6 +187,10 @@ pub fn serve_with(
         metrics.threads = Some(1);
         server.add_service(metrics);
     }
+    server.add_service(GenBackgroundService::new(
+        "violation log".into(),
+        Arc::new(violations::Starter(violations.clone())),
+    ));
     let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };
     server.add_service(GenBackgroundService::new("reload".into(), Arc::new(reloader)));
 

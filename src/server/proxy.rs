@@ -513,29 +513,30 @@ impl ProxyHttp for Gate {
         let Some(p) = ctx.pending.take() else { return };
         let Some(site) = ctx.site() else { return };
         let status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());
-        let record = Record {
+        // Never waits: a full log queue folds the record into the aggregation table.
+        self.violations.write(Record {
             time: now_rfc3339(),
-            site: &site.conf.name,
+            site: site.conf.name.clone(),
             client: ctx.client.map(|c| c.to_string()).unwrap_or_default(),
-            method: p.method.as_str(),
-            path: &p.path,
-            host: &p.host,
-            user_agent: &p.user_agent,
-            bot: p.bot.as_deref(),
+            method: p.method.as_str().to_owned(),
+            path: p.path,
+            host: p.host,
+            user_agent: p.user_agent,
+            bot: p.bot,
             category: p.category,
-            group: p.group.as_deref(),
+            group: p.group,
             directive: p.directive,
-            pattern: p.pattern.as_deref(),
+            pattern: p.pattern,
             line: p.line,
-            robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
+            robots_hash: site.robots.as_ref().map_or(String::new(), |r| r.hash.clone()),
             managed: p.managed,
             robots_seen: p.robots_seen,
             action: p.action,
             status,
-        };
-        if self.violations.write(&record) {
-            metrics().log_waits.inc();
-        }
+            count: 1,
+            first: None,
+            last: None,
+        });
     }
 
     fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {

@@ -97,6 +97,9 @@ pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::
     if old.violations != new.violations {
         out.push("log.violations");
     }
+    if old.violation_log != new.violation_log {
+        out.push("log.aggregate_window, aggregate_max_keys, max_size, keep");
+    }
     if old.max_clients != new.max_clients {
         out.push("limits.max_clients");
     }

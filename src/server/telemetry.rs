@@ -34,8 +34,16 @@ pub struct Metrics {
     pub robots_info: IntGaugeVec,
     /// `robotgate_decision_seconds`: time to classify and decide a request.
     pub decision_seconds: Histogram,
-    /// `robotgate_violation_log_waits_total`: records that waited for room in the log queue.
-    pub log_waits: IntCounter,
+    /// `robotgate_violation_records_aggregated_total`: violations counted into an aggregate record.
+    pub log_aggregated: IntCounter,
+    /// `robotgate_violation_records_folded_total`: lines the full queue could not take, kept as repeats.
+    pub log_folded: IntCounter,
+    /// `robotgate_violation_records_overflow_total`: violations kept only as a count (queue and table full).
+    pub log_overflow: IntCounter,
+    /// `robotgate_violation_log_reopens_total`: reopens of the file (SIGUSR1 or rotation).
+    pub log_reopens: IntCounter,
+    /// `robotgate_violation_log_rotations_total`: rotations by size.
+    pub log_rotations: IntCounter,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -91,9 +99,29 @@ pub fn metrics() -> &'static Metrics {
             vec![0.000_000_5, 0.000_001, 0.000_002, 0.000_005, 0.000_01, 0.000_02, 0.000_05, 0.000_1, 0.001]
         )
         .expect("metric registers once"),
-        log_waits: register_int_counter!(
-            "robotgate_violation_log_waits_total",
-            "Violation records that waited for room in the log queue"
+        log_aggregated: register_int_counter!(
+            "robotgate_violation_records_aggregated_total",
+            "Violations counted into an aggregate record instead of a line of their own"
+        )
+        .expect("metric registers once"),
+        log_folded: register_int_counter!(
+            "robotgate_violation_records_folded_total",
+            "Violation lines the full log queue could not take, kept as repeats for a later record"
+        )
+        .expect("metric registers once"),
+        log_overflow: register_int_counter!(
+            "robotgate_violation_records_overflow_total",
+            "Violations kept only as a count in an overflow line (log queue and aggregation table full)"
+        )
+        .expect("metric registers once"),
+        log_reopens: register_int_counter!(
+            "robotgate_violation_log_reopens_total",
+            "Reopens of the violation log file (SIGUSR1 or rotation)"
+        )
+        .expect("metric registers once"),
+        log_rotations: register_int_counter!(
+            "robotgate_violation_log_rotations_total",
+            "Rotations of the violation log file by size"
         )
         .expect("metric registers once"),
     })

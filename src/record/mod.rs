@@ -1,0 +1,82 @@
+//! The violation record, as logged, and the aggregation of repeats.
+//!
+//! A [`Record`] is plain owned data: the proxy fills it when a request ends
+//! and the server's writer turns it into one JSON line (serde_json escapes
+//! control characters, so a hostile User-Agent or path stays one line).
+//! [`aggregate::Aggregator`] folds repeats of the same violation into one
+//! record per window; it reads no clock: callers pass the time in.
+
+pub mod aggregate;
+
+use serde::Serialize;
+
+/// One violation, or `count` repeats of one, as logged.
+///
+/// Summing `count` over a whole log gives the number of violations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// RFC 3339 UTC time (of the last violation counted here).
+    pub time: String,
+    /// Site name.
+    pub site: String,
+    /// Client address (after trusted-proxy resolution).
+    pub client: String,
+    /// Request method.
+    pub method: String,
+    /// Path and query as received (of the last violation counted here).
+    pub path: String,
+    /// Host header.
+    pub host: String,
+    /// User-Agent header (lossy UTF-8).
+    pub user_agent: String,
+    /// Bot name.
+    pub bot: Option<String>,
+    /// Category.
+    pub category: &'static str,
+    /// robots.txt group obeyed.
+    pub group: Option<String>,
+    /// What was broken: `disallow`, `crawl-delay`, `request-rate`, `visit-time`.
+    pub directive: &'static str,
+    /// The rule's pattern (for `disallow`) or value.
+    pub pattern: Option<String>,
+    /// Line in robots.txt.
+    pub line: Option<u32>,
+    /// Version of the robots.txt in force.
+    pub robots_hash: String,
+    /// The rule broken is one robotgate generated (a trap, a managed group),
+    /// not a line of the site's file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub managed: bool,
+    /// Whether the bot had fetched the site's robots.txt in the last 24 hours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub robots_seen: Option<bool>,
+    /// Action taken.
+    pub action: &'static str,
+    /// Status returned (for proxied actions, the upstream's).
+    pub status: u16,
+    /// Violations this line stands for: 1, or the repeats folded into it.
+    pub count: u64,
+    /// Time of the first of the `count` violations (aggregated records only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
+    /// Time of the last of the `count` violations (aggregated records only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last: Option<String>,
+}
+
+/// Violations counted when neither the log queue nor the aggregation table
+/// had room for their details: written as one line of their own, so the sum
+/// of `count` over the log still equals the number of violations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Overflow {
+    /// RFC 3339 UTC time of the last violation counted here.
+    pub time: String,
+    /// Always `true`: tells this line from a [`Record`].
+    pub overflow: bool,
+    /// Violations this line stands for.
+    pub count: u64,
+    /// Time of the first of them.
+    pub first: String,
+    /// Time of the last of them.
+    pub last: String,
+}
