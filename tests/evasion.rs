@@ -158,6 +158,8 @@ sites:
     upstream: "{}"
     robots: "{{dir}}/robots.txt"
 {target}
+verify:
+  feeds: "{{dir}}/feeds"
 log:
   violations: "{{dir}}/violations.jsonl"
 "#,

@@ -56,6 +56,8 @@ sites:
     hosts: ["b.test"]
     upstream: "{origin}"
     robots: {{dir}}/robots-b.txt
+verify:
+  feeds: "{{dir}}/feeds"
 log:
   violations: {{dir}}/violations.jsonl
   level: warn

@@ -22,6 +22,8 @@ sites:
     default: true
     upstream: "{}"
     robots: {{dir}}/robots.txt
+verify:
+  feeds: "{{dir}}/feeds"
 log: {{ violations: {{dir}}/violations.jsonl, level: error }}
 "#,
         origin.addr

@@ -76,8 +76,11 @@ sites:
     managed:
       ai_training: disallow
       content_signal: "search=yes, ai-train=no"
+verify:
+  feeds: "{{dir}}/feeds"
 log:
   violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
 "#
     )
 }
@@ -114,16 +117,20 @@ fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() 
     assert_eq!(as_client(&gate, "/page.html", "203.0.113.5", FIREFOX), 403);
     assert_eq!(as_client(&gate, "/robots.txt", "203.0.113.5", FIREFOX), 200);
     assert_eq!(as_client(&gate, "/page.html", "203.0.113.6", FIREFOX), 200);
-    // A crawler the database says obeys robots.txt is recorded, not banned.
-    assert_eq!(as_client(&gate, "/trap/x", "203.0.113.7", BINGBOT), 200);
-    assert_eq!(as_client(&gate, "/page.html", "203.0.113.7", BINGBOT), 200);
+    // A verified crawler (GPTBot from an address its feed lists: loopback,
+    // in these tests) is recorded, not banned.
+    assert_eq!(as_client(&gate, "/trap/x", "127.0.0.7", GPTBOT), 200);
+    assert_eq!(as_client(&gate, "/page.html", "127.0.0.7", GPTBOT), 200);
+    // A crawler that cannot be verified is banned like anyone else.
+    assert_eq!(as_client(&gate, "/trap/x", "203.0.113.8", BINGBOT), 403);
 
     let recs = records(&gate, 3);
     let trap: Vec<_> = recs.iter().filter(|r| r["directive"] == "trap").collect();
-    assert_eq!(trap.len(), 2, "{recs:?}");
+    assert_eq!(trap.len(), 3, "{recs:?}");
     assert_eq!((trap[0]["action"].as_str(), trap[0]["client"].as_str()), (Some("ban"), Some("203.0.113.5")));
     assert_eq!(trap[0]["managed"], true);
-    assert_eq!(trap[1]["action"], "log", "the verified crawler");
+    assert_eq!((trap[1]["action"].as_str(), trap[1]["identity"].as_str()), (Some("log"), Some("verified")));
+    assert_eq!((trap[2]["action"].as_str(), trap[2]["identity"].as_str()), (Some("ban"), Some("unverifiable")));
     assert!(recs.iter().any(|r| r["directive"] == "banned" && r["status"] == 403));
 
     // The ban runs out (2 s); allow generous time.
@@ -211,14 +218,29 @@ impl Drop for Guard {
 fn violation_records_say_whether_the_bot_had_read_robots_txt() {
     let origin = origin();
     let gate = Gate::start(&config(origin, ""), &[("robots.txt", ROBOTS.as_bytes())]);
-    assert_eq!(as_client(&gate, "/nogpt/a", "192.0.2.1", GPTBOT), 403);
+    assert_eq!(as_client(&gate, "/nogpt/a", "127.0.0.2", GPTBOT), 403);
     // GPTBot reads robots.txt from another address, then breaks it again.
-    assert_eq!(as_client(&gate, "/robots.txt", "192.0.2.2", GPTBOT), 200);
-    assert_eq!(as_client(&gate, "/nogpt/b", "192.0.2.1", GPTBOT), 403);
+    assert_eq!(as_client(&gate, "/robots.txt", "127.0.0.3", GPTBOT), 200);
+    assert_eq!(as_client(&gate, "/nogpt/b", "127.0.0.2", GPTBOT), 403);
     let recs = records(&gate, 2);
     assert_eq!(recs.len(), 2, "{recs:?}");
     assert_eq!(recs[0]["robots_seen"], false);
     assert_eq!(recs[1]["robots_seen"], true);
     assert_eq!(recs[1]["line"], 8, "lines point into the site's file");
     assert!(recs[1].get("managed").is_none(), "a rule of the file is not a managed one");
+}
+
+#[test]
+fn issue_15_a_robot_outside_its_published_ranges_is_a_spoofed_identity() {
+    let origin = origin();
+    let gate = Gate::start(&config(origin, ""), &[("robots.txt", ROBOTS.as_bytes())]);
+    // GPTBot's group allows /page.html; from an address outside GPTBot's
+    // feed the claim is false: 403, recorded as `spoofed-identity`.
+    assert_eq!(as_client(&gate, "/page.html", "127.0.0.9", GPTBOT), 200, "from its published range");
+    assert_eq!(as_client(&gate, "/page.html", "198.51.100.20", GPTBOT), 403, "from anywhere else");
+    let recs = records(&gate, 1);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["directive"], "spoofed-identity");
+    assert_eq!(recs[0]["identity"], "spoofed");
+    assert_eq!(recs[0]["client"], "198.51.100.20");
 }

@@ -24,6 +24,8 @@ sites:
     default: true
     upstream: "{}"
     robots: {{dir}}/robots.txt
+verify:
+  feeds: "{{dir}}/feeds"
 log:
   violations: {{dir}}/violations.jsonl
   level: error

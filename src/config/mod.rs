@@ -94,6 +94,8 @@ pub struct Settings {
     pub max_clients: usize,
     /// Shutdown grace period.
     pub grace_period: Duration,
+    /// A directory of IP range feeds replacing the embedded ones of the same name.
+    pub verify_feeds: Option<PathBuf>,
 }
 
 impl Settings {

@@ -108,6 +108,10 @@ pub struct RawPolicy {
     /// Enforce Visit-time with 429 (default true).
     #[serde(default)]
     pub visit_time: Option<bool>,
+    /// What a client gets whose User-Agent names a robot it is not (default
+    /// `block` with 403); `log` records it and judges it as an unknown robot.
+    #[serde(default)]
+    pub spoofed: Option<RawAction>,
 }
 
 /// One entry of `sites:`.
@@ -289,4 +293,17 @@ pub struct RawConfig {
     /// Seconds to finish in-flight requests on shutdown (default 5).
     #[serde(default)]
     pub grace_period: Option<u64>,
+    /// Identity checks of robots' claims.
+    #[serde(default)]
+    pub verify: RawVerify,
+}
+
+/// `verify:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVerify {
+    /// A directory of IP range feeds (`NAME.json`, the published format) that
+    /// replace the embedded feeds of the same name (default: the embedded ones).
+    #[serde(default)]
+    pub feeds: Option<PathBuf>,
 }

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
-use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
+use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use crate::target::{EncodedSlash, TargetOptions};
 
 fn no_crlf(field: &str, value: &str, errors: &mut Vec<ConfigError>) {
@@ -400,6 +400,7 @@ impl RawConfig {
             bots_replace: self.bots_replace,
             max_clients: self.limits.max_clients,
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
+            verify_feeds: self.verify.feeds,
         };
         Ok(Config { settings, sites })
     }
@@ -465,6 +466,15 @@ impl RawConfig {
             enforce_ai_user: raw.enforce_ai_user,
             rate_limit: raw.rate_limit.unwrap_or(true),
             visit_time: raw.visit_time.unwrap_or(true),
+            spoofed: match &raw.spoofed {
+                None => PolicyConfig::default().spoofed,
+                Some(a) => {
+                    let a =
+                        RawAction { body: a.body.clone().or_else(|| Some(DEFAULT_SPOOFED_BODY.into())), ..a.clone() };
+                    let a = if a.file.is_some() { RawAction { body: None, ..a } } else { a };
+                    action(&format!("{field}.spoofed"), &a, errors).unwrap_or_else(|| PolicyConfig::default().spoofed)
+                }
+            },
         }
     }
 }

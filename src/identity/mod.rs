@@ -76,6 +76,93 @@ pub fn check(entry_ranges: &[FeedId], table: &RangeTable, ip: IpAddr) -> Evidenc
     }
 }
 
+/// Whether a client is the robot its User-Agent names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// Not a database robot: nothing is claimed that could be checked.
+    NotClaimed,
+    /// In one of the robot's published ranges, or its reverse DNS holds.
+    Verified,
+    /// The robot can be checked, and every check failed.
+    Spoofed,
+    /// The robot publishes nothing to check, or DNS did not answer in time.
+    Unverifiable,
+    /// Only a lookup not yet made can tell (reverse DNS): the caller makes it
+    /// and decides again; until then this counts as unverifiable.
+    Pending,
+}
+
+impl Identity {
+    /// `not-claimed`, `verified`, `spoofed`, `unverifiable` (also for `Pending`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Identity::NotClaimed => "not-claimed",
+            Identity::Verified => "verified",
+            Identity::Spoofed => "spoofed",
+            Identity::Unverifiable | Identity::Pending => "unverifiable",
+        }
+    }
+}
+
+/// Tells whether a client is the robot it claims to be. The proxy's
+/// implementation answers at once from the range table and its DNS cache
+/// (returning [`Identity::Pending`] when only a lookup can tell), so deciding
+/// stays synchronous.
+pub trait Identify {
+    /// The identity of `client` claiming database entry `bot` (an index into
+    /// the classifier's database).
+    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity;
+}
+
+/// Believes every claim: for callers that check nothing (tests, `check`).
+pub struct TakeTheirWord;
+
+impl Identify for TakeTheirWord {
+    fn identify(&self, _bot: usize, _client: Option<IpAddr>) -> Identity {
+        Identity::Unverifiable
+    }
+}
+
+/// Checks claims against the range table alone (no DNS): `Verified` in a
+/// range, `Spoofed` outside the ranges of a robot that publishes ranges and
+/// no reverse DNS, `Pending` when reverse DNS could still tell, else
+/// `Unverifiable`.
+pub struct ByRanges<'a> {
+    /// The compiled feeds.
+    pub table: &'a RangeTable,
+    /// Each database entry's feeds, by entry index.
+    pub feeds: &'a [Vec<FeedId>],
+    /// Whether each database entry has reverse-DNS suffixes, by entry index.
+    pub has_rdns: &'a [bool],
+}
+
+impl Identify for ByRanges<'_> {
+    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
+        let Some(ip) = client else { return Identity::Unverifiable };
+        let feeds = self.feeds.get(bot).map_or(&[][..], |f| &f[..]);
+        let rdns = self.has_rdns.get(bot).copied().unwrap_or(false);
+        match check(feeds, self.table, ip) {
+            Evidence::InRange { .. } => Identity::Verified,
+            _ if rdns => Identity::Pending,
+            Evidence::NotInRange => Identity::Spoofed,
+            Evidence::NoData => Identity::Unverifiable,
+        }
+    }
+}
+
+/// [`ByRanges`] for callers that make no lookups: what only reverse DNS
+/// could tell stays unverifiable.
+pub struct RangesOnly<'a>(pub ByRanges<'a>);
+
+impl Identify for RangesOnly<'_> {
+    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
+        match self.0.identify(bot, client) {
+            Identity::Pending => Identity::Unverifiable,
+            other => other,
+        }
+    }
+}
+
 /// Resolves feed names (a bot entry's `ip_ranges`) to ids of `table`.
 ///
 /// # Errors

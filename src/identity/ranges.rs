@@ -469,7 +469,20 @@ impl RangeTable {
     /// # Panics
     /// Only if an embedded feed is invalid; a unit test proves none is.
     pub fn builtin() -> RangeTable {
-        RangeTable::compile(BUILTIN_FEEDS).expect("embedded conf/feeds/*.json are valid (identity::ranges tests)")
+        RangeTable::with_overrides(&[]).expect("embedded conf/feeds/*.json are valid (identity::ranges tests)")
+    }
+
+    /// The embedded feeds, with those named in `overrides` replaced (and
+    /// other names added): how a directory of fresher or site-specific feeds
+    /// (`verify.feeds`) comes into force.
+    ///
+    /// # Errors
+    /// An override that does not parse, or a bad name.
+    pub fn with_overrides(overrides: &[(&str, &str)]) -> Result<RangeTable, TableError> {
+        let mut feeds: Vec<(&str, &str)> =
+            BUILTIN_FEEDS.iter().filter(|(n, _)| !overrides.iter().any(|(o, _)| o == n)).copied().collect();
+        feeds.extend_from_slice(overrides);
+        RangeTable::compile(&feeds)
     }
 
     /// The feeds, in id order.

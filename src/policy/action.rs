@@ -75,7 +75,13 @@ pub struct PolicyConfig {
     pub rate_limit: bool,
     /// Enforce Visit-time.
     pub visit_time: bool,
+    /// What a client gets whose User-Agent names a robot it is not.
+    pub spoofed: Action,
 }
+
+/// The default body of the answer to a spoofed identity.
+pub const DEFAULT_SPOOFED_BODY: &str =
+    "Forbidden: this client is not the crawler its User-Agent names (checked against the operator's published addresses).\n";
 
 impl Default for PolicyConfig {
     fn default() -> Self {
@@ -86,6 +92,7 @@ impl Default for PolicyConfig {
             enforce_ai_user: false,
             rate_limit: true,
             visit_time: true,
+            spoofed: Action::Block { status: 403, body: DEFAULT_SPOOFED_BODY.into(), file: None },
         }
     }
 }

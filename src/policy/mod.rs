@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 mod action;
 
-pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX};
-use crate::agent::{Agent, Category, Classifier};
+pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+use crate::agent::{Agent, AgentKind, Category, Classifier};
 use crate::config::Traps;
+use crate::identity::{Identify, Identity};
 use crate::robots::{ext::VisitTime, RobotsTxt, Rule, Selection};
 use crate::state::{BanKey, RateKey, SeenKey, State};
 
@@ -147,6 +148,14 @@ pub struct TrapHit<'a> {
     pub action: &'a Action,
 }
 
+/// A client whose User-Agent names a robot it is not (directive
+/// `spoofed-identity`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spoofed<'a> {
+    /// What it gets (`policy.spoofed`).
+    pub action: &'a Action,
+}
+
 /// A request from a banned client.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Banned<'a> {
@@ -171,6 +180,8 @@ pub enum Outcome<'a> {
     Trap(TrapHit<'a>),
     /// The client is banned.
     Banned(Banned<'a>),
+    /// The client is not the robot it claims to be.
+    Spoofed(Spoofed<'a>),
 }
 
 /// A decision: who asked (when it mattered) and what happens.
@@ -188,6 +199,10 @@ pub struct Decision<'s, 'r> {
     /// For a violation, limit, trap or ban: whether this bot fetched the
     /// site's robots.txt in the last [`ROBOTS_READ_WINDOW`].
     pub robots_seen: Option<bool>,
+    /// Whether the client is the robot it claims to be. [`Identity::Pending`]:
+    /// nothing was decided or changed yet; the caller makes the lookup and
+    /// decides again.
+    pub identity: Identity,
 }
 
 /// How long a robots.txt read counts: RFC 9309 2.4 lets crawlers cache the
@@ -211,10 +226,17 @@ pub fn decide<'s: 'r, 'r>(
     site: &SiteRules<'s>,
     classifier: &'s Classifier,
     state: &dyn State,
+    identify: &dyn Identify,
     clock: Clock,
 ) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
-    let decided = |outcome| Decision { agent: None, outcome, robots_seen: None };
+    let decided = |outcome| Decision { agent: None, outcome, robots_seen: None, identity: Identity::NotClaimed };
+    let identity_of = |agent: &Agent<'_>| match agent.kind {
+        AgentKind::Known(i) => identify.identify(i, facts.client),
+        _ => Identity::NotClaimed,
+    };
+    let pending =
+        |agent| Decision { agent: Some(agent), outcome: Outcome::Pass, robots_seen: None, identity: Identity::Pending };
     if facts.fetch && path == b"/robots.txt" {
         let Some(_) = site.robots else { return decided(Outcome::Pass) };
         let agent = classifier.classify(facts.user_agent);
@@ -223,7 +245,8 @@ pub fn decide<'s: 'r, 'r>(
                 state.saw_robots(&key, clock.instant());
             }
         }
-        return Decision { agent: Some(agent), outcome: Outcome::File(SiteFile::Robots), robots_seen: None };
+        let identity = Identity::NotClaimed;
+        return Decision { agent: Some(agent), outcome: Outcome::File(SiteFile::Robots), robots_seen: None, identity };
     }
     if let (Some(traps), Some(client)) = (site.traps, facts.client) {
         let key = BanKey { client, site: site.name };
@@ -231,15 +254,18 @@ pub fn decide<'s: 'r, 'r>(
             let agent = classifier.classify(facts.user_agent);
             let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
             let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
-            return Decision { agent: Some(agent), outcome, robots_seen };
+            return Decision { agent: Some(agent), outcome, robots_seen, identity: Identity::NotClaimed };
         }
         if let Some(i) = traps.paths.iter().position(|t| path.starts_with(t.as_bytes())) {
             let agent = classifier.classify(facts.user_agent);
+            let identity = identity_of(&agent);
+            if identity == Identity::Pending {
+                return pending(agent);
+            }
             let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
             let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
-            // Until identity checks land, a database robot that says it obeys
-            // robots.txt counts as a verified crawler: logged, never banned.
-            let verified = agent.is_known() && agent.obeys_robots == Some(true);
+            // A verified crawler is logged, never banned.
+            let verified = identity == Identity::Verified;
             let banned = armed && !verified;
             if banned {
                 state.ban(&key, clock.instant() + traps.ban);
@@ -252,7 +278,7 @@ pub fn decide<'s: 'r, 'r>(
                 "not-armed"
             };
             let hit = TrapHit { path: &traps.paths[i], banned, why, action: &traps.action };
-            return Decision { agent: Some(agent), outcome: Outcome::Trap(hit), robots_seen };
+            return Decision { agent: Some(agent), outcome: Outcome::Trap(hit), robots_seen, identity };
         }
     }
     if facts.fetch && site.humans && path == b"/humans.txt" {
@@ -263,20 +289,42 @@ pub fn decide<'s: 'r, 'r>(
     };
     let agent = classifier.classify(facts.user_agent);
     if !agent.is_bot() {
-        return Decision { agent: Some(agent), outcome: Outcome::Pass, robots_seen: None };
+        return Decision {
+            agent: Some(agent),
+            outcome: Outcome::Pass,
+            robots_seen: None,
+            identity: Identity::NotClaimed,
+        };
     }
-    let who = Requester { is_bot: true, name: agent.name, category: agent.category, tokens: &agent.tokens };
+    let identity = identity_of(&agent);
+    if identity == Identity::Pending {
+        return pending(agent);
+    }
+    let spoofed = identity == Identity::Spoofed;
+    if spoofed && !matches!(site.policy.spoofed, Action::Log | Action::Noindex { .. }) {
+        let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
+        let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });
+        return Decision { agent: Some(agent), outcome, robots_seen, identity };
+    }
+    // A spoofed claim that is only logged is judged as what it is: an unknown
+    // robot, held to the `*` group.
+    let who = if spoofed {
+        Requester { is_bot: true, name: None, category: Category::OtherBot, tokens: &[][..] }
+    } else {
+        Requester { is_bot: true, name: agent.name, category: agent.category, tokens: &agent.tokens[..] }
+    };
     let j = judge(site.policy, robots, &who, facts.target);
     let outcome = match (j.rule, j.action) {
         (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
+        _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
         _ => match pace(&j, site, &agent, facts.client, state, clock) {
             Some(limited) => Outcome::Limited(limited),
             None => Outcome::Pass,
         },
     };
-    let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_))
+    let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_))
         .then(|| read_robots(state, site, &agent, facts, clock));
-    Decision { agent: Some(agent), outcome, robots_seen }
+    Decision { agent: Some(agent), outcome, robots_seen, identity }
 }
 
 /// Who a robots.txt read is remembered as: a database bot by name, anyone
@@ -554,6 +602,7 @@ mod tests {
             Outcome::Limited(_) => "limited",
             Outcome::Trap(_) => "trap",
             Outcome::Banned(_) => "banned",
+            Outcome::Spoofed(_) => "spoofed",
         }
     }
 
@@ -567,7 +616,7 @@ mod tests {
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 2 * 3600 }; // 02:00 UTC, inside bingbot's hours
         let d = |target: &'static [u8], ua: &'static [u8]| {
-            let d = decide(&facts(target, ua), &site, &c, &rates, clock);
+            let d = decide(&facts(target, ua), &site, &c, &rates, &crate::identity::TakeTheirWord, clock);
             (outcome_name(&d.outcome), d.agent.map(|a| a.category))
         };
         assert_eq!(d(b"/robots.txt", GPTBOT).0, "robots.txt", "files are served before anything else");
@@ -580,9 +629,9 @@ mod tests {
         assert_eq!(d(b"/page", BING).0, "pass");
         assert_eq!(d(b"/page", BING).0, "limited");
         let no_robots = SiteRules { robots: None, humans: false, ..site };
-        let d = decide(&facts(b"/robots.txt", GPTBOT), &no_robots, &c, &rates, clock);
+        let d = decide(&facts(b"/robots.txt", GPTBOT), &no_robots, &c, &rates, &crate::identity::TakeTheirWord, clock);
         assert_eq!(outcome_name(&d.outcome), "pass", "no robots.txt: the origin's /robots.txt, nothing enforced");
-        let d = decide(&facts(b"/humans.txt", GPTBOT), &no_robots, &c, &rates, clock);
+        let d = decide(&facts(b"/humans.txt", GPTBOT), &no_robots, &c, &rates, &crate::identity::TakeTheirWord, clock);
         assert_eq!(outcome_name(&d.outcome), "pass");
     }
 
@@ -595,13 +644,13 @@ mod tests {
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 12 * 3600 }; // noon: outside 01:00-05:00
         let site =
             SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
-        match decide(&facts(b"/private/x", GPTBOT), &site, &c, &rates, clock).outcome {
+        match decide(&facts(b"/private/x", GPTBOT), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Violation(v) => {
                 assert_eq!((v.rule.line, v.group, v.action.name()), (2, Some("*"), "block"));
             }
             o => panic!("{o:?}"),
         }
-        match decide(&facts(b"/page", BING), &site, &c, &rates, clock).outcome {
+        match decide(&facts(b"/page", BING), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Limited(l) => {
                 assert_eq!((l.directive, l.line, l.enforce), ("visit-time", 10, true));
                 assert_eq!(l.wait, Duration::from_secs(13 * 3600));
@@ -612,9 +661,22 @@ mod tests {
         let mut logged = policy.clone();
         logged.bots.push(("bingbot".into(), Action::Log));
         let site = SiteRules { policy: &logged, ..site };
-        match decide(&facts(b"/page", BING), &site, &c, &rates, clock).outcome {
+        match decide(&facts(b"/page", BING), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Limited(l) => assert!(!l.enforce),
             o => panic!("{o:?}"),
+        }
+    }
+
+    /// Verified for 192.0.2.3, spoofed for 192.0.2.4, unverifiable elsewhere.
+    struct Says;
+
+    impl Identify for Says {
+        fn identify(&self, _bot: usize, client: Option<IpAddr>) -> Identity {
+            match client.map(|c| c.to_string()).as_deref() {
+                Some("192.0.2.3") => Identity::Verified,
+                Some("192.0.2.4") => Identity::Spoofed,
+                _ => Identity::Unverifiable,
+            }
         }
     }
 
@@ -644,7 +706,7 @@ mod tests {
         };
         let from = |ip: &str, target: &'static [u8], ua: &'static [u8], secs: u64| {
             let f = RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()) };
-            let d = decide(&f, &site, &c, &state, at(secs));
+            let d = decide(&f, &site, &c, &state, &Says, at(secs));
             match d.outcome {
                 Outcome::Trap(t) => format!("trap:{}", t.why),
                 o => outcome_name(&o).to_owned(),
@@ -658,9 +720,10 @@ mod tests {
         assert_eq!(from("192.0.2.1", b"/page", FIREFOX, 21), "banned");
         assert_eq!(from("192.0.2.1", b"/robots.txt", FIREFOX, 21), "robots.txt");
         assert_eq!(from("192.0.2.2", b"/page", FIREFOX, 21), "pass", "others are not banned");
-        // A crawler the database says obeys robots.txt is only recorded.
+        // A verified crawler is only recorded; one that only claims to be is banned.
         assert_eq!(from("192.0.2.3", b"/trap/x", BING, 22), "trap:verified-crawler");
         assert_eq!(from("192.0.2.3", b"/page", FIREFOX, 22), "pass");
+        assert_eq!(from("192.0.2.5", b"/trap/x", BING, 22), "trap:banned");
         // The ban expires.
         assert_eq!(from("192.0.2.1", b"/page", FIREFOX, 20 + 61), "pass");
     }
@@ -681,7 +744,7 @@ mod tests {
                 user_agent: GPTBOT,
                 client: Some(ip.parse().unwrap()),
             };
-            decide(&f, &site, &c, &state, clock).robots_seen
+            decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock).robots_seen
         };
         assert_eq!(seen("192.0.2.1"), Some(false));
         // GPTBot reads robots.txt from another address: known bots go by name.
@@ -691,7 +754,29 @@ mod tests {
             user_agent: GPTBOT,
             client: Some("198.51.100.1".parse().unwrap()),
         };
-        decide(&f, &site, &c, &state, clock);
+        decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock);
         assert_eq!(seen("192.0.2.1"), Some(true));
+    }
+
+    #[test]
+    fn a_spoofed_claim_is_refused_or_judged_as_an_unknown_robot() {
+        let robots = RobotsTxt::compile(b"User-agent: *\nDisallow: /private/\n\nUser-agent: bingbot\nAllow: /\n");
+        let mut policy = PolicyConfig::default();
+        let c = Classifier::builtin();
+        let state = crate::state::MemoryState::new(64);
+        let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
+        let decide_as = |policy: &PolicyConfig, ip: &str, target: &'static [u8]| {
+            let site =
+                SiteRules { name: "s", policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+            let f = RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()) };
+            let d = decide(&f, &site, &c, &state, &Says, clock);
+            (outcome_name(&d.outcome).to_owned(), d.identity)
+        };
+        assert_eq!(decide_as(&policy, "192.0.2.3", b"/private/x"), ("pass".into(), Identity::Verified));
+        assert_eq!(decide_as(&policy, "192.0.2.4", b"/page"), ("spoofed".into(), Identity::Spoofed));
+        // Logged only: judged by the `*` group, as the unknown robot it is.
+        policy.spoofed = Action::Log;
+        assert_eq!(decide_as(&policy, "192.0.2.4", b"/private/x"), ("violation".into(), Identity::Spoofed));
+        assert_eq!(decide_as(&policy, "192.0.2.4", b"/page"), ("spoofed".into(), Identity::Spoofed));
     }
 }

@@ -318,6 +318,7 @@ mod tests {
             robots_hash: "0123456789ab".into(),
             managed: false,
             robots_seen: Some(false),
+            identity: None,
             action: "block",
             status: 403,
             count: 1,

@@ -50,6 +50,10 @@ pub struct Record {
     /// Whether the bot had fetched the site's robots.txt in the last 24 hours.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub robots_seen: Option<bool>,
+    /// For a robot of the database: `verified`, `spoofed` or `unverifiable`
+    /// (checked against its operator's published addresses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<&'static str>,
     /// Action taken.
     pub action: &'static str,
     /// Status returned (for proxied actions, the upstream's).

@@ -24,8 +24,11 @@ use super::snapshot::{LiveSite, Snapshot};
 use super::telemetry::metrics;
 use super::violations::{now_rfc3339, Record, ViolationLog};
 use crate::agent::{Agent, Category};
+use crate::identity::{Identity, RangesOnly};
 use crate::net::Cidr;
-use crate::policy::{self, Action, Banned, Clock, Limited, Outcome, RequestFacts, SiteFile, TrapHit, Violation};
+use crate::policy::{
+    self, Action, Banned, Clock, Limited, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation,
+};
 use crate::state::MemoryState;
 use crate::target::{self, Target};
 
@@ -51,6 +54,7 @@ pub struct Pending {
     action: &'static str,
     robots_seen: Option<bool>,
     managed: bool,
+    identity: Option<&'static str>,
     method: Method,
     path: String,
     host: String,
@@ -168,6 +172,7 @@ fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directiv
         action: "log",
         robots_seen: None,
         managed: false,
+        identity: None,
         method: req.method.clone(),
         path: String::from_utf8_lossy(req.raw_path()).into_owned(),
         host: host_of(req).to_owned(),
@@ -189,6 +194,7 @@ enum Step<'s> {
     Limited(Limited<'s>),
     Trap(TrapHit<'s>),
     Banned(Banned<'s>),
+    Spoofed(Spoofed<'s>),
 }
 
 impl Gate {
@@ -222,8 +228,12 @@ impl Gate {
             client: ctx.client,
         };
         let started = Instant::now();
-        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.state, Clock::System);
+        // Identity from the published ranges; what only reverse DNS could
+        // tell stays unverifiable here.
+        let identify = RangesOnly(snap.by_ranges());
+        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.state, &identify, Clock::System);
         let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
+        let identity = (decision.identity != Identity::NotClaimed).then(|| decision.identity.as_str());
         let Some(agent) = decision.agent else {
             return match outcome {
                 Outcome::File(f) => Step::File(f),
@@ -280,6 +290,12 @@ impl Gate {
                 ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "banned") });
                 Step::Banned(b)
             }
+            Outcome::Spoofed(s) => {
+                let action = s.action.name();
+                count(action);
+                ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "spoofed-identity") });
+                Step::Spoofed(s)
+            }
             Outcome::Limited(l) => {
                 metrics().rate_limited.with_label_values(&[site_name, bot_label(&agent), l.directive]).inc();
                 ctx.pending = Some(Pending {
@@ -293,6 +309,9 @@ impl Gate {
             Outcome::File(f) => Step::File(f),
             Outcome::Pass => Step::Forward,
         };
+        if let Some(p) = ctx.pending.as_mut() {
+            p.identity = identity;
+        }
         metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
         drop(agent); // It borrows the request; the target is free to move once it is gone.
         if let Cow::Owned(t) = target {
@@ -378,7 +397,8 @@ impl ProxyHttp for Gate {
             }
             Step::Violation(Violation { action, .. })
             | Step::Trap(TrapHit { banned: true, action, .. })
-            | Step::Banned(Banned { action, .. }) => match action {
+            | Step::Banned(Banned { action, .. })
+            | Step::Spoofed(Spoofed { action }) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
@@ -531,6 +551,7 @@ impl ProxyHttp for Gate {
             robots_hash: site.robots.as_ref().map_or(String::new(), |r| r.hash.clone()),
             managed: p.managed,
             robots_seen: p.robots_seen,
+            identity: p.identity,
             action: p.action,
             status,
             count: 1,

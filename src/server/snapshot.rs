@@ -17,6 +17,7 @@ use bytes::Bytes;
 use super::traps;
 use crate::agent::{BotDb, Classifier};
 use crate::config::{self, Config, Settings, Site};
+use crate::identity::{ByRanges, FeedId, RangeTable};
 use crate::policy::{Action, SiteRules};
 use crate::robots::{self, RobotsTxt};
 
@@ -101,6 +102,12 @@ pub struct Snapshot {
     pub settings: Settings,
     /// The User-Agent classifier (shared between snapshots while the bot database is unchanged).
     pub classifier: Arc<Classifier>,
+    /// The crawler IP range feeds.
+    pub ranges: Arc<RangeTable>,
+    /// Each database entry's feeds, by entry index (resolved once here).
+    pub bot_feeds: Vec<Vec<FeedId>>,
+    /// Whether each database entry has reverse-DNS suffixes, by entry index.
+    pub bot_rdns: Vec<bool>,
     /// The sites, in file order.
     pub sites: Vec<LiveSite>,
     /// Files the snapshot was built from (the watcher watches their directories).
@@ -118,6 +125,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Identity by the range table alone.
+    pub fn by_ranges(&self) -> ByRanges<'_> {
+        ByRanges { table: &self.ranges, feeds: &self.bot_feeds, has_rdns: &self.bot_rdns }
+    }
+
     /// The site for a `Host` header value, else the default site.
     pub fn site_for_host(&self, host: &str) -> Option<&LiveSite> {
         self.settings.site_for_host(host).and_then(|i| self.sites.get(i))
@@ -363,7 +375,69 @@ pub fn load_config(
     }
     sources.sort();
     sources.dedup();
-    Ok(Snapshot { settings, classifier, sites, sources, bots_key, read_at, traps_first_served, traps_state })
+    let ranges = Arc::new(load_ranges(settings.verify_feeds.as_deref(), &mut sources, problems));
+    if !problems.is_empty() {
+        return Err(std::mem::take(problems));
+    }
+    let bot_feeds = classifier
+        .db()
+        .bots()
+        .iter()
+        .map(|b| crate::identity::resolve(&ranges, &b.ip_ranges).unwrap_or_default())
+        .collect();
+    let bot_rdns = classifier.db().bots().iter().map(|b| !b.rdns.is_empty()).collect();
+    Ok(Snapshot {
+        settings,
+        classifier,
+        ranges,
+        bot_feeds,
+        bot_rdns,
+        sites,
+        sources,
+        bots_key,
+        read_at,
+        traps_first_served,
+        traps_state,
+    })
+}
+
+/// The range table: the embedded feeds, with those of `dir` (`NAME.json`)
+/// in their place. A feed that does not parse is a problem, so a broken or
+/// empty download never replaces a good feed: the reload is refused.
+fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Vec<Problem>) -> RangeTable {
+    let mut files: Vec<(String, String)> = Vec::new();
+    if let Some(dir) = dir {
+        match std::fs::read_dir(dir) {
+            Err(e) => problems.push(Problem {
+                file: dir.into(),
+                line: None,
+                message: format!("cannot read the feeds directory: {e}"),
+            }),
+            Ok(entries) => {
+                let mut paths: Vec<PathBuf> = entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect();
+                paths.sort();
+                for path in paths {
+                    sources.push(path.clone());
+                    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                    if let Some((body, _)) = read(&path, "the feed", problems) {
+                        files.push((name, String::from_utf8_lossy(&body).into_owned()));
+                    }
+                }
+            }
+        }
+    }
+    let overrides: Vec<(&str, &str)> = files.iter().map(|(n, b)| (n.as_str(), b.as_str())).collect();
+    RangeTable::with_overrides(&overrides).unwrap_or_else(|e| {
+        problems.push(Problem {
+            file: dir.map(Path::to_path_buf).unwrap_or_default(),
+            line: None,
+            message: e.to_string(),
+        });
+        RangeTable::builtin()
+    })
 }
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors

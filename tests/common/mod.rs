@@ -116,8 +116,10 @@ impl Gate {
     /// temp dir. Waits until the proxy port (and the metrics port, if any) accept connections.
     pub fn start(config: &str, files: &[(&str, &[u8])]) -> Gate {
         let dir = tempfile::tempdir().unwrap();
-        for (name, body) in files {
-            std::fs::write(dir.path().join(name), body).unwrap();
+        for (name, body) in LOOPBACK_FEEDS.iter().chain(files) {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
         }
         let port = free_port();
         let metrics_port = free_port();
@@ -271,6 +273,25 @@ pub const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100
 pub const CHROME: &str =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
 
+/// IP range feeds, in the published format, that place OpenAI's GPTBot and
+/// ChatGPT-User on loopback. Every [`Gate`] gets them in `{dir}/feeds`; a
+/// config with [`VERIFY_LOOPBACK`] uses them (as an operator would a feed of
+/// its own), so the tests can play those robots from 127.0.0.1 and be
+/// believed. Without it, GPTBot from 127.0.0.1 is a spoofed identity.
+pub const LOOPBACK_FEEDS: &[(&str, &[u8])] = &[
+    (
+        "feeds/openai-gptbot.json",
+        br#"{"creationTime": "2026-11-23T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
+    ),
+    (
+        "feeds/openai-chatgpt-user.json",
+        br#"{"creationTime": "2026-11-23T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
+    ),
+];
+
+/// The config lines that put [`LOOPBACK_FEEDS`] in force.
+pub const VERIFY_LOOPBACK: &str = "verify:\n  feeds: {dir}/feeds\n";
+
 /// The configuration most tests share, as a [`Gate::start`] template: one
 /// site `s` (the default, unless `default` is false) on `127.0.0.1` and
 /// `localhost` in front of `upstream`,
@@ -312,6 +333,7 @@ impl TestConfig<'_> {
     pub fn render(&self) -> String {
         let site: String = self.site.lines().map(|l| format!("    {l}\n")).collect();
         let metrics = if self.metrics { "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n" } else { "" };
+        let metrics = format!("{metrics}{VERIFY_LOOPBACK}");
         format!(
             "listen: [\"127.0.0.1:{{port}}\"]\nthreads: {}\ngrace_period: 1\nsites:\n  - name: s\n    hosts: [\"127.0.0.1\", \"localhost\"]\n    default: {}\n    upstream: {}\n    robots: {{dir}}/robots.txt\n{site}{}log:\n  violations: {{dir}}/violations.jsonl\n  level: {}\n{metrics}",
             self.threads, self.default, self.upstream, self.more_sites, self.level
