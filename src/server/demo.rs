@@ -120,7 +120,11 @@ pub fn try_lines(port: u16) -> Vec<(String, u16, &'static str)> {
         (line(Some(FIREFOX), "/private/report.html"), 200, "a browser: people are never blocked"),
         (line(Some(GOOGLEBOT), "/about.html"), 200, "Googlebot on an allowed page"),
         (line(Some(GOOGLEBOT), "/private/report.html"), 403, "Googlebot on a disallowed page (Disallow: /private/)"),
-        (line(Some(GPTBOT), "/about.html"), 403, "GPTBot: its group disallows everything"),
+        (
+            line(Some(GPTBOT), "/about.html"),
+            403,
+            "GPTBot from 127.0.0.1, which is no address OpenAI publishes for GPTBot: a spoofed identity",
+        ),
     ]
 }
 
