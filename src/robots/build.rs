@@ -735,7 +735,7 @@ mod tests {
     fn size_limit_cuts_at_a_line_end() {
         let mut body = b"user-agent: *\n".to_vec();
         body.extend_from_slice(b"disallow: /private\n");
-        let robots = RobotsTxt::compile_with(&body, Options { max_bytes: 25 });
+        let robots = RobotsTxt::compile_with(&body, Options { max_bytes: 25, ..Options::default() });
         assert_eq!(robots.truncated_at(), Some(14));
         assert!(robots.allows("x", "/private").allowed, "the half-read rule is dropped, not shortened");
     }
