@@ -172,6 +172,20 @@ pub fn decide<'s: 'r, 'r>(
     rates: &dyn RateState,
     clock: Clock,
 ) -> Decision<'s, 'r> {
+    decide_with(facts, site, |ua| classifier.classify(ua), rates, clock)
+}
+
+/// [`decide`] with the classification supplied by the caller: `classify`
+/// must return what [`Classifier::classify`] returns for the User-Agent it
+/// is given. For a caller that remembers verdicts (the proxy remembers the
+/// last browser per thread); the order of the decision stays here.
+pub fn decide_with<'s: 'r, 'r>(
+    facts: &RequestFacts<'r>,
+    site: &SiteRules<'s>,
+    classify: impl FnOnce(&'r [u8]) -> Agent<'r>,
+    rates: &dyn RateState,
+    clock: Clock,
+) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
     if facts.fetch && path == b"/robots.txt" {
         let outcome = if site.robots.is_some() { Outcome::File(SiteFile::Robots) } else { Outcome::Pass };
@@ -183,7 +197,7 @@ pub fn decide<'s: 'r, 'r>(
     let Some(robots) = site.robots else {
         return Decision { agent: None, outcome: Outcome::Pass };
     };
-    let agent = classifier.classify(facts.user_agent);
+    let agent = classify(facts.user_agent);
     if !agent.is_bot() {
         return Decision { agent: Some(agent), outcome: Outcome::Pass };
     }

@@ -7,8 +7,9 @@
 //! 502 (refused, reset) or 504 (timed out) and the proxy keeps serving.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -24,7 +25,7 @@ use super::respond;
 use super::snapshot::{LiveSite, Snapshot};
 use super::telemetry::metrics;
 use super::violations::{now_rfc3339, Record, ViolationLog};
-use crate::agent::{Agent, Category};
+use crate::agent::{Agent, AgentKind, Category};
 use crate::net::Cidr;
 use crate::policy::{self, Action, Clock, Limited, Outcome, RequestFacts, SiteFile, Violation};
 use crate::state::RateTable;
@@ -219,6 +220,42 @@ fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directiv
     }
 }
 
+/// User-Agents longer than this are classified every time rather than remembered.
+const MEMO_MAX_UA: usize = 512;
+
+thread_local! {
+    /// The last User-Agent this thread classified as a browser, with the
+    /// snapshot whose classifier said so. A keep-alive connection repeats its
+    /// User-Agent on every request, and a browser's verdict carries nothing
+    /// but "browser" ([`Agent::browser`]), so it can be replayed without
+    /// changing a decision. The key is the exact bytes and the snapshot: a
+    /// reload brings a new classifier in a new snapshot, hence a miss. The
+    /// `Weak` keeps the snapshot's allocation, so no later snapshot can take
+    /// its address while it is remembered.
+    static LAST_BROWSER: RefCell<(Weak<Snapshot>, Vec<u8>)> = const { RefCell::new((Weak::new(), Vec::new())) };
+}
+
+/// Whether `ua` is the User-Agent this thread last classified as a browser
+/// with `snap`'s classifier. Cost: a pointer and a byte comparison.
+fn is_last_browser(snap: &Arc<Snapshot>, ua: &[u8]) -> bool {
+    LAST_BROWSER.with_borrow(|(seen_by, last)| seen_by.as_ptr() == Arc::as_ptr(snap) && last.as_slice() == ua)
+}
+
+/// Classify `ua` with `snap`'s classifier, and remember it if it is a browser.
+fn classify_and_remember<'a>(snap: &'a Arc<Snapshot>, ua: &'a [u8]) -> Agent<'a> {
+    let agent = snap.classifier.classify(ua);
+    if agent.kind == AgentKind::Browser && ua.len() <= MEMO_MAX_UA {
+        LAST_BROWSER.with_borrow_mut(|(seen_by, last)| {
+            if seen_by.as_ptr() != Arc::as_ptr(snap) {
+                *seen_by = Arc::downgrade(snap);
+            }
+            last.clear();
+            last.extend_from_slice(ua);
+        });
+    }
+    agent
+}
+
 /// What the decision leaves the proxy to do, detached from the request's bytes.
 enum Step<'s> {
     /// Refuse the request itself, before any judging: status and reason.
@@ -232,7 +269,7 @@ enum Step<'s> {
 impl Gate {
     /// Decide a request: gather its facts, ask the core, count it, and keep
     /// what the record will need. Borrows the request only inside.
-    fn decide<'s>(&self, session: &Session, snap: &'s Snapshot, site: &'s LiveSite, ctx: &mut Ctx) -> Step<'s> {
+    fn decide<'s>(&self, session: &Session, snap: &'s Arc<Snapshot>, site: &'s LiveSite, ctx: &mut Ctx) -> Step<'s> {
         let req = session.req_header();
         let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
         ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
@@ -260,7 +297,8 @@ impl Gate {
             client: ctx.client,
         };
         let started = Instant::now();
-        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.rates, Clock::System);
+        let classify = |ua| if is_last_browser(snap, ua) { Agent::browser() } else { classify_and_remember(snap, ua) };
+        let decision = policy::decide_with(&facts, &site.rules(), classify, &*self.rates, Clock::System);
         let Some(agent) = decision.agent else {
             return match decision.outcome {
                 Outcome::File(f) => Step::File(f),
@@ -523,6 +561,37 @@ impl ProxyHttp for Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn snapshot(dir: &std::path::Path) -> Arc<Snapshot> {
+        let robots = dir.join("robots.txt");
+        std::fs::write(&robots, "User-agent: GPTBot\nDisallow: /\n").unwrap();
+        let config = dir.join("robotgate.yaml");
+        let text = format!(
+            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {}\n",
+            robots.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        Arc::new(super::super::snapshot::load(&config).unwrap())
+    }
+
+    #[test]
+    fn the_browser_memo_replays_only_the_same_bytes_with_the_same_classifier() {
+        const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+        const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (snapshot(dir.path()), snapshot(dir.path()));
+        assert!(!is_last_browser(&a, FIREFOX), "nothing remembered yet");
+        assert!(!classify_and_remember(&a, FIREFOX).is_bot());
+        assert!(is_last_browser(&a, FIREFOX));
+        assert!(!is_last_browser(&b, FIREFOX), "another snapshot's classifier");
+        assert!(!is_last_browser(&a, &FIREFOX[..FIREFOX.len() - 1]), "other bytes");
+        assert!(classify_and_remember(&a, GPTBOT).is_bot());
+        assert!(!is_last_browser(&a, GPTBOT), "robots are not remembered");
+        let long = [FIREFOX, &[b'x'; MEMO_MAX_UA][..]].concat();
+        assert!(!classify_and_remember(&b, &long).is_bot());
+        assert!(!is_last_browser(&b, &long), "too long to remember");
+        assert!(is_last_browser(&a, FIREFOX), "still the last one remembered");
+    }
 
     #[test]
     fn ip_text_is_display() {
