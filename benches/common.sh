@@ -20,8 +20,12 @@ install_missing() {
 }
 
 # start_origin WORK PORT: nginx serving WORK/www on PORT with one worker,
-# keeping client connections open (pid in WORK/origin.pid).
+# keeping client connections open (pid in WORK/origin.pid). Fails unless the
+# origin answers WORK/www/page.html with 200.
 start_origin() {
+  # mktemp -d makes WORK 0700; nginx's workers run as nobody and would answer
+  # 403 (writing the origin's error log on every request).
+  chmod 755 "$1"
   cat > "$1/origin.conf" <<NGX
 worker_processes 1;
 pid $1/origin.pid;
@@ -34,6 +38,13 @@ http {
 }
 NGX
   nginx -c "$1/origin.conf"
+  local _
+  for _ in $(seq 1 20); do
+    curl -sf -o /dev/null "http://127.0.0.1:$2/page.html" && return 0
+    sleep 0.25
+  done
+  echo "start_origin: the origin does not serve $1/www/page.html" >&2
+  return 1
 }
 
 # nginx_proxy_conf FILE LISTEN ORIGIN WORKERS [HEAD...]: nginx as reverse proxy

@@ -8,6 +8,9 @@
 #
 #   bash benches/instructions.sh [SECONDS] [CONNECTIONS]   (defaults: 10, 8)
 #
+# With KEEP=DIR, each case's callgrind output is kept as DIR/NAME.callgrind,
+# for `callgrind_annotate DIR/robotgate-browser.callgrind`.
+#
 # Each proxy runs alone under callgrind in front of one nginx origin; wrk
 # warms it up for 3 s, the counters are zeroed, wrk loads it for SECONDS
 # (default 10), the counters are dumped and divided by the requests wrk
@@ -58,9 +61,11 @@ measure() { # name user-agent command...
   out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" -H "User-Agent: $ua" "http://127.0.0.1:$PROXY/page.html")
   callgrind_control -d "$pid" >/dev/null 2>&1
   n=$(awk '/requests in/ {print $1}' <<<"$out")
+  if [[ $name != *blocked ]] && grep -q 'Non-2xx' <<<"$out"; then echo "$name: some answers were not 2xx/3xx" >&2; fi
   # The dump made just now (file ".1"): everything since the counters were zeroed.
   for _ in $(seq 1 20); do [ -s "$WORK/cg.$name.$pid.1" ] && break; sleep 0.5; done
   ir=$(awk '/^summary:/ {print $2}' "$WORK/cg.$name.$pid.1")
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$WORK/cg.$name.$pid.1" "$KEEP/$name.callgrind"; fi
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   printf '  %-24s %8d requests  %8d instructions/request\n' "$name" "$n" "$((ir / n))"

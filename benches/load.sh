@@ -21,7 +21,7 @@ THREADS=${4:-1}
 BODY_BYTES=${BODY_BYTES:-1024}
 
 . benches/common.sh
-install_missing wrk:wrk nginx:nginx-light
+install_missing wrk:wrk nginx:nginx-light curl:curl
 cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
 WORK=$(mktemp -d)

@@ -16,6 +16,7 @@ install_missing wrk:wrk nginx:nginx-light
 cargo build --release --bin robotgate >/dev/null 2>&1
 
 WORK=$(mktemp -d)
+chmod 755 "$WORK" # nginx's workers run as nobody: a 0700 WORK would serve 403s.
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -5,7 +5,8 @@
 //!
 //! With `forward`, it also does what robotgate does for every proxied request
 //! besides enforcing robots.txt, with robotgate's own functions: the origin
-//! peer with robotgate's default timeouts, and `X-Forwarded-For` and
+//! peer with robotgate's default timeouts (on tokio's timer, as robotgate
+//! runs them), and `X-Forwarded-For` and
 //! `X-Forwarded-Proto`. The difference between that and robotgate is the cost
 //! of the enforcement itself.
 
@@ -68,7 +69,11 @@ fn main() {
         Some("forward") => true,
         Some(other) => panic!("unknown option {other:?} (expected `forward`)"),
     };
-    let conf = ServerConf { threads, grace_period_seconds: Some(0), ..ServerConf::default() };
+    let mut conf = ServerConf { threads, grace_period_seconds: Some(0), ..ServerConf::default() };
+    if forward {
+        // robotgate's timer setting, with its timeouts.
+        conf.fast_timeout_to_tokio_threshold_seconds = robotgate::server::TOKIO_TIMERS_FROM_SECONDS;
+    }
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
     let mut proxy = pingora::proxy::http_proxy_service(&server.configuration, Passthrough { upstream, forward });

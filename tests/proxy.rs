@@ -217,6 +217,28 @@ fn forwarded_for_from_an_untrusted_client_is_ignored() {
 }
 
 #[test]
+fn forwarded_for_from_a_trusted_proxy_keeps_its_chain() {
+    let origin = Origin::start();
+    let cfg = format!("{}trusted_proxies: [\"127.0.0.1/32\"]\n", config(&origin));
+    let gate = Gate::start(
+        &cfg,
+        &[
+            ("robots-a.txt", ROBOTS_A.as_bytes()),
+            ("robots-b.txt", ROBOTS_B.as_bytes()),
+            ("humans.txt", b"h\n"),
+            ("alt.html", b"a\n"),
+        ],
+    );
+    let seen = |xff: &str| get(&gate.url("/hello"), &[("User-Agent", FIREFOX), ("X-Forwarded-For", xff)]);
+    assert_eq!(seen("6.6.6.6").header("x-seen-xff"), Some("6.6.6.6, 127.0.0.1"));
+    assert_eq!(seen("10.0.0.1, 6.6.6.6").header("x-seen-xff"), Some("10.0.0.1, 6.6.6.6, 127.0.0.1"));
+    assert_eq!(seen(" ").header("x-seen-xff"), Some("127.0.0.1"), "an empty chain is not kept");
+    let r = get(&gate.url("/hello"), &[("User-Agent", FIREFOX)]);
+    assert_eq!(r.header("x-seen-xff"), Some("127.0.0.1"));
+    assert_eq!(r.header("x-seen-proto"), Some("http"));
+}
+
+#[test]
 fn upstream_down_is_502_and_the_proxy_keeps_serving() {
     let origin = Origin::start();
     let dead = free_port();

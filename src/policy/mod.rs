@@ -229,6 +229,21 @@ pub fn decide<'s: 'r, 'r>(
     identify: &dyn Identify,
     clock: Clock,
 ) -> Decision<'s, 'r> {
+    decide_with(facts, site, |ua| classifier.classify(ua), state, identify, clock)
+}
+
+/// [`decide`] with the classification supplied by the caller: `classify`
+/// must return what [`Classifier::classify`] returns for the User-Agent it
+/// is given. For a caller that remembers verdicts (the proxy remembers the
+/// last browser per thread); the order of the decision stays here.
+pub fn decide_with<'s: 'r, 'r>(
+    facts: &RequestFacts<'r>,
+    site: &SiteRules<'s>,
+    classify: impl FnOnce(&'r [u8]) -> Agent<'r>,
+    state: &dyn State,
+    identify: &dyn Identify,
+    clock: Clock,
+) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
     let decided = |outcome| Decision { agent: None, outcome, robots_seen: None, identity: Identity::NotClaimed };
     let identity_of = |agent: &Agent<'_>| match agent.kind {
@@ -239,7 +254,7 @@ pub fn decide<'s: 'r, 'r>(
         |agent| Decision { agent: Some(agent), outcome: Outcome::Pass, robots_seen: None, identity: Identity::Pending };
     if facts.fetch && path == b"/robots.txt" {
         let Some(_) = site.robots else { return decided(Outcome::Pass) };
-        let agent = classifier.classify(facts.user_agent);
+        let agent = classify(facts.user_agent);
         if agent.is_bot() {
             if let Some(key) = seen_key(site, &agent, facts) {
                 state.saw_robots(&key, clock.instant());
@@ -251,13 +266,13 @@ pub fn decide<'s: 'r, 'r>(
     if let (Some(traps), Some(client)) = (site.traps, facts.client) {
         let key = BanKey { client, site: site.name };
         if let Some(remaining) = state.banned(&key, clock.instant()) {
-            let agent = classifier.classify(facts.user_agent);
+            let agent = classify(facts.user_agent);
             let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
             let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
             return Decision { agent: Some(agent), outcome, robots_seen, identity: Identity::NotClaimed };
         }
         if let Some(i) = traps.paths.iter().position(|t| path.starts_with(t.as_bytes())) {
-            let agent = classifier.classify(facts.user_agent);
+            let agent = classify(facts.user_agent);
             let identity = identity_of(&agent);
             if identity == Identity::Pending {
                 return pending(agent);
@@ -287,7 +302,7 @@ pub fn decide<'s: 'r, 'r>(
     let Some(robots) = site.robots else {
         return decided(Outcome::Pass);
     };
-    let agent = classifier.classify(facts.user_agent);
+    let agent = classify(facts.user_agent);
     if !agent.is_bot() {
         return Decision {
             agent: Some(agent),

@@ -102,6 +102,17 @@ fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<
     Ok(())
 }
 
+/// Timeouts of this many seconds or more run on tokio's timer, not on
+/// Pingora's shared fast-timer map (`ServerConf::fast_timeout_to_tokio_threshold_seconds`).
+/// Every proxied request waits under two 60 s timeouts (the keep-alive read
+/// and the origin's answer); a fast timer stays in the map until its
+/// deadline even when the request is long done, so at load that map holds
+/// thousands of 10 ms buckets, and each registration searches it and
+/// subscribes to a `Notify`. A tokio timer is removed when its request ends.
+/// Callgrind: about 1,600 fewer instructions per proxied request. The
+/// deadlines, and the 502/504 they lead to, are the same.
+pub const TOKIO_TIMERS_FROM_SECONDS: Option<u64> = Some(0);
+
 /// Run the proxy until a signal stops it. SIGTERM and SIGQUIT finish
 /// in-flight requests (up to the grace period); every violation record
 /// accepted before the stop is written before this returns.
@@ -148,6 +159,7 @@ pub fn serve_with(
         grace_period_seconds: Some(config.grace_period.as_secs()),
         graceful_shutdown_timeout_seconds: Some(5),
         daemon: options.daemon,
+        fast_timeout_to_tokio_threshold_seconds: TOKIO_TIMERS_FROM_SECONDS,
         ..ServerConf::default()
     };
     if let Some(p) = options.pid_file {

@@ -7,13 +7,15 @@
 //! 502 (refused, reset) or 504 (timed out) and the proxy keeps serving.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
+use http::HeaderValue;
 use pingora::http::{Method, RequestHeader, ResponseHeader};
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
@@ -23,7 +25,7 @@ use super::respond;
 use super::snapshot::{LiveSite, Snapshot};
 use super::telemetry::metrics;
 use super::violations::{now_rfc3339, Record, ViolationLog};
-use crate::agent::{Agent, Category};
+use crate::agent::{Agent, AgentKind, Category};
 use crate::identity::{Identity, RangesOnly};
 use crate::net::Cidr;
 use crate::policy::{
@@ -89,8 +91,14 @@ impl Ctx {
 
 /// The client address of a request; see [`crate::net::client_address`].
 pub fn client_ip(peer: Option<IpAddr>, req: &RequestHeader, trusted: &[Cidr]) -> Option<IpAddr> {
+    let peer = peer?;
+    // Most peers are not trusted proxies: their headers are not read, so do
+    // not look them up.
+    if !trusted.iter().any(|c| c.contains(peer)) {
+        return Some(peer);
+    }
     let values = |name: &'static str| req.headers.get_all(name).into_iter().map(|v| v.as_bytes());
-    Some(crate::net::client_address(peer?, values("forwarded"), values("x-forwarded-for"), trusted))
+    Some(crate::net::client_address(peer, values("forwarded"), values("x-forwarded-for"), trusted))
 }
 
 /// The peer for a site's origin: its address, TLS, and robotgate's timeouts
@@ -115,24 +123,76 @@ pub fn upstream_peer(
 /// Sets `X-Forwarded-For` (the socket peer, appended to the chain only when
 /// the peer is one of `trusted` proxies; otherwise the client's own header is
 /// replaced) and `X-Forwarded-Proto` on the request to the origin.
+///
+/// Runs for every proxied request, so it builds the values without the
+/// formatter: the address is written into a stack buffer and copied once into
+/// the header value, and the protocol is a static value.
 pub fn add_forwarded_headers(session: &Session, upstream_request: &mut RequestHeader, trusted: &[Cidr]) -> Result<()> {
     let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
     if let Some(peer) = peer {
+        let mut text = [0u8; MAX_IP_TEXT];
+        let ip = ip_text(peer, &mut text);
         // Keep the chain only when it came from a trusted proxy.
         let prior = if trusted.iter().any(|c| c.contains(peer)) {
-            upstream_request.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()).map(str::to_owned)
+            upstream_request.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok())
         } else {
             None
         };
         let value = match prior {
-            Some(p) if !p.trim().is_empty() => format!("{p}, {peer}"),
-            _ => peer.to_string(),
+            Some(p) if !p.trim().is_empty() => {
+                let mut chain = Vec::with_capacity(p.len() + 2 + ip.len());
+                chain.extend_from_slice(p.as_bytes());
+                chain.extend_from_slice(b", ");
+                chain.extend_from_slice(ip);
+                HeaderValue::from_bytes(&chain)
+            }
+            _ => HeaderValue::from_bytes(ip),
         };
+        let value = value.expect("visible ASCII: a header value that was valid, `, ` and an address");
         upstream_request.insert_header("x-forwarded-for", value)?;
     }
     let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
-    upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+    let proto = HeaderValue::from_static(if tls { "https" } else { "http" });
+    upstream_request.insert_header("x-forwarded-proto", proto)?;
     Ok(())
+}
+
+/// The longest text form of an address: IPv6 with an embedded IPv4
+/// (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`).
+const MAX_IP_TEXT: usize = 45;
+
+/// `ip` in its usual text form (as `Display` writes it), in `buf`. IPv4, the
+/// common case, is written digit by digit; IPv6 goes through `Display`.
+fn ip_text(ip: IpAddr, buf: &mut [u8; MAX_IP_TEXT]) -> &[u8] {
+    match ip {
+        IpAddr::V4(v4) => {
+            let mut n = 0;
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    buf[n] = b'.';
+                    n += 1;
+                }
+                if octet >= 100 {
+                    buf[n] = b'0' + octet / 100;
+                    n += 1;
+                }
+                if octet >= 10 {
+                    buf[n] = b'0' + octet / 10 % 10;
+                    n += 1;
+                }
+                buf[n] = b'0' + octet % 10;
+                n += 1;
+            }
+            &buf[..n]
+        }
+        IpAddr::V6(v6) => {
+            use std::io::Write;
+            let mut rest = &mut buf[..];
+            write!(rest, "{v6}").expect("an IPv6 address fits in 45 bytes");
+            let n = MAX_IP_TEXT - rest.len();
+            &buf[..n]
+        }
+    }
 }
 
 fn host_of(req: &RequestHeader) -> &str {
@@ -184,6 +244,42 @@ fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directiv
     }
 }
 
+/// User-Agents longer than this are classified every time rather than remembered.
+const MEMO_MAX_UA: usize = 512;
+
+thread_local! {
+    /// The last User-Agent this thread classified as a browser, with the
+    /// snapshot whose classifier said so. A keep-alive connection repeats its
+    /// User-Agent on every request, and a browser's verdict carries nothing
+    /// but "browser" ([`Agent::browser`]), so it can be replayed without
+    /// changing a decision. The key is the exact bytes and the snapshot: a
+    /// reload brings a new classifier in a new snapshot, hence a miss. The
+    /// `Weak` keeps the snapshot's allocation, so no later snapshot can take
+    /// its address while it is remembered.
+    static LAST_BROWSER: RefCell<(Weak<Snapshot>, Vec<u8>)> = const { RefCell::new((Weak::new(), Vec::new())) };
+}
+
+/// Whether `ua` is the User-Agent this thread last classified as a browser
+/// with `snap`'s classifier. Cost: a pointer and a byte comparison.
+fn is_last_browser(snap: &Arc<Snapshot>, ua: &[u8]) -> bool {
+    LAST_BROWSER.with_borrow(|(seen_by, last)| seen_by.as_ptr() == Arc::as_ptr(snap) && last.as_slice() == ua)
+}
+
+/// Classify `ua` with `snap`'s classifier, and remember it if it is a browser.
+fn classify_and_remember<'a>(snap: &'a Arc<Snapshot>, ua: &'a [u8]) -> Agent<'a> {
+    let agent = snap.classifier.classify(ua);
+    if agent.kind == AgentKind::Browser && ua.len() <= MEMO_MAX_UA {
+        LAST_BROWSER.with_borrow_mut(|(seen_by, last)| {
+            if seen_by.as_ptr() != Arc::as_ptr(snap) {
+                *seen_by = Arc::downgrade(snap);
+            }
+            last.clear();
+            last.extend_from_slice(ua);
+        });
+    }
+    agent
+}
+
 /// What the decision leaves the proxy to do, detached from the request's bytes.
 enum Step<'s> {
     /// Refuse the request itself, before any judging: status and reason.
@@ -200,7 +296,7 @@ enum Step<'s> {
 impl Gate {
     /// Decide a request: gather its facts, ask the core, count it, and keep
     /// what the record will need. Borrows the request only inside.
-    fn decide<'s>(&self, session: &Session, snap: &'s Snapshot, site: &'s LiveSite, ctx: &mut Ctx) -> Step<'s> {
+    fn decide<'s>(&self, session: &Session, snap: &'s Arc<Snapshot>, site: &'s LiveSite, ctx: &mut Ctx) -> Step<'s> {
         let req = session.req_header();
         let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
         ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
@@ -231,7 +327,8 @@ impl Gate {
         // Identity from the published ranges; what only reverse DNS could
         // tell stays unverifiable here.
         let identify = RangesOnly(snap.by_ranges());
-        let decision = policy::decide(&facts, &site.rules(), &snap.classifier, &*self.state, &identify, Clock::System);
+        let classify = |ua| if is_last_browser(snap, ua) { Agent::browser() } else { classify_and_remember(snap, ua) };
+        let decision = policy::decide_with(&facts, &site.rules(), classify, &*self.state, &identify, Clock::System);
         let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
         let identity = (decision.identity != Identity::NotClaimed).then(|| decision.identity.as_str());
         let Some(agent) = decision.agent else {
@@ -562,5 +659,65 @@ impl ProxyHttp for Gate {
 
     fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(dir: &std::path::Path) -> Arc<Snapshot> {
+        let robots = dir.join("robots.txt");
+        std::fs::write(&robots, "User-agent: GPTBot\nDisallow: /\n").unwrap();
+        let config = dir.join("robotgate.yaml");
+        let text = format!(
+            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {}\n",
+            robots.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        Arc::new(super::super::snapshot::load(&config).unwrap())
+    }
+
+    #[test]
+    fn the_browser_memo_replays_only_the_same_bytes_with_the_same_classifier() {
+        const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+        const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (snapshot(dir.path()), snapshot(dir.path()));
+        assert!(!is_last_browser(&a, FIREFOX), "nothing remembered yet");
+        assert!(!classify_and_remember(&a, FIREFOX).is_bot());
+        assert!(is_last_browser(&a, FIREFOX));
+        assert!(!is_last_browser(&b, FIREFOX), "another snapshot's classifier");
+        assert!(!is_last_browser(&a, &FIREFOX[..FIREFOX.len() - 1]), "other bytes");
+        assert!(classify_and_remember(&a, GPTBOT).is_bot());
+        assert!(!is_last_browser(&a, GPTBOT), "robots are not remembered");
+        let long = [FIREFOX, &[b'x'; MEMO_MAX_UA][..]].concat();
+        assert!(!classify_and_remember(&b, &long).is_bot());
+        assert!(!is_last_browser(&b, &long), "too long to remember");
+        assert!(is_last_browser(&a, FIREFOX), "still the last one remembered");
+    }
+
+    #[test]
+    fn ip_text_is_display() {
+        let ips = [
+            "0.0.0.0",
+            "9.10.99.100",
+            "127.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "2001:db8::8a2e:370:7334",
+            "::ffff:192.0.2.128",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "1:2:3:4:5:6:7:8",
+        ];
+        for ip in ips {
+            let ip: IpAddr = ip.parse().expect("test address");
+            let mut buf = [0u8; MAX_IP_TEXT];
+            assert_eq!(ip_text(ip, &mut buf), ip.to_string().as_bytes(), "{ip}");
+        }
+        let ipv4_in_v6 = IpAddr::V6("::1.2.3.4".parse().expect("test address"));
+        let mut buf = [0u8; MAX_IP_TEXT];
+        assert_eq!(ip_text(ipv4_in_v6, &mut buf), ipv4_in_v6.to_string().as_bytes());
     }
 }
