@@ -232,6 +232,26 @@ impl Default for RawLimits {
     }
 }
 
+/// `verify:`: how robotgate checks that a bot is who its User-Agent says.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawVerify {
+    /// Forward-confirmed reverse DNS.
+    pub dns: RawDns,
+}
+
+/// `verify.dns:`: the resolver used for forward-confirmed reverse DNS.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawDns {
+    /// Name servers as `IP:port`, asked over UDP (empty: the system's, from
+    /// `/etc/resolv.conf`).
+    pub nameservers: Vec<String>,
+    /// Milliseconds for a whole check, PTR and forward lookups together
+    /// (default 500).
+    pub timeout_ms: Option<u64>,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -264,4 +284,7 @@ pub struct RawConfig {
     /// Seconds to finish in-flight requests on shutdown (default 5).
     #[serde(default)]
     pub grace_period: Option<u64>,
+    /// How claimed bot identities are verified.
+    #[serde(default)]
+    pub verify: RawVerify,
 }
