@@ -280,7 +280,7 @@ async fn silent_server_is_unverifiable_within_the_timeout() {
     let t = Instant::now();
     let v = dns.verify("66.249.66.1".parse().unwrap(), &google()).await;
     assert_eq!(v, DnsVerdict::Unverifiable { reason: Trouble::Timeout });
-    assert!(t.elapsed() < Duration::from_millis(100));
+    assert!(t.elapsed() < Duration::from_millis(200), "from the cache: {:?}", t.elapsed());
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(server.count(), asked);
 }
@@ -323,7 +323,7 @@ async fn checks_in_flight_are_capped() {
     let t = Instant::now();
     let v = dns.verify("192.0.2.200".parse().unwrap(), &google()).await;
     assert_eq!(v, DnsVerdict::Unverifiable { reason: Trouble::Busy });
-    assert!(t.elapsed() < Duration::from_millis(50), "answered at once, not queued: {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_millis(250), "answered at once, not queued: {:?}", t.elapsed());
     assert_eq!(dns.cached("192.0.2.200".parse().unwrap(), &google()), None, "Busy is not cached");
     for s in slow {
         assert_eq!(s.await.unwrap(), DnsVerdict::Unverifiable { reason: Trouble::Timeout });
