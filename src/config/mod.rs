@@ -96,6 +96,26 @@ pub struct Settings {
     pub grace_period: Duration,
     /// A directory of IP range feeds replacing the embedded ones of the same name.
     pub verify_feeds: Option<PathBuf>,
+    /// The resolver for forward-confirmed reverse DNS.
+    pub dns: DnsSettings,
+}
+
+/// The resolver for forward-confirmed reverse DNS (`verify.dns`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsSettings {
+    /// Name servers, asked over UDP; empty: the system's resolver configuration.
+    pub nameservers: Vec<std::net::SocketAddr>,
+    /// The bound on one whole check (PTR and forward lookups together).
+    pub timeout: Duration,
+}
+
+/// The default `verify.dns.timeout_ms`.
+pub const DEFAULT_DNS_TIMEOUT_MS: u64 = 500;
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        DnsSettings { nameservers: Vec::new(), timeout: Duration::from_millis(DEFAULT_DNS_TIMEOUT_MS) }
+    }
 }
 
 impl Settings {
@@ -280,6 +300,47 @@ mod tests {
         assert!(fields.contains(&"sites[0].policy.action"), "{fields:?}");
         assert!(fields.contains(&"threads"), "{fields:?}");
         assert!(fields.contains(&"trusted_proxies[0]"), "{fields:?}");
+    }
+
+    #[test]
+    fn verify_dns_defaults_and_keys() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.settings.dns, DnsSettings::default());
+        assert!(c.settings.dns.nameservers.is_empty(), "system resolver by default");
+        assert_eq!(c.settings.dns.timeout, Duration::from_millis(500));
+        let text = format!(
+            "{MINIMAL}\nverify:\n  dns:\n    nameservers: [\"127.0.0.1:5353\", \"[::1]:53\"]\n    timeout_ms: 300\n"
+        );
+        let c = parse(&text).unwrap();
+        assert_eq!(c.settings.dns.nameservers, ["127.0.0.1:5353".parse().unwrap(), "[::1]:53".parse().unwrap()]);
+        assert_eq!(c.settings.dns.timeout, Duration::from_millis(300));
+        // Every key is optional.
+        assert_eq!(parse(&format!("{MINIMAL}\nverify: {{}}\n")).unwrap().settings.dns, DnsSettings::default());
+        assert_eq!(parse(&format!("{MINIMAL}\nverify: {{dns: {{}}}}\n")).unwrap().settings.dns, DnsSettings::default());
+    }
+
+    #[test]
+    fn verify_dns_problems_name_their_field() {
+        let text = format!(
+            "{MINIMAL}\nverify:\n  dns:\n    nameservers: [\"dns.example:53\", \"127.0.0.1\", \"127.0.0.1:0\", \"10.0.0.1:53\", \"10.0.0.1:53\"]\n    timeout_ms: 0\n"
+        );
+        let e = parse(&text).unwrap_err();
+        let fields: Vec<&str> = e.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "verify.dns.nameservers[0]",
+                "verify.dns.nameservers[1]",
+                "verify.dns.nameservers[2]",
+                "verify.dns.nameservers[4]",
+                "verify.dns.timeout_ms"
+            ],
+            "{e:?}"
+        );
+        let e = parse(&format!("{MINIMAL}\nverify:\n  dns:\n    timeout: 3\n")).unwrap_err();
+        assert!(e[0].reason.contains("timeout"), "{e:?}");
+        let e = parse(&format!("{MINIMAL}\nverify:\n  rdns: {{}}\n")).unwrap_err();
+        assert!(e[0].reason.contains("rdns"), "{e:?}");
     }
 
     #[test]

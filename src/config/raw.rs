@@ -261,6 +261,29 @@ impl Default for RawLimits {
     }
 }
 
+/// `verify:`: how robotgate checks that a bot is who its User-Agent says.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawVerify {
+    /// A directory of IP range feeds (`NAME.json`, the published format) that
+    /// replace the embedded feeds of the same name (default: the embedded ones).
+    pub feeds: Option<PathBuf>,
+    /// Forward-confirmed reverse DNS.
+    pub dns: RawDns,
+}
+
+/// `verify.dns:`: the resolver used for forward-confirmed reverse DNS.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawDns {
+    /// Name servers as `IP:port`, asked over UDP (empty: the system's, from
+    /// `/etc/resolv.conf`).
+    pub nameservers: Vec<String>,
+    /// Milliseconds for a whole check, PTR and forward lookups together
+    /// (default 500).
+    pub timeout_ms: Option<u64>,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -296,14 +319,4 @@ pub struct RawConfig {
     /// Identity checks of robots' claims.
     #[serde(default)]
     pub verify: RawVerify,
-}
-
-/// `verify:`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawVerify {
-    /// A directory of IP range feeds (`NAME.json`, the published format) that
-    /// replace the embedded feeds of the same name (default: the embedded ones).
-    #[serde(default)]
-    pub feeds: Option<PathBuf>,
 }

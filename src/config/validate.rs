@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{
-    Config, ConfigError, Listen, LogOptions, LogTarget, Managed, Settings, Site, Traps, Upstream, DEFAULT_TRAP,
+    Config, ConfigError, DnsSettings, Listen, LogOptions, LogTarget, Managed, Settings, Site, Traps, Upstream,
+    DEFAULT_DNS_TIMEOUT_MS, DEFAULT_TRAP,
 };
 use super::{
-    RawAction, RawConfig, RawListen, RawManaged, RawPolicy, RawSize, RawTarget, RawTraps, RawUpstream, RawUpstreamFull,
+    RawAction, RawConfig, RawDns, RawListen, RawManaged, RawPolicy, RawSize, RawTarget, RawTraps, RawUpstream,
+    RawUpstreamFull,
 };
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
@@ -229,6 +231,32 @@ fn managed(field: &str, raw: &RawManaged, errors: &mut Vec<ConfigError>) -> Mana
     Managed { ai_training_disallow, content_signal: raw.content_signal.clone() }
 }
 
+fn dns(field: &str, raw: &RawDns, errors: &mut Vec<ConfigError>) -> DnsSettings {
+    let mut nameservers = Vec::new();
+    for (i, ns) in raw.nameservers.iter().enumerate() {
+        match ns.trim().parse::<std::net::SocketAddr>() {
+            Ok(a) if a.port() != 0 => {
+                if nameservers.contains(&a) {
+                    errors.push(ConfigError::new(format!("{field}.nameservers[{i}]"), format!("{a} is listed twice")));
+                }
+                nameservers.push(a);
+            }
+            _ => errors.push(ConfigError::new(
+                format!("{field}.nameservers[{i}]"),
+                format!("`{ns}` is not an address of the form IP:port (127.0.0.1:53, [::1]:53)"),
+            )),
+        }
+    }
+    let ms = raw.timeout_ms.unwrap_or(DEFAULT_DNS_TIMEOUT_MS);
+    if !(10..=30_000).contains(&ms) {
+        errors.push(ConfigError::new(
+            format!("{field}.timeout_ms"),
+            format!("must be between 10 and 30000 milliseconds, not {ms}"),
+        ));
+    }
+    DnsSettings { nameservers, timeout: Duration::from_millis(ms.clamp(10, 30_000)) }
+}
+
 impl RawConfig {
     /// Check everything and build the runtime form.
     ///
@@ -382,6 +410,7 @@ impl RawConfig {
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
+        let dns = dns("verify.dns", &self.verify.dns, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -400,7 +429,8 @@ impl RawConfig {
             bots_replace: self.bots_replace,
             max_clients: self.limits.max_clients,
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
-            verify_feeds: self.verify.feeds,
+            verify_feeds: self.verify.feeds.clone(),
+            dns,
         };
         Ok(Config { settings, sites })
     }

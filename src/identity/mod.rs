@@ -7,13 +7,14 @@
 //! * [`ranges`]: the operators' IP range feeds, parsed strictly and compiled
 //!   into one [`RangeTable`]; a lookup is a binary search.
 //! * [`check`]: the verdict for one bot entry and one client address.
+//! * [`rdns`]: forward-confirmed reverse DNS against a bot's `rdns`
+//!   suffixes, judged over answers the server layer (`server::dns`) fetched.
 //!
-//! Later slices, in the server layer because they need I/O: forward-confirmed
-//! reverse DNS against a bot's `rdns` suffixes (the resolver answers are then
-//! judged here, as plain data), Web Bot Auth signatures, refreshing the feeds
+//! Later slices: Web Bot Auth signatures, refreshing the feeds
 //! (`robotgate feeds update`) and the proxy's use of the verdict.
 
 pub mod ranges;
+pub mod rdns;
 
 use std::net::IpAddr;
 

@@ -2,6 +2,7 @@
 //! tokio, notify or arc-swap.
 //!
 //! * [`proxy`]: the `ProxyHttp` implementation.
+//! * [`dns`]: forward-confirmed reverse DNS (a bounded, cached resolver).
 //! * [`respond`]: responses robotgate writes itself.
 //! * [`snapshot`]: the immutable per-request view and its loader.
 //! * [`reload`]: file watching and SIGHUP.
@@ -9,6 +10,7 @@
 //! * [`telemetry`]: logging and metrics.
 
 pub mod demo;
+pub mod dns;
 pub mod proxy;
 pub mod reload;
 pub mod respond;

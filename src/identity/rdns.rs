@@ -1,0 +1,400 @@
+//! Forward-confirmed reverse DNS (FCrDNS), judged over answers already
+//! fetched: the resolver lives in `server::dns`, the verdict here.
+//!
+//! The check crawler operators document (Google's "Verifying Googlebot",
+//! Bing's "Verify Bingbot"): look up the PTR names of the client address;
+//! keep a name that ends in one of the bot's `rdns` suffixes; look that name
+//! up forward (A/AAAA); the client is the bot when the forward answers contain
+//! its address. The reverse zone belongs to whoever holds the address, so a PTR
+//! name alone proves nothing: anyone may point their own address at
+//! `crawl-1.googlebot.com`. Only the forward zone of `googlebot.com` is
+//! Google's.
+//!
+//! Every input here comes from DNS answers an attacker may shape (their own
+//! reverse zone), so names are held to host-name syntax before a suffix is
+//! compared, and the work is bounded: at most [`MAX_FORWARD`] names are
+//! looked up forward, and a name longer than 253 octets is refused before it
+//! is scanned.
+
+use std::net::IpAddr;
+
+/// The most PTR names of one address that are looked up forward. A reverse
+/// zone may return any number of names; real crawlers return one.
+pub const MAX_FORWARD: usize = 4;
+
+/// The longest host name (RFC 1035 2.3.4: 255 octets on the wire, 253 as
+/// text without the trailing dot).
+pub const MAX_NAME: usize = 253;
+
+/// What the answers say about a client claiming to be a bot with `rdns`
+/// suffixes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A PTR name inside the suffixes resolves forward to the client address.
+    Verified {
+        /// That name, lower case, without the trailing dot.
+        ptr: String,
+    },
+    /// The answers do not confirm the claim.
+    Failed {
+        /// Why.
+        reason: Failure,
+    },
+}
+
+/// Why forward-confirmed reverse DNS failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    /// The address has no PTR name.
+    #[error("no PTR record")]
+    NoPtr,
+    /// No PTR name ends in the bot's suffixes (the first name is kept, for the log).
+    #[error("PTR `{ptr}` is outside the bot's domains")]
+    OutsideSuffixes {
+        /// The first PTR name, as returned (cut to [`MAX_NAME`] bytes).
+        ptr: String,
+    },
+    /// A PTR name is inside the suffixes but its forward answers do not
+    /// contain the address: someone else's reverse zone names the bot's domain.
+    #[error("PTR `{ptr}` does not resolve back to the address")]
+    ForwardMismatch {
+        /// The first such name.
+        ptr: String,
+    },
+}
+
+/// One PTR name and what its forward lookup returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ptr {
+    /// The PTR name, as the resolver gave it (a trailing dot is fine).
+    pub name: String,
+    /// Its A and AAAA answers (empty: not looked up, or no address).
+    pub forward: Vec<IpAddr>,
+}
+
+/// Whether `name` is `suffix` or ends in `.suffix`: a match at a label
+/// boundary, ASCII case-insensitive, one trailing dot on either side ignored.
+///
+/// `name` must be a host name: labels of 1 to 63 letters, digits, `-` or `_`,
+/// at most [`MAX_NAME`] octets. Anything else (empty labels, non-ASCII,
+/// escapes such as `\.` a resolver writes for a dot inside a label) never
+/// matches, so a hostile reverse zone cannot smuggle a boundary in.
+///
+/// Cost: one pass over `name`, which is refused above [`MAX_NAME`] octets.
+///
+/// # Example
+/// ```
+/// use robotgate::identity::rdns::suffix_matches;
+/// assert!(suffix_matches("crawl-66-249-66-1.googlebot.com.", "googlebot.com"));
+/// assert!(suffix_matches("GoogleBot.COM", "googlebot.com"));
+/// assert!(!suffix_matches("evilgooglebot.com", "googlebot.com"));
+/// assert!(!suffix_matches("googlebot.com.evil.net", "googlebot.com"));
+/// ```
+pub fn suffix_matches(name: &str, suffix: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let suffix = suffix.strip_suffix('.').unwrap_or(suffix);
+    if suffix.is_empty() || !is_host_name(name) || !is_host_name(suffix) || suffix.len() > name.len() {
+        return false;
+    }
+    let (head, tail) = name.split_at(name.len() - suffix.len());
+    tail.eq_ignore_ascii_case(suffix) && (head.is_empty() || head.ends_with('.'))
+}
+
+/// Host-name syntax (RFC 1123 2.1, plus `_`), without a trailing dot.
+fn is_host_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+/// `name` lower case, without its trailing dot.
+fn normalize(name: &str) -> String {
+    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
+}
+
+/// IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as IPv4; anything else unchanged.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The PTR names worth a forward lookup: those inside `suffixes`, normalized
+/// (lower case, no trailing dot), without duplicates, at most [`MAX_FORWARD`],
+/// in answer order.
+///
+/// # Example
+/// ```
+/// use robotgate::identity::rdns::forward_candidates;
+/// let ptrs = ["crawl.evil.example.", "Crawl-1.GoogleBot.com."];
+/// assert_eq!(forward_candidates(&ptrs, &["googlebot.com"]), ["crawl-1.googlebot.com"]);
+/// ```
+pub fn forward_candidates<P: AsRef<str>, S: AsRef<str>>(ptrs: &[P], suffixes: &[S]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in ptrs {
+        let p = p.as_ref();
+        if suffixes.iter().any(|s| suffix_matches(p, s.as_ref())) {
+            let n = normalize(p);
+            if !out.contains(&n) {
+                out.push(n);
+                if out.len() == MAX_FORWARD {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Judges the answers for `ip`: `ptrs` are the address's PTR names with
+/// their forward answers (those [`forward_candidates`] did not pick may have
+/// empty `forward`; they are not consulted).
+///
+/// Verified by the first name, in answer order among the first
+/// [`MAX_FORWARD`] candidates, that is inside `suffixes` and whose forward
+/// answers contain `ip` (IPv4-mapped IPv6 and IPv4 compare equal). Otherwise
+/// failed: [`Failure::NoPtr`] with no names, [`Failure::ForwardMismatch`] when
+/// some name is inside the suffixes, else [`Failure::OutsideSuffixes`].
+///
+/// # Example
+/// ```
+/// use robotgate::identity::rdns::{judge, Ptr, Verdict};
+/// let ip = "66.249.66.1".parse().unwrap();
+/// let ptrs = [Ptr { name: "crawl-66-249-66-1.googlebot.com.".into(), forward: vec![ip] }];
+/// assert_eq!(
+///     judge(ip, &["googlebot.com", "google.com"], &ptrs),
+///     Verdict::Verified { ptr: "crawl-66-249-66-1.googlebot.com".into() }
+/// );
+/// ```
+pub fn judge<S: AsRef<str>>(ip: IpAddr, suffixes: &[S], ptrs: &[Ptr]) -> Verdict {
+    let Some(first) = ptrs.first() else {
+        return Verdict::Failed { reason: Failure::NoPtr };
+    };
+    let ip = canonical(ip);
+    // The same names, in the same order, as `forward_candidates` picks.
+    let mut seen: Vec<String> = Vec::new();
+    for p in ptrs {
+        if !suffixes.iter().any(|s| suffix_matches(&p.name, s.as_ref())) {
+            continue;
+        }
+        let name = normalize(&p.name);
+        if p.forward.iter().any(|&f| canonical(f) == ip) {
+            return Verdict::Verified { ptr: name };
+        }
+        if !seen.contains(&name) {
+            seen.push(name);
+            if seen.len() == MAX_FORWARD {
+                break;
+            }
+        }
+    }
+    let reason = match seen.into_iter().next() {
+        Some(ptr) => Failure::ForwardMismatch { ptr },
+        None => Failure::OutsideSuffixes { ptr: cut(&first.name) },
+    };
+    Verdict::Failed { reason }
+}
+
+/// At most [`MAX_NAME`] bytes of `s`, on a character boundary.
+fn cut(s: &str) -> String {
+    let mut end = s.len().min(MAX_NAME);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOGLE: &[&str] = &["googlebot.com", "google.com"];
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn ptr(name: &str, forward: &[&str]) -> Ptr {
+        Ptr { name: name.into(), forward: forward.iter().map(|f| ip(f)).collect() }
+    }
+
+    #[test]
+    fn suffix_matches_at_label_boundaries() {
+        assert!(suffix_matches("crawl-66-249-66-1.googlebot.com", "googlebot.com"));
+        assert!(suffix_matches("googlebot.com", "googlebot.com"));
+        assert!(suffix_matches("a.b.c.search.msn.com", "search.msn.com"));
+        assert!(!suffix_matches("evilgooglebot.com", "googlebot.com"));
+        assert!(!suffix_matches("googlebot.com.evil.net", "googlebot.com"));
+        assert!(!suffix_matches("googlebot.co", "googlebot.com"));
+        assert!(!suffix_matches("com", "googlebot.com"));
+        assert!(!suffix_matches("x.msn.com", "search.msn.com"));
+    }
+
+    #[test]
+    fn suffix_matches_ignores_case_and_one_trailing_dot() {
+        assert!(suffix_matches("CRAWL-1.GoogleBot.COM.", "googlebot.com"));
+        assert!(suffix_matches("crawl-1.googlebot.com", "GOOGLEBOT.COM."));
+        assert!(!suffix_matches("crawl-1.googlebot.com..", "googlebot.com"));
+    }
+
+    #[test]
+    fn suffix_matches_refuses_what_is_not_a_host_name() {
+        // Empty labels.
+        assert!(!suffix_matches("crawl..googlebot.com", "googlebot.com"));
+        assert!(!suffix_matches(".googlebot.com", "googlebot.com"));
+        assert!(!suffix_matches("", "googlebot.com"));
+        assert!(!suffix_matches(".", "googlebot.com"));
+        assert!(!suffix_matches("crawl.googlebot.com", ""));
+        assert!(!suffix_matches("crawl.googlebot.com", "."));
+        // A dot inside a label, as a resolver escapes it: labels `x.googlebot`, `com`.
+        assert!(!suffix_matches("x\\.googlebot.com", "googlebot.com"));
+        assert!(!suffix_matches("evil\\046googlebot.com", "googlebot.com"));
+        // Non-ASCII, including look-alikes and a multi-byte character before the boundary.
+        assert!(!suffix_matches("crawl.googlebot.cοm", "googlebot.com"));
+        assert!(!suffix_matches("é.googlebot.com", "googlebot.com"));
+        assert!(!suffix_matches("crawl.googlebot.com", "googlebot.cοm"));
+        // Spaces, NUL and other punctuation.
+        assert!(!suffix_matches("crawl googlebot.com", "googlebot.com"));
+        assert!(!suffix_matches("crawl\0.googlebot.com", "googlebot.com"));
+        assert!(!suffix_matches("*.googlebot.com", "googlebot.com"));
+        // Underscores are tolerated (seen in real PTR names).
+        assert!(suffix_matches("crawl_1.googlebot.com", "googlebot.com"));
+    }
+
+    #[test]
+    fn suffix_matches_bounds_hostile_lengths() {
+        // A label of 64 octets.
+        let long_label = format!("{}.googlebot.com", "a".repeat(64));
+        assert!(!suffix_matches(&long_label, "googlebot.com"));
+        let ok_label = format!("{}.googlebot.com", "a".repeat(63));
+        assert!(suffix_matches(&ok_label, "googlebot.com"));
+        // Many labels: within 253 octets matches, beyond does not.
+        let many = format!("{}googlebot.com", "a.".repeat(120));
+        assert_eq!(many.len(), 253);
+        assert!(suffix_matches(&many, "googlebot.com"));
+        assert!(suffix_matches(&format!("{many}."), "googlebot.com"));
+        let too_many = format!("a.{many}");
+        assert!(!suffix_matches(&too_many, "googlebot.com"));
+        // Megabytes are refused before a scan.
+        let huge = format!("{}googlebot.com", "a.".repeat(1 << 20));
+        assert!(!suffix_matches(&huge, "googlebot.com"));
+    }
+
+    #[test]
+    fn genuine_googlebot_is_verified() {
+        let v = judge(ip("66.249.66.1"), GOOGLE, &[ptr("crawl-66-249-66-1.googlebot.com.", &["66.249.66.1"])]);
+        assert_eq!(v, Verdict::Verified { ptr: "crawl-66-249-66-1.googlebot.com".into() });
+        // The second suffix, upper case in the answer.
+        let v = judge(ip("66.249.66.1"), GOOGLE, &[ptr("Rate-Limited-Proxy-66-249-66-1.GOOGLE.com", &["66.249.66.1"])]);
+        assert_eq!(v, Verdict::Verified { ptr: "rate-limited-proxy-66-249-66-1.google.com".into() });
+    }
+
+    #[test]
+    fn ipv6_and_ipv4_mapped_addresses() {
+        let v6 = "2001:4860:4801:10::1";
+        assert!(matches!(
+            judge(ip(v6), GOOGLE, &[ptr("crawl-1.googlebot.com.", &["66.249.66.1", v6])]),
+            Verdict::Verified { .. }
+        ));
+        // The client seen as ::ffff:a.b.c.d by a dual-stack socket, the answer as A.
+        assert!(matches!(
+            judge(ip("::ffff:66.249.66.1"), GOOGLE, &[ptr("crawl-1.googlebot.com.", &["66.249.66.1"])]),
+            Verdict::Verified { .. }
+        ));
+        // And the other way round.
+        assert!(matches!(
+            judge(ip("66.249.66.1"), GOOGLE, &[ptr("crawl-1.googlebot.com.", &["::ffff:66.249.66.1"])]),
+            Verdict::Verified { .. }
+        ));
+        // IPv4-compatible (deprecated) is not IPv4.
+        assert!(matches!(
+            judge(ip("::66.249.66.1"), GOOGLE, &[ptr("crawl-1.googlebot.com.", &["66.249.66.1"])]),
+            Verdict::Failed { reason: Failure::ForwardMismatch { .. } }
+        ));
+    }
+
+    #[test]
+    fn no_ptr_fails() {
+        assert_eq!(judge(ip("192.0.2.1"), GOOGLE, &[]), Verdict::Failed { reason: Failure::NoPtr });
+    }
+
+    #[test]
+    fn ptr_outside_the_suffixes_fails() {
+        let v = judge(ip("192.0.2.1"), GOOGLE, &[ptr("crawl.evil.example.", &["192.0.2.1"])]);
+        assert_eq!(v, Verdict::Failed { reason: Failure::OutsideSuffixes { ptr: "crawl.evil.example.".into() } });
+        let v = judge(ip("192.0.2.1"), GOOGLE, &[ptr("googlebot.com.evil.net", &["192.0.2.1"])]);
+        assert!(matches!(v, Verdict::Failed { reason: Failure::OutsideSuffixes { .. } }));
+        // No suffixes at all: nothing can verify.
+        let none: &[&str] = &[];
+        let v = judge(ip("66.249.66.1"), none, &[ptr("crawl-1.googlebot.com", &["66.249.66.1"])]);
+        assert!(matches!(v, Verdict::Failed { reason: Failure::OutsideSuffixes { .. } }));
+        // A hostile name is cut in the reason.
+        let long = "é".repeat(500);
+        match judge(ip("192.0.2.1"), GOOGLE, &[ptr(&long, &[])]) {
+            Verdict::Failed { reason: Failure::OutsideSuffixes { ptr } } => assert!(ptr.len() <= MAX_NAME),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn forward_mismatch_fails() {
+        // An attacker's reverse zone names Google's domain; Google's forward zone disagrees.
+        let v = judge(ip("192.0.2.1"), GOOGLE, &[ptr("crawl-66-249-66-1.googlebot.com.", &["66.249.66.1"])]);
+        assert_eq!(
+            v,
+            Verdict::Failed { reason: Failure::ForwardMismatch { ptr: "crawl-66-249-66-1.googlebot.com".into() } }
+        );
+        // No forward answer at all.
+        let v = judge(ip("192.0.2.1"), GOOGLE, &[ptr("crawl.googlebot.com", &[])]);
+        assert!(matches!(v, Verdict::Failed { reason: Failure::ForwardMismatch { .. } }));
+    }
+
+    #[test]
+    fn any_confirmed_name_verifies_and_mismatch_beats_outside() {
+        let ptrs = [
+            ptr("crawl.evil.example", &["192.0.2.1"]),
+            ptr("a.googlebot.com", &["192.0.2.9"]),
+            ptr("b.googlebot.com", &["192.0.2.1"]),
+        ];
+        assert_eq!(judge(ip("192.0.2.1"), GOOGLE, &ptrs), Verdict::Verified { ptr: "b.googlebot.com".into() });
+        assert_eq!(
+            judge(ip("192.0.2.2"), GOOGLE, &ptrs),
+            Verdict::Failed { reason: Failure::ForwardMismatch { ptr: "a.googlebot.com".into() } }
+        );
+    }
+
+    #[test]
+    fn work_is_bounded_by_max_forward() {
+        // Many matching names: only the first MAX_FORWARD are candidates or consulted.
+        let mut ptrs: Vec<Ptr> = (0..100).map(|i| ptr(&format!("c{i}.googlebot.com"), &["192.0.2.9"])).collect();
+        ptrs.push(ptr("late.googlebot.com", &["192.0.2.1"]));
+        let names: Vec<&str> = ptrs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(forward_candidates(&names, GOOGLE).len(), MAX_FORWARD);
+        assert!(matches!(
+            judge(ip("192.0.2.1"), GOOGLE, &ptrs),
+            Verdict::Failed { reason: Failure::ForwardMismatch { .. } }
+        ));
+    }
+
+    #[test]
+    fn forward_candidates_normalizes_and_dedups() {
+        let ptrs = ["Crawl-1.GoogleBot.com.", "crawl-1.googlebot.com", "x.evil.example", "y.google.com"];
+        assert_eq!(forward_candidates(&ptrs, GOOGLE), ["crawl-1.googlebot.com", "y.google.com"]);
+        let none: [&str; 0] = [];
+        assert!(forward_candidates(&none, GOOGLE).is_empty());
+    }
+
+    #[test]
+    fn failures_read_well() {
+        assert_eq!(Failure::NoPtr.to_string(), "no PTR record");
+        assert_eq!(
+            Failure::ForwardMismatch { ptr: "a.googlebot.com".into() }.to_string(),
+            "PTR `a.googlebot.com` does not resolve back to the address"
+        );
+    }
+}

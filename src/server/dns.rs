@@ -1,0 +1,440 @@
+//! Forward-confirmed reverse DNS over a real resolver (hickory-resolver on
+//! tokio): the I/O half of [`crate::identity::rdns`], which judges the answers.
+//!
+//! A check is a PTR lookup of the client address, then an A (or AAAA) lookup
+//! of each PTR name inside the bot's suffixes (at most
+//! [`rdns::MAX_FORWARD`]). Everything about it is bounded, because any client
+//! can claim to be Googlebot and so make robotgate look its address up:
+//!
+//! * time: the whole check (PTR and forward) is cut at `timeout` (default
+//!   500 ms); a check that runs out is [`DnsVerdict::Unverifiable`];
+//! * concurrency: at most `max_in_flight` checks (default 256) run at once.
+//!   When all are busy a new check is answered `Unverifiable` at once rather
+//!   than queued, so a flood of fake Googlebots cannot pile up waiting work;
+//!   concurrent checks of the same address and suffixes share one lookup;
+//! * memory: verdicts are cached by (address, suffix set) in a table of at
+//!   most `cache_entries` (default 65,536); when full, the oldest entry goes.
+//!
+//! How long a verdict is kept:
+//!
+//! * `Verified`: the smallest TTL of the records that proved it, clamped to
+//!   between 1 minute and 24 hours;
+//! * `Spoofed`: 5 minutes (a fixed negative TTL, so a fixed PTR is seen soon);
+//! * `Unverifiable` from a timeout or a resolver failure: 30 seconds, so that
+//!   a dead resolver is not asked again for every request of every client,
+//!   while a real crawler is verified soon after it recovers;
+//! * `Unverifiable` because every slot is busy: not cached (it says nothing
+//!   about the address).
+//!
+//! hickory's own response cache is off (`cache_size: 0`): this cache holds
+//! verdicts, which are smaller, and one cache keeps the TTLs above the only
+//! ones in force. `/etc/hosts` is not consulted: only DNS is evidence.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig, ResolverOpts};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::net::NetError;
+use hickory_resolver::proto::rr::{RData, Record};
+use hickory_resolver::{Resolver, TokioResolver};
+use tokio::sync::{watch, Semaphore};
+
+use crate::config::DnsSettings;
+use crate::identity::rdns::{self, Failure, Ptr, Verdict};
+
+/// How long a `Spoofed` verdict is kept.
+pub const NEGATIVE_TTL: Duration = Duration::from_secs(5 * 60);
+/// How long an `Unverifiable` verdict from a timeout or resolver error is kept.
+pub const TROUBLE_TTL: Duration = Duration::from_secs(30);
+/// The shortest time a `Verified` verdict is kept, whatever the record TTL.
+pub const MIN_POSITIVE_TTL: Duration = Duration::from_secs(60);
+/// The longest time a `Verified` verdict is kept, whatever the record TTL.
+pub const MAX_POSITIVE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The verifier's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsConfig {
+    /// Name servers, asked over UDP; empty: the system's (`/etc/resolv.conf`).
+    pub nameservers: Vec<SocketAddr>,
+    /// The bound on one whole check (PTR and forward lookups together).
+    pub timeout: Duration,
+    /// Checks running at once; more are answered `Unverifiable` at once.
+    pub max_in_flight: usize,
+    /// Verdicts cached; the oldest goes first.
+    pub cache_entries: usize,
+}
+
+impl Default for DnsConfig {
+    fn default() -> Self {
+        DnsConfig::from(&DnsSettings::default())
+    }
+}
+
+impl From<&DnsSettings> for DnsConfig {
+    fn from(s: &DnsSettings) -> Self {
+        DnsConfig { nameservers: s.nameservers.clone(), timeout: s.timeout, max_in_flight: 256, cache_entries: 65_536 }
+    }
+}
+
+/// The outcome of a check, for the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DnsVerdict {
+    /// A PTR name inside the bot's domains resolves back to the address.
+    Verified {
+        /// That name (lower case, no trailing dot).
+        ptr: String,
+    },
+    /// DNS answered, and the answers refute the claim.
+    Spoofed {
+        /// Why.
+        reason: Failure,
+    },
+    /// DNS gave no usable answer: neither verified nor refuted.
+    Unverifiable {
+        /// Why.
+        reason: Trouble,
+    },
+}
+
+/// Why a check could not conclude.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Trouble {
+    /// The check did not finish within the timeout.
+    #[error("DNS timed out")]
+    Timeout,
+    /// Every check slot was busy; nothing was asked.
+    #[error("too many DNS checks in flight")]
+    Busy,
+    /// The resolver failed (SERVFAIL, REFUSED, network error).
+    #[error("DNS failed: {0}")]
+    Resolver(String),
+}
+
+/// The resolver could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("DNS resolver: {0}")]
+pub struct DnsSetupError(String);
+
+type Key = (IpAddr, u64);
+
+/// Forward-confirmed reverse DNS with bounded time, concurrency and memory;
+/// see the module documentation. Cheap to share behind an `Arc`.
+pub struct DnsVerifier {
+    resolver: TokioResolver,
+    timeout: Duration,
+    slots: Semaphore,
+    cache: Mutex<Cache>,
+    /// Checks under way, for callers of the same key to wait on.
+    pending: Mutex<HashMap<Key, watch::Receiver<Option<DnsVerdict>>>>,
+}
+
+impl DnsVerifier {
+    /// A verifier asking `cfg.nameservers` (or the system's resolvers).
+    ///
+    /// # Errors
+    /// The system resolver configuration cannot be read (when
+    /// `cfg.nameservers` is empty), or the resolver cannot be built.
+    pub fn new(cfg: &DnsConfig) -> Result<DnsVerifier, DnsSetupError> {
+        let provider = TokioRuntimeProvider::default();
+        let mut builder = if cfg.nameservers.is_empty() {
+            TokioResolver::builder_tokio().map_err(|e| DnsSetupError(format!("system configuration: {e}")))?
+        } else {
+            let servers = cfg
+                .nameservers
+                .iter()
+                .map(|a| {
+                    let mut ns = NameServerConfig::udp(a.ip());
+                    for c in &mut ns.connections {
+                        c.port = a.port();
+                    }
+                    ns
+                })
+                .collect();
+            Resolver::builder_with_config(ResolverConfig::from_name_servers(servers), provider)
+        };
+        let opts: &mut ResolverOpts = builder.options_mut();
+        // Two tries per query fit in the budget; the whole check is cut at `timeout` anyway.
+        opts.timeout = (cfg.timeout / 2).max(Duration::from_millis(5));
+        opts.attempts = 2;
+        opts.cache_size = 0;
+        opts.use_hosts_file = ResolveHosts::Never;
+        let resolver = builder.build().map_err(|e| DnsSetupError(e.to_string()))?;
+        Ok(DnsVerifier {
+            resolver,
+            timeout: cfg.timeout,
+            slots: Semaphore::new(cfg.max_in_flight.max(1)),
+            cache: Mutex::new(Cache::new(cfg.cache_entries.max(1))),
+            pending: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The cached verdict for `ip` and `suffixes`, if one is still fresh.
+    /// Synchronous and cheap (one hash, one short lock), for the hot path.
+    pub fn cached(&self, ip: IpAddr, suffixes: &[String]) -> Option<DnsVerdict> {
+        let key = key(ip, suffixes);
+        lock(&self.cache).get(&key, Instant::now())
+    }
+
+    /// Checks that `ip` belongs to a bot whose forward-confirmed reverse DNS
+    /// ends in one of `suffixes`. Answers from the cache when it can; never
+    /// takes much longer than the configured timeout.
+    pub async fn verify(&self, ip: IpAddr, suffixes: &[String]) -> DnsVerdict {
+        let ip = rdns::canonical(ip);
+        let key = key(ip, suffixes);
+        if let Some(v) = lock(&self.cache).get(&key, Instant::now()) {
+            return v;
+        }
+        // Share a check already under way for the same key.
+        let started = {
+            let mut pending = lock(&self.pending);
+            match pending.get(&key) {
+                Some(rx) => Err(rx.clone()),
+                None => match self.slots.try_acquire() {
+                    Ok(permit) => {
+                        let (tx, rx) = watch::channel(None);
+                        pending.insert(key, rx);
+                        Ok((tx, permit))
+                    }
+                    Err(_) => return DnsVerdict::Unverifiable { reason: Trouble::Busy },
+                },
+            }
+        };
+        let (tx, _permit) = match started {
+            Ok(s) => s,
+            Err(mut rx) => return self.wait(&mut rx).await,
+        };
+        // Removes the pending entry even if this future is dropped mid-check.
+        let _done = Done { pending: &self.pending, key };
+        let (verdict, ttl) = match tokio::time::timeout(self.timeout, self.check(ip, suffixes)).await {
+            Ok(r) => r,
+            Err(_) => (DnsVerdict::Unverifiable { reason: Trouble::Timeout }, TROUBLE_TTL),
+        };
+        lock(&self.cache).insert(key, verdict.clone(), Instant::now() + ttl);
+        let _ = tx.send(Some(verdict.clone()));
+        verdict
+    }
+
+    async fn wait(&self, rx: &mut watch::Receiver<Option<DnsVerdict>>) -> DnsVerdict {
+        match tokio::time::timeout(self.timeout, rx.wait_for(Option::is_some)).await {
+            Ok(Ok(v)) => v.clone().unwrap_or(DnsVerdict::Unverifiable { reason: Trouble::Timeout }),
+            // The check was dropped before it finished.
+            Ok(Err(_)) => DnsVerdict::Unverifiable { reason: Trouble::Resolver("check abandoned".into()) },
+            Err(_) => DnsVerdict::Unverifiable { reason: Trouble::Timeout },
+        }
+    }
+
+    /// The lookups and the verdict, with how long to keep it.
+    async fn check(&self, ip: IpAddr, suffixes: &[String]) -> (DnsVerdict, Duration) {
+        let trouble = |e: NetError| {
+            let reason = match e {
+                NetError::Timeout => Trouble::Timeout,
+                e => Trouble::Resolver(e.to_string()),
+            };
+            (DnsVerdict::Unverifiable { reason }, TROUBLE_TTL)
+        };
+        let mut ttl = u32::MAX;
+        let names: Vec<String> = match self.resolver.reverse_lookup(ip).await {
+            Ok(l) => answers(l.answers(), &mut ttl)
+                .filter_map(|d| match d {
+                    // `to_ascii` escapes a dot inside a label (`\.`), which the
+                    // judge refuses: no label boundary can be smuggled in.
+                    RData::PTR(p) => Some(p.0.to_ascii()),
+                    _ => None,
+                })
+                .collect(),
+            Err(e) if e.is_no_records_found() => Vec::new(),
+            Err(e) => return trouble(e),
+        };
+        let mut ptrs: Vec<Ptr> = Vec::new();
+        let mut failed: Option<NetError> = None;
+        for name in rdns::forward_candidates(&names, suffixes) {
+            let fqdn = format!("{name}.");
+            let found = match ip {
+                IpAddr::V4(_) => self.resolver.ipv4_lookup(fqdn.as_str()).await,
+                IpAddr::V6(_) => self.resolver.ipv6_lookup(fqdn.as_str()).await,
+            };
+            let forward = match found {
+                Ok(l) => answers(l.answers(), &mut ttl)
+                    .filter_map(|d| match d {
+                        RData::A(a) => Some(IpAddr::V4(a.0)),
+                        RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+                        _ => None,
+                    })
+                    .collect(),
+                Err(e) if e.is_no_records_found() => Vec::new(),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    Vec::new()
+                }
+            };
+            ptrs.push(Ptr { name, forward });
+        }
+        if ptrs.is_empty() {
+            // Nothing inside the suffixes: judge the names as returned.
+            ptrs = names.into_iter().map(|name| Ptr { name, forward: Vec::new() }).collect();
+        }
+        match rdns::judge(ip, suffixes, &ptrs) {
+            Verdict::Verified { ptr } => {
+                let ttl = Duration::from_secs(u64::from(ttl)).clamp(MIN_POSITIVE_TTL, MAX_POSITIVE_TTL);
+                (DnsVerdict::Verified { ptr }, ttl)
+            }
+            // A forward lookup failed: it might have confirmed.
+            Verdict::Failed { .. } if failed.is_some() => trouble(failed.expect("checked above")),
+            Verdict::Failed { reason } => (DnsVerdict::Spoofed { reason }, NEGATIVE_TTL),
+        }
+    }
+
+    /// Verdicts in the cache (fresh or not yet evicted).
+    pub fn cache_len(&self) -> usize {
+        lock(&self.cache).map.len()
+    }
+}
+
+/// The answer data, keeping the smallest TTL seen in `ttl`.
+fn answers<'a>(records: &'a [Record], ttl: &'a mut u32) -> impl Iterator<Item = &'a RData> + 'a {
+    records.iter().map(move |r| {
+        *ttl = (*ttl).min(r.ttl);
+        &r.data
+    })
+}
+
+/// A check's key: the address, and a hash of the suffix list (deterministic
+/// SipHash: the lists come from the bot database, not from clients).
+fn key(ip: IpAddr, suffixes: &[String]) -> Key {
+    let mut h = DefaultHasher::new();
+    suffixes.hash(&mut h);
+    (rdns::canonical(ip), h.finish())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; keep going.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Drops the pending entry of a finished (or abandoned) check.
+struct Done<'a> {
+    pending: &'a Mutex<HashMap<Key, watch::Receiver<Option<DnsVerdict>>>>,
+    key: Key,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        lock(self.pending).remove(&self.key);
+    }
+}
+
+/// Verdicts with expiry, at most `cap` of them; inserting into a full cache
+/// removes the oldest insertion. Memory: `cap` map entries plus an order
+/// queue kept under `2 * cap` by compaction.
+struct Cache {
+    cap: usize,
+    map: HashMap<Key, (DnsVerdict, Instant, u64)>,
+    order: VecDeque<(Key, u64)>,
+    seq: u64,
+}
+
+impl Cache {
+    fn new(cap: usize) -> Cache {
+        Cache { cap, map: HashMap::new(), order: VecDeque::new(), seq: 0 }
+    }
+
+    fn get(&self, key: &Key, now: Instant) -> Option<DnsVerdict> {
+        self.map.get(key).filter(|(_, until, _)| *until > now).map(|(v, _, _)| v.clone())
+    }
+
+    fn insert(&mut self, key: Key, verdict: DnsVerdict, until: Instant) {
+        // Busy says nothing about the address.
+        if matches!(verdict, DnsVerdict::Unverifiable { reason: Trouble::Busy }) {
+            return;
+        }
+        self.seq += 1;
+        self.map.insert(key, (verdict, until, self.seq));
+        self.order.push_back((key, self.seq));
+        while self.map.len() > self.cap {
+            let Some((k, seq)) = self.order.pop_front() else { break };
+            // Only the entry's latest insertion evicts it.
+            if self.map.get(&k).is_some_and(|e| e.2 == seq) {
+                self.map.remove(&k);
+            }
+        }
+        if self.order.len() > 2 * self.cap {
+            let map = &self.map;
+            self.order.retain(|(k, seq)| map.get(k).is_some_and(|e| e.2 == *seq));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(i: u32) -> IpAddr {
+        IpAddr::V4(i.into())
+    }
+
+    fn verified() -> DnsVerdict {
+        DnsVerdict::Verified { ptr: "crawl-1.googlebot.com".into() }
+    }
+
+    #[test]
+    fn cache_expires_entries() {
+        let mut c = Cache::new(4);
+        let now = Instant::now();
+        c.insert((ip(1), 7), verified(), now + Duration::from_secs(10));
+        assert_eq!(c.get(&(ip(1), 7), now), Some(verified()));
+        assert_eq!(c.get(&(ip(1), 8), now), None, "another suffix set");
+        assert_eq!(c.get(&(ip(1), 7), now + Duration::from_secs(10)), None);
+    }
+
+    #[test]
+    fn cache_is_capped_and_evicts_the_oldest() {
+        let mut c = Cache::new(3);
+        let until = Instant::now() + Duration::from_secs(60);
+        for i in 0..1000 {
+            c.insert((ip(i), 0), verified(), until);
+            assert!(c.map.len() <= 3 && c.order.len() <= 6, "{} {}", c.map.len(), c.order.len());
+        }
+        let now = Instant::now();
+        assert!(c.get(&(ip(999), 0), now).is_some());
+        assert!(c.get(&(ip(997), 0), now).is_some());
+        assert!(c.get(&(ip(996), 0), now).is_none());
+        // Re-inserting one key over and over keeps the queue bounded too.
+        for _ in 0..1000 {
+            c.insert((ip(5), 0), verified(), until);
+            assert!(c.order.len() <= 6);
+        }
+        assert!(c.get(&(ip(5), 0), now).is_some());
+    }
+
+    #[test]
+    fn busy_is_not_cached() {
+        let mut c = Cache::new(3);
+        let until = Instant::now() + Duration::from_secs(60);
+        c.insert((ip(1), 0), DnsVerdict::Unverifiable { reason: Trouble::Busy }, until);
+        assert!(c.map.is_empty());
+        c.insert((ip(1), 0), DnsVerdict::Unverifiable { reason: Trouble::Timeout }, until);
+        assert_eq!(c.map.len(), 1);
+    }
+
+    /// The proxy holds the verifier in shared state and awaits `verify` in a
+    /// request filter: both must cross threads.
+    #[allow(dead_code)]
+    fn verify_is_send(v: &DnsVerifier, suffixes: &[String]) {
+        fn send<T: Send>(_: T) {}
+        fn sync<T: Send + Sync>() {}
+        sync::<DnsVerifier>();
+        send(v.verify(ip(1), suffixes));
+    }
+
+    #[test]
+    fn keys_fold_ipv4_mapped_addresses() {
+        let s = vec!["googlebot.com".to_owned()];
+        assert_eq!(key("::ffff:66.249.66.1".parse().unwrap(), &s), key("66.249.66.1".parse().unwrap(), &s));
+        assert_ne!(key("66.249.66.1".parse().unwrap(), &s), key("66.249.66.1".parse().unwrap(), &[]));
+    }
+}

@@ -1,0 +1,351 @@
+//! Forward-confirmed reverse DNS against a real DNS server on loopback.
+//!
+//! The server is a few dozen lines below, not a DNS server crate: it answers
+//! from a table, stays silent on demand, counts what it is asked, and builds
+//! answers a real server would refuse to serve (a dot inside a label), all
+//! without another dependency to compile. Every test is bounded by the
+//! verifier's own timeout.
+
+#![cfg(feature = "server")]
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use robotgate::identity::rdns::Failure;
+use robotgate::server::dns::{DnsConfig, DnsVerdict, DnsVerifier, Trouble};
+
+const PTR: u16 = 12;
+const A: u16 = 1;
+const AAAA: u16 = 28;
+
+#[derive(Clone)]
+enum Answer {
+    /// A PTR name, label by label (so a label may hold a dot).
+    Ptr(Vec<&'static str>),
+    A(Ipv4Addr),
+    Aaaa(Ipv6Addr),
+    /// Answer the name with this RCODE (2: SERVFAIL).
+    Rcode(u8),
+}
+
+/// A UDP DNS server on 127.0.0.1 answering from `table` (name without the
+/// trailing dot, lower case -> answers); an unknown name is NXDOMAIN, a known
+/// name without records of the asked type is an empty NOERROR. `silent`: it
+/// reads queries and never answers. Stops when dropped.
+struct Server {
+    addr: SocketAddr,
+    queries: Arc<Mutex<Vec<(String, u16)>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(table: &[(&str, Answer)], silent: bool, delay: Duration) -> Server {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let mut map: HashMap<String, Vec<Answer>> = HashMap::new();
+        for (name, a) in table {
+            map.entry(name.to_ascii_lowercase()).or_default().push(a.clone());
+        }
+        let queries = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (q, s) = (queries.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while !s.load(Ordering::Relaxed) {
+                let Ok((n, peer)) = socket.recv_from(&mut buf) else { continue };
+                let Some((name, qtype, qend)) = question(&buf[..n]) else { continue };
+                q.lock().unwrap().push((name.clone(), qtype));
+                if silent {
+                    continue;
+                }
+                std::thread::sleep(delay);
+                let reply = answer(&buf[..qend], &name, qtype, map.get(&name));
+                let _ = socket.send_to(&reply, peer);
+            }
+        });
+        Server { addr, queries, stop, thread: Some(thread) }
+    }
+
+    fn answering(table: &[(&str, Answer)]) -> Server {
+        Server::start(table, false, Duration::ZERO)
+    }
+
+    fn count(&self) -> usize {
+        self.queries.lock().unwrap().len()
+    }
+
+    fn count_type(&self, qtype: u16) -> usize {
+        self.queries.lock().unwrap().iter().filter(|(_, t)| *t == qtype).count()
+    }
+
+    fn verifier(&self, timeout_ms: u64, max_in_flight: usize) -> DnsVerifier {
+        DnsVerifier::new(&DnsConfig {
+            nameservers: vec![self.addr],
+            timeout: Duration::from_millis(timeout_ms),
+            max_in_flight,
+            cache_entries: 1024,
+        })
+        .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The question's name (lower case, no trailing dot), type, and where it ends.
+fn question(msg: &[u8]) -> Option<(String, u16, usize)> {
+    if msg.len() < 12 || u16::from_be_bytes([msg[4], msg[5]]) != 1 {
+        return None;
+    }
+    let mut i = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = usize::from(*msg.get(i)?);
+        i += 1;
+        if len == 0 {
+            break;
+        }
+        labels.push(String::from_utf8_lossy(msg.get(i..i + len)?).to_ascii_lowercase());
+        i += len;
+    }
+    let qtype = u16::from_be_bytes([*msg.get(i)?, *msg.get(i + 1)?]);
+    Some((labels.join("."), qtype, i + 4))
+}
+
+/// A response to the query whose header and question are `query`.
+fn answer(query: &[u8], _name: &str, qtype: u16, entry: Option<&Vec<Answer>>) -> Vec<u8> {
+    let mut rcode = if entry.is_none() { 3 } else { 0 };
+    let mut records: Vec<(u16, Vec<u8>)> = Vec::new();
+    for a in entry.into_iter().flatten() {
+        match a {
+            Answer::Ptr(labels) if qtype == PTR => {
+                let mut rdata = Vec::new();
+                for l in labels {
+                    rdata.push(l.len() as u8);
+                    rdata.extend_from_slice(l.as_bytes());
+                }
+                rdata.push(0);
+                records.push((PTR, rdata));
+            }
+            Answer::A(ip) if qtype == A => records.push((A, ip.octets().to_vec())),
+            Answer::Aaaa(ip) if qtype == AAAA => records.push((AAAA, ip.octets().to_vec())),
+            Answer::Rcode(r) => rcode = *r,
+            _ => {}
+        }
+    }
+    let mut out = query.to_vec();
+    // QR, opcode 0, AA, RD copied, RA; RCODE.
+    out[2] = 0x84 | (query[2] & 0x01);
+    out[3] = 0x80 | rcode;
+    out[6..8].copy_from_slice(&(records.len() as u16).to_be_bytes());
+    out[8..12].fill(0); // no authority, no additional (the query's OPT is not echoed)
+    for (t, rdata) in records {
+        out.extend_from_slice(&[0xc0, 12]); // the question's name
+        out.extend_from_slice(&t.to_be_bytes());
+        out.extend_from_slice(&1u16.to_be_bytes()); // IN
+        out.extend_from_slice(&3600u32.to_be_bytes());
+        out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        out.extend_from_slice(&rdata);
+    }
+    out
+}
+
+fn v4(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+fn google() -> Vec<String> {
+    vec!["googlebot.com".into(), "google.com".into()]
+}
+
+const GOOGLEBOT_PTR: &str = "1.66.249.66.in-addr.arpa";
+const GOOGLEBOT_NAME: &str = "crawl-66-249-66-1.googlebot.com";
+
+fn googlebot_table() -> Vec<(&'static str, Answer)> {
+    vec![
+        (GOOGLEBOT_PTR, Answer::Ptr(vec!["crawl-66-249-66-1", "googlebot", "com"])),
+        (GOOGLEBOT_NAME, Answer::A(v4("66.249.66.1"))),
+    ]
+}
+
+#[tokio::test]
+async fn genuine_fcrdns_is_verified() {
+    let v6: Ipv6Addr = "2001:4860:4801:10::1".parse().unwrap();
+    let mut table = googlebot_table();
+    // The IPv6 reverse name, nibble by nibble.
+    let nibbles: String = v6.octets().iter().rev().map(|b| format!("{:x}.{:x}.", b & 0xf, b >> 4)).collect();
+    let v6_ptr: &'static str = Box::leak(format!("{nibbles}ip6.arpa").into_boxed_str());
+    table.push((v6_ptr, Answer::Ptr(vec!["crawl-v6", "GoogleBot", "com"])));
+    table.push(("crawl-v6.googlebot.com", Answer::Aaaa(v6)));
+    let server = Server::answering(&table);
+    let dns = server.verifier(2000, 16);
+    assert_eq!(
+        dns.verify("66.249.66.1".parse().unwrap(), &google()).await,
+        DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() }
+    );
+    // A dual-stack socket's view of the same client: the same check.
+    assert_eq!(
+        dns.verify("::ffff:66.249.66.1".parse().unwrap(), &google()).await,
+        DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() }
+    );
+    assert_eq!(
+        dns.verify(IpAddr::V6(v6), &google()).await,
+        DnsVerdict::Verified { ptr: "crawl-v6.googlebot.com".into() }
+    );
+    assert_eq!(server.count_type(AAAA), 1, "an IPv6 client is confirmed by AAAA");
+}
+
+#[tokio::test]
+async fn forward_mismatch_is_spoofed() {
+    // An attacker's reverse zone names Google's host; Google's zone says otherwise.
+    let mut table = googlebot_table();
+    table.push(("1.2.0.192.in-addr.arpa", Answer::Ptr(vec!["crawl-66-249-66-1", "googlebot", "com"])));
+    let server = Server::answering(&table);
+    let dns = server.verifier(2000, 16);
+    assert_eq!(
+        dns.verify("192.0.2.1".parse().unwrap(), &google()).await,
+        DnsVerdict::Spoofed { reason: Failure::ForwardMismatch { ptr: GOOGLEBOT_NAME.into() } }
+    );
+    assert_eq!(server.count_type(A), 1);
+}
+
+#[tokio::test]
+async fn ptr_outside_the_suffixes_is_spoofed_without_a_forward_lookup() {
+    let server = Server::answering(&[
+        ("2.2.0.192.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
+        ("crawl.evil.example", Answer::A(v4("192.0.2.2"))),
+        // Labels `crawl.googlebot` and `com`: text that ends in `.googlebot.com`.
+        ("3.2.0.192.in-addr.arpa", Answer::Ptr(vec!["crawl.googlebot", "com"])),
+        ("crawl.googlebot.com", Answer::A(v4("192.0.2.3"))),
+    ]);
+    let dns = server.verifier(2000, 16);
+    assert_eq!(
+        dns.verify("192.0.2.2".parse().unwrap(), &google()).await,
+        DnsVerdict::Spoofed { reason: Failure::OutsideSuffixes { ptr: "crawl.evil.example.".into() } }
+    );
+    match dns.verify("192.0.2.3".parse().unwrap(), &google()).await {
+        DnsVerdict::Spoofed { reason: Failure::OutsideSuffixes { ptr } } => assert!(ptr.contains('\\'), "{ptr}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.count_type(A), 0, "names outside the suffixes are not looked up forward");
+}
+
+#[tokio::test]
+async fn no_ptr_is_spoofed() {
+    let server = Server::answering(&googlebot_table());
+    let dns = server.verifier(2000, 16);
+    assert_eq!(
+        dns.verify("192.0.2.9".parse().unwrap(), &google()).await,
+        DnsVerdict::Spoofed { reason: Failure::NoPtr }
+    );
+}
+
+#[tokio::test]
+async fn servfail_is_unverifiable() {
+    let mut table = googlebot_table();
+    table.push(("4.2.0.192.in-addr.arpa", Answer::Rcode(2)));
+    let server = Server::answering(&table);
+    let dns = server.verifier(2000, 16);
+    match dns.verify("192.0.2.4".parse().unwrap(), &google()).await {
+        DnsVerdict::Unverifiable { reason: Trouble::Resolver(_) } => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn silent_server_is_unverifiable_within_the_timeout() {
+    let server = Server::start(&googlebot_table(), true, Duration::ZERO);
+    let dns = server.verifier(300, 16);
+    let t = Instant::now();
+    let v = dns.verify("66.249.66.1".parse().unwrap(), &google()).await;
+    let took = t.elapsed();
+    assert_eq!(v, DnsVerdict::Unverifiable { reason: Trouble::Timeout });
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took >= Duration::from_millis(250), "{took:?}");
+    assert!(server.count() >= 1, "the server was asked");
+    // Kept briefly: the next request does not wait again.
+    let asked = server.count();
+    let t = Instant::now();
+    let v = dns.verify("66.249.66.1".parse().unwrap(), &google()).await;
+    assert_eq!(v, DnsVerdict::Unverifiable { reason: Trouble::Timeout });
+    assert!(t.elapsed() < Duration::from_millis(200), "from the cache: {:?}", t.elapsed());
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(server.count(), asked);
+}
+
+#[tokio::test]
+async fn second_verify_is_served_from_the_cache() {
+    let server = Server::answering(&googlebot_table());
+    let dns = server.verifier(2000, 16);
+    let ip: IpAddr = "66.249.66.1".parse().unwrap();
+    assert_eq!(dns.cached(ip, &google()), None);
+    let first = dns.verify(ip, &google()).await;
+    assert!(matches!(first, DnsVerdict::Verified { .. }), "{first:?}");
+    let asked = server.count();
+    assert_eq!(asked, 2, "one PTR and one A");
+    assert_eq!(dns.verify(ip, &google()).await, first);
+    assert_eq!(dns.cached(ip, &google()), Some(first.clone()));
+    assert_eq!(dns.cached("::ffff:66.249.66.1".parse().unwrap(), &google()), Some(first));
+    assert_eq!(server.count(), asked, "the second verify did not reach the server");
+    // Another bot's suffixes are another key.
+    assert_eq!(dns.cached(ip, &["search.msn.com".to_owned()]), None);
+    // Negative verdicts are cached too.
+    let liar: IpAddr = "192.0.2.9".parse().unwrap();
+    let v = dns.verify(liar, &google()).await;
+    let asked = server.count();
+    assert_eq!(dns.verify(liar, &google()).await, v);
+    assert_eq!(dns.cached(liar, &google()), Some(v));
+    assert_eq!(server.count(), asked);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_in_flight_are_capped() {
+    let server = Server::start(&googlebot_table(), true, Duration::ZERO);
+    let dns = Arc::new(server.verifier(1000, 2));
+    let mut slow = Vec::new();
+    for i in 1..=2u8 {
+        let dns = dns.clone();
+        slow.push(tokio::spawn(async move { dns.verify(IpAddr::V4(Ipv4Addr::new(192, 0, 2, i)), &google()).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let t = Instant::now();
+    let v = dns.verify("192.0.2.200".parse().unwrap(), &google()).await;
+    assert_eq!(v, DnsVerdict::Unverifiable { reason: Trouble::Busy });
+    assert!(t.elapsed() < Duration::from_millis(250), "answered at once, not queued: {:?}", t.elapsed());
+    assert_eq!(dns.cached("192.0.2.200".parse().unwrap(), &google()), None, "Busy is not cached");
+    for s in slow {
+        assert_eq!(s.await.unwrap(), DnsVerdict::Unverifiable { reason: Trouble::Timeout });
+    }
+    // Slots are released: a new check runs (and times out on the silent server).
+    let v = dns.verify("192.0.2.201".parse().unwrap(), &google()).await;
+    assert_eq!(v, DnsVerdict::Unverifiable { reason: Trouble::Timeout });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_checks_of_one_address_share_a_lookup() {
+    let server = Server::start(&googlebot_table(), false, Duration::from_millis(150));
+    let dns = Arc::new(server.verifier(2000, 16));
+    let ip: IpAddr = "66.249.66.1".parse().unwrap();
+    let tasks: Vec<_> = (0..5)
+        .map(|_| {
+            let dns = dns.clone();
+            tokio::spawn(async move { dns.verify(ip, &google()).await })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() });
+    }
+    assert_eq!(server.count(), 2, "one PTR and one A for five callers");
+}
