@@ -14,6 +14,7 @@
 //! (`robotgate feeds update`) and the proxy's use of the verdict.
 
 pub mod ranges;
+pub mod signature;
 
 use std::net::IpAddr;
 
