@@ -92,6 +92,16 @@ pub struct Settings {
     pub max_clients: usize,
     /// Shutdown grace period.
     pub grace_period: Duration,
+    /// Identity checks.
+    pub verify: Verify,
+}
+
+/// `verify:`, validated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verify {
+    /// Web Bot Auth directories may live on private, loopback or link-local
+    /// addresses and be fetched over plain http (tests only).
+    pub allow_private_directories: bool,
 }
 
 impl Settings {
@@ -216,6 +226,14 @@ mod tests {
         assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
         assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
         assert!(!c.sites[0].policy.enforce_ai_user);
+    }
+
+    #[test]
+    fn verify_allow_private_directories() {
+        assert!(!parse(MINIMAL).unwrap().settings.verify.allow_private_directories);
+        let c = parse(&format!("{MINIMAL}\nverify:\n  allow_private_directories: true\n")).unwrap();
+        assert!(c.settings.verify.allow_private_directories);
+        assert!(parse(&format!("{MINIMAL}\nverify:\n  allow_privat: true\n")).is_err());
     }
 
     #[test]

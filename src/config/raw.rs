@@ -232,6 +232,17 @@ impl Default for RawLimits {
     }
 }
 
+/// `verify:`: how claimed bot identities are checked.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawVerify {
+    /// Web Bot Auth: let `Signature-Agent` directories be fetched from
+    /// private, loopback and link-local addresses, and over plain http. For
+    /// tests only (default false).
+    #[serde(default)]
+    pub allow_private_directories: bool,
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -264,4 +275,7 @@ pub struct RawConfig {
     /// Seconds to finish in-flight requests on shutdown (default 5).
     #[serde(default)]
     pub grace_period: Option<u64>,
+    /// Identity checks.
+    #[serde(default)]
+    pub verify: RawVerify,
 }

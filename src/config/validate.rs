@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Config, ConfigError, Listen, LogTarget, Managed, Settings, Site, Traps, Upstream, DEFAULT_TRAP};
+use super::{Config, ConfigError, Listen, LogTarget, Managed, Settings, Site, Traps, Upstream, Verify, DEFAULT_TRAP};
 use super::{
     RawAction, RawConfig, RawListen, RawManaged, RawPolicy, RawTarget, RawTraps, RawUpstream, RawUpstreamFull,
 };
@@ -396,6 +396,7 @@ impl RawConfig {
             bots_replace: self.bots_replace,
             max_clients: self.limits.max_clients,
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
+            verify: Verify { allow_private_directories: self.verify.allow_private_directories },
         };
         Ok(Config { settings, sites })
     }
