@@ -175,6 +175,9 @@ pub enum Reason {
     BadAgent,
     /// The agent's directory has no key with this id.
     UnknownKey,
+    /// The agent's directory could not be fetched (set by the I/O layer;
+    /// the draft's "unverified" outcome, A.1: not proof of a forgery).
+    DirectoryUnavailable,
     /// The Ed25519 check failed.
     BadSignature,
 }
@@ -197,6 +200,7 @@ impl fmt::Display for Reason {
             Reason::AgentNotCovered => f.write_str("signature-agent missing or not covered"),
             Reason::BadAgent => f.write_str("signature-agent is not an http(s) URL"),
             Reason::UnknownKey => f.write_str("keyid not in the agent's directory"),
+            Reason::DirectoryUnavailable => f.write_str("agent's key directory unavailable"),
             Reason::BadSignature => f.write_str("signature does not verify"),
         }
     }

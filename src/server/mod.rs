@@ -7,6 +7,7 @@
 //! * [`reload`]: file watching and SIGHUP.
 //! * [`violations`]: the violation log writer.
 //! * [`telemetry`]: logging and metrics.
+//! * [`wba`]: Web Bot Auth key directories (fetch, SSRF limits, cache).
 
 pub mod demo;
 pub mod proxy;
@@ -16,6 +17,7 @@ pub mod snapshot;
 pub mod telemetry;
 pub mod traps;
 pub mod violations;
+pub mod wba;
 
 use std::path::Path;
 use std::sync::Arc;
