@@ -486,12 +486,15 @@ fn inspect_inner(req: &RequestParts<'_>, now: u64, limits: &Limits) -> Result<Op
 
     let mut candidates = Vec::new();
     let mut first_error: Option<Reason> = None;
+    let mut tried = 0;
     for (label, entry) in &inputs {
         let ListEntry::InnerList(params) = entry else { continue };
         if params.params.get("tag").and_then(BareItem::as_str) != Some(TAG) {
             continue;
         }
-        if candidates.len() + usize::from(first_error.is_some()) >= MAX_SIGNATURES {
+        // Bounded work: failed signatures count too.
+        tried += 1;
+        if tried > MAX_SIGNATURES {
             break;
         }
         match candidate(req, now, limits, label, params, &signatures, agent_field.as_deref()) {
