@@ -98,6 +98,16 @@ pub struct Settings {
     pub verify_feeds: Option<PathBuf>,
     /// The resolver for forward-confirmed reverse DNS.
     pub dns: DnsSettings,
+    /// Web Bot Auth settings.
+    pub verify: Verify,
+}
+
+/// `verify:`, validated (Web Bot Auth).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verify {
+    /// Web Bot Auth directories may live on private, loopback or link-local
+    /// addresses and be fetched over plain http (tests only).
+    pub allow_private_directories: bool,
 }
 
 /// The resolver for forward-confirmed reverse DNS (`verify.dns`).
@@ -277,6 +287,14 @@ mod tests {
         }
         let stdout = with("max_size: 100").replace("violations: violations.jsonl", "violations: stdout");
         assert!(parse(&stdout).unwrap_err()[0].field == "log.max_size");
+    }
+
+    #[test]
+    fn verify_allow_private_directories() {
+        assert!(!parse(MINIMAL).unwrap().settings.verify.allow_private_directories);
+        let c = parse(&format!("{MINIMAL}\nverify:\n  allow_private_directories: true\n")).unwrap();
+        assert!(c.settings.verify.allow_private_directories);
+        assert!(parse(&format!("{MINIMAL}\nverify:\n  allow_privat: true\n")).is_err());
     }
 
     #[test]

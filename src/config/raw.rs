@@ -270,6 +270,10 @@ pub struct RawVerify {
     pub feeds: Option<PathBuf>,
     /// Forward-confirmed reverse DNS.
     pub dns: RawDns,
+    /// Web Bot Auth: let `Signature-Agent` directories be fetched from
+    /// private, loopback and link-local addresses, and over plain http. For
+    /// tests only (default false).
+    pub allow_private_directories: bool,
 }
 
 /// `verify.dns:`: the resolver used for forward-confirmed reverse DNS.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{
-    Config, ConfigError, DnsSettings, Listen, LogOptions, LogTarget, Managed, Settings, Site, Traps, Upstream,
+    Config, ConfigError, DnsSettings, Listen, LogOptions, LogTarget, Managed, Settings, Site, Traps, Upstream, Verify,
     DEFAULT_DNS_TIMEOUT_MS, DEFAULT_TRAP,
 };
 use super::{
@@ -431,6 +431,7 @@ impl RawConfig {
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
             verify_feeds: self.verify.feeds.clone(),
             dns,
+            verify: Verify { allow_private_directories: self.verify.allow_private_directories },
         };
         Ok(Config { settings, sites })
     }

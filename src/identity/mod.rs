@@ -15,6 +15,7 @@
 
 pub mod ranges;
 pub mod rdns;
+pub mod signature;
 
 use std::net::IpAddr;
 

@@ -8,6 +8,7 @@
 //! * [`reload`]: file watching and SIGHUP.
 //! * [`violations`]: the violation log writer (aggregation, SIGUSR1 reopen, rotation).
 //! * [`telemetry`]: logging and metrics.
+//! * [`wba`]: Web Bot Auth key directories (fetch, SSRF limits, cache).
 
 pub mod demo;
 pub mod dns;
@@ -18,6 +19,7 @@ pub mod snapshot;
 pub mod telemetry;
 pub mod traps;
 pub mod violations;
+pub mod wba;
 
 use std::path::Path;
 use std::sync::Arc;
