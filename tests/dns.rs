@@ -8,158 +8,26 @@
 
 #![cfg(feature = "server")]
 
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use robotgate::identity::rdns::Failure;
 use robotgate::server::dns::{DnsConfig, DnsVerdict, DnsVerifier, Trouble};
 
-const PTR: u16 = 12;
-const A: u16 = 1;
-const AAAA: u16 = 28;
+mod common;
 
-#[derive(Clone)]
-enum Answer {
-    /// A PTR name, label by label (so a label may hold a dot).
-    Ptr(Vec<&'static str>),
-    A(Ipv4Addr),
-    Aaaa(Ipv6Addr),
-    /// Answer the name with this RCODE (2: SERVFAIL).
-    Rcode(u8),
-}
+use common::dns_server::{Answer, Server, A, AAAA};
 
-/// A UDP DNS server on 127.0.0.1 answering from `table` (name without the
-/// trailing dot, lower case -> answers); an unknown name is NXDOMAIN, a known
-/// name without records of the asked type is an empty NOERROR. `silent`: it
-/// reads queries and never answers. Stops when dropped.
-struct Server {
-    addr: SocketAddr,
-    queries: Arc<Mutex<Vec<(String, u16)>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    fn start(table: &[(&str, Answer)], silent: bool, delay: Duration) -> Server {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-        let addr = socket.local_addr().unwrap();
-        let mut map: HashMap<String, Vec<Answer>> = HashMap::new();
-        for (name, a) in table {
-            map.entry(name.to_ascii_lowercase()).or_default().push(a.clone());
-        }
-        let queries = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (q, s) = (queries.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while !s.load(Ordering::Relaxed) {
-                let Ok((n, peer)) = socket.recv_from(&mut buf) else { continue };
-                let Some((name, qtype, qend)) = question(&buf[..n]) else { continue };
-                q.lock().unwrap().push((name.clone(), qtype));
-                if silent {
-                    continue;
-                }
-                std::thread::sleep(delay);
-                let reply = answer(&buf[..qend], &name, qtype, map.get(&name));
-                let _ = socket.send_to(&reply, peer);
-            }
-        });
-        Server { addr, queries, stop, thread: Some(thread) }
-    }
-
-    fn answering(table: &[(&str, Answer)]) -> Server {
-        Server::start(table, false, Duration::ZERO)
-    }
-
-    fn count(&self) -> usize {
-        self.queries.lock().unwrap().len()
-    }
-
-    fn count_type(&self, qtype: u16) -> usize {
-        self.queries.lock().unwrap().iter().filter(|(_, t)| *t == qtype).count()
-    }
-
-    fn verifier(&self, timeout_ms: u64, max_in_flight: usize) -> DnsVerifier {
-        DnsVerifier::new(&DnsConfig {
-            nameservers: vec![self.addr],
-            timeout: Duration::from_millis(timeout_ms),
-            max_in_flight,
-            cache_entries: 1024,
-        })
-        .unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// The question's name (lower case, no trailing dot), type, and where it ends.
-fn question(msg: &[u8]) -> Option<(String, u16, usize)> {
-    if msg.len() < 12 || u16::from_be_bytes([msg[4], msg[5]]) != 1 {
-        return None;
-    }
-    let mut i = 12;
-    let mut labels = Vec::new();
-    loop {
-        let len = usize::from(*msg.get(i)?);
-        i += 1;
-        if len == 0 {
-            break;
-        }
-        labels.push(String::from_utf8_lossy(msg.get(i..i + len)?).to_ascii_lowercase());
-        i += len;
-    }
-    let qtype = u16::from_be_bytes([*msg.get(i)?, *msg.get(i + 1)?]);
-    Some((labels.join("."), qtype, i + 4))
-}
-
-/// A response to the query whose header and question are `query`.
-fn answer(query: &[u8], _name: &str, qtype: u16, entry: Option<&Vec<Answer>>) -> Vec<u8> {
-    let mut rcode = if entry.is_none() { 3 } else { 0 };
-    let mut records: Vec<(u16, Vec<u8>)> = Vec::new();
-    for a in entry.into_iter().flatten() {
-        match a {
-            Answer::Ptr(labels) if qtype == PTR => {
-                let mut rdata = Vec::new();
-                for l in labels {
-                    rdata.push(l.len() as u8);
-                    rdata.extend_from_slice(l.as_bytes());
-                }
-                rdata.push(0);
-                records.push((PTR, rdata));
-            }
-            Answer::A(ip) if qtype == A => records.push((A, ip.octets().to_vec())),
-            Answer::Aaaa(ip) if qtype == AAAA => records.push((AAAA, ip.octets().to_vec())),
-            Answer::Rcode(r) => rcode = *r,
-            _ => {}
-        }
-    }
-    let mut out = query.to_vec();
-    // QR, opcode 0, AA, RD copied, RA; RCODE.
-    out[2] = 0x84 | (query[2] & 0x01);
-    out[3] = 0x80 | rcode;
-    out[6..8].copy_from_slice(&(records.len() as u16).to_be_bytes());
-    out[8..12].fill(0); // no authority, no additional (the query's OPT is not echoed)
-    for (t, rdata) in records {
-        out.extend_from_slice(&[0xc0, 12]); // the question's name
-        out.extend_from_slice(&t.to_be_bytes());
-        out.extend_from_slice(&1u16.to_be_bytes()); // IN
-        out.extend_from_slice(&3600u32.to_be_bytes());
-        out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        out.extend_from_slice(&rdata);
-    }
-    out
+/// A verifier asking only `server`.
+fn verifier(server: &Server, timeout_ms: u64, max_in_flight: usize) -> DnsVerifier {
+    DnsVerifier::new(&DnsConfig {
+        nameservers: vec![server.addr],
+        timeout: Duration::from_millis(timeout_ms),
+        max_in_flight,
+        cache_entries: 1024,
+    })
+    .unwrap()
 }
 
 fn v4(s: &str) -> Ipv4Addr {
@@ -190,7 +58,7 @@ async fn genuine_fcrdns_is_verified() {
     table.push((v6_ptr, Answer::Ptr(vec!["crawl-v6", "GoogleBot", "com"])));
     table.push(("crawl-v6.googlebot.com", Answer::Aaaa(v6)));
     let server = Server::answering(&table);
-    let dns = server.verifier(2000, 16);
+    let dns = verifier(&server, 2000, 16);
     assert_eq!(
         dns.verify("66.249.66.1".parse().unwrap(), &google()).await,
         DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() }
@@ -213,7 +81,7 @@ async fn forward_mismatch_is_spoofed() {
     let mut table = googlebot_table();
     table.push(("1.2.0.192.in-addr.arpa", Answer::Ptr(vec!["crawl-66-249-66-1", "googlebot", "com"])));
     let server = Server::answering(&table);
-    let dns = server.verifier(2000, 16);
+    let dns = verifier(&server, 2000, 16);
     assert_eq!(
         dns.verify("192.0.2.1".parse().unwrap(), &google()).await,
         DnsVerdict::Spoofed { reason: Failure::ForwardMismatch { ptr: GOOGLEBOT_NAME.into() } }
@@ -230,7 +98,7 @@ async fn ptr_outside_the_suffixes_is_spoofed_without_a_forward_lookup() {
         ("3.2.0.192.in-addr.arpa", Answer::Ptr(vec!["crawl.googlebot", "com"])),
         ("crawl.googlebot.com", Answer::A(v4("192.0.2.3"))),
     ]);
-    let dns = server.verifier(2000, 16);
+    let dns = verifier(&server, 2000, 16);
     assert_eq!(
         dns.verify("192.0.2.2".parse().unwrap(), &google()).await,
         DnsVerdict::Spoofed { reason: Failure::OutsideSuffixes { ptr: "crawl.evil.example.".into() } }
@@ -245,7 +113,7 @@ async fn ptr_outside_the_suffixes_is_spoofed_without_a_forward_lookup() {
 #[tokio::test]
 async fn no_ptr_is_spoofed() {
     let server = Server::answering(&googlebot_table());
-    let dns = server.verifier(2000, 16);
+    let dns = verifier(&server, 2000, 16);
     assert_eq!(
         dns.verify("192.0.2.9".parse().unwrap(), &google()).await,
         DnsVerdict::Spoofed { reason: Failure::NoPtr }
@@ -257,7 +125,7 @@ async fn servfail_is_unverifiable() {
     let mut table = googlebot_table();
     table.push(("4.2.0.192.in-addr.arpa", Answer::Rcode(2)));
     let server = Server::answering(&table);
-    let dns = server.verifier(2000, 16);
+    let dns = verifier(&server, 2000, 16);
     match dns.verify("192.0.2.4".parse().unwrap(), &google()).await {
         DnsVerdict::Unverifiable { reason: Trouble::Resolver(_) } => {}
         other => panic!("{other:?}"),
@@ -267,7 +135,7 @@ async fn servfail_is_unverifiable() {
 #[tokio::test]
 async fn silent_server_is_unverifiable_within_the_timeout() {
     let server = Server::start(&googlebot_table(), true, Duration::ZERO);
-    let dns = server.verifier(300, 16);
+    let dns = verifier(&server, 300, 16);
     let t = Instant::now();
     let v = dns.verify("66.249.66.1".parse().unwrap(), &google()).await;
     let took = t.elapsed();
@@ -288,7 +156,7 @@ async fn silent_server_is_unverifiable_within_the_timeout() {
 #[tokio::test]
 async fn second_verify_is_served_from_the_cache() {
     let server = Server::answering(&googlebot_table());
-    let dns = server.verifier(2000, 16);
+    let dns = verifier(&server, 2000, 16);
     let ip: IpAddr = "66.249.66.1".parse().unwrap();
     assert_eq!(dns.cached(ip, &google()), None);
     let first = dns.verify(ip, &google()).await;
@@ -313,7 +181,7 @@ async fn second_verify_is_served_from_the_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checks_in_flight_are_capped() {
     let server = Server::start(&googlebot_table(), true, Duration::ZERO);
-    let dns = Arc::new(server.verifier(1000, 2));
+    let dns = Arc::new(verifier(&server, 1000, 2));
     let mut slow = Vec::new();
     for i in 1..=2u8 {
         let dns = dns.clone();
@@ -336,7 +204,7 @@ async fn checks_in_flight_are_capped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_checks_of_one_address_share_a_lookup() {
     let server = Server::start(&googlebot_table(), false, Duration::from_millis(150));
-    let dns = Arc::new(server.verifier(2000, 16));
+    let dns = Arc::new(verifier(&server, 2000, 16));
     let ip: IpAddr = "66.249.66.1".parse().unwrap();
     let tasks: Vec<_> = (0..5)
         .map(|_| {

@@ -160,6 +160,7 @@ sites:
 {target}
 verify:
   feeds: "{{dir}}/feeds"
+  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
 log:
   violations: "{{dir}}/violations.jsonl"
 "#,

@@ -24,6 +24,7 @@ sites:
     robots: {{dir}}/robots.txt
 verify:
   feeds: "{{dir}}/feeds"
+  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
 log: {{ violations: {{dir}}/violations.jsonl, level: error }}
 "#,
         origin.addr

@@ -78,6 +78,7 @@ sites:
       content_signal: "search=yes, ai-train=no"
 verify:
   feeds: "{{dir}}/feeds"
+  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
 log:
   violations: "{{dir}}/violations.jsonl"
   aggregate_window: 0
@@ -124,7 +125,7 @@ fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() 
     // A crawler that cannot be verified is banned like anyone else.
     assert_eq!(as_client(&gate, "/trap/x", "203.0.113.8", BINGBOT), 403);
 
-    let recs = records(&gate, 3);
+    let recs = records(&gate, 4);
     let trap: Vec<_> = recs.iter().filter(|r| r["directive"] == "trap").collect();
     assert_eq!(trap.len(), 3, "{recs:?}");
     assert_eq!((trap[0]["action"].as_str(), trap[0]["client"].as_str()), (Some("ban"), Some("203.0.113.5")));

@@ -135,6 +135,12 @@ pub struct Bot {
     /// boundaries by the later DNS step.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rdns: Vec<String>,
+    /// Hosts (or host suffixes, on label boundaries) of the Web Bot Auth
+    /// agents that sign for this robot (`Signature-Agent`); a request signed
+    /// by one of them, or by a host under one of its `rdns` suffixes, is the
+    /// robot.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signature_agents: Vec<String>,
 }
 
 /// The YAML shape of one entry. Category stays a string so that a bad value is
@@ -161,6 +167,8 @@ struct RawBot {
     ip_ranges: Vec<String>,
     #[serde(default)]
     rdns: Vec<String>,
+    #[serde(default)]
+    signature_agents: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -421,6 +429,7 @@ impl RawBot {
             samples: self.samples,
             ip_ranges: self.ip_ranges,
             rdns: self.rdns,
+            signature_agents: self.signature_agents,
         };
         bot.check(index)?;
         Ok(bot)
@@ -455,6 +464,7 @@ impl Bot {
             ("samples", &self.samples),
             ("ip_ranges", &self.ip_ranges),
             ("rdns", &self.rdns),
+            ("signature_agents", &self.signature_agents),
         ];
         let singles = [("url", &self.url), ("ua_regex", &self.ua_regex)];
         let all = text_fields
@@ -484,7 +494,7 @@ impl Bot {
                 return bad(format!("ip_ranges: unknown feed `{feed}` (one of: {})", known.join(", ")));
             }
         }
-        for suffix in &self.rdns {
+        for suffix in self.rdns.iter().chain(&self.signature_agents) {
             let labels_ok = suffix.split('.').all(|l| {
                 !l.is_empty()
                     && l.len() <= 63

@@ -12,6 +12,7 @@
 
 pub mod demo;
 pub mod dns;
+pub mod identity;
 pub mod proxy;
 pub mod reload;
 pub mod respond;
@@ -180,6 +181,14 @@ pub fn serve_with(
     let gate = Gate {
         snapshot: shared.clone(),
         state: Arc::new(MemoryState::new(config.max_clients)),
+        dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
+            Ok(d) => Some(Arc::new(d)),
+            Err(e) => {
+                tracing::warn!(target: "robotgate", error = %e, "no resolver for reverse-DNS checks: robots that only DNS can verify stay unverifiable");
+                None
+            }
+        },
+        wba: Arc::new(wba::DirectoryCache::from_settings(&config.verify)),
         violations: violations.clone(),
     };
     let mut proxy = pingora::proxy::http_proxy_service_with_name(&server.configuration, gate, "robotgate");

@@ -21,12 +21,16 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
+use super::dns::DnsVerifier;
+use super::identity::{ServerIdentity, Settled};
 use super::respond;
 use super::snapshot::{LiveSite, Snapshot};
 use super::telemetry::metrics;
 use super::violations::{now_rfc3339, Record, ViolationLog};
+use super::wba::{self, DirectoryCache};
 use crate::agent::{Agent, AgentKind, Category};
-use crate::identity::{Identity, RangesOnly};
+use crate::identity::signature::{Limits, RequestParts, Verdict};
+use crate::identity::{Identify, Identity};
 use crate::net::Cidr;
 use crate::policy::{
     self, Action, Banned, Clock, Limited, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation,
@@ -42,6 +46,10 @@ pub struct Gate {
     pub state: Arc<MemoryState>,
     /// The violation log.
     pub violations: Arc<ViolationLog>,
+    /// Forward-confirmed reverse DNS, when a resolver could be set up.
+    pub dns: Option<Arc<DnsVerifier>>,
+    /// Web Bot Auth key directories.
+    pub wba: Arc<DirectoryCache>,
 }
 
 /// A violation waiting for the final status, written in `logging`: everything
@@ -284,6 +292,9 @@ fn classify_and_remember<'a>(snap: &'a Arc<Snapshot>, ua: &'a [u8]) -> Agent<'a>
 enum Step<'s> {
     /// Refuse the request itself, before any judging: status and reason.
     Refuse(u16, Cow<'static, str>),
+    /// Only reverse DNS can tell whether the client is this database robot:
+    /// look it up, then decide again. Nothing was counted or changed.
+    Pending(usize),
     Forward,
     File(SiteFile),
     Violation(Violation<'s>),
@@ -296,7 +307,14 @@ enum Step<'s> {
 impl Gate {
     /// Decide a request: gather its facts, ask the core, count it, and keep
     /// what the record will need. Borrows the request only inside.
-    fn decide<'s>(&self, session: &Session, snap: &'s Arc<Snapshot>, site: &'s LiveSite, ctx: &mut Ctx) -> Step<'s> {
+    fn decide<'s>(
+        &self,
+        session: &Session,
+        snap: &'s Arc<Snapshot>,
+        site: &'s LiveSite,
+        ctx: &mut Ctx,
+        identify: &dyn Identify,
+    ) -> Step<'s> {
         let req = session.req_header();
         let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
         ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
@@ -324,11 +342,13 @@ impl Gate {
             client: ctx.client,
         };
         let started = Instant::now();
-        // Identity from the published ranges; what only reverse DNS could
-        // tell stays unverifiable here.
-        let identify = RangesOnly(snap.by_ranges());
         let classify = |ua| if is_last_browser(snap, ua) { Agent::browser() } else { classify_and_remember(snap, ua) };
-        let decision = policy::decide_with(&facts, &site.rules(), classify, &*self.state, &identify, Clock::System);
+        let decision = policy::decide_with(&facts, &site.rules(), classify, &*self.state, identify, Clock::System);
+        if decision.identity == Identity::Pending {
+            if let Some(AgentKind::Known(bot)) = decision.agent.as_ref().map(|a| a.kind) {
+                return Step::Pending(bot);
+            }
+        }
         let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
         let identity = (decision.identity != Identity::NotClaimed).then(|| decision.identity.as_str());
         let Some(agent) = decision.agent else {
@@ -418,6 +438,45 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// The host of the Web Bot Auth agent whose signature on this request
+    /// verifies (RFC 9421, draft-meunier-webbotauth-httpsig-protocol). Only
+    /// requests that carry `Signature-Input` pay for it; the directory fetch
+    /// is bounded and cached by [`DirectoryCache`].
+    async fn signature_agent(&self, session: &Session) -> Option<String> {
+        let req = session.req_header();
+        if !req.headers.contains_key("signature-input") {
+            return None;
+        }
+        let headers: Vec<(&str, &str)> =
+            req.headers.iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))).collect();
+        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+        let parts = RequestParts {
+            method: req.method.as_str(),
+            scheme: if tls { "https" } else { "http" },
+            authority: host_of(req),
+            path: req.uri.path(),
+            query: req.uri.query(),
+            headers: &headers,
+        };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        match wba::verify_request(&self.wba, &parts, now, &Limits::default()).await {
+            Verdict::Verified { agent, .. } => agent_host(&agent),
+            _ => None,
+        }
+    }
+}
+
+/// The host of an agent URL (`https://chatgpt.com` -> `chatgpt.com`), lower case.
+fn agent_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host =
+        if host.starts_with('[') { host.split(']').next()?.trim_start_matches('[') } else { host.split(':').next()? };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
 /// Answer a violation whose action robotgate answers itself. Returns the status sent.
 async fn answer_violation(session: &mut Session, site: &LiveSite, action: &Action) -> Result<u16> {
     // Only files named in the config were loaded; no request can pick another.
@@ -471,8 +530,29 @@ impl ProxyHttp for Gate {
         };
         ctx.site = Some(site_idx);
         let site = &snap.sites[site_idx];
+        let signed_by = self.signature_agent(session).await;
+        let mut looked_up = false;
+        let step = loop {
+            let identity = ServerIdentity { snap: &snap, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
+            let step = if looked_up {
+                self.decide(session, &snap, site, ctx, &Settled(identity))
+            } else {
+                self.decide(session, &snap, site, ctx, &identity)
+            };
+            match step {
+                // At most one bounded lookup per request; browsers never get here.
+                Step::Pending(bot) if !looked_up => {
+                    looked_up = true;
+                    if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
+                        dns.verify(ip, &snap.classifier.bot(bot).rdns).await;
+                    }
+                }
+                step => break step,
+            }
+        };
         // The one place the outcome becomes a response.
-        match self.decide(session, &snap, site, ctx) {
+        match step {
+            Step::Pending(_) => Ok(false), // Not reached: a settled identity is never pending.
             Step::Refuse(status, why) => {
                 ctx.status = status;
                 let body = Bytes::from(format!("{why}\n"));

@@ -2,6 +2,8 @@
 //! loopback, a robotgate process in front of it, and a real HTTP client.
 #![allow(dead_code)]
 
+pub mod dns_server;
+
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -290,7 +292,10 @@ pub const LOOPBACK_FEEDS: &[(&str, &[u8])] = &[
 ];
 
 /// The config lines that put [`LOOPBACK_FEEDS`] in force.
-pub const VERIFY_LOOPBACK: &str = "verify:\n  feeds: {dir}/feeds\n";
+/// Reverse DNS goes to a closed loopback port (answered at once with an
+/// ICMP refusal): no test's robotgate asks the system's resolver.
+pub const VERIFY_LOOPBACK: &str =
+    "verify:\n  feeds: {dir}/feeds\n  dns: { nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }\n";
 
 /// The configuration most tests share, as a [`Gate::start`] template: one
 /// site `s` (the default, unless `default` is false) on `127.0.0.1` and

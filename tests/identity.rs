@@ -1,0 +1,159 @@
+//! Issue #15 through the real proxy: who is really Googlebot.
+//!
+//! Client addresses are played through a trusted proxy's X-Forwarded-For.
+//! Reverse DNS goes to a DNS server the test starts on loopback; Web Bot Auth
+//! keys come from a directory the test serves on loopback.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use common::dns_server::{Answer, Server};
+use common::{get, wait_lines, Gate, GOOGLEBOT};
+// (No test here lets robotgate use the system resolver: DNS goes to the
+// loopback server only.)
+use ed25519_dalek::{Signer as _, SigningKey};
+use sha2::{Digest as _, Sha256};
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nUser-agent: SignedBot\nAllow: /\n";
+
+fn config(origin: &common::Origin, extra: &str) -> String {
+    format!(
+        r#"
+listen: ["127.0.0.1:{{port}}"]
+trusted_proxies: ["127.0.0.1/32"]
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    default: true
+    upstream: "{}"
+    robots: "{{dir}}/robots.txt"
+log:
+  violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
+{extra}
+"#,
+        origin.addr
+    )
+}
+
+fn from(gate: &Gate, ip: &str, ua: &str, path: &str, extra: &[(&str, &str)]) -> u16 {
+    let mut headers = vec![("X-Forwarded-For", ip), ("User-Agent", ua)];
+    headers.extend_from_slice(extra);
+    get(&gate.url(path), &headers).status
+}
+
+#[test]
+fn googlebot_is_believed_from_its_ranges_or_its_reverse_dns_and_nowhere_else() {
+    let origin = common::Origin::start();
+    let dns = Server::answering(&[
+        // A liar: its address names a host outside Google's domains.
+        ("50.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
+        // A real Googlebot outside the shipped ranges: FCrDNS holds.
+        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "googlebot", "com"])),
+        ("crawl-198-51-100-60.googlebot.com", Answer::A("198.51.100.60".parse().unwrap())),
+        // A PTR inside Google's domains whose forward lookup disagrees.
+        ("70.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-1-2-3-4", "googlebot", "com"])),
+        ("crawl-1-2-3-4.googlebot.com", Answer::A("1.2.3.4".parse().unwrap())),
+    ]);
+    let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
+    let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
+
+    // In Google's published ranges: Googlebot's own group (Allow: /), no DNS asked.
+    assert_eq!(from(&gate, "66.249.66.1", GOOGLEBOT, "/private/x", &[]), 200);
+    assert_eq!(dns.count(), 0, "a published address needs no DNS");
+    // Outside them: reverse DNS decides.
+    assert_eq!(from(&gate, "198.51.100.60", GOOGLEBOT, "/private/x", &[]), 200, "FCrDNS holds");
+    assert_eq!(from(&gate, "203.0.113.50", GOOGLEBOT, "/page", &[]), 403, "PTR outside googlebot.com");
+    assert_eq!(from(&gate, "198.51.100.70", GOOGLEBOT, "/page", &[]), 403, "forward lookup disagrees");
+    // Verdicts are cached: asking again sends nothing.
+    let asked = dns.count();
+    assert_eq!(from(&gate, "203.0.113.50", GOOGLEBOT, "/page", &[]), 403);
+    assert_eq!(from(&gate, "198.51.100.60", GOOGLEBOT, "/private/y", &[]), 200);
+    assert_eq!(dns.count(), asked, "cached");
+    // Browsers never cause a lookup.
+    assert_eq!(from(&gate, "203.0.113.99", common::FIREFOX, "/private/x", &[]), 200);
+    assert_eq!(dns.count(), asked);
+
+    let recs: Vec<serde_json::Value> =
+        wait_lines(&gate.path("violations.jsonl"), 3).iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let spoofed: Vec<_> = recs.iter().filter(|r| r["directive"] == "spoofed-identity").collect();
+    assert_eq!(spoofed.len(), 3, "{recs:?}");
+    assert!(spoofed.iter().all(|r| r["identity"] == "spoofed" && r["bot"] == "Googlebot"));
+}
+
+/// A fresh Ed25519 key.
+fn new_key() -> SigningKey {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write(b"identity test key");
+    SigningKey::from_bytes(&Sha256::digest(h.finish().to_le_bytes()).into())
+}
+
+/// Serve `body` as the key directory on loopback; returns the agent URL.
+fn serve_directory(body: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/http-message-signatures-directory+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(resp.as_bytes());
+        }
+    });
+    url
+}
+
+/// Signature headers per draft-meunier-webbotauth-httpsig-protocol: Ed25519
+/// over `@authority` and the `Signature-Agent` member, tag `web-bot-auth`.
+fn sign(key: &SigningKey, agent: &str, authority: &str) -> Vec<(String, String)> {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+    let keyid = URL_SAFE_NO_PAD.encode(Sha256::digest(format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#)));
+    let components = r#"("@authority" "signature-agent";key="agent1")"#;
+    let params = format!(r#";created={};expires={};keyid="{keyid}";alg="ed25519";tag="web-bot-auth""#, t - 5, t + 300);
+    let base = format!(
+        "\"@authority\": {authority}\n\"signature-agent\";key=\"agent1\": \"{agent}\"\n\"@signature-params\": {components}{params}"
+    );
+    let sig = STANDARD.encode(key.sign(base.as_bytes()).to_bytes());
+    vec![
+        ("Signature-Agent".into(), format!(r#"agent1="{agent}""#)),
+        ("Signature-Input".into(), format!("sig1={components}{params}")),
+        ("Signature".into(), format!("sig1=:{sig}:")),
+    ]
+}
+
+#[test]
+fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
+    let origin = common::Origin::start();
+    let key = new_key();
+    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+    let agent = serve_directory(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
+    // A robot that publishes ranges (none on loopback) and signs as the
+    // loopback agent: unsigned it is a spoofed identity, signed it is itself.
+    let bots = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: ai-crawler\n    robots_tokens: [SignedBot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
+    let extra = "verify:\n  allow_private_directories: true\nbots: \"{dir}/bots.yaml\"\n";
+    let gate =
+        Gate::start(&config(&origin, extra), &[("robots.txt", ROBOTS.as_bytes()), ("bots.yaml", bots.as_bytes())]);
+    let authority = format!("127.0.0.1:{}", gate.port);
+    let signed = sign(&key, &agent, &authority);
+    let headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+
+    assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &[]), 403, "unsigned: spoofed");
+    assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &headers), 200, "signed: its own group");
+    // One byte changed in a covered component (the agent URL) fails.
+    let mut tampered = signed.clone();
+    tampered[0].1 = tampered[0].1.replace("127.0.0.1", "127.0.0.2");
+    let headers: Vec<(&str, &str)> = tampered.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &headers), 403, "tampered: spoofed");
+    let recs = wait_lines(&gate.path("violations.jsonl"), 2);
+    assert!(recs.iter().all(|l| l.contains("\"spoofed-identity\"")), "{recs:?}");
+}
