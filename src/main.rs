@@ -85,8 +85,30 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Is the client at IP the robot USER_AGENT names? Checks the published
+    /// IP ranges, then forward-confirmed reverse DNS. Exit 0 verified,
+    /// 1 spoofed, 3 unverifiable (or not a database robot), 2 error.
+    Verify {
+        /// The client address.
+        ip: std::net::IpAddr,
+        /// The User-Agent it sent.
+        user_agent: String,
+        /// DNS server for the reverse-DNS check, as IP:port (default: the system's).
+        #[arg(long)]
+        dns: Option<std::net::SocketAddr>,
+        /// A directory of feeds replacing the embedded ones (as `verify.feeds`).
+        #[arg(long)]
+        feeds: Option<PathBuf>,
+        /// Print the result as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Classify User-Agents: one JSON object per line (arguments, or one UA per line on stdin).
     Classify {
+        /// Also say whether a client at this address is the robot it names
+        /// (published ranges only; `robotgate verify` also asks DNS).
+        #[arg(long)]
+        ip: Option<std::net::IpAddr>,
         /// Also choose the robots.txt group each agent obeys in this file.
         #[arg(long)]
         robots: Option<PathBuf>,
@@ -152,11 +174,66 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Health { addr } => health(&addr),
         Command::Check { json, robots_file, user_agent, url } => check(&robots_file, &user_agent, &url, json),
         Command::Lint { format, files } => lint(&files, format),
-        Command::Classify { robots, user_agents } => classify(robots, user_agents),
+        Command::Classify { robots, ip, user_agents } => classify(robots, ip, user_agents),
+        Command::Verify { ip, user_agent, dns, feeds, json } => verify(ip, &user_agent, dns, feeds, json),
     }
 }
 
-fn classify(robots: Option<PathBuf>, user_agents: Vec<String>) -> anyhow::Result<ExitCode> {
+fn load_ranges(feeds: Option<PathBuf>) -> anyhow::Result<robotgate::identity::RangeTable> {
+    let Some(dir) = feeds else { return Ok(robotgate::identity::RangeTable::builtin()) };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            files.push((name, std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?));
+        }
+    }
+    let overrides: Vec<(&str, &str)> = files.iter().map(|(n, b)| (n.as_str(), b.as_str())).collect();
+    Ok(robotgate::identity::RangeTable::with_overrides(&overrides)?)
+}
+
+fn verify(
+    ip: std::net::IpAddr,
+    user_agent: &str,
+    dns: Option<std::net::SocketAddr>,
+    feeds: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    use robotgate::server::dns::{DnsConfig, DnsVerifier};
+    let ranges = load_ranges(feeds)?;
+    let classifier = robotgate::agent::Classifier::builtin();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let report = runtime.block_on(async {
+        let cfg = DnsConfig {
+            nameservers: dns.into_iter().collect(),
+            timeout: std::time::Duration::from_millis(2000),
+            max_in_flight: 4,
+            cache_entries: 16,
+        };
+        let resolver = DnsVerifier::new(&cfg).ok();
+        robotgate::server::identity::report(&classifier, &ranges, resolver.as_ref(), ip, user_agent.as_bytes()).await
+    });
+    if json {
+        let v = serde_json::json!({"ip": ip.to_string(), "user_agent": user_agent, "bot": report.bot, "identity": report.outcome, "evidence": report.evidence});
+        println!("{v}");
+    } else {
+        println!("{}: {} ({})", report.outcome, report.bot.as_deref().unwrap_or("-"), report.evidence);
+    }
+    Ok(ExitCode::from(match report.outcome {
+        "verified" => 0,
+        "spoofed" => 1,
+        _ => 3,
+    }))
+}
+
+fn classify(
+    robots: Option<PathBuf>,
+    ip: Option<std::net::IpAddr>,
+    user_agents: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let classifier_for_ids = robotgate::agent::Classifier::builtin();
+    let ids = ip.map(|_| IdentityByRanges::new(&classifier_for_ids));
     let robots = match robots {
         Some(path) => Some(robotgate::robots::RobotsTxt::compile(
             &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
@@ -173,7 +250,12 @@ fn classify(robots: Option<PathBuf>, user_agents: Vec<String>) -> anyhow::Result
             (Some(robots), true) => robots.selection_name(&robots.select(&agent.tokens)),
             _ => None,
         };
-        let line = robotgate::agent::to_json_line(ua, &agent, group);
+        let mut line = robotgate::agent::to_json_line(ua, &agent, group);
+        if let (Some(ip), Some(ids)) = (ip, &ids) {
+            let identity = ids.identity(&agent, ip);
+            line.pop(); // the closing brace: one more key
+            line.push_str(&format!(",\"ip\":\"{ip}\",\"identity\":\"{identity}\"}}"));
+        }
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
         Ok(())
@@ -255,6 +337,32 @@ fn lint(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}", serde_json::Value::Array(json))?;
     }
     Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `classify --ip`: the identity the published ranges give (reverse DNS is
+/// `robotgate verify`'s).
+struct IdentityByRanges {
+    ranges: robotgate::identity::RangeTable,
+    feeds: Vec<Vec<robotgate::identity::FeedId>>,
+    rdns: Vec<bool>,
+}
+
+impl IdentityByRanges {
+    fn new(classifier: &robotgate::agent::Classifier) -> Self {
+        let ranges = robotgate::identity::RangeTable::builtin();
+        let bots = classifier.db().bots();
+        let feeds =
+            bots.iter().map(|b| robotgate::identity::resolve(&ranges, &b.ip_ranges).unwrap_or_default()).collect();
+        let rdns = bots.iter().map(|b| !b.rdns.is_empty()).collect();
+        IdentityByRanges { ranges, feeds, rdns }
+    }
+
+    fn identity(&self, agent: &robotgate::agent::Agent<'_>, ip: std::net::IpAddr) -> &'static str {
+        use robotgate::identity::{ByRanges, Identify, RangesOnly};
+        let robotgate::agent::AgentKind::Known(i) = agent.kind else { return "not-claimed" };
+        let by = ByRanges { table: &self.ranges, feeds: &self.feeds, has_rdns: &self.rdns };
+        RangesOnly(by).identify(i, Some(ip)).as_str()
+    }
 }
 
 fn robots_show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<ExitCode> {

@@ -157,3 +157,34 @@ fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
     let recs = wait_lines(&gate.path("violations.jsonl"), 2);
     assert!(recs.iter().all(|l| l.contains("\"spoofed-identity\"")), "{recs:?}");
 }
+
+#[test]
+fn robotgate_verify_prints_the_outcome_and_its_evidence_with_exit_codes() {
+    let dns = Server::answering(&[
+        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "googlebot", "com"])),
+        ("crawl-198-51-100-60.googlebot.com", Answer::A("198.51.100.60".parse().unwrap())),
+        ("50.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
+    ]);
+    let silent = Server::start(&[], true, std::time::Duration::ZERO);
+    let run = |server: &Server, ip: &str, ua: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_robotgate"))
+            .args(["verify", "--json", "--dns", &server.addr.to_string(), ip, ua])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v["identity"].as_str().unwrap().to_owned(), v["evidence"].as_str().unwrap().to_owned())
+    };
+    let (code, identity, evidence) = run(&dns, "66.249.66.1", GOOGLEBOT);
+    assert_eq!((code, identity.as_str()), (Some(0), "verified"));
+    assert!(evidence.contains("google-common-crawlers"), "{evidence}");
+    let (code, _, evidence) = run(&dns, "198.51.100.60", GOOGLEBOT);
+    assert_eq!(code, Some(0), "FCrDNS: {evidence}");
+    assert!(evidence.contains("crawl-198-51-100-60.googlebot.com"), "{evidence}");
+    let (code, identity, evidence) = run(&dns, "203.0.113.50", GOOGLEBOT);
+    assert_eq!((code, identity.as_str()), (Some(1), "spoofed"), "{evidence}");
+    assert!(evidence.contains("crawl.evil.example"), "{evidence}");
+    let (code, identity, _) = run(&dns, "198.51.100.1", common::GPTBOT);
+    assert_eq!((code, identity.as_str()), (Some(1), "spoofed"), "outside GPTBot's feed, no DNS to try");
+    let (code, identity, evidence) = run(&silent, "203.0.113.51", GOOGLEBOT);
+    assert_eq!((code, identity.as_str()), (Some(3), "unverifiable"), "{evidence}");
+}

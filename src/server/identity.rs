@@ -78,3 +78,68 @@ impl Identify for Settled<'_> {
         }
     }
 }
+
+/// What `robotgate verify` and `robotgate classify --ip` report: the outcome
+/// and the evidence behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// `verified`, `spoofed`, `unverifiable` or `not-claimed`.
+    pub outcome: &'static str,
+    /// The database robot the User-Agent names.
+    pub bot: Option<String>,
+    /// Why: the feed and prefix, the PTR name and its forward answer, or what
+    /// could not be checked.
+    pub evidence: String,
+}
+
+/// Check a claim as the proxy does, making the reverse-DNS lookup itself
+/// (through `dns`, when given) rather than only reading a cache.
+pub async fn report(
+    classifier: &crate::agent::Classifier,
+    ranges: &crate::identity::RangeTable,
+    dns: Option<&DnsVerifier>,
+    ip: IpAddr,
+    user_agent: &[u8],
+) -> Report {
+    use crate::agent::AgentKind;
+    use crate::identity::{check, resolve, Evidence};
+    let agent = classifier.classify(user_agent);
+    let AgentKind::Known(i) = agent.kind else {
+        let evidence = if agent.is_bot() { "not a robot of the database" } else { "a browser" };
+        return Report { outcome: "not-claimed", bot: agent.name.map(str::to_owned), evidence: evidence.into() };
+    };
+    let entry = classifier.bot(i);
+    let bot = Some(entry.name.clone());
+    let feeds = resolve(ranges, &entry.ip_ranges).unwrap_or_default();
+    match check(&feeds, ranges, ip) {
+        Evidence::InRange { feed, prefix } => {
+            let evidence = format!("{ip} is in {prefix} of the `{}` feed", ranges.feed(feed).name);
+            return Report { outcome: "verified", bot, evidence };
+        }
+        Evidence::NotInRange if entry.rdns.is_empty() => {
+            let names: Vec<&str> = entry.ip_ranges.iter().map(String::as_str).collect();
+            let evidence = format!("{ip} is in none of its published ranges ({})", names.join(", "));
+            return Report { outcome: "spoofed", bot, evidence };
+        }
+        Evidence::NoData if entry.rdns.is_empty() => {
+            return Report {
+                outcome: "unverifiable",
+                bot,
+                evidence: "its operator publishes no ranges or domains".into(),
+            };
+        }
+        _ => {}
+    }
+    if is_local(ip) {
+        return Report { outcome: "unverifiable", bot, evidence: format!("{ip} is a local address") };
+    }
+    let Some(dns) = dns else {
+        return Report { outcome: "unverifiable", bot, evidence: "no resolver for reverse DNS".into() };
+    };
+    let (outcome, evidence) = match dns.verify(ip, &entry.rdns).await {
+        DnsVerdict::Verified { ptr } => ("verified", format!("{ip} has PTR `{ptr}`, which resolves back to it")),
+        DnsVerdict::Spoofed { reason } => ("spoofed", format!("reverse DNS: {reason}")),
+        DnsVerdict::Unverifiable { reason } => ("unverifiable", format!("reverse DNS: {reason}")),
+    };
+    Report { outcome, bot, evidence }
+}
