@@ -61,6 +61,9 @@ enum Command {
     /// robots.txt commands.
     #[command(subcommand)]
     Robots(RobotsCommand),
+    /// IP range feeds of crawler operators.
+    #[command(subcommand)]
+    Feeds(FeedsCommand),
     /// Is URL allowed for USER_AGENT by ROBOTS_FILE? Exit 0 allowed, 1 disallowed, 2 error.
     ///
     /// Google's `robots_main` interface: USER_AGENT is the crawler's product
@@ -128,6 +131,22 @@ enum ConfigCommand {
 }
 
 #[derive(Subcommand)]
+enum FeedsCommand {
+    /// Download the operators' IP range feeds into DIR (`NAME.json`, what
+    /// `verify.feeds` reads). A feed replaces its file only when it parses and
+    /// lists prefixes: an empty, truncated, oversized or unreachable answer
+    /// keeps the old file. Exit 0 when every feed was updated, 1 otherwise.
+    Update {
+        /// Where the feeds go.
+        #[arg(long, default_value = "conf/feeds")]
+        dir: PathBuf,
+        /// Fetch NAME from URL instead (repeatable); when given, only these feeds are fetched.
+        #[arg(long = "url", value_name = "NAME=URL")]
+        urls: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
 enum RobotsCommand {
     /// Print the robots.txt each site serves: its file plus the lines robotgate
     /// adds (traps, managed groups), each added line with a comment saying why.
@@ -167,6 +186,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Config(ConfigCommand::Check { config }) => config_check(&config),
         Command::Robots(RobotsCommand::Show { config, site }) => robots_show(&config, site.as_deref()),
+        Command::Feeds(FeedsCommand::Update { dir, urls }) => feeds_update(&dir, &urls),
         Command::Demo { port, dir } => {
             robotgate::server::demo::run(port, dir)?;
             Ok(ExitCode::SUCCESS)
@@ -177,6 +197,59 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Classify { robots, ip, user_agents } => classify(robots, ip, user_agents),
         Command::Verify { ip, user_agent, dns, feeds, json } => verify(ip, &user_agent, dns, feeds, json),
     }
+}
+
+fn feeds_update(dir: &std::path::Path, urls: &[String]) -> anyhow::Result<ExitCode> {
+    use robotgate::identity::{Feed, FEED_URLS};
+    use robotgate::server::wba::{fetch_bytes, FetchLimits};
+    let wanted: Vec<(String, String)> = if urls.is_empty() {
+        FEED_URLS.iter().map(|(n, u)| ((*n).to_owned(), (*u).to_owned())).collect()
+    } else {
+        urls.iter()
+            .map(|s| s.split_once('=').map(|(n, u)| (n.to_owned(), u.to_owned())))
+            .collect::<Option<_>>()
+            .context("--url takes NAME=URL")?
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Feeds are public data at URLs the operator chose: http and any address are allowed.
+    let limits = FetchLimits {
+        allow_private: true,
+        max_bytes: 4 << 20,
+        timeout: std::time::Duration::from_secs(10),
+        ..FetchLimits::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let connector = pingora::connectors::http::v1::Connector::new(None);
+    let mut failed = 0;
+    for (name, url) in &wanted {
+        let fetched = runtime.block_on(async {
+            match tokio::time::timeout(limits.timeout, fetch_bytes(&connector, url, "application/json", &limits)).await
+            {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(_) => Err("timed out".to_owned()),
+            }
+        });
+        let checked = fetched.and_then(|body| {
+            let text = String::from_utf8(body).map_err(|_| "not UTF-8".to_owned())?;
+            let feed = Feed::parse(&text).map_err(|e| e.to_string())?;
+            Ok((text, feed))
+        });
+        let path = dir.join(format!("{name}.json"));
+        match checked {
+            Ok((text, feed)) => {
+                let tmp = path.with_extension("json.tmp");
+                std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, &path))?;
+                let created = feed.creation_time.as_deref().unwrap_or("no creationTime");
+                println!("{name}: updated, {} prefixes ({created})", feed.prefixes.len());
+            }
+            Err(e) => {
+                failed += 1;
+                let kept = if path.exists() { "kept the old file" } else { "no file written" };
+                eprintln!("{name}: {kept}: {url}: {e}");
+            }
+        }
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn load_ranges(feeds: Option<PathBuf>) -> anyhow::Result<robotgate::identity::RangeTable> {

@@ -188,3 +188,62 @@ fn robotgate_verify_prints_the_outcome_and_its_evidence_with_exit_codes() {
     let (code, identity, evidence) = run(&silent, "203.0.113.51", GOOGLEBOT);
     assert_eq!((code, identity.as_str()), (Some(3), "unverifiable"), "{evidence}");
 }
+
+/// A loopback HTTP server answering each path from `routes` (status, body).
+fn serve_routes(routes: Vec<(&'static str, u16, Vec<u8>)>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            let (status, body) =
+                routes.iter().find(|(p, _, _)| *p == path).map_or((404, Vec::new()), |(_, s, b)| (*s, b.clone()));
+            let head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    url
+}
+
+#[test]
+fn feeds_update_replaces_a_feed_only_with_a_good_one() {
+    let good = br#"{"creationTime": "2026-11-23T10:00:00", "prefixes": [{"ipv4Prefix": "192.0.2.0/24"}]}"#.to_vec();
+    let base = serve_routes(vec![
+        ("/good.json", 200, good),
+        ("/empty.json", 200, br#"{"creationTime": "2026-11-23T10:00:00", "prefixes": []}"#.to_vec()),
+        // Google's retired URLs answer 200 with an object that has no prefixes.
+        ("/retired.json", 200, br#"{"creationTime": "2026-11-23T10:00:00"}"#.to_vec()),
+        ("/truncated.json", 200, br#"{"creationTime": "2026-11-23T10:00:00", "prefixes": [{"ipv4Pre"#.to_vec()),
+        ("/huge.json", 200, vec![b' '; 5 << 20]),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let old = br#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#;
+    for name in ["b", "c", "d", "e"] {
+        std::fs::write(dir.path().join(format!("{name}.json")), old).unwrap();
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_robotgate"));
+    cmd.args(["feeds", "update", "--dir", dir.path().to_str().unwrap()]);
+    for (name, path) in [
+        ("a", "/good.json"),
+        ("b", "/empty.json"),
+        ("c", "/retired.json"),
+        ("d", "/truncated.json"),
+        ("e", "/huge.json"),
+    ] {
+        cmd.args(["--url", &format!("{name}={base}{path}")]);
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "some feeds failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("a: updated, 1 prefixes"), "{stdout}");
+    assert!(std::fs::read_to_string(dir.path().join("a.json")).unwrap().contains("192.0.2.0/24"));
+    for name in ["b", "c", "d", "e"] {
+        assert_eq!(std::fs::read(dir.path().join(format!("{name}.json"))).unwrap(), old, "{name} kept");
+        assert!(stderr.contains(&format!("{name}: kept the old file")), "{stderr}");
+    }
+}

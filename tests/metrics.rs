@@ -50,7 +50,7 @@ fn counters_match_a_scripted_sequence() {
     assert_eq!(v(r#"robotgate_requests_total{category="search",site="s"}"#), 2.0);
     assert_eq!(
         v(
-            r#"robotgate_violations_total{action="block",bot="GPTBot",category="ai-crawler",robots_seen="false",site="s"}"#
+            r#"robotgate_violations_total{action="block",bot="GPTBot",category="ai-crawler",identity="verified",robots_seen="false",site="s"}"#
         ),
         3.0
     );

@@ -20,7 +20,7 @@ pub mod signature;
 use std::net::IpAddr;
 
 pub use ranges::{
-    is_builtin_feed, Feed, FeedError, FeedId, FeedInfo, Hit, Prefix, RangeTable, TableError, BUILTIN_FEEDS,
+    is_builtin_feed, Feed, FeedError, FeedId, FeedInfo, Hit, Prefix, RangeTable, TableError, BUILTIN_FEEDS, FEED_URLS,
 };
 
 /// What the IP range feeds say about a client claiming to be a bot.

@@ -408,6 +408,20 @@ pub const BUILTIN_FEEDS: &[(&str, &str)] = &[
     ("openai-chatgpt-user", include_str!("../../conf/feeds/openai-chatgpt-user.json")),
 ];
 
+/// Where each embedded feed is published (the operators' own URLs), for
+/// `robotgate feeds update`.
+pub const FEED_URLS: &[(&str, &str)] = &[
+    ("google-common-crawlers", "https://developers.google.com/static/crawling/ipranges/common-crawlers.json"),
+    ("google-special-crawlers", "https://developers.google.com/static/crawling/ipranges/special-crawlers.json"),
+    (
+        "google-user-triggered-fetchers",
+        "https://developers.google.com/static/crawling/ipranges/user-triggered-fetchers.json",
+    ),
+    ("openai-gptbot", "https://openai.com/gptbot.json"),
+    ("openai-searchbot", "https://openai.com/searchbot.json"),
+    ("openai-chatgpt-user", "https://openai.com/chatgpt-user.json"),
+];
+
 /// Whether `name` is one of [`BUILTIN_FEEDS`].
 pub fn is_builtin_feed(name: &str) -> bool {
     BUILTIN_FEEDS.iter().any(|(n, _)| *n == name)

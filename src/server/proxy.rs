@@ -369,10 +369,11 @@ impl Gate {
         }
         let site_name = site.conf.name.as_str();
         let seen = if robots_seen == Some(true) { "true" } else { "false" };
+        let identity_label = identity.unwrap_or("not-claimed");
         let count = |action: &str| {
             metrics()
                 .violations
-                .with_label_values(&[site_name, bot_label(&agent), category.as_str(), action, seen])
+                .with_label_values(&[site_name, bot_label(&agent), category.as_str(), action, seen, identity_label])
                 .inc();
         };
         let step = match outcome {

@@ -59,7 +59,7 @@ pub fn metrics() -> &'static Metrics {
         violations: register_int_counter_vec!(
             "robotgate_violations_total",
             "Requests that break the site's robots.txt, by bot and action taken",
-            &["site", "bot", "category", "action", "robots_seen"]
+            &["site", "bot", "category", "action", "robots_seen", "identity"]
         )
         .expect("metric registers once"),
         rate_limited: register_int_counter_vec!(

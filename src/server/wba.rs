@@ -186,60 +186,76 @@ impl DirectoryCache {
 
     async fn fetch(&self, agent: &str) -> Result<KeySet, FetchError> {
         let url = signature::directory_url(agent);
-        let target = Target::parse(&url)?;
-        if !target.tls && !self.limits.allow_private {
-            return Err(FetchError::NotHttps);
-        }
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((target.host.as_str(), target.port))
-            .await
-            .map_err(|e| FetchError::Resolve(e.to_string()))?
-            .take(16)
-            .collect();
-        let first = *addrs.first().ok_or_else(|| FetchError::Resolve("no address".into()))?;
-        if !self.limits.allow_private {
-            if let Some(bad) = addrs.iter().map(SocketAddr::ip).find(|ip| !is_public(*ip)) {
-                return Err(FetchError::PrivateAddress(bad));
-            }
-        }
-        let mut peer = HttpPeer::new(first, target.tls, target.host.clone());
-        peer.options.connection_timeout = Some(self.limits.timeout);
-        peer.options.total_connection_timeout = Some(self.limits.timeout);
-        peer.options.read_timeout = Some(self.limits.timeout);
-        peer.options.write_timeout = Some(self.limits.timeout);
-        let io = |e: Box<pingora::Error>| FetchError::Io(e.to_string());
-        let (mut session, _) = self.connector.get_http_session(&peer).await.map_err(io)?;
-        let mut req = RequestHeader::build("GET", target.path.as_bytes(), Some(4)).map_err(io)?;
-        req.insert_header("Host", target.authority.as_str()).map_err(io)?;
-        req.insert_header("Accept", format!("{}, application/json", signature::DIRECTORY_MEDIA_TYPE)).map_err(io)?;
-        req.insert_header("User-Agent", concat!("robotgate/", env!("CARGO_PKG_VERSION"))).map_err(io)?;
-        req.insert_header("Connection", "close").map_err(io)?;
-        session.write_request_header(Box::new(req)).await.map_err(io)?;
-        session.finish_body().await.map_err(io)?;
-        session.read_response().await.map_err(io)?;
-        let status = session.get_status().map_or(0, |s| s.as_u16());
-        if (300..400).contains(&status) {
-            return Err(FetchError::Redirect(status));
-        }
-        if status != 200 {
-            return Err(FetchError::Status(status));
-        }
-        let max = self.limits.max_bytes;
-        let declared = session
-            .get_header("Content-Length")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > max as u64) {
-            return Err(FetchError::TooLarge(max));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = session.read_body_bytes().await.map_err(io)? {
-            if body.len() + chunk.len() > max {
-                return Err(FetchError::TooLarge(max));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let accept = format!("{}, application/json", signature::DIRECTORY_MEDIA_TYPE);
+        let body = fetch_bytes(&self.connector, &url, &accept, &self.limits).await?;
         Ok(KeySet::from_directory(&body)?)
     }
+}
+
+/// GET `url` within `limits`: no redirects followed, at most
+/// `limits.max_bytes`, each step bounded by `limits.timeout`; https and
+/// public addresses only unless `limits.allow_private`. Used for Web Bot Auth
+/// directories and IP range feeds.
+///
+/// # Errors
+/// See [`FetchError`].
+pub async fn fetch_bytes(
+    connector: &Connector,
+    url: &str,
+    accept: &str,
+    limits: &FetchLimits,
+) -> Result<Vec<u8>, FetchError> {
+    let target = Target::parse(url)?;
+    if !target.tls && !limits.allow_private {
+        return Err(FetchError::NotHttps);
+    }
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| FetchError::Resolve(e.to_string()))?
+        .take(16)
+        .collect();
+    let first = *addrs.first().ok_or_else(|| FetchError::Resolve("no address".into()))?;
+    if !limits.allow_private {
+        if let Some(bad) = addrs.iter().map(SocketAddr::ip).find(|ip| !is_public(*ip)) {
+            return Err(FetchError::PrivateAddress(bad));
+        }
+    }
+    let mut peer = HttpPeer::new(first, target.tls, target.host.clone());
+    peer.options.connection_timeout = Some(limits.timeout);
+    peer.options.total_connection_timeout = Some(limits.timeout);
+    peer.options.read_timeout = Some(limits.timeout);
+    peer.options.write_timeout = Some(limits.timeout);
+    let io = |e: Box<pingora::Error>| FetchError::Io(e.to_string());
+    let (mut session, _) = connector.get_http_session(&peer).await.map_err(io)?;
+    let mut req = RequestHeader::build("GET", target.path.as_bytes(), Some(4)).map_err(io)?;
+    req.insert_header("Host", target.authority.as_str()).map_err(io)?;
+    req.insert_header("Accept", accept).map_err(io)?;
+    req.insert_header("User-Agent", concat!("robotgate/", env!("CARGO_PKG_VERSION"))).map_err(io)?;
+    req.insert_header("Connection", "close").map_err(io)?;
+    session.write_request_header(Box::new(req)).await.map_err(io)?;
+    session.finish_body().await.map_err(io)?;
+    session.read_response().await.map_err(io)?;
+    let status = session.get_status().map_or(0, |s| s.as_u16());
+    if (300..400).contains(&status) {
+        return Err(FetchError::Redirect(status));
+    }
+    if status != 200 {
+        return Err(FetchError::Status(status));
+    }
+    let max = limits.max_bytes;
+    let declared =
+        session.get_header("Content-Length").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(FetchError::TooLarge(max));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = session.read_body_bytes().await.map_err(io)? {
+        if body.len() + chunk.len() > max {
+            return Err(FetchError::TooLarge(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Checks a request's Web Bot Auth signature, fetching the directories of
