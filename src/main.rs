@@ -200,10 +200,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn feeds_update(dir: &std::path::Path, urls: &[String]) -> anyhow::Result<ExitCode> {
-    use robotgate::identity::{Feed, FEED_URLS};
-    use robotgate::server::wba::{fetch_bytes, FetchLimits};
+    use robotgate::server::feeds;
     let wanted: Vec<(String, String)> = if urls.is_empty() {
-        FEED_URLS.iter().map(|(n, u)| ((*n).to_owned(), (*u).to_owned())).collect()
+        feeds::sources(&[])
     } else {
         urls.iter()
             .map(|s| s.split_once('=').map(|(n, u)| (n.to_owned(), u.to_owned())))
@@ -211,40 +210,19 @@ fn feeds_update(dir: &std::path::Path, urls: &[String]) -> anyhow::Result<ExitCo
             .context("--url takes NAME=URL")?
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    // Feeds are public data at URLs the operator chose: http and any address are allowed.
-    let limits = FetchLimits {
-        allow_private: true,
-        max_bytes: 4 << 20,
-        timeout: std::time::Duration::from_secs(10),
-        ..FetchLimits::default()
-    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let connector = pingora::connectors::http::v1::Connector::new(None);
     let mut failed = 0;
     for (name, url) in &wanted {
-        let fetched = runtime.block_on(async {
-            match tokio::time::timeout(limits.timeout, fetch_bytes(&connector, url, "application/json", &limits)).await
-            {
-                Ok(r) => r.map_err(|e| e.to_string()),
-                Err(_) => Err("timed out".to_owned()),
-            }
-        });
-        let checked = fetched.and_then(|body| {
-            let text = String::from_utf8(body).map_err(|_| "not UTF-8".to_owned())?;
-            let feed = Feed::parse(&text).map_err(|e| e.to_string())?;
-            Ok((text, feed))
-        });
-        let path = dir.join(format!("{name}.json"));
-        match checked {
-            Ok((text, feed)) => {
-                let tmp = path.with_extension("json.tmp");
-                std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, &path))?;
+        match runtime.block_on(feeds::update(&connector, dir, name, url)) {
+            Ok(feed) => {
                 let created = feed.creation_time.as_deref().unwrap_or("no creationTime");
                 println!("{name}: updated, {} prefixes ({created})", feed.prefixes.len());
             }
             Err(e) => {
                 failed += 1;
-                let kept = if path.exists() { "kept the old file" } else { "no file written" };
+                let kept =
+                    if dir.join(format!("{name}.json")).exists() { "kept the old file" } else { "no file written" };
                 eprintln!("{name}: {kept}: {url}: {e}");
             }
         }

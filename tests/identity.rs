@@ -247,3 +247,35 @@ fn feeds_update_replaces_a_feed_only_with_a_good_one() {
         assert!(stderr.contains(&format!("{name}: kept the old file")), "{stderr}");
     }
 }
+
+#[test]
+fn verify_refresh_puts_a_fresh_feed_in_force_and_a_broken_one_changes_nothing() {
+    let origin = common::Origin::start();
+    // The fresh GPTBot feed places GPTBot on loopback; the broken one is empty.
+    let fresh = br#"{"creationTime": "2026-11-23T12:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#.to_vec();
+    let base =
+        serve_routes(vec![("/gptbot.json", 200, fresh), ("/searchbot.json", 200, br#"{"prefixes": []}"#.to_vec())]);
+    let old_searchbot = br#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#;
+    let extra = format!(
+        "verify:\n  feeds: \"{{dir}}/fresh\"\n  refresh: 1s\n  feed_urls:\n    openai-gptbot: \"{base}/gptbot.json\"\n    openai-searchbot: \"{base}/searchbot.json\"\n"
+    );
+    // Only these two are refreshed: the others keep failing to no harm
+    // (their operators' URLs are not reachable from here, and nothing is
+    // written for them).
+    let extra = extra.replace(
+        "  feed_urls:",
+        "  feed_urls:\n    google-common-crawlers: \"http://127.0.0.1:9/none\"\n    google-special-crawlers: \"http://127.0.0.1:9/none\"\n    google-user-triggered-fetchers: \"http://127.0.0.1:9/none\"\n    openai-chatgpt-user: \"http://127.0.0.1:9/none\"",
+    );
+    let gate = Gate::start(
+        &config(&origin, &extra),
+        &[("robots.txt", ROBOTS.as_bytes()), ("fresh/openai-searchbot.json", old_searchbot)],
+    );
+    // Before the refresh GPTBot from loopback is outside its published ranges.
+    assert_eq!(from(&gate, "127.0.0.1", common::GPTBOT, "/page", &[]), 403);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while from(&gate, "127.0.0.1", common::GPTBOT, "/page", &[]) != 200 {
+        assert!(std::time::Instant::now() < deadline, "the refreshed feed was not put in force: {}", gate.stderr());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(std::fs::read(gate.path("fresh/openai-searchbot.json")).unwrap(), old_searchbot, "empty feed refused");
+}

@@ -108,6 +108,10 @@ pub struct Verify {
     /// Web Bot Auth directories may live on private, loopback or link-local
     /// addresses and be fetched over plain http (tests only).
     pub allow_private_directories: bool,
+    /// Fetch the feeds into `verify.feeds` this often.
+    pub refresh: Option<Duration>,
+    /// Feed URLs in place of the operators' (name -> URL).
+    pub feed_urls: Vec<(String, String)>,
 }
 
 /// The resolver for forward-confirmed reverse DNS (`verify.dns`).

@@ -224,6 +224,16 @@ impl Default for RawLog {
     }
 }
 
+/// A duration: seconds, or text such as `"24h"`, `"90m"`, `"3600s"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawDuration {
+    /// Seconds.
+    Secs(u64),
+    /// A number with a unit (`s`, `m`, `h`, `d`).
+    Text(String),
+}
+
 /// A size: a number of bytes, or text such as `"100MB"`, `"512 KiB"`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -274,6 +284,11 @@ pub struct RawVerify {
     /// private, loopback and link-local addresses, and over plain http. For
     /// tests only (default false).
     pub allow_private_directories: bool,
+    /// Fetch the operators' feeds into `feeds` this often (`24h`, `90m`,
+    /// `3600s` or seconds); absent: never.
+    pub refresh: Option<RawDuration>,
+    /// Feed URLs in place of the operators' (name: URL), e.g. a mirror.
+    pub feed_urls: BTreeMap<String, String>,
 }
 
 /// `verify.dns:`: the resolver used for forward-confirmed reverse DNS.

@@ -10,8 +10,8 @@ use super::{
     DEFAULT_DNS_TIMEOUT_MS, DEFAULT_TRAP,
 };
 use super::{
-    RawAction, RawConfig, RawDns, RawListen, RawManaged, RawPolicy, RawSize, RawTarget, RawTraps, RawUpstream,
-    RawUpstreamFull,
+    RawAction, RawConfig, RawDns, RawDuration, RawListen, RawManaged, RawPolicy, RawSize, RawTarget, RawTraps,
+    RawUpstream, RawUpstreamFull,
 };
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
@@ -411,6 +411,34 @@ impl RawConfig {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
         let dns = dns("verify.dns", &self.verify.dns, &mut errors);
+        let refresh_every = match &self.verify.refresh {
+            None => None,
+            Some(raw) => match duration(raw) {
+                Ok(d) if d.as_secs() >= 1 && d.as_secs() <= 30 * 86_400 => Some(d),
+                Ok(_) => {
+                    errors.push(ConfigError::new("verify.refresh", "must be between 1 second and 30 days"));
+                    None
+                }
+                Err(e) => {
+                    errors.push(ConfigError::new("verify.refresh", e));
+                    None
+                }
+            },
+        };
+        if refresh_every.is_some() && self.verify.feeds.is_none() {
+            errors.push(ConfigError::new(
+                "verify.refresh",
+                "needs `verify.feeds`: the directory the feeds are written to",
+            ));
+        }
+        for (name, url) in &self.verify.feed_urls {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                errors.push(ConfigError::new(
+                    format!("verify.feed_urls.{name}"),
+                    format!("`{url}` is not an http(s) URL"),
+                ));
+            }
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -431,7 +459,11 @@ impl RawConfig {
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
             verify_feeds: self.verify.feeds.clone(),
             dns,
-            verify: Verify { allow_private_directories: self.verify.allow_private_directories },
+            verify: Verify {
+                allow_private_directories: self.verify.allow_private_directories,
+                refresh: refresh_every,
+                feed_urls: self.verify.feed_urls.clone().into_iter().collect(),
+            },
         };
         Ok(Config { settings, sites })
     }
@@ -511,6 +543,27 @@ impl RawConfig {
 }
 
 /// Bytes in a [`RawSize`]: a number, or a number and a unit (`KB` = 1000, `KiB` = 1024).
+fn duration(raw: &RawDuration) -> Result<Duration, String> {
+    let secs = match raw {
+        RawDuration::Secs(n) => *n,
+        RawDuration::Text(t) => {
+            let t = t.trim();
+            let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            let (n, unit) = t.split_at(split);
+            let n: u64 = n.parse().map_err(|_| format!("`{t}` is not a duration such as 24h, 90m or 3600s"))?;
+            let scale = match unit.trim() {
+                "" | "s" => 1,
+                "m" => 60,
+                "h" => 3600,
+                "d" => 86_400,
+                _ => return Err(format!("`{t}` is not a duration such as 24h, 90m or 3600s")),
+            };
+            n.checked_mul(scale).ok_or_else(|| format!("`{t}` is too long"))?
+        }
+    };
+    Ok(Duration::from_secs(secs))
+}
+
 fn size(raw: &RawSize) -> Result<u64, String> {
     let text = match raw {
         RawSize::Bytes(n) => return Ok(*n),

@@ -12,6 +12,7 @@
 
 pub mod demo;
 pub mod dns;
+pub mod feeds;
 pub mod identity;
 pub mod proxy;
 pub mod reload;
@@ -216,6 +217,10 @@ pub fn serve_with(
         "violation log".into(),
         Arc::new(violations::Starter(violations.clone())),
     ));
+    if let (Some(dir), Some(every)) = (&config.verify_feeds, config.verify.refresh) {
+        let refresher = feeds::Refresher { dir: dir.clone(), every, sources: feeds::sources(&config.verify.feed_urls) };
+        server.add_service(GenBackgroundService::new("feeds".into(), Arc::new(refresher)));
+    }
     let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };
     server.add_service(GenBackgroundService::new("reload".into(), Arc::new(reloader)));
 

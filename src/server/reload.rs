@@ -139,7 +139,12 @@ fn is_change(ev: &notify::Result<notify::Event>, sources: &[PathBuf]) -> bool {
 fn is_source(event_path: &Path, sources: &[PathBuf]) -> bool {
     sources.iter().any(|s| {
         let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
-        abs == event_path || (abs.file_name() == event_path.file_name() && abs.parent() == event_path.parent())
+        // `DIR/*.json` (the feeds directory): any JSON file in it counts,
+        // so a feed that appears there is a change too.
+        let pattern = abs.file_name().is_some_and(|n| n == crate::server::snapshot::ANY_JSON)
+            && event_path.extension().is_some_and(|x| x == "json");
+        abs == event_path
+            || ((pattern || abs.file_name() == event_path.file_name()) && abs.parent() == event_path.parent())
     })
 }
 

@@ -141,7 +141,10 @@ impl Snapshot {
     /// 10 ms before `read_at` counts too: at worst an unneeded reload.
     pub fn stale(&self) -> bool {
         let since = self.read_at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(self.read_at);
-        self.sources.iter().any(|p| std::fs::metadata(p).and_then(|m| m.modified()).map_or(true, |t| t >= since))
+        self.sources
+            .iter()
+            .filter(|p| p.file_name().is_none_or(|n| n != ANY_JSON))
+            .any(|p| std::fs::metadata(p).and_then(|m| m.modified()).map_or(true, |t| t >= since))
     }
 }
 
@@ -401,6 +404,10 @@ pub fn load_config(
     })
 }
 
+/// The last component of a source that stands for every JSON file of its
+/// directory (the feeds directory: a feed that appears there reloads too).
+pub const ANY_JSON: &str = "*.json";
+
 /// The range table: the embedded feeds, with those of `dir` (`NAME.json`)
 /// in their place. A feed that does not parse is a problem, so a broken or
 /// empty download never replaces a good feed: the reload is refused.
@@ -414,6 +421,7 @@ fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Ve
                 message: format!("cannot read the feeds directory: {e}"),
             }),
             Ok(entries) => {
+                sources.push(dir.join(ANY_JSON));
                 let mut paths: Vec<PathBuf> = entries
                     .filter_map(|e| e.ok().map(|e| e.path()))
                     .filter(|p| p.extension().is_some_and(|x| x == "json"))

@@ -30,6 +30,8 @@ pub struct Metrics {
     pub reloads: IntCounter,
     /// `robotgate_reload_failures_total`.
     pub reload_failures: IntCounter,
+    /// `robotgate_feed_refresh_failures_total{feed}`: background feed refreshes that kept the old feed.
+    pub feed_refresh_failures: IntCounterVec,
     /// `robotgate_robots_info{site,hash}`: 1 for the robots.txt version in force.
     pub robots_info: IntGaugeVec,
     /// `robotgate_decision_seconds`: time to classify and decide a request.
@@ -85,6 +87,12 @@ pub fn metrics() -> &'static Metrics {
         reload_failures: register_int_counter!(
             "robotgate_reload_failures_total",
             "Reloads refused (the last good snapshot stayed)"
+        )
+        .expect("metric registers once"),
+        feed_refresh_failures: register_int_counter_vec!(
+            "robotgate_feed_refresh_failures_total",
+            "Background IP range feed refreshes that failed (the old feed stayed)",
+            &["feed"]
         )
         .expect("metric registers once"),
         robots_info: register_int_gauge_vec!(
