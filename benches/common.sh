@@ -97,3 +97,40 @@ log:
   level: error
 YML
 }
+
+# robotgate_verified_conf WORK: WORK/robotgate-verified.yaml, WORK/robotgate.yaml
+# (run robotgate_conf first) with a feed of its own placing GPTBot on
+# 127.0.0.0/8, as tests/common/mod.rs does. GPTBot from loopback is then a
+# verified GPTBot and a disallowed path is the robots.txt refusal (403 block);
+# without it, GPTBot from loopback is a spoofed identity (also 403).
+robotgate_verified_conf() {
+  mkdir -p "$1/feeds"
+  printf '{"creationTime": "2026-11-23T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}\n' \
+    > "$1/feeds/openai-gptbot.json"
+  { cat "$1/robotgate.yaml"; printf 'verify:\n  feeds: %s/feeds\n' "$1"; } > "$1/robotgate-verified.yaml"
+}
+
+# ai_crawler_regex: the robots.txt tokens of every `category: ai-crawler`
+# entry of robotgate's own bot database (conf/bots.yaml, which the binary
+# embeds), as one alternation `Tok1|Tok2|...`, regex metacharacters escaped.
+ai_crawler_regex() {
+  grep -E 'category: ai-crawler[,}]' conf/bots.yaml \
+    | sed -n 's/.*robots_tokens: \[\([^]]*\)\].*/\1/p' \
+    | tr ',' '\n' | sed 's/^ *//; s/ *$//; s/^"//; s/"$//' | grep -v '^$' | sort -u \
+    | sed 's/[.[\\*^$()+?{|]/\\&/g' | paste -sd '|'
+}
+
+# nginx_block_conf FILE LISTEN ORIGIN WORKERS JIT [HEAD...]: nginx_proxy_conf
+# plus the usual User-Agent block in front of the proxying: `if
+# ($http_user_agent ~* "(...)") { return 403; }` with ai_crawler_regex, and
+# `pcre_jit JIT` (on/off).
+nginx_block_conf() {
+  local file=$1 listen=$2 origin=$3 workers=$4 jit=$5 regex
+  shift 5
+  regex=$(ai_crawler_regex)
+  nginx_proxy_conf "$file" "$listen" "$origin" "$workers" "pcre_jit $jit;" "$@"
+  # The `if` goes first in the server block, before `location`.
+  awk -v rx="$regex" '{ print } /^    listen 127\.0\.0\.1:/ {
+    printf "    if ($http_user_agent ~* \"(%s)\") { return 403; }\n", rx }' "$file" > "$file.tmp"
+  mv "$file.tmp" "$file"
+}

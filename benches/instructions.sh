@@ -2,14 +2,17 @@
 # User-space instructions per request, counted by valgrind's callgrind, for
 # nginx as reverse proxy, the bare Pingora passthrough, the passthrough doing
 # robotgate's forwarding work (`forward`: its timeouts and X-Forwarded-*
-# headers), and robotgate (browser traffic; bot allowed; bot blocked). Instruction counts do not depend on what
-# else the machine is doing, so this tells apart differences of a few percent
+# headers), and robotgate (browser traffic; bot allowed; bot blocked, by
+# robots.txt, GPTBot verified by a loopback feed; bot spoofed: GPTBot from an
+# address outside its feeds, refused as a spoofed identity). Instruction
+# counts do not depend on what else the machine is doing, so this tells apart differences of a few percent
 # that requests/s on a shared 2-core machine cannot (see benches/load.sh).
 #
 #   bash benches/instructions.sh [SECONDS] [CONNECTIONS]   (defaults: 10, 8)
 #
 # With KEEP=DIR, each case's callgrind output is kept as DIR/NAME.callgrind,
-# for `callgrind_annotate DIR/robotgate-browser.callgrind`.
+# for `callgrind_annotate DIR/robotgate-browser.callgrind`. With ONLY=REGEX,
+# only the cases whose name matches (e.g. ONLY=robotgate).
 #
 # Each proxy runs alone under callgrind in front of one nginx origin; wrk
 # warms it up for 3 s, the counters are zeroed, wrk loads it for SECONDS
@@ -44,11 +47,12 @@ start_origin "$WORK" "$ORIGIN"
 # nginx in one process (no master) so that callgrind sees its worker.
 nginx_proxy_conf "$WORK/proxy.conf" "$PROXY" "$ORIGIN" 1 'daemon off;' 'master_process off;'
 robotgate_conf "$WORK" "$PROXY" "$ORIGIN" 1
-
+robotgate_verified_conf "$WORK"
 
 measure() { # name user-agent command...
   local name=$1 ua=$2 pid out n ir
   shift 2
+  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return 0; fi
   valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")
@@ -61,7 +65,7 @@ measure() { # name user-agent command...
   out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" -H "User-Agent: $ua" "http://127.0.0.1:$PROXY/page.html")
   callgrind_control -d "$pid" >/dev/null 2>&1
   n=$(awk '/requests in/ {print $1}' <<<"$out")
-  if [[ $name != *blocked ]] && grep -q 'Non-2xx' <<<"$out"; then echo "$name: some answers were not 2xx/3xx" >&2; fi
+  if [[ $name != *blocked && $name != *spoofed ]] && grep -q 'Non-2xx' <<<"$out"; then echo "$name: some answers were not 2xx/3xx" >&2; fi
   # The dump made just now (file ".1"): everything since the counters were zeroed.
   for _ in $(seq 1 20); do [ -s "$WORK/cg.$name.$pid.1" ] && break; sleep 0.5; done
   ir=$(awk '/^summary:/ {print $2}' "$WORK/cg.$name.$pid.1")
@@ -78,7 +82,10 @@ measure passthrough "$CHROME" target/release/examples/passthrough "127.0.0.1:$PR
 measure passthrough-forward "$CHROME" target/release/examples/passthrough "127.0.0.1:$PROXY" "127.0.0.1:$ORIGIN" 1 forward
 measure robotgate-browser "$CHROME" target/release/robotgate serve --config "$WORK/robotgate.yaml"
 measure robotgate-bot-allowed "$GOOGLEBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"
-measure robotgate-bot-blocked "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"
+measure robotgate-bot-blocked "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate-verified.yaml"
+measure robotgate-bot-spoofed "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"
+[ -f "$WORK/result.nginx" ] && [ -f "$WORK/result.passthrough" ] && [ -f "$WORK/result.robotgate-browser" ] &&
+  [ -f "$WORK/result.passthrough-forward" ] &&
 awk -v a="$(cat "$WORK/result.robotgate-browser")" -v b="$(cat "$WORK/result.passthrough")" \
   -v c="$(cat "$WORK/result.nginx")" -v d="$(cat "$WORK/result.passthrough-forward")" \
-  'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/passthrough-forward %.3f   passthrough/nginx %.3f\n  (ratios of instructions per request: lower is cheaper)\n", a/b, a/d, b/c }'
+  'BEGIN { printf "  robotgate/passthrough %.3f   robotgate/passthrough-forward %.3f   passthrough/nginx %.3f\n  (ratios of instructions per request: lower is cheaper)\n", a/b, a/d, b/c }'  || true

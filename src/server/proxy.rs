@@ -478,29 +478,17 @@ fn agent_host(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
-/// Answer a violation whose action robotgate answers itself. Returns the status sent.
+/// Answer a violation whose action robotgate answers itself, with the
+/// answer the snapshot built for it at load time ([`LiveSite::refusal`]):
+/// nothing is formatted per request and nothing goes upstream. Returns the
+/// status sent, 0 for the actions that forward.
 async fn answer_violation(session: &mut Session, site: &LiveSite, action: &Action) -> Result<u16> {
-    // Only files named in the config were loaded; no request can pick another.
-    let file = |path| site.alternates.get(path).map(|f| f.body.clone()).unwrap_or_default();
-    let no_store = [("cache-control", "no-store".to_owned())];
-    let (status, content_type, extra, body) = match action {
-        Action::Block { status, file: Some((path, ct)), .. } => (*status, ct.as_str(), &no_store[..], file(path)),
-        Action::Block { status, body, file: None } => {
-            (*status, "text/plain; charset=utf-8", &no_store[..], Bytes::from(body.clone()))
-        }
-        Action::Alternate { status, file: path, content_type } => {
-            (*status, content_type.as_str(), &no_store[..], file(path))
-        }
-        Action::Redirect { status, location } => {
-            let extra = [("location", location.clone())];
-            respond::send(session, *status, "text/plain; charset=utf-8", &extra, Bytes::from_static(b"Moved\n"))
-                .await?;
-            return Ok(*status);
-        }
-        Action::Noindex { .. } | Action::Log => return Ok(0),
-    };
-    respond::send(session, status, content_type, extra, body).await?;
-    Ok(status)
+    match site.refusal(action) {
+        Some(answer) => respond::send_prebuilt(session, answer).await,
+        // Every refusing action of the site has its answer; one without is
+        // a forwarding one (noindex, log).
+        None => Ok(0),
+    }
 }
 
 #[async_trait]
@@ -592,12 +580,7 @@ impl ProxyHttp for Gate {
             Step::Limited(l) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
                 ctx.status = 429;
-                let body = format!(
-                    "Too Many Requests: this site's robots.txt asks your crawler to slow down ({}, line {}).\n",
-                    l.directive, l.line
-                );
-                let extra = [("retry-after", retry.max(1).to_string())];
-                respond::send(session, 429, "text/plain; charset=utf-8", &extra, Bytes::from(body)).await?;
+                respond::too_many_requests(session, retry, l.directive, l.line).await?;
                 Ok(true)
             }
         }

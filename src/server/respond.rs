@@ -8,6 +8,36 @@ use pingora::Result;
 
 use super::snapshot::ServedFile;
 
+/// The head of a complete response: status, `Content-Type`, `Content-Length`
+/// and `extra`. Without a case map ([`ResponseHeader::build_no_case`]): the
+/// names are lowercase either way, so the bytes on the wire are the same, and
+/// building and cloning it is cheaper.
+fn head(status: u16, content_type: &str, len: usize, extra: &[(&'static str, &str)]) -> Result<ResponseHeader> {
+    let mut resp = ResponseHeader::build_no_case(status, Some(2 + extra.len()))?;
+    resp.insert_header("content-type", content_type)?;
+    resp.insert_header("content-length", len)?;
+    for (name, value) in extra {
+        resp.insert_header(*name, *value)?;
+    }
+    Ok(resp)
+}
+
+/// Whether the answer to this request carries no body: `HEAD`, or a 304.
+fn no_body(session: &Session, status: u16) -> bool {
+    session.req_header().method == Method::HEAD || status == 304
+}
+
+/// Write `resp` and then `body`, ending the response. `Content-Length` is
+/// set, so keep-alive survives; for `HEAD` only the header is sent.
+async fn write(session: &mut Session, resp: Box<ResponseHeader>, body: Bytes) -> Result<()> {
+    let no_body = no_body(session, resp.status.as_u16());
+    session.write_response_header(resp, no_body).await?;
+    if !no_body {
+        session.write_response_body(Some(body), true).await?;
+    }
+    Ok(())
+}
+
 /// Write a complete response. Always sets `Content-Length`, so keep-alive
 /// survives; for `HEAD` only the header is sent.
 pub async fn send(
@@ -17,19 +47,60 @@ pub async fn send(
     extra: &[(&'static str, String)],
     body: Bytes,
 ) -> Result<()> {
-    let mut resp = ResponseHeader::build(status, Some(4 + extra.len()))?;
-    resp.insert_header("content-type", content_type.to_owned())?;
-    resp.insert_header("content-length", body.len())?;
+    let mut resp = head(status, content_type, body.len(), &[])?;
     for (name, value) in extra {
         resp.insert_header(*name, value.as_str())?;
     }
-    let head = session.req_header().method == Method::HEAD;
-    let no_body = head || status == 304;
-    session.write_response_header(Box::new(resp), no_body).await?;
-    if !no_body {
-        session.write_response_body(Some(body), true).await?;
+    write(session, Box::new(resp), body).await
+}
+
+/// A refusal that is the same for every request it answers (a block page,
+/// alternate content, a redirect), built once when the snapshot loads and
+/// cloned per request: cloning the header copies a few pointers and bumps
+/// reference counts, where building it parses and copies every value, and
+/// the body is shared.
+#[derive(Debug, Clone)]
+pub struct Prebuilt {
+    /// Status, `Content-Type`, `Content-Length` and the action's own headers.
+    pub header: ResponseHeader,
+    /// The body, shared between requests.
+    pub body: Bytes,
+}
+
+impl Prebuilt {
+    /// A response of `status` with `body`, typed `content_type`, and `extra` headers.
+    ///
+    /// # Errors
+    /// A status or a header value HTTP does not allow (the config validates both).
+    pub fn new(status: u16, content_type: &str, extra: &[(&'static str, &str)], body: Bytes) -> Result<Prebuilt> {
+        Ok(Prebuilt { header: head(status, content_type, body.len(), extra)?, body })
     }
-    Ok(())
+
+    /// The status it answers with.
+    pub fn status(&self) -> u16 {
+        self.header.status.as_u16()
+    }
+}
+
+/// Answer with a prebuilt response. Returns the status sent.
+pub async fn send_prebuilt(session: &mut Session, answer: &Prebuilt) -> Result<u16> {
+    write(session, Box::new(answer.header.clone()), answer.body.clone()).await?;
+    Ok(answer.status())
+}
+
+/// Answer 429 to a crawler over its robots.txt rate: `Retry-After` in whole
+/// seconds (at least 1), and a body naming the directive and its line. The
+/// numbers go into the header without the formatter; the body is written
+/// into one buffer of its final size.
+pub async fn too_many_requests(session: &mut Session, retry_after: u64, directive: &str, line: u32) -> Result<()> {
+    use std::io::Write;
+    const BEFORE: &str = "Too Many Requests: this site's robots.txt asks your crawler to slow down (";
+    let mut body = Vec::with_capacity(BEFORE.len() + directive.len() + 20);
+    // Writing into a Vec cannot fail.
+    let _ = write!(body, "{BEFORE}{directive}, line {line}).\n");
+    let mut resp = head(429, "text/plain; charset=utf-8", body.len(), &[])?;
+    resp.insert_header("retry-after", retry_after.max(1))?;
+    write(session, Box::new(resp), Bytes::from(body)).await
 }
 
 /// Whether a conditional request already has this version

@@ -14,6 +14,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+use super::respond::Prebuilt;
 use super::traps;
 use crate::agent::{BotDb, Classifier};
 use crate::config::{self, Config, Settings, Site};
@@ -80,6 +81,9 @@ pub struct LiveSite {
     pub armed_at: Vec<u64>,
     /// The link put into HTML pages, with `traps.inject_link`.
     pub trap_link: Option<Bytes>,
+    /// The answer of each action robotgate answers itself (block, alternate,
+    /// redirect), built at load time; see [`LiveSite::refusal`].
+    pub refusals: Vec<(Action, Prebuilt)>,
 }
 
 impl LiveSite {
@@ -94,6 +98,48 @@ impl LiveSite {
             armed_at: &self.armed_at,
         }
     }
+
+    /// The prebuilt answer to `action`, when robotgate answers it itself.
+    /// Cost: one comparison per distinct refusing action of the site (a
+    /// status, then a short body or location), a handful in practice.
+    pub fn refusal(&self, action: &Action) -> Option<&Prebuilt> {
+        self.refusals.iter().find(|(a, _)| a == action).map(|(_, p)| p)
+    }
+}
+
+/// The actions of `site` that a request can be answered by: the policy's
+/// (default, categories, bots, spoofed identities) and the traps' ban.
+fn site_actions(site: &Site) -> impl Iterator<Item = &Action> {
+    let policy = &site.policy;
+    std::iter::once(&policy.default)
+        .chain(policy.categories.iter().map(|(_, a)| a))
+        .chain(policy.bots.iter().map(|(_, a)| a))
+        .chain(std::iter::once(&policy.spoofed))
+        .chain(site.traps.as_ref().map(|t| &t.action))
+}
+
+/// What robotgate answers `action` with, when it answers it itself: the
+/// block page or file, the alternate content, the redirect. `None` for the
+/// actions that forward (noindex, log), and for a file that was not loaded
+/// (a problem already).
+fn prebuild(action: &Action, alternates: &HashMap<PathBuf, ServedFile>) -> Option<Result<Prebuilt, String>> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let file = |path: &PathBuf| alternates.get(path).map(|f| f.body.clone());
+    let no_store = [("cache-control", "no-store")];
+    let built = match action {
+        Action::Block { status, file: Some((path, ct)), .. } => Prebuilt::new(*status, ct, &no_store, file(path)?),
+        Action::Block { status, body, file: None } => {
+            Prebuilt::new(*status, TEXT, &no_store, Bytes::from(body.clone()))
+        }
+        Action::Alternate { status, file: path, content_type } => {
+            Prebuilt::new(*status, content_type, &no_store, file(path)?)
+        }
+        Action::Redirect { status, location } => {
+            Prebuilt::new(*status, TEXT, &[("location", location.as_str())], Bytes::from_static(b"Moved\n"))
+        }
+        Action::Noindex { .. } | Action::Log => return None,
+    };
+    Some(built.map_err(|e| e.to_string()))
 }
 
 /// Everything a request needs, immutable.
@@ -315,6 +361,7 @@ pub fn load_config(
             requests,
             armed_at,
             trap_link,
+            refusals: Vec::new(),
         };
         let site = &files.conf;
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
@@ -351,11 +398,7 @@ pub fn load_config(
                 humans_file = Some(ServedFile::new(body, mtime));
             }
         }
-        let policy = &site.policy;
-        let actions = std::iter::once(&policy.default)
-            .chain(policy.categories.iter().map(|(_, a)| a))
-            .chain(policy.bots.iter().map(|(_, a)| a));
-        for action in actions {
+        for action in site_actions(site) {
             let file = match action {
                 Action::Alternate { file, .. } | Action::Block { file: Some((file, _)), .. } => Some(file),
                 _ => None,
@@ -370,7 +413,27 @@ pub fn load_config(
                 }
             }
         }
-        (files.robots, files.humans, files.alternates) = (robots_file, humans_file, alternates);
+        let mut refusals: Vec<(Action, Prebuilt)> = Vec::new();
+        for action in site_actions(site) {
+            if refusals.iter().any(|(a, _)| a == action) {
+                continue;
+            }
+            match prebuild(action, &alternates) {
+                Some(Ok(answer)) => refusals.push((action.clone(), answer)),
+                Some(Err(e)) => problems.push(Problem {
+                    file: config_path.into(),
+                    line: None,
+                    message: format!(
+                        "site `{}`: cannot build the answer of action `{}`: {e}",
+                        site.name,
+                        action.name()
+                    ),
+                }),
+                None => {}
+            }
+        }
+        (files.robots, files.humans, files.alternates, files.refusals) =
+            (robots_file, humans_file, alternates, refusals);
         sites.push(files);
     }
     if !problems.is_empty() {
