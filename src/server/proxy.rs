@@ -32,9 +32,7 @@ use crate::agent::{Agent, AgentKind, Category};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::identity::{Identify, Identity};
 use crate::net::Cidr;
-use crate::policy::{
-    self, Action, Banned, Clock, Limited, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation,
-};
+use crate::policy::{self, Action, Banned, Clock, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation};
 use crate::state::MemoryState;
 use crate::target::{self, Target};
 
@@ -295,13 +293,8 @@ enum Step<'s> {
     /// Only reverse DNS can tell whether the client is this database robot:
     /// look it up, then decide again. Nothing was counted or changed.
     Pending(usize),
-    Forward,
-    File(SiteFile),
-    Violation(Violation<'s>),
-    Limited(Limited<'s>),
-    Trap(TrapHit<'s>),
-    Banned(Banned<'s>),
-    Spoofed(Spoofed<'s>),
+    /// What the core decided.
+    Decided(Outcome<'s>),
 }
 
 impl Gate {
@@ -322,7 +315,7 @@ impl Gate {
         // (`crate::target`). A target no single reading fits is refused.
         let target = match target::normalise(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
             Ok(Target::Path(t)) => t,
-            Ok(Target::Asterisk) => return Step::Forward, // `OPTIONS *` names no resource.
+            Ok(Target::Asterisk) => return Step::Decided(Outcome::Pass), // `OPTIONS *` names no resource.
             Ok(Target::Authority) => {
                 return Step::Refuse(405, "CONNECT is not served: this is a reverse proxy.".into())
             }
@@ -352,20 +345,17 @@ impl Gate {
         let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
         let identity = (decision.identity != Identity::NotClaimed).then(|| decision.identity.as_str());
         let Some(agent) = decision.agent else {
-            return match outcome {
-                Outcome::File(f) => Step::File(f),
-                _ => Step::Forward,
-            };
+            return Step::Decided(outcome);
         };
         let category = agent.category;
         if let Outcome::File(f) = outcome {
-            return Step::File(f); // robots.txt: classified only to remember the read.
+            return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
         }
         if let Some(counter) = Category::ALL.iter().position(|c| *c == category).and_then(|i| site.requests.get(i)) {
             counter.inc();
         }
         if matches!(outcome, Outcome::Pass) && !agent.is_bot() {
-            return Step::Forward;
+            return Step::Decided(Outcome::Pass);
         }
         let site_name = site.conf.name.as_str();
         let seen = if robots_seen == Some(true) { "true" } else { "false" };
@@ -388,7 +378,7 @@ impl Gate {
                     managed: site.robots.as_ref().is_some_and(|r| v.rule.line > r.file_lines),
                     ..pending(req, &agent, v.group, v.rule.kind.as_str())
                 });
-                Step::Violation(v)
+                Step::Decided(Outcome::Violation(v))
             }
             Outcome::Trap(t) => {
                 let action = if t.banned { "ban" } else { "log" };
@@ -400,19 +390,19 @@ impl Gate {
                     managed: true,
                     ..pending(req, &agent, None, "trap")
                 });
-                Step::Trap(t)
+                Step::Decided(Outcome::Trap(t))
             }
             Outcome::Banned(b) => {
                 let action = b.action.name();
                 count(action);
                 ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "banned") });
-                Step::Banned(b)
+                Step::Decided(Outcome::Banned(b))
             }
             Outcome::Spoofed(s) => {
                 let action = s.action.name();
                 count(action);
                 ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "spoofed-identity") });
-                Step::Spoofed(s)
+                Step::Decided(Outcome::Spoofed(s))
             }
             Outcome::Limited(l) => {
                 metrics().rate_limited.with_label_values(&[site_name, bot_label(&agent), l.directive]).inc();
@@ -422,10 +412,9 @@ impl Gate {
                     robots_seen,
                     ..pending(req, &agent, l.group, l.directive)
                 });
-                Step::Limited(l)
+                Step::Decided(Outcome::Limited(l))
             }
-            Outcome::File(f) => Step::File(f),
-            Outcome::Pass => Step::Forward,
+            o @ (Outcome::File(_) | Outcome::Pass) => Step::Decided(o),
         };
         if let Some(p) = ctx.pending.as_mut() {
             p.identity = identity;
@@ -550,8 +539,8 @@ impl ProxyHttp for Gate {
                 session.set_keepalive(None);
                 Ok(true)
             }
-            Step::Forward => Ok(false),
-            Step::File(which) => {
+            Step::Decided(Outcome::Pass) => Ok(false),
+            Step::Decided(Outcome::File(which)) => {
                 let file = match which {
                     SiteFile::Robots => site.robots.as_ref().map(|r| &r.file),
                     SiteFile::Humans => site.humans.as_ref(),
@@ -561,10 +550,10 @@ impl ProxyHttp for Gate {
                 ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
                 Ok(true)
             }
-            Step::Violation(Violation { action, .. })
-            | Step::Trap(TrapHit { banned: true, action, .. })
-            | Step::Banned(Banned { action, .. })
-            | Step::Spoofed(Spoofed { action }) => match action {
+            Step::Decided(Outcome::Violation(Violation { action, .. }))
+            | Step::Decided(Outcome::Trap(TrapHit { banned: true, action, .. }))
+            | Step::Decided(Outcome::Banned(Banned { action, .. }))
+            | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
@@ -575,9 +564,9 @@ impl ProxyHttp for Gate {
                     Ok(true)
                 }
             },
-            Step::Trap(_) => Ok(false), // Not armed, or a verified crawler: recorded only.
-            Step::Limited(l) if !l.enforce => Ok(false),
-            Step::Limited(l) => {
+            Step::Decided(Outcome::Trap(_)) => Ok(false), // Not armed, or a verified crawler: recorded only.
+            Step::Decided(Outcome::Limited(l)) if !l.enforce => Ok(false),
+            Step::Decided(Outcome::Limited(l)) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
                 ctx.status = 429;
                 respond::too_many_requests(session, retry, l.directive, l.line).await?;
