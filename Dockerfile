@@ -16,7 +16,7 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 RUN mkdir -p src benches examples \
  && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
- && echo 'fn main() {}' > benches/robots_match.rs && echo 'fn main() {}' > benches/classify.rs \
+ && for b in robots_match classify identity; do echo 'fn main() {}' > benches/$b.rs; done \
  && echo 'fn main() {}' > examples/passthrough.rs \
  && cargo build --release --locked \
  && rm -rf src benches examples
