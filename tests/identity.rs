@@ -8,6 +8,8 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -94,12 +96,16 @@ fn new_key() -> SigningKey {
     SigningKey::from_bytes(&Sha256::digest(h.finish().to_le_bytes()).into())
 }
 
-/// Serve `body` as the key directory on loopback; returns the agent URL.
-fn serve_directory(body: String) -> String {
+/// Serve `body` as the key directory on loopback; returns the agent URL and
+/// a count of the requests it answered.
+fn serve_directory(body: String) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
             let mut buf = [0u8; 4096];
             let _ = stream.read(&mut buf);
             let resp = format!(
@@ -109,7 +115,7 @@ fn serve_directory(body: String) -> String {
             let _ = stream.write_all(resp.as_bytes());
         }
     });
-    url
+    (url, hits)
 }
 
 /// Signature headers per draft-meunier-webbotauth-httpsig-protocol: Ed25519
@@ -136,7 +142,7 @@ fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
     let origin = common::Origin::start();
     let key = new_key();
     let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
-    let agent = serve_directory(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
+    let (agent, _) = serve_directory(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
     // A robot that publishes ranges (none on loopback) and signs as the
     // loopback agent: unsigned it is a spoofed identity, signed it is itself.
     let bots = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: ai-crawler\n    robots_tokens: [SignedBot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
@@ -154,7 +160,16 @@ fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
     tampered[0].1 = tampered[0].1.replace("127.0.0.1", "127.0.0.2");
     let headers: Vec<(&str, &str)> = tampered.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &headers), 403, "tampered: spoofed");
-    let recs = wait_lines(&gate.path("violations.jsonl"), 2);
+    // An agent no robot of the database signs as is never fetched: a client
+    // cannot make robotgate fetch from hosts of its choosing.
+    let (stranger, stranger_hits) =
+        serve_directory(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
+    let stranger = stranger.replace("127.0.0.1", "localhost");
+    let signed = sign(&key, &stranger, &authority);
+    let headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &headers), 403);
+    assert_eq!(stranger_hits.load(Ordering::SeqCst), 0, "an unlisted agent's directory was fetched");
+    let recs = wait_lines(&gate.path("violations.jsonl"), 3);
     assert!(recs.iter().all(|l| l.contains("\"spoofed-identity\"")), "{recs:?}");
 }
 

@@ -432,8 +432,10 @@ impl Gate {
     /// The host of the Web Bot Auth agent whose signature on this request
     /// verifies (RFC 9421, draft-meunier-webbotauth-httpsig-protocol). Only
     /// requests that carry `Signature-Input` pay for it; the directory fetch
-    /// is bounded and cached by [`DirectoryCache`].
-    async fn signature_agent(&self, session: &Session) -> Option<String> {
+    /// is bounded and cached by [`DirectoryCache`], and made only for an
+    /// agent that some robot of the database signs as (`signature_agents`,
+    /// `rdns`): a client cannot make robotgate fetch from hosts of its choosing.
+    async fn signature_agent(&self, session: &Session, snap: &Snapshot) -> Option<String> {
         let req = session.req_header();
         if !req.headers.contains_key("signature-input") {
             return None;
@@ -450,7 +452,18 @@ impl Gate {
             headers: &headers,
         };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        match wba::verify_request(&self.wba, &parts, now, &Limits::default()).await {
+        let inspection = crate::identity::signature::inspect(&parts, now, &Limits::default());
+        let known = |agent: &str| {
+            agent_host(agent).is_some_and(|host| {
+                snap.classifier.db().bots().iter().any(|b| {
+                    b.signature_agents.iter().chain(&b.rdns).any(|s| crate::identity::rdns::suffix_matches(&host, s))
+                })
+            })
+        };
+        if !inspection.agents().iter().all(|a| known(a)) || inspection.agents().is_empty() {
+            return None;
+        }
+        match wba::verify_inspection(&self.wba, &inspection).await {
             Verdict::Verified { agent, .. } => agent_host(&agent),
             _ => None,
         }
@@ -508,7 +521,7 @@ impl ProxyHttp for Gate {
         };
         ctx.site = Some(site_idx);
         let site = &snap.sites[site_idx];
-        let signed_by = self.signature_agent(session).await;
+        let signed_by = self.signature_agent(session, &snap).await;
         let mut looked_up = false;
         let step = loop {
             let identity = ServerIdentity { snap: &snap, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
