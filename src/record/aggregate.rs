@@ -301,30 +301,7 @@ mod tests {
     use super::*;
 
     fn rec(client: &str, line: u32, t: u64) -> Record {
-        Record {
-            time: format!("t{t}"),
-            site: "s".into(),
-            client: client.into(),
-            method: "GET".into(),
-            path: format!("/private/{t}"),
-            host: "h".into(),
-            user_agent: "GPTBot".into(),
-            bot: Some("GPTBot".into()),
-            category: "ai-crawler",
-            group: Some("*".into()),
-            directive: "disallow",
-            pattern: Some("/private/".into()),
-            line: Some(line),
-            robots_hash: "0123456789ab".into(),
-            managed: false,
-            robots_seen: Some(false),
-            identity: None,
-            action: "block",
-            status: 403,
-            count: 1,
-            first: None,
-            last: None,
-        }
+        crate::record::sample(client, "GPTBot", &format!("/private/{t}"), line, format!("t{t}"))
     }
 
     fn records(lines: &[Line]) -> Vec<&Record> {

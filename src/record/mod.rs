@@ -84,3 +84,33 @@ pub struct Overflow {
     /// Time of the last of them.
     pub last: String,
 }
+
+/// A GPTBot `disallow` record from `client`, for the unit tests of the
+/// aggregation table and of the log writer.
+#[cfg(test)]
+pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time: String) -> Record {
+    Record {
+        time,
+        site: "s".into(),
+        client: client.into(),
+        method: "GET".into(),
+        path: path.into(),
+        host: "h".into(),
+        user_agent: user_agent.into(),
+        bot: Some("GPTBot".into()),
+        category: "ai-crawler",
+        group: Some("*".into()),
+        directive: "disallow",
+        pattern: Some("/private/".into()),
+        line: Some(line),
+        robots_hash: "0123456789ab".into(),
+        managed: false,
+        robots_seen: Some(false),
+        identity: None,
+        action: "block",
+        status: 403,
+        count: 1,
+        first: None,
+        last: None,
+    }
+}

@@ -399,30 +399,7 @@ mod tests {
     use super::*;
 
     fn record(client: &str, ua: &str) -> Record {
-        Record {
-            time: now_rfc3339(),
-            site: "s".into(),
-            client: client.into(),
-            method: "GET".into(),
-            path: "/p".into(),
-            host: "h".into(),
-            user_agent: ua.into(),
-            bot: Some("GPTBot".into()),
-            category: "ai-crawler",
-            group: Some("*".into()),
-            directive: "disallow",
-            pattern: Some("/p".into()),
-            line: Some(2),
-            robots_hash: "0123456789ab".into(),
-            managed: false,
-            robots_seen: Some(false),
-            identity: None,
-            action: "block",
-            status: 403,
-            count: 1,
-            first: None,
-            last: None,
-        }
+        Record { pattern: Some("/p".into()), ..crate::record::sample(client, ua, "/p", 2, now_rfc3339()) }
     }
 
     fn lines(path: &Path) -> Vec<serde_json::Value> {
