@@ -1,6 +1,8 @@
 //! `robotgate config check`: ok for a valid config, every problem with its
 //! file and line otherwise.
 
+mod common;
+
 use std::process::Command;
 
 fn check(config: &str, files: &[(&str, &str)]) -> (i32, String) {
@@ -125,4 +127,21 @@ fn the_minimal_config_from_the_docs_is_valid_as_written() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
     assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_shared_store_is_tried_and_an_unreachable_one_is_an_error() {
+    let redis = common::redis_server::RedisServer::start();
+    let with = |url: &str| format!("{VALID}state:\n  redis: \"{url}\"\n  timeout_ms: 200\n");
+    assert_eq!(check(&with(&redis.url()), FILES), (0, "ok\n".to_owned()));
+    // A closed port, and a password that must not be printed.
+    let closed = format!("redis://user:s3cret@127.0.0.1:{}/0", common::free_port());
+    let (code, out) = check(&with(&closed), FILES);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("state.redis: cannot reach the shared state store"), "{out}");
+    assert!(out.contains("user:***@127.0.0.1") && !out.contains("s3cret"), "{out}");
+    // Not a Redis URL at all.
+    let (code, out) = check(&with("http://127.0.0.1:6379"), FILES);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("state.redis") && out.contains("redis://host:port/db"), "{out}");
 }

@@ -18,26 +18,6 @@ fn start(origin: &Origin, robots: &str) -> Gate {
     Gate::start(&config(origin), &[("robots.txt", robots.as_bytes())])
 }
 
-fn metric(gate: &Gate, name: &str) -> f64 {
-    let text = get(&format!("http://127.0.0.1:{}/metrics", gate.metrics_port), &[]).body;
-    text.lines()
-        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// Poll until `cond` holds; the elapsed time, or None after `limit`.
-fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return Some(start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    None
-}
-
 #[test]
 fn a_hundred_rewrites_under_load_fail_no_request() {
     let origin = Origin::start();

@@ -100,7 +100,38 @@ pub struct Settings {
     pub dns: DnsSettings,
     /// Web Bot Auth settings.
     pub verify: Verify,
+    /// State shared with other instances, when configured.
+    pub shared_state: Option<SharedState>,
 }
+
+/// `state:`, validated: a Redis or Valkey server shared by instances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedState {
+    /// The server's URL (`redis://` or `rediss://`), password included.
+    pub url: String,
+    /// Prefix of every key and of the event channel.
+    pub prefix: String,
+    /// The longest a request waits on the store.
+    pub timeout: Duration,
+}
+
+impl SharedState {
+    /// The URL with any password replaced by `***`, for logs and messages.
+    pub fn redacted_url(&self) -> String {
+        let Some((scheme, rest)) = self.url.split_once("://") else { return self.url.clone() };
+        let authority = rest.split('/').next().unwrap_or(rest);
+        match authority.rsplit_once('@') {
+            Some((userinfo, _)) if userinfo.contains(':') => {
+                let user = userinfo.split(':').next().unwrap_or("");
+                format!("{scheme}://{user}:***@{}", &rest[userinfo.len() + 1..])
+            }
+            _ => self.url.clone(),
+        }
+    }
+}
+
+/// The default `state.timeout_ms`.
+pub const DEFAULT_STATE_TIMEOUT_MS: u64 = 50;
 
 /// `verify:`, validated (Web Bot Auth).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -338,4 +338,21 @@ pub struct RawConfig {
     /// Identity checks of robots' claims.
     #[serde(default)]
     pub verify: RawVerify,
+    /// Where state shared between instances lives (absent: in process only).
+    #[serde(default)]
+    pub state: Option<RawState>,
+}
+
+/// `state:`: a Redis or Valkey server that instances share.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawState {
+    /// `redis://[user:password@]host:port/db` or `rediss://` (TLS).
+    pub redis: String,
+    /// Prefix of every key and of the event channel (default `robotgate:`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// The longest a request waits on the store, in milliseconds (default 50).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
 }

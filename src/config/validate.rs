@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{
-    Config, ConfigError, DnsSettings, Listen, LogOptions, LogTarget, Managed, Settings, Site, Traps, Upstream, Verify,
-    DEFAULT_DNS_TIMEOUT_MS, DEFAULT_TRAP,
+    Config, ConfigError, DnsSettings, Listen, LogOptions, LogTarget, Managed, Settings, SharedState, Site, Traps,
+    Upstream, Verify, DEFAULT_DNS_TIMEOUT_MS, DEFAULT_STATE_TIMEOUT_MS, DEFAULT_TRAP,
 };
 use super::{
-    RawAction, RawConfig, RawDns, RawDuration, RawListen, RawManaged, RawPolicy, RawSize, RawTarget, RawTraps,
-    RawUpstream, RawUpstreamFull,
+    RawAction, RawConfig, RawDns, RawDuration, RawListen, RawManaged, RawPolicy, RawSize, RawState, RawTarget,
+    RawTraps, RawUpstream, RawUpstreamFull,
 };
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
@@ -257,6 +257,28 @@ fn dns(field: &str, raw: &RawDns, errors: &mut Vec<ConfigError>) -> DnsSettings 
     DnsSettings { nameservers, timeout: Duration::from_millis(ms.clamp(10, 30_000)) }
 }
 
+fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> SharedState {
+    let url = raw.redis.trim().to_owned();
+    let host = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://"));
+    match host {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {}
+        _ => errors.push(ConfigError::new(
+            "state.redis",
+            "must be a URL of the form redis://host:port/db or rediss://host:port/db",
+        )),
+    }
+    let prefix = raw.prefix.clone().unwrap_or_else(|| "robotgate:".to_owned());
+    if prefix.len() > 64 || prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        errors.push(ConfigError::new("state.prefix", "must be at most 64 characters, without spaces"));
+    }
+    let ms = raw.timeout_ms.unwrap_or(DEFAULT_STATE_TIMEOUT_MS);
+    if !(1..=10_000).contains(&ms) {
+        errors
+            .push(ConfigError::new("state.timeout_ms", format!("must be between 1 and 10000 milliseconds, not {ms}")));
+    }
+    SharedState { url, prefix, timeout: Duration::from_millis(ms.clamp(1, 10_000)) }
+}
+
 impl RawConfig {
     /// Check everything and build the runtime form.
     ///
@@ -439,6 +461,7 @@ impl RawConfig {
                 ));
             }
         }
+        let shared_state = self.state.as_ref().map(|s| shared_state(s, &mut errors));
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -464,6 +487,7 @@ impl RawConfig {
                 refresh: refresh_every,
                 feed_urls: self.verify.feed_urls.clone().into_iter().collect(),
             },
+            shared_state,
         };
         Ok(Config { settings, sites })
     }

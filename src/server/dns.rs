@@ -180,6 +180,27 @@ impl DnsVerifier {
         lock(&self.cache).get(&key, Instant::now())
     }
 
+    /// The cached verdict for `ip` and `suffixes` with the time it has left,
+    /// if it is fresh: what another instance may reuse.
+    pub fn cached_for(&self, ip: IpAddr, suffixes: &[String]) -> Option<(DnsVerdict, Duration)> {
+        let key = key(ip, suffixes);
+        let now = Instant::now();
+        let cache = lock(&self.cache);
+        let (verdict, until, _) = cache.map.get(&key).filter(|(_, until, _)| *until > now)?;
+        Some((verdict.clone(), until.duration_since(now)))
+    }
+
+    /// Keep a verdict reached elsewhere (another instance, through the
+    /// shared store) for `ttl`, capped as a verdict of this cache would be.
+    pub fn remember(&self, ip: IpAddr, suffixes: &[String], verdict: DnsVerdict, ttl: Duration) {
+        let cap = match verdict {
+            DnsVerdict::Verified { .. } => MAX_POSITIVE_TTL,
+            DnsVerdict::Spoofed { .. } => NEGATIVE_TTL,
+            DnsVerdict::Unverifiable { .. } => return,
+        };
+        lock(&self.cache).insert(key(ip, suffixes), verdict, Instant::now() + ttl.min(cap));
+    }
+
     /// Checks that `ip` belongs to a bot whose forward-confirmed reverse DNS
     /// ends in one of `suffixes`. Answers from the cache when it can; never
     /// takes much longer than the configured timeout.

@@ -9,12 +9,14 @@
 //! * [`violations`]: the violation log writer (aggregation, SIGUSR1 reopen, rotation).
 //! * [`telemetry`]: logging and metrics.
 //! * [`wba`]: Web Bot Auth key directories (fetch, SSRF limits, cache).
+//! * [`redis`]: state shared between instances in Redis or Valkey.
 
 pub mod demo;
 pub mod dns;
 pub mod feeds;
 pub mod identity;
 pub mod proxy;
+pub mod redis;
 pub mod reload;
 pub mod respond;
 pub mod snapshot;
@@ -179,9 +181,18 @@ pub fn serve_with(
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
     server.bootstrap();
 
+    let state = Arc::new(MemoryState::new(config.max_clients));
+    let store = match &config.shared_state {
+        Some(s) => Some(Arc::new(redis::SharedStore::new(s, state.clone()).map_err(anyhow::Error::msg)?)),
+        None => None,
+    };
+    if let Some(store) = &store {
+        server.add_service(GenBackgroundService::new("shared state".into(), Arc::new(redis::Keeper(store.clone()))));
+    }
     let gate = Gate {
         snapshot: shared.clone(),
-        state: Arc::new(MemoryState::new(config.max_clients)),
+        state,
+        shared: store,
         dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
             Ok(d) => Some(Arc::new(d)),
             Err(e) => {

@@ -23,6 +23,7 @@ use pingora::{Error, ErrorSource, ErrorType, Result};
 
 use super::dns::DnsVerifier;
 use super::identity::{ServerIdentity, Settled};
+use super::redis::{unix_ms, SharedStore};
 use super::respond;
 use super::snapshot::{LiveSite, Snapshot};
 use super::telemetry::metrics;
@@ -33,7 +34,8 @@ use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::identity::{Identify, Identity};
 use crate::net::Cidr;
 use crate::policy::{self, Action, Banned, Clock, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation};
-use crate::state::MemoryState;
+use crate::state::shared::{Answer, Asking, Question};
+use crate::state::{MemoryState, State};
 use crate::target::{self, Target};
 
 /// The proxy application.
@@ -48,6 +50,8 @@ pub struct Gate {
     pub dns: Option<Arc<DnsVerifier>>,
     /// Web Bot Auth key directories.
     pub wba: Arc<DirectoryCache>,
+    /// The store shared with other instances (`state.redis`), if any.
+    pub shared: Option<Arc<SharedStore>>,
 }
 
 /// A violation waiting for the final status, written in `logging`: everything
@@ -293,6 +297,9 @@ enum Step<'s> {
     /// Only reverse DNS can tell whether the client is this database robot:
     /// look it up, then decide again. Nothing was counted or changed.
     Pending(usize),
+    /// The shared store is to answer this rate question; then decide again
+    /// with its answer. Nothing was counted or changed.
+    Ask(Question),
     /// What the core decided.
     Decided(Outcome<'s>),
 }
@@ -307,6 +314,7 @@ impl Gate {
         site: &'s LiveSite,
         ctx: &mut Ctx,
         identify: &dyn Identify,
+        rate: Answer,
     ) -> Step<'s> {
         let req = session.req_header();
         let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
@@ -336,10 +344,26 @@ impl Gate {
         };
         let started = Instant::now();
         let classify = |ua| if is_last_browser(snap, ua) { Agent::browser() } else { classify_and_remember(snap, ua) };
-        let decision = policy::decide_with(&facts, &site.rules(), classify, &*self.state, identify, Clock::System);
+        // With a shared store, the decision goes through `Asking`: its rate
+        // question comes back to be put to the store, and its ban or
+        // robots.txt read is announced to the other instances.
+        let mut asking = self.shared.as_ref().map(|_| Asking::new(&*self.state, rate, (Instant::now(), unix_ms())));
+        let state: &dyn State = match &asking {
+            Some(a) => a,
+            None => &*self.state,
+        };
+        let decision = policy::decide_with(&facts, &site.rules(), classify, state, identify, Clock::System);
         if decision.identity == Identity::Pending {
             if let Some(AgentKind::Known(bot)) = decision.agent.as_ref().map(|a| a.kind) {
                 return Step::Pending(bot);
+            }
+        }
+        if let (Some(asking), Some(store)) = (asking.as_mut(), self.shared.as_ref()) {
+            if let Some(question) = asking.question() {
+                return Step::Ask(question);
+            }
+            if let Some(event) = asking.event() {
+                store.announce(event);
             }
         }
         let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
@@ -470,6 +494,24 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Settle `ip`'s claim to a robot with reverse-DNS domains `suffixes`:
+    /// from a verdict another instance shared, or by a lookup whose verdict
+    /// is then shared.
+    async fn verify_dns(&self, dns: &DnsVerifier, ip: IpAddr, suffixes: &[String]) {
+        if let Some(store) = &self.shared {
+            if let Some((verdict, ttl)) = store.rdns(ip, suffixes).await {
+                dns.remember(ip, suffixes, verdict, ttl);
+                return;
+            }
+        }
+        dns.verify(ip, suffixes).await;
+        if let (Some(store), Some((verdict, ttl))) = (&self.shared, dns.cached_for(ip, suffixes)) {
+            store.share_rdns(ip, suffixes, &verdict, ttl);
+        }
+    }
+}
+
 /// The host of an agent URL (`https://chatgpt.com` -> `chatgpt.com`), lower case.
 fn agent_host(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -523,27 +565,39 @@ impl ProxyHttp for Gate {
         let site = &snap.sites[site_idx];
         let signed_by = self.signature_agent(session, &snap).await;
         let mut looked_up = false;
+        // A rate question goes to the shared store only while it answers.
+        let mut rate = if self.shared.as_ref().is_some_and(|s| s.is_up()) { Answer::Ask } else { Answer::Local };
         let step = loop {
             let identity = ServerIdentity { snap: &snap, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
             let step = if looked_up {
-                self.decide(session, &snap, site, ctx, &Settled(identity))
+                self.decide(session, &snap, site, ctx, &Settled(identity), rate)
             } else {
-                self.decide(session, &snap, site, ctx, &identity)
+                self.decide(session, &snap, site, ctx, &identity, rate)
             };
             match step {
                 // At most one bounded lookup per request; browsers never get here.
                 Step::Pending(bot) if !looked_up => {
                     looked_up = true;
                     if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
-                        dns.verify(ip, &snap.classifier.bot(bot).rdns).await;
+                        self.verify_dns(dns, ip, &snap.classifier.bot(bot).rdns).await;
                     }
+                }
+                // At most one question per request (only `Ask` asks), bounded
+                // by `state.timeout_ms`; only robots whose group sets a pace get here.
+                Step::Ask(question) => {
+                    let answer = match &self.shared {
+                        Some(store) => store.admit(&question).await,
+                        None => None,
+                    };
+                    rate = answer.map_or(Answer::Local, Answer::Given);
                 }
                 step => break step,
             }
         };
         // The one place the outcome becomes a response.
         match step {
-            Step::Pending(_) => Ok(false), // Not reached: a settled identity is never pending.
+            // Not reached: a settled identity is never pending, an answered question not asked again.
+            Step::Pending(_) | Step::Ask(_) => Ok(false),
             Step::Refuse(status, why) => {
                 ctx.status = status;
                 let body = Bytes::from(format!("{why}\n"));

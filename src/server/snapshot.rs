@@ -531,7 +531,24 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
                     }
                 }
             }
-            (Vec::new(), warnings)
+            // A shared store that cannot be reached is an error: instances
+            // would silently stop sharing.
+            let mut problems = Vec::new();
+            if let Some(state) = &snapshot.settings.shared_state {
+                let tried = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(super::redis::SharedStore::try_connection(state)));
+                if let Err(e) = tried {
+                    problems.push(Problem {
+                        file: config_path.to_path_buf(),
+                        line: None,
+                        message: format!("state.redis: cannot reach the shared state store: {e}"),
+                    });
+                }
+            }
+            (problems, warnings)
         }
     }
 }

@@ -10,8 +10,8 @@
 use std::sync::OnceLock;
 
 use prometheus::{
-    register_histogram, register_int_counter, register_int_counter_vec, register_int_gauge_vec, Histogram, IntCounter,
-    IntCounterVec, IntGaugeVec,
+    register_histogram, register_int_counter, register_int_counter_vec, register_int_gauge, register_int_gauge_vec,
+    Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
 };
 
 /// All of robotgate's metrics.
@@ -46,6 +46,10 @@ pub struct Metrics {
     pub log_reopens: IntCounter,
     /// `robotgate_violation_log_rotations_total`: rotations by size.
     pub log_rotations: IntCounter,
+    /// `robotgate_state_errors_total`: shared-store commands and connection attempts that failed or timed out.
+    pub state_errors: IntCounter,
+    /// `robotgate_state_up`: 1 while the shared store answers (absent without one).
+    pub state_up: IntGauge,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -132,6 +136,13 @@ pub fn metrics() -> &'static Metrics {
             "Rotations of the violation log file by size"
         )
         .expect("metric registers once"),
+        state_errors: register_int_counter!(
+            "robotgate_state_errors_total",
+            "Shared state store commands and connection attempts that failed or timed out"
+        )
+        .expect("metric registers once"),
+        state_up: register_int_gauge!("robotgate_state_up", "1 while the shared state store answers, else 0")
+            .expect("metric registers once"),
     })
 }
 

@@ -10,10 +10,12 @@
 //! The policy asks through the [`State`] trait, so where the memory lives is
 //! the deployment's choice: [`memory::MemoryState`] keeps it in process, in a
 //! fixed amount of memory. The trait is synchronous and answers at once; a
-//! store shared between instances answers from a local view it keeps in step
-//! in the background, so no request waits on the network for it.
+//! store shared between instances is reached through [`shared::Asking`]: bans
+//! and reads are answered from a local view the other instances keep in
+//! step, and a rate question is put to the store between two decisions.
 
 pub mod memory;
+pub mod shared;
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod dns_server;
+pub mod redis_server;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -246,6 +247,28 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)]) -> Resp {
         .collect();
     let body = resp.into_string().unwrap_or_default();
     Resp { status, headers, body }
+}
+
+/// The sum of the samples of metric `name` (a prefix: `name{label="x"` picks
+/// series) on the gate's metrics listener.
+pub fn metric(gate: &Gate, name: &str) -> f64 {
+    let text = get(&format!("http://127.0.0.1:{}/metrics", gate.metrics_port), &[]).body;
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Poll until `cond` holds; the elapsed time, or None after `limit`.
+pub fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None
 }
 
 /// Wait (bounded) until `path` holds at least `n` lines, then return them.

@@ -1,0 +1,353 @@
+//! What a store shared between instances needs from the core: the questions
+//! a decision asks, the events it leaves, and their names in the store.
+//!
+//! Deciding stays synchronous. The proxy decides with [`Asking`] in front
+//! of its local [`State`]:
+//!
+//! * a rate question ([`State::admit`]) is not answered locally: `Asking`
+//!   notes it as a [`Question`] and says "admitted"; the caller puts the
+//!   question to the store (one atomic step there), and when the store
+//!   says "wait", decides again with that answer ([`Answer::Given`]).
+//!   Nothing else in a decision that reaches a rate question has an effect,
+//!   so deciding twice changes nothing;
+//! * a ban or a robots.txt read is applied locally at once, and noted as an
+//!   [`Event`] that the caller writes to the store and announces to the
+//!   other instances, which apply it to their own local state;
+//! * bans and reads are checked locally only: every instance holds what the
+//!   others announced, so a browser's request never waits on the store.
+//!
+//! When the store cannot be reached, the caller decides with
+//! [`Answer::Local`]: rate questions go to the local state, which starts
+//! empty (fail-open: a bot may get up to one extra request per instance per
+//! window), and robots.txt rules, which need no state, hold as ever.
+
+use std::net::IpAddr;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::{BanKey, RateKey, SeenKey, State};
+
+/// How [`Asking`] answers a rate question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Note it and say "admitted": the store will be asked.
+    Ask,
+    /// The store's answer: admitted, or how long to wait.
+    Given(Result<(), Duration>),
+    /// The store is out of reach: the local state answers.
+    Local,
+}
+
+/// A rate question for the store: admit `key` if `interval` has passed
+/// since the last request it admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The rate key's name in the store ([`rate_key`]), without the prefix.
+    pub key: String,
+    /// The interval the bot's group asks for.
+    pub interval: Duration,
+}
+
+/// A change to announce to the other instances, as it travels: wall-clock
+/// times in Unix milliseconds, since instances share no monotonic clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// A client is banned from a site until a time.
+    Ban {
+        /// The site's name.
+        site: String,
+        /// The client address.
+        client: IpAddr,
+        /// When the ban ends.
+        until_ms: u64,
+    },
+    /// A robot fetched a site's robots.txt.
+    RobotsRead {
+        /// The site's name.
+        site: String,
+        /// A database bot, by name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bot: Option<String>,
+        /// Any other client: its address.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<IpAddr>,
+        /// Any other client: its User-Agent (lossy UTF-8).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        user_agent: Option<String>,
+        /// When.
+        at_ms: u64,
+    },
+}
+
+/// User-Agents longer than this are not announced: their reads stay local.
+pub const MAX_ANNOUNCED_UA: usize = 512;
+
+/// Bot tokens in rate keys are cut to this many bytes, so a client cannot
+/// make long keys.
+pub const MAX_KEY_BOT: usize = 100;
+
+impl Event {
+    /// The event's key in the store, without the prefix: one per ban and
+    /// per reader, so a newer event replaces an older one.
+    pub fn key(&self) -> String {
+        match self {
+            Event::Ban { site, client, .. } => format!("ban:{site}:{client}"),
+            Event::RobotsRead { site, bot: Some(bot), .. } => format!("robots:{site}:bot:{bot}"),
+            Event::RobotsRead { site, client, user_agent, .. } => {
+                let ua = user_agent.as_deref().unwrap_or("").as_bytes();
+                let client = client.map_or_else(String::new, |c| c.to_string());
+                format!("robots:{site}:client:{client}:{:016x}", fnv1a(ua))
+            }
+        }
+    }
+
+    /// How long the store keeps it, from `now_ms`: until the ban ends, or
+    /// for the robots.txt read window. At least one millisecond.
+    pub fn ttl(&self, now_ms: u64) -> Duration {
+        let ms = match self {
+            Event::Ban { until_ms, .. } => until_ms.saturating_sub(now_ms),
+            Event::RobotsRead { at_ms, .. } => {
+                (at_ms + crate::policy::ROBOTS_READ_WINDOW.as_millis() as u64).saturating_sub(now_ms)
+            }
+        };
+        Duration::from_millis(ms.max(1))
+    }
+
+    /// Apply the event to `local`, given the time now on both clocks.
+    /// An event already over (an ended ban, a read older than the window)
+    /// has no effect.
+    pub fn apply(&self, local: &dyn State, now: Instant, now_ms: u64) {
+        let over = match self {
+            Event::Ban { until_ms, .. } => *until_ms <= now_ms,
+            Event::RobotsRead { .. } => self.ttl(now_ms) <= Duration::from_millis(1),
+        };
+        if over {
+            return;
+        }
+        let at = |ms: u64| {
+            if ms >= now_ms {
+                now + Duration::from_millis(ms - now_ms)
+            } else {
+                // A read moments ago on another instance; a monotonic clock
+                // younger than that is "now".
+                now.checked_sub(Duration::from_millis(now_ms - ms)).unwrap_or(now)
+            }
+        };
+        match self {
+            Event::Ban { site, client, until_ms } => {
+                local.ban(&BanKey { client: *client, site }, at(*until_ms));
+            }
+            Event::RobotsRead { site, bot: Some(name), at_ms, .. } => {
+                local.saw_robots(&SeenKey::Bot { site, name }, at(*at_ms));
+            }
+            Event::RobotsRead { site, bot: None, client: Some(client), user_agent, at_ms } => {
+                let user_agent = user_agent.as_deref().unwrap_or("").as_bytes();
+                local.saw_robots(&SeenKey::Client { site, client: *client, user_agent }, at(*at_ms));
+            }
+            Event::RobotsRead { .. } => {}
+        }
+    }
+}
+
+/// The name of a rate key in the store, without the prefix.
+pub fn rate_key(key: &RateKey<'_>) -> String {
+    let mut end = key.bot.len().min(MAX_KEY_BOT);
+    while !key.bot.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("rate:{}:{}:{}", key.site, &key.bot[..end], key.client)
+}
+
+/// 64-bit FNV-1a: a hash every instance computes alike (std's hasher is
+/// seeded per process), for keys named after unbounded input.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A [`State`] for one decision in front of a shared store: see the module
+/// documentation. Made per request; it holds at most one question and one
+/// event, since a decision asks at most one rate question and makes at most
+/// one ban or read.
+pub struct Asking<'a> {
+    local: &'a dyn State,
+    answer: Answer,
+    /// The time now on both clocks, to give events wall-clock times.
+    now: (Instant, u64),
+    question: OnceLock<Question>,
+    event: OnceLock<Event>,
+}
+
+impl<'a> Asking<'a> {
+    /// A state answering rate questions as `answer` says, in front of
+    /// `local`; `now` is the same moment as an [`Instant`] and in Unix
+    /// milliseconds.
+    pub fn new(local: &'a dyn State, answer: Answer, now: (Instant, u64)) -> Asking<'a> {
+        Asking { local, answer, now, question: OnceLock::new(), event: OnceLock::new() }
+    }
+
+    /// The rate question the decision asked, when it was noted for the store.
+    pub fn question(&mut self) -> Option<Question> {
+        self.question.take()
+    }
+
+    /// The ban or read the decision made, to announce.
+    pub fn event(&mut self) -> Option<Event> {
+        self.event.take()
+    }
+
+    fn ms(&self, t: Instant) -> u64 {
+        let (now, now_ms) = self.now;
+        match t.checked_duration_since(now) {
+            Some(ahead) => now_ms.saturating_add(ahead.as_millis() as u64),
+            None => now_ms.saturating_sub(now.duration_since(t).as_millis() as u64),
+        }
+    }
+}
+
+impl State for Asking<'_> {
+    fn admit(&self, key: &RateKey<'_>, interval: Duration, now: Instant) -> Result<(), Duration> {
+        match self.answer {
+            Answer::Ask => {
+                let _ = self.question.set(Question { key: rate_key(key), interval });
+                Ok(())
+            }
+            Answer::Given(answer) => answer,
+            Answer::Local => self.local.admit(key, interval, now),
+        }
+    }
+
+    fn ban(&self, key: &BanKey<'_>, until: Instant) {
+        self.local.ban(key, until);
+        let _ = self.event.set(Event::Ban { site: key.site.to_owned(), client: key.client, until_ms: self.ms(until) });
+    }
+
+    fn banned(&self, key: &BanKey<'_>, now: Instant) -> Option<Duration> {
+        self.local.banned(key, now)
+    }
+
+    fn saw_robots(&self, key: &SeenKey<'_>, now: Instant) {
+        self.local.saw_robots(key, now);
+        let at_ms = self.ms(now);
+        let event = match *key {
+            SeenKey::Bot { site, name } => Event::RobotsRead {
+                site: site.to_owned(),
+                bot: Some(name.to_owned()),
+                client: None,
+                user_agent: None,
+                at_ms,
+            },
+            SeenKey::Client { user_agent, .. } if user_agent.len() > MAX_ANNOUNCED_UA => return,
+            SeenKey::Client { site, client, user_agent } => Event::RobotsRead {
+                site: site.to_owned(),
+                bot: None,
+                client: Some(client),
+                user_agent: Some(String::from_utf8_lossy(user_agent).into_owned()),
+                at_ms,
+            },
+        };
+        let _ = self.event.set(event);
+    }
+
+    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool {
+        self.local.read_robots_within(key, within, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::MemoryState;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_rate_question_is_noted_not_answered_locally() {
+        let local = MemoryState::new(64);
+        let now = Instant::now();
+        let key = RateKey { client: ip("192.0.2.1"), site: "shop", bot: "Googlebot" };
+        let mut asking = Asking::new(&local, Answer::Ask, (now, 1_000));
+        assert_eq!(asking.admit(&key, Duration::from_secs(2), now), Ok(()));
+        let q = asking.question().expect("noted");
+        assert_eq!(q.key, "rate:shop:Googlebot:192.0.2.1");
+        assert_eq!(q.interval, Duration::from_secs(2));
+        // The local clock was not moved: the local state still admits.
+        assert_eq!(local.admit(&key, Duration::from_secs(2), now), Ok(()));
+        let given = Asking::new(&local, Answer::Given(Err(Duration::from_secs(1))), (now, 1_000));
+        assert_eq!(given.admit(&key, Duration::from_secs(2), now), Err(Duration::from_secs(1)));
+        let fallback = Asking::new(&local, Answer::Local, (now, 1_000));
+        assert!(fallback.admit(&key, Duration::from_secs(2), now).is_err(), "the local clock answers");
+    }
+
+    #[test]
+    fn a_ban_is_local_at_once_and_travels_to_another_instance() {
+        let (a, b) = (MemoryState::new(64), MemoryState::new(64));
+        let t = Instant::now();
+        let key = BanKey { client: ip("2001:db8::7"), site: "shop" };
+        let mut asking = Asking::new(&a, Answer::Ask, (t, 50_000));
+        asking.ban(&key, t + Duration::from_secs(60));
+        assert!(a.banned(&key, t).is_some());
+        let event = asking.event().expect("a ban is announced");
+        assert_eq!(event, Event::Ban { site: "shop".into(), client: ip("2001:db8::7"), until_ms: 110_000 });
+        assert_eq!(event.key(), "ban:shop:2001:db8::7");
+        assert_eq!(event.ttl(50_000), Duration::from_secs(60));
+        // Over the wire and into the other instance, whose clocks differ.
+        let wire = serde_json::to_string(&event).unwrap();
+        let back: Event = serde_json::from_str(&wire).unwrap();
+        let t2 = Instant::now();
+        back.apply(&b, t2, 80_000); // 30 s later on the wall clock
+        let left = b.banned(&key, t2).expect("banned on the other instance");
+        assert!(left <= Duration::from_secs(30) && left > Duration::from_secs(29), "{left:?}");
+        // An ended ban applies as ended.
+        let c = MemoryState::new(64);
+        back.apply(&c, t2, 200_000);
+        assert_eq!(c.banned(&key, t2), None);
+    }
+
+    #[test]
+    fn robots_reads_travel_by_name_or_by_client() {
+        let (a, b) = (MemoryState::new(64), MemoryState::new(64));
+        let t = Instant::now();
+        let window = crate::policy::ROBOTS_READ_WINDOW;
+        for key in [
+            SeenKey::Bot { site: "shop", name: "GPTBot" },
+            SeenKey::Client { site: "shop", client: ip("198.51.100.4"), user_agent: b"odd-crawler/1.0" },
+        ] {
+            let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
+            asking.saw_robots(&key, t);
+            let event = asking.event().expect("announced");
+            assert_eq!(event.ttl(7_000), window);
+            let back: Event = serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
+            assert!(!b.read_robots_within(&key, window, t));
+            back.apply(&b, t, 7_000);
+            assert!(b.read_robots_within(&key, window, t), "{event:?}");
+        }
+        // A client's key names it by a hash of its User-Agent, not the text.
+        let long = "x".repeat(10_000);
+        let e = Event::RobotsRead {
+            site: "s".into(),
+            bot: None,
+            client: Some(ip("192.0.2.9")),
+            user_agent: Some(long.clone()),
+            at_ms: 0,
+        };
+        assert!(e.key().len() < 64, "{}", e.key());
+        // Over-long User-Agents are not announced at all.
+        let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
+        asking.saw_robots(&SeenKey::Client { site: "s", client: ip("192.0.2.9"), user_agent: long.as_bytes() }, t);
+        assert!(asking.event().is_none());
+    }
+
+    #[test]
+    fn rate_keys_are_bounded_and_cut_on_a_character() {
+        let bot = "é".repeat(200);
+        let k = rate_key(&RateKey { client: ip("192.0.2.1"), site: "s", bot: &bot });
+        assert!(k.len() <= "rate:s::192.0.2.1".len() + MAX_KEY_BOT, "{}", k.len());
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c); // the published FNV-1a 64 test vector
+    }
+}
