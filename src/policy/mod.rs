@@ -651,6 +651,36 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_store_answers_the_rate_question_between_two_decisions() {
+        use crate::state::shared::{Answer, Asking};
+        let robots = RobotsTxt::compile(ROBOTS);
+        let policy = PolicyConfig::default();
+        let site =
+            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let c = Classifier::builtin();
+        let local = crate::state::MemoryState::new(64);
+        let now = Instant::now();
+        let clock = Clock::Fixed { instant: now, unix_secs: 2 * 3600 };
+        let ask = |answer, target: &'static [u8], ua: &'static [u8]| {
+            let mut asking = Asking::new(&local, answer, (now, 7_200_000));
+            let d = decide(&facts(target, ua), &site, &c, &asking, &crate::identity::TakeTheirWord, clock);
+            (outcome_name(&d.outcome), asking.question())
+        };
+        // Phase one: the question comes back, the decision says pass.
+        let (outcome, question) = ask(Answer::Ask, b"/page", BING);
+        assert_eq!(outcome, "pass");
+        let question = question.expect("bingbot's group sets a pace");
+        assert_eq!(question.interval, Duration::from_secs(10), "the stricter of Crawl-delay 5 and Request-rate 1/10s");
+        // Phase two, with the store's "wait": limited.
+        let (outcome, again) = ask(Answer::Given(Err(Duration::from_secs(3))), b"/page", BING);
+        assert_eq!((outcome, again), ("limited", None));
+        // No question where no pace applies: a browser, a violation, a group without a pace.
+        assert_eq!(ask(Answer::Ask, b"/page", FIREFOX), ("pass", None));
+        assert_eq!(ask(Answer::Ask, b"/private/x", GPTBOT), ("violation", None));
+        assert_eq!(ask(Answer::Ask, b"/page", GPTBOT), ("pass", None));
+    }
+
+    #[test]
     fn a_violation_names_its_rule_and_action_and_a_limit_its_directive() {
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
