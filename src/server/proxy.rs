@@ -91,6 +91,9 @@ pub struct Ctx {
     rewrite: Option<Vec<u8>>,
     pending: Option<Pending>,
     status: u16,
+    /// The request was counted by a first decision (a second one follows
+    /// a shared store's answer).
+    counted: bool,
 }
 
 impl Ctx {
@@ -358,14 +361,18 @@ impl Gate {
                 return Step::Pending(bot);
             }
         }
+        // A question asked means the outcome is a pass if the store admits:
+        // everything below is done as for a pass, and the question goes out
+        // in its place. Only a "wait" brings the request back here, as the
+        // second decision (`Answer::Given`), which counts nothing again.
+        let mut question = None;
         if let (Some(asking), Some(store)) = (asking.as_mut(), self.shared.as_ref()) {
-            if let Some(question) = asking.question() {
-                return Step::Ask(question);
-            }
+            question = asking.question();
             if let Some(event) = asking.event() {
                 store.announce(event);
             }
         }
+        let second = std::mem::replace(&mut ctx.counted, true);
         let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
         let identity = (decision.identity != Identity::NotClaimed).then(|| decision.identity.as_str());
         let Some(agent) = decision.agent else {
@@ -376,7 +383,9 @@ impl Gate {
             return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
         }
         if let Some(counter) = Category::ALL.iter().position(|c| *c == category).and_then(|i| site.requests.get(i)) {
-            counter.inc();
+            if !second {
+                counter.inc();
+            }
         }
         if matches!(outcome, Outcome::Pass) && !agent.is_bot() {
             return Step::Decided(Outcome::Pass);
@@ -443,12 +452,17 @@ impl Gate {
         if let Some(p) = ctx.pending.as_mut() {
             p.identity = identity;
         }
-        metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
+        if !second {
+            metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
+        }
         drop(agent); // It borrows the request; the target is free to move once it is gone.
         if let Cow::Owned(t) = target {
             ctx.rewrite = Some(t);
         }
-        step
+        match (question, step) {
+            (Some(q), Step::Decided(Outcome::Pass)) => Step::Ask(q),
+            (_, step) => step,
+        }
     }
 }
 
@@ -589,7 +603,14 @@ impl ProxyHttp for Gate {
                         Some(store) => store.admit(&question).await,
                         None => None,
                     };
-                    rate = answer.map_or(Answer::Local, Answer::Given);
+                    match answer {
+                        // Admitted: the pass this step stands for.
+                        Some(Ok(())) => break Step::Decided(Outcome::Pass),
+                        Some(wait) => rate = Answer::Given(wait),
+                        // Store out of reach: the local tables answer. The
+                        // first decision did not count a limit; this one may.
+                        None => rate = Answer::Local,
+                    }
                 }
                 step => break step,
             }
