@@ -29,7 +29,7 @@
 //! answers, loads its keys again and marks it up.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -61,7 +61,17 @@ const LOAD_MAX: usize = 100_000;
 pub struct SharedStore {
     settings: SharedState,
     client: redis::Client,
+    /// The keeper's connection, driven by the keeper's runtime.
     conn: ArcSwapOption<MultiplexedConnection>,
+    /// The requests' connection, made from the proxy's runtime so that its
+    /// driver runs beside the requests (no wake-up of another runtime's
+    /// thread per command), with the generation it belongs to.
+    request_conn: ArcSwapOption<(u64, MultiplexedConnection)>,
+    /// Bumped at every (re)connection of the keeper: older request
+    /// connections are not used again.
+    generation: AtomicU64,
+    /// A request is making `request_conn`.
+    connecting: AtomicBool,
     up: AtomicBool,
     local: Arc<MemoryState>,
     check_now: Notify,
@@ -85,6 +95,9 @@ impl SharedStore {
             settings: settings.clone(),
             client,
             conn: ArcSwapOption::empty(),
+            request_conn: ArcSwapOption::empty(),
+            generation: AtomicU64::new(0),
+            connecting: AtomicBool::new(false),
             up: AtomicBool::new(false),
             local,
             check_now: Notify::new(),
@@ -112,12 +125,43 @@ impl SharedStore {
         self.key("events")
     }
 
-    /// The connection, while the store is up.
+    /// The keeper's connection, while the store is up.
     fn connection(&self) -> Option<MultiplexedConnection> {
         if !self.is_up() {
             return None;
         }
         self.conn.load().as_deref().cloned()
+    }
+
+    fn connection_config(&self) -> AsyncConnectionConfig {
+        let timeout = self.settings.timeout.max(Duration::from_secs(1));
+        AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout))
+    }
+
+    /// The connection for a request, while the store is up: the requests'
+    /// own, made by the first request that finds none for this generation
+    /// (within the timeout; the others meanwhile use the keeper's).
+    async fn request_connection(&self) -> Option<MultiplexedConnection> {
+        if !self.is_up() {
+            return None;
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(c) = self.request_conn.load().as_deref().filter(|(g, _)| *g == generation) {
+            return Some(c.1.clone());
+        }
+        if !self.connecting.swap(true, Ordering::AcqRel) {
+            let made = tokio::time::timeout(
+                self.settings.timeout,
+                self.client.get_multiplexed_async_connection_with_config(&self.connection_config()),
+            )
+            .await;
+            self.connecting.store(false, Ordering::Release);
+            if let Ok(Ok(c)) = made {
+                self.request_conn.store(Some(Arc::new((generation, c.clone()))));
+                return Some(c);
+            }
+        }
+        self.connection()
     }
 
     /// Count a failed command, and on the first since the store was up, say
@@ -162,7 +206,7 @@ impl SharedStore {
     /// tells a refused request how long is left. (A Lua script would do the
     /// same in one step, at about twice Redis's CPU per question.)
     pub async fn admit(&self, q: &Question) -> Option<Result<(), Duration>> {
-        let mut conn = self.connection()?;
+        let mut conn = self.request_connection().await?;
         let ms = q.interval.as_millis().clamp(1, u128::from(u64::MAX)) as u64;
         let key = self.key(&q.key);
         let mut pipe = redis::pipe();
@@ -202,7 +246,7 @@ impl SharedStore {
     /// A DNS verdict another instance reached for `ip` and `suffixes`, with
     /// the time it has left.
     pub async fn rdns(&self, ip: IpAddr, suffixes: &[String]) -> Option<(DnsVerdict, Duration)> {
-        let mut conn = self.connection()?;
+        let mut conn = self.request_connection().await?;
         let key = self.rdns_key(ip, suffixes);
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);
@@ -230,10 +274,11 @@ impl SharedStore {
     /// subscription is returned for the caller to read.
     async fn connect(&self) -> Result<redis::aio::PubSub, String> {
         let timeout = self.settings.timeout.max(Duration::from_secs(1));
-        let config =
-            AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
-        let mut conn =
-            self.client.get_multiplexed_async_connection_with_config(&config).await.map_err(|e| e.to_string())?;
+        let mut conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&self.connection_config())
+            .await
+            .map_err(|e| e.to_string())?;
         let mut pubsub = tokio::time::timeout(timeout, self.client.get_async_pubsub())
             .await
             .map_err(|_| "timed out".to_owned())?
@@ -245,6 +290,7 @@ impl SharedStore {
             loaded += self.load(&mut conn, &self.key(pattern)).await?;
         }
         self.conn.store(Some(Arc::new(conn)));
+        self.generation.fetch_add(1, Ordering::AcqRel);
         self.up.store(true, Ordering::Relaxed);
         metrics().state_up.set(1);
         tracing::info!(target: "robotgate::state", store = %self.settings.redacted_url(), loaded, "shared state store connected");
