@@ -19,6 +19,10 @@ const ROBOTS: &str = "User-agent: *\nCrawl-delay: 2\nDisallow: /private/\n";
 const ODD: &str = "OddCrawler/1.0 (+https://crawler.example/bot)";
 
 fn config(origin: &Origin, redis: &RedisServer) -> String {
+    config_with_dns(origin, redis, "127.0.0.1:9")
+}
+
+fn config_with_dns(origin: &Origin, redis: &RedisServer, dns: &str) -> String {
     format!(
         r#"
 listen: ["127.0.0.1:{{port}}"]
@@ -43,14 +47,15 @@ metrics:
   listen: "127.0.0.1:{{metrics}}"
 verify:
   feeds: "{{dir}}/feeds"
-  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
+  dns: {{ nameservers: ["{}"], timeout_ms: 2000 }}
 log:
   violations: "{{dir}}/violations.jsonl"
   aggregate_window: 0
   level: warn
 "#,
         origin.addr,
-        redis.url()
+        redis.url(),
+        dns
     )
 }
 
@@ -131,6 +136,47 @@ fn a_robots_txt_read_through_one_instance_counts_for_a_violation_seen_by_the_oth
         log.lines().any(|l| l.contains("\"robots_seen\":true"))
     });
     assert!(logged.is_some(), "no record says robots_seen: true");
+}
+
+#[test]
+fn a_reverse_dns_verdict_reached_by_one_instance_is_reused_by_the_other() {
+    use common::dns_server::{Answer, Server};
+    const GOOGLEBOT: &str = common::GOOGLEBOT;
+    let dns = Server::answering(&[
+        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "googlebot", "com"])),
+        ("crawl-198-51-100-60.googlebot.com", Answer::A("198.51.100.60".parse().unwrap())),
+        ("50.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
+    ]);
+    let (origin, redis) = (Origin::start(), RedisServer::start());
+    let cfg = config_with_dns(&origin, &redis, &dns.addr.to_string());
+    let files = [("robots.txt", ROBOTS.as_bytes())];
+    let (a, b) = (Gate::start(&cfg, &files), Gate::start(&cfg, &files));
+    for g in [&a, &b] {
+        assert!(within(Duration::from_secs(10), || metric(g, "robotgate_state_up") == 1.0).is_some());
+    }
+    // A verifies a Googlebot outside the published ranges, and refutes a liar.
+    assert_eq!(as_client(&a, "/private/x", "198.51.100.60", GOOGLEBOT), 403, "the * group binds it here too");
+    assert_eq!(as_client(&a, "/page", "203.0.113.50", GOOGLEBOT), 403, "spoofed");
+    let asked = dns.count();
+    assert!(asked >= 3, "{asked}");
+    // B reaches the same verdicts without asking DNS (the verdicts are
+    // written in the background: allow a moment).
+    let stored = within(Duration::from_secs(2), || {
+        let mut conn = redis.connection();
+        let keys: Vec<String> = redis::cmd("KEYS").arg("rgtest:rdns:*").query(&mut conn).unwrap();
+        keys.len() == 2
+    });
+    assert!(stored.is_some(), "the verdicts were not shared");
+    assert_eq!(as_client(&b, "/page", "203.0.113.50", GOOGLEBOT), 403);
+    assert_eq!(as_client(&b, "/page", "198.51.100.60", GOOGLEBOT), 200);
+    assert_eq!(dns.count(), asked, "B asked DNS again");
+    let logged = within(Duration::from_secs(10), || {
+        std::fs::read_to_string(b.path("violations.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains("\"spoofed-identity\"") && l.contains("\"identity\":\"spoofed\""))
+    });
+    assert!(logged.is_some(), "B records the spoofed claim as A judged it");
 }
 
 #[test]
