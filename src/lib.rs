@@ -12,6 +12,8 @@
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
 //!   request's facts, the site's rules and the rate state.
 //! * [`record`]: the violation record and the aggregation of repeats.
+//! * [`report`]: `robotgate report`: read violation logs, sum them up, render
+//!   text, JSON or HTML.
 //! * [`state`]: what outlives a request (rate-limit memory).
 //! * [`config`]: the YAML configuration and its validation.
 //! * [`managed`]: the robots.txt served: the site's file plus generated lines
@@ -26,6 +28,7 @@ pub mod managed;
 pub mod net;
 pub mod policy;
 pub mod record;
+pub mod report;
 pub mod robots;
 pub mod state;
 pub mod target;

@@ -1,0 +1,816 @@
+//! The report's aggregates, built one record at a time in bounded memory.
+//!
+//! [`Summary::add`] takes a [`RecordView`]: the reader's borrowed view of a
+//! log line, or [`RecordView::from_record`] of an in-memory
+//! [`Record`](crate::record::Record) (for `replay`). Every table has a cap
+//! ([`Limits`]); past it, new keys are folded into an "other" row instead of
+//! being stored, so the memory used does not grow with the log, and no field
+//! a client controls (User-Agent, path, address, the name an unknown robot
+//! announces) can make it grow.
+//!
+//! Worst case with [`Limits::default`]: about 50,000 bot rows of at most
+//! ~1.5 KiB (a 1 KiB distinct-path sketch, names capped at
+//! [`MAX_NAME`] bytes, 16 actions, 16 rules), 20,000 rule rows of at most
+//! ~1 KiB, 1,000 sites of 400 days and 200 client addresses, and 9,600 hourly
+//! buckets: well under 150 MiB, and a few MiB for an ordinary log.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+use super::read::{Malformed, MalformedLine, OverflowView, RecordView};
+use super::sketch::{self, Distinct, TopCounts};
+use crate::agent::Category;
+
+/// Bytes kept of a name (site, bot, client, action, directive); longer ones
+/// are cut (at a character boundary) before being counted.
+pub const MAX_NAME: usize = 128;
+
+/// Bytes kept of a robots.txt pattern.
+pub const MAX_PATTERN: usize = 512;
+
+/// Bytes kept of a time string (an RFC 3339 time is at most ~35).
+const MAX_TIME: usize = 40;
+
+/// Number of category slots: the categories of [`Category::ALL`], then one
+/// for any other string.
+pub const CATEGORIES: usize = Category::ALL.len() + 1;
+
+/// The category name of slot `i` (`"other"` for the last).
+pub fn category_name(i: usize) -> &'static str {
+    Category::ALL.get(i).map_or("other", |c| c.as_str())
+}
+
+/// The slot of a category name.
+pub fn category_index(name: &str) -> usize {
+    Category::ALL.iter().position(|c| c.as_str() == name).unwrap_or(Category::ALL.len())
+}
+
+/// Whether robots of slot `i` are not in the bot database: `other-bot`
+/// (an unknown robot), `browser`, or a category this build does not know.
+fn is_unrecognised(i: usize) -> bool {
+    matches!(Category::ALL.get(i), None | Some(Category::OtherBot) | Some(Category::Browser))
+}
+
+/// The identity outcomes counted, in [`BotStats::identity`] order; any other
+/// value counts in a fourth slot.
+pub const IDENTITIES: [&str; 3] = ["verified", "spoofed", "unverifiable"];
+
+/// Which records count: both conditions must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Skip records whose last violation (`last`, else `time`) is before
+    /// this RFC 3339 time. Compared as strings, which orders RFC 3339 UTC
+    /// times (the log's form) correctly; a bare date (`2025-01-31`) keeps
+    /// that whole day.
+    pub since: Option<String>,
+    /// Only this site. Overflow lines name no site, so they are skipped
+    /// when this is set.
+    pub site: Option<String>,
+}
+
+impl Filter {
+    /// Whether `r` counts.
+    pub fn admits(&self, r: &RecordView<'_>) -> bool {
+        self.site.as_deref().is_none_or(|s| s == r.site) && self.since.as_deref().is_none_or(|s| r.last_time() >= s)
+    }
+
+    /// Whether an overflow line counts.
+    pub fn admits_overflow(&self, o: &OverflowView<'_>) -> bool {
+        self.site.is_none() && self.since.as_deref().is_none_or(|s| &*o.time >= s)
+    }
+}
+
+/// Caps on the tables of a [`Summary`]. What does not fit is counted in an
+/// "other" row (and flagged in the report), never dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Sites (default 1,000); the rest count as "(other sites)".
+    pub sites: usize,
+    /// Bot rows per site (default 10,000); the rest count as "(other bots)".
+    pub bots_per_site: usize,
+    /// Bot rows over all sites (default 50,000).
+    pub bots_total: usize,
+    /// Rows per site for names announced by robots the database does not
+    /// know (default 1,000): these names come from the User-Agent, so a
+    /// client can invent any number. The rest count in the site's
+    /// `unknown:<category>` row.
+    pub unknown_names_per_site: usize,
+    /// robots.txt rules per site (default 1,000); the rest count as "other".
+    pub rules_per_site: usize,
+    /// Rules over all sites (default 20,000).
+    pub rules_total: usize,
+    /// Rules tracked per bot (default 16); the rest count as "other".
+    pub rules_per_bot: usize,
+    /// Action names per bot and per rule (default 16).
+    pub actions: usize,
+    /// Top client addresses of unrecognised robots kept per site (default
+    /// 100; the table holds twice as many, see [`TopCounts`]).
+    pub clients: usize,
+    /// Days per site (default 400).
+    pub days: usize,
+    /// Hourly buckets of the over-time series (default 9,600: 400 days).
+    pub hours: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            sites: 1_000,
+            bots_per_site: 10_000,
+            bots_total: 50_000,
+            unknown_names_per_site: 1_000,
+            rules_per_site: 1_000,
+            rules_total: 20_000,
+            rules_per_bot: 16,
+            actions: 16,
+            clients: 100,
+            days: 400,
+            hours: 9_600,
+        }
+    }
+}
+
+/// Counts per name, for a few names (actions): at most `cap` names, the
+/// rest in `other`.
+#[derive(Debug, Clone, Default)]
+pub struct NamedCounts {
+    /// `(name, count)` in order of first appearance.
+    pub items: Vec<(Box<str>, u64)>,
+    /// Counts of names past the cap.
+    pub other: u64,
+}
+
+impl NamedCounts {
+    fn add(&mut self, name: &str, n: u64, cap: usize) {
+        let name = clip(name, MAX_NAME);
+        if let Some(item) = self.items.iter_mut().find(|(k, _)| **k == *name) {
+            add(&mut item.1, n);
+        } else if self.items.len() < cap {
+            self.items.push((name.into(), n));
+        } else {
+            add(&mut self.other, n);
+        }
+    }
+}
+
+/// What is known of one bot on one site.
+#[derive(Debug, Clone)]
+pub struct BotStats {
+    /// The bot's name, `unknown:<category>` for records without one, or
+    /// `(other bots)`.
+    pub name: Box<str>,
+    /// Whether `name` is the record's bot name (not a row of folded records).
+    pub named: bool,
+    /// Category slot (of the first record).
+    pub category: usize,
+    /// Violations (sum of `count`).
+    pub violations: u64,
+    /// Distinct paths (path and query) seen. A record that folds repeats
+    /// carries only the last repeat's path, so this is a lower bound.
+    pub paths: Distinct,
+    /// Earliest violation time.
+    pub first: String,
+    /// Latest violation time.
+    pub last: String,
+    /// Violations per identity outcome: [`IDENTITIES`], then any other value.
+    pub identity: [u64; 4],
+    /// Violations per action taken.
+    pub actions: NamedCounts,
+    /// Violations per rule: `(index into the site's rules, count)`.
+    pub rules: Vec<(u32, u64)>,
+    /// Violations of rules past [`Limits::rules_per_bot`] or the site's caps.
+    pub other_rules: u64,
+}
+
+impl BotStats {
+    fn new(name: &str, named: bool, category: usize) -> BotStats {
+        BotStats {
+            name: name.into(),
+            named,
+            category,
+            violations: 0,
+            paths: Distinct::default(),
+            first: String::new(),
+            last: String::new(),
+            identity: [0; 4],
+            actions: NamedCounts::default(),
+            rules: Vec::new(),
+            other_rules: 0,
+        }
+    }
+
+    fn add(&mut self, r: &RecordView<'_>, n: u64, rule: Option<u32>, limits: &Limits) {
+        self.violations = self.violations.saturating_add(n);
+        self.paths.add(sketch::hash(&r.path));
+        widen(&mut self.first, &mut self.last, r);
+        if let Some(id) = r.identity.as_deref() {
+            let slot = IDENTITIES.iter().position(|k| *k == id).unwrap_or(3);
+            add(&mut self.identity[slot], n);
+        }
+        self.actions.add(&r.action, n, limits.actions);
+        match rule {
+            Some(i) => {
+                if let Some(e) = self.rules.iter_mut().find(|e| e.0 == i) {
+                    add(&mut e.1, n);
+                } else if self.rules.len() < limits.rules_per_bot {
+                    self.rules.push((i, n));
+                } else {
+                    add(&mut self.other_rules, n);
+                }
+            }
+            None => add(&mut self.other_rules, n),
+        }
+    }
+}
+
+/// A robots.txt rule broken on a site.
+#[derive(Debug, Clone)]
+pub struct RuleStat {
+    /// `disallow`, `crawl-delay`, ...
+    pub directive: Box<str>,
+    /// The rule's pattern or value (at most [`MAX_PATTERN`] bytes).
+    pub pattern: Option<Box<str>>,
+    /// Line in robots.txt.
+    pub line: Option<u32>,
+    /// A rule robotgate generated (trap, managed group).
+    pub managed: bool,
+    /// Violations.
+    pub violations: u64,
+    /// Violations per action taken.
+    pub actions: NamedCounts,
+}
+
+/// The aggregates of one site.
+#[derive(Debug, Clone, Default)]
+pub struct SiteStats {
+    /// Violations.
+    pub violations: u64,
+    /// Earliest violation time.
+    pub first: String,
+    /// Latest violation time.
+    pub last: String,
+    /// Bots by the name their records give.
+    pub named: HashMap<Box<str>, BotStats>,
+    /// Records without a bot name, and unknown robots' names past the cap,
+    /// by category slot.
+    pub unnamed: Vec<Option<BotStats>>,
+    /// Bots past the caps.
+    pub other_bots: Option<BotStats>,
+    /// Rows of `named` that are unknown robots' names.
+    pub unknown_names: usize,
+    /// Violations of unknown robots whose names did not get a row.
+    pub unknown_names_folded: u64,
+    /// Rules, in order of first violation.
+    pub rules: Vec<RuleStat>,
+    /// Rule lookup: hash of (directive, pattern, line) to indices in `rules`.
+    rule_index: HashMap<u64, Vec<u32>>,
+    /// Violations of rules past the caps, or of records naming no directive.
+    pub other_rules: u64,
+    /// Client addresses of robots the database does not know, by violations.
+    pub clients: Option<TopCounts>,
+    /// Violations per day (`YYYY-MM-DD`).
+    pub days: HashMap<[u8; 10], u64>,
+    /// Violations on days past the cap, or with an unreadable time.
+    pub other_days: u64,
+}
+
+/// Rows allotted so far over all sites.
+#[derive(Debug, Default, Clone, Copy)]
+struct Budget {
+    bots: usize,
+    rules: usize,
+}
+
+impl SiteStats {
+    fn add(&mut self, r: &RecordView<'_>, n: u64, cat: usize, limits: &Limits, budget: &mut Budget) {
+        self.violations = self.violations.saturating_add(n);
+        widen(&mut self.first, &mut self.last, r);
+        match day_key(&r.time) {
+            Some(day) if self.days.len() < limits.days || self.days.contains_key(&day) => {
+                add(self.days.entry(day).or_insert(0), n)
+            }
+            _ => add(&mut self.other_days, n),
+        }
+        let unrecognised = is_unrecognised(cat);
+        if unrecognised && !r.client.is_empty() {
+            self.clients.get_or_insert_with(|| TopCounts::new(limits.clients)).add(clip(&r.client, MAX_NAME), n);
+        }
+        let rule = self.rule(r, n, limits, budget);
+
+        let name = r.bot.as_deref().map(|b| clip(b, MAX_NAME)).filter(|b| !b.is_empty());
+        let Some(name) = name else {
+            return self.unnamed(cat).add(r, n, rule, limits);
+        };
+        if let Some(bot) = self.named.get_mut(name) {
+            return bot.add(r, n, rule, limits);
+        }
+        if unrecognised && self.unknown_names >= limits.unknown_names_per_site {
+            add(&mut self.unknown_names_folded, n);
+            return self.unnamed(cat).add(r, n, rule, limits);
+        }
+        if self.named.len() >= limits.bots_per_site || budget.bots >= limits.bots_total {
+            let other = self.other_bots.get_or_insert_with(|| BotStats::new("(other bots)", false, CATEGORIES - 1));
+            return other.add(r, n, rule, limits);
+        }
+        budget.bots += 1;
+        self.unknown_names += usize::from(unrecognised);
+        let mut bot = BotStats::new(name, true, cat);
+        bot.add(r, n, rule, limits);
+        self.named.insert(name.into(), bot);
+    }
+
+    /// The row of records without a bot name, of category slot `cat`.
+    fn unnamed(&mut self, cat: usize) -> &mut BotStats {
+        if self.unnamed.len() < CATEGORIES {
+            self.unnamed.resize(CATEGORIES, None);
+        }
+        self.unnamed[cat].get_or_insert_with(|| BotStats::new(&format!("unknown:{}", category_name(cat)), false, cat))
+    }
+
+    /// Counts `n` violations of the record's rule; its index, or `None` if
+    /// it did not get a row.
+    fn rule(&mut self, r: &RecordView<'_>, n: u64, limits: &Limits, budget: &mut Budget) -> Option<u32> {
+        if r.directive.is_empty() {
+            add(&mut self.other_rules, n);
+            return None;
+        }
+        let directive = clip(&r.directive, MAX_NAME);
+        let pattern = r.pattern.as_deref().map(|p| clip(p, MAX_PATTERN));
+        let h = BuildHasherDefault::<DefaultHasher>::default().hash_one((directive, pattern, r.line));
+        let found = self.rule_index.get(&h).and_then(|ids| {
+            ids.iter().copied().find(|&i| {
+                let s = &self.rules[i as usize];
+                *s.directive == *directive && s.pattern.as_deref() == pattern && s.line == r.line
+            })
+        });
+        let i = match found {
+            Some(i) => i,
+            None if self.rules.len() < limits.rules_per_site && budget.rules < limits.rules_total => {
+                budget.rules += 1;
+                let i = self.rules.len() as u32;
+                self.rules.push(RuleStat {
+                    directive: directive.into(),
+                    pattern: pattern.map(Into::into),
+                    line: r.line,
+                    managed: r.managed,
+                    violations: 0,
+                    actions: NamedCounts::default(),
+                });
+                self.rule_index.entry(h).or_default().push(i);
+                i
+            }
+            None => {
+                add(&mut self.other_rules, n);
+                return None;
+            }
+        };
+        let rule = &mut self.rules[i as usize];
+        rule.violations = rule.violations.saturating_add(n);
+        rule.actions.add(&r.action, n, limits.actions);
+        Some(i)
+    }
+
+    /// All bot rows: named, unnamed, then other.
+    pub fn bots(&self) -> impl Iterator<Item = &BotStats> {
+        self.named.values().chain(self.unnamed.iter().flatten()).chain(self.other_bots.iter())
+    }
+}
+
+/// A malformed line and the input it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedSample {
+    /// The input's name, as the caller gave it.
+    pub source: String,
+    /// Line number and reason.
+    pub line: MalformedLine,
+}
+
+/// Everything the report shows, fed one record at a time.
+///
+/// ```
+/// use robotgate::report::{read, Filter, Summary};
+///
+/// let log = "{\"time\":\"2025-01-01T00:00:00Z\",\"site\":\"s\",\"bot\":\"GPTBot\",\
+///            \"category\":\"ai-crawler\",\"path\":\"/a\",\"count\":5}\n";
+/// let mut summary = Summary::new(Filter::default());
+/// read::feed(log.as_bytes(), "log", &mut summary).unwrap();
+/// assert_eq!(summary.violations(), 5);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub(super) limits: Limits,
+    pub(super) filter: Filter,
+    pub(super) sites: HashMap<Box<str>, SiteStats>,
+    /// Sites past [`Limits::sites`].
+    pub(super) other_sites: Option<Box<SiteStats>>,
+    budget: Budget,
+    /// Violations per hour (`YYYY-MM-DDTHH`) and category slot.
+    pub(super) hours: HashMap<[u8; 13], [u64; CATEGORIES]>,
+    /// Violations in hours past the cap.
+    pub(super) other_hours: u64,
+    /// Violations whose time is not an RFC 3339 time.
+    pub(super) undated: u64,
+    /// Violations counted (records and overflow lines).
+    pub(super) violations: u64,
+    /// Records counted.
+    pub(super) records: u64,
+    /// Records and overflow lines the filter skipped.
+    pub(super) filtered: u64,
+    /// Violations of overflow lines.
+    pub(super) overflow: u64,
+    pub(super) first: String,
+    pub(super) last: String,
+    pub(super) malformed: u64,
+    pub(super) malformed_samples: Vec<MalformedSample>,
+}
+
+impl Summary {
+    /// An empty summary with the default [`Limits`].
+    pub fn new(filter: Filter) -> Summary {
+        Summary::with_limits(filter, Limits::default())
+    }
+
+    /// An empty summary with the given caps.
+    pub fn with_limits(filter: Filter, limits: Limits) -> Summary {
+        Summary {
+            limits,
+            filter,
+            sites: HashMap::new(),
+            other_sites: None,
+            budget: Budget::default(),
+            hours: HashMap::new(),
+            other_hours: 0,
+            undated: 0,
+            violations: 0,
+            records: 0,
+            filtered: 0,
+            overflow: 0,
+            first: String::new(),
+            last: String::new(),
+            malformed: 0,
+            malformed_samples: Vec::new(),
+        }
+    }
+
+    /// Counts one record (`count` violations), unless the filter skips it.
+    ///
+    /// Cost: a handful of hash lookups keyed by short strings, one SipHash
+    /// of the path; allocation only for a key seen for the first time.
+    pub fn add(&mut self, r: &RecordView<'_>) {
+        if !self.filter.admits(r) {
+            self.filtered += 1;
+            return;
+        }
+        let n = r.count;
+        self.records += 1;
+        self.violations = self.violations.saturating_add(n);
+        widen(&mut self.first, &mut self.last, r);
+        let cat = category_index(&r.category);
+        self.add_hour(&r.time, cat, n);
+        let limits = &self.limits;
+        let site = clip(&r.site, MAX_NAME);
+        if let Some(stats) = self.sites.get_mut(site) {
+            return stats.add(r, n, cat, limits, &mut self.budget);
+        }
+        let stats = if self.sites.len() < limits.sites {
+            self.sites.entry(site.into()).or_default()
+        } else {
+            self.other_sites.get_or_insert_with(Default::default)
+        };
+        stats.add(r, n, cat, limits, &mut self.budget);
+    }
+
+    /// Counts an overflow line's violations (in the totals and the series
+    /// over time, under no site or bot), unless the filter skips it.
+    pub fn add_overflow(&mut self, o: &OverflowView<'_>) {
+        if !self.filter.admits_overflow(o) {
+            self.filtered += 1;
+            return;
+        }
+        self.violations = self.violations.saturating_add(o.count);
+        self.overflow = self.overflow.saturating_add(o.count);
+        let first = o.first.as_deref().unwrap_or(&o.time);
+        if !first.is_empty() && (self.first.is_empty() || first < self.first.as_str()) {
+            set(&mut self.first, first);
+        }
+        if *o.time > *self.last {
+            set(&mut self.last, &o.time);
+        }
+        self.add_hour(&o.time, CATEGORIES - 1, o.count);
+    }
+
+    /// Adds an input's malformed lines, naming the input `source`; the first
+    /// [`super::read::MALFORMED_SAMPLES`] over all inputs are kept.
+    pub fn add_malformed(&mut self, source: &str, m: &Malformed) {
+        add(&mut self.malformed, m.count);
+        for line in &m.samples {
+            if self.malformed_samples.len() >= super::read::MALFORMED_SAMPLES {
+                break;
+            }
+            let mut source = source.to_owned();
+            super::read::truncate_at_char(&mut source, 256);
+            self.malformed_samples.push(MalformedSample { source, line: line.clone() });
+        }
+    }
+
+    fn add_hour(&mut self, time: &str, cat: usize, n: u64) {
+        let full = self.hours.len() >= self.limits.hours;
+        match hour_key(time) {
+            Some(h) => match self.hours.get_mut(&h) {
+                Some(b) => add(&mut b[cat], n),
+                None if !full => {
+                    let mut b = [0; CATEGORIES];
+                    b[cat] = n;
+                    self.hours.insert(h, b);
+                }
+                None => add(&mut self.other_hours, n),
+            },
+            None => add(&mut self.undated, n),
+        }
+    }
+
+    /// Violations counted (the sum of `count` over records and overflow lines).
+    pub fn violations(&self) -> u64 {
+        self.violations
+    }
+
+    /// Records counted (lines, not violations).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Malformed lines over all inputs.
+    pub fn malformed(&self) -> u64 {
+        self.malformed
+    }
+
+    /// The filter in force.
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
+    /// The caps in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Sites by name, then "(other sites)" if any were folded.
+    pub fn sites(&self) -> impl Iterator<Item = (&str, &SiteStats)> {
+        self.sites.iter().map(|(k, v)| (&**k, v)).chain(self.other_sites.iter().map(|s| ("(other sites)", &**s)))
+    }
+}
+
+/// `s` cut to at most `max` bytes at a character boundary.
+pub(crate) fn clip(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// `*total += n`, saturating: counts come from the log, which may lie.
+fn add(total: &mut u64, n: u64) {
+    *total = total.saturating_add(n);
+}
+
+fn set(dst: &mut String, src: &str) {
+    dst.clear();
+    dst.push_str(clip(src, MAX_TIME));
+}
+
+/// Widens `first..last` to cover the record's violations.
+fn widen(first: &mut String, last: &mut String, r: &RecordView<'_>) {
+    let (f, l) = (r.first_time(), r.last_time());
+    if !f.is_empty() && (first.is_empty() || f < first.as_str()) {
+        set(first, f);
+    }
+    if l > last.as_str() {
+        set(last, l);
+    }
+}
+
+fn digits(b: &[u8]) -> bool {
+    b.iter().all(u8::is_ascii_digit)
+}
+
+/// `YYYY-MM-DD` of an RFC 3339 time.
+fn day_key(t: &str) -> Option<[u8; 10]> {
+    let b = t.as_bytes().get(..10)?;
+    if !(digits(&b[..4]) && b[4] == b'-' && digits(&b[5..7]) && b[7] == b'-' && digits(&b[8..10])) {
+        return None;
+    }
+    b.try_into().ok()
+}
+
+/// `YYYY-MM-DDTHH` of an RFC 3339 time (`t`, `T` or a space before the hour).
+fn hour_key(t: &str) -> Option<[u8; 13]> {
+    day_key(t)?;
+    let b = t.as_bytes().get(..13)?;
+    if !(matches!(b[10], b'T' | b't' | b' ') && digits(&b[11..13])) {
+        return None;
+    }
+    let mut k: [u8; 13] = b.try_into().ok()?;
+    k[10] = b'T';
+    Some(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{sample, Record};
+
+    fn at(h: u32) -> String {
+        format!("2025-03-0{}T{:02}:00:00Z", 1 + h / 24, h % 24)
+    }
+
+    fn feed(s: &mut Summary, r: &Record) {
+        s.add(&RecordView::from_record(r));
+    }
+
+    #[test]
+    fn counts_are_summed() {
+        let mut s = Summary::new(Filter::default());
+        let mut r = sample("192.0.2.1", "GPTBot/1.0", "/private/a", 3, at(1));
+        r.count = 5;
+        feed(&mut s, &r);
+        r.count = 1;
+        r.path = "/private/b".into();
+        feed(&mut s, &r);
+        assert_eq!(s.violations(), 6);
+        assert_eq!(s.records(), 2);
+        let site = &s.sites["s"];
+        let bot = &site.named["GPTBot"];
+        assert_eq!(bot.violations, 6);
+        assert_eq!(bot.paths.count(), 2);
+        assert_eq!(site.rules.len(), 1);
+        assert_eq!(site.rules[0].violations, 6);
+        assert_eq!(bot.actions.items, vec![("block".into(), 6)]);
+        assert_eq!(site.days[b"2025-03-01"], 6);
+        assert_eq!(s.hours[b"2025-03-01T01"][category_index("ai-crawler")], 6);
+        // Known robots' clients are not listed.
+        assert!(site.clients.is_none());
+    }
+
+    #[test]
+    fn first_and_last_span_folded_records() {
+        let mut s = Summary::new(Filter::default());
+        let mut r = sample("c", "u", "/p", 1, at(5));
+        r.first = Some(at(2));
+        r.last = Some(at(5));
+        feed(&mut s, &r);
+        feed(&mut s, &sample("c", "u", "/p", 1, at(3)));
+        let bot = &s.sites["s"].named["GPTBot"];
+        assert_eq!((bot.first.as_str(), bot.last.as_str()), (at(2).as_str(), at(5).as_str()));
+    }
+
+    #[test]
+    fn filters_skip_by_site_and_time() {
+        let filter = Filter { since: Some(at(10)), site: Some("s".into()) };
+        let mut s = Summary::new(filter);
+        feed(&mut s, &sample("c", "u", "/p", 1, at(9)));
+        feed(&mut s, &sample("c", "u", "/p", 1, at(10)));
+        feed(&mut s, &Record { site: "t".into(), ..sample("c", "u", "/p", 1, at(11)) });
+        // An aggregated record counts when its last violation is recent.
+        feed(&mut s, &Record { first: Some(at(8)), last: Some(at(12)), ..sample("c", "u", "/p", 1, at(12)) });
+        assert_eq!(s.violations(), 2);
+        assert_eq!(s.filtered, 2);
+        s.add_overflow(&OverflowView { time: at(11).into(), count: 7, first: None });
+        assert_eq!(s.violations(), 2, "overflow lines belong to no site");
+        let mut s = Summary::new(Filter { since: Some("2025-03-02".into()), site: None });
+        s.add_overflow(&OverflowView { time: at(11).into(), count: 7, first: None });
+        s.add_overflow(&OverflowView { time: at(30).into(), count: 7, first: None });
+        assert_eq!((s.violations(), s.overflow), (7, 7));
+    }
+
+    #[test]
+    fn unnamed_and_unknown_bots() {
+        let mut s = Summary::new(Filter::default());
+        feed(&mut s, &Record { bot: None, category: "other-bot", ..sample("198.51.100.7", "x", "/p", 1, at(0)) });
+        feed(
+            &mut s,
+            &Record {
+                bot: Some("Zzbot".into()),
+                category: "other-bot",
+                ..sample("198.51.100.7", "Zzbot", "/p", 1, at(0))
+            },
+        );
+        let site = &s.sites["s"];
+        let unnamed = site.unnamed[category_index("other-bot")].as_ref().unwrap();
+        assert_eq!(&*unnamed.name, "unknown:other-bot");
+        assert_eq!(site.named["Zzbot"].violations, 1);
+        assert_eq!(site.clients.as_ref().unwrap().top(1), vec![("198.51.100.7", 2, 0)]);
+    }
+
+    #[test]
+    fn identity_outcomes_counted() {
+        let mut s = Summary::new(Filter::default());
+        feed(&mut s, &Record { identity: Some("spoofed"), count: 3, ..sample("c", "u", "/p", 1, at(0)) });
+        feed(&mut s, &Record { identity: Some("verified"), ..sample("c", "u", "/p", 1, at(0)) });
+        assert_eq!(s.sites["s"].named["GPTBot"].identity, [1, 3, 0, 0]);
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let limits = Limits {
+            sites: 3,
+            bots_per_site: 50,
+            bots_total: 80,
+            unknown_names_per_site: 20,
+            rules_per_site: 10,
+            rules_total: 15,
+            rules_per_bot: 4,
+            actions: 3,
+            clients: 10,
+            days: 5,
+            hours: 30,
+        };
+        let mut s = Summary::with_limits(Filter::default(), limits.clone());
+        for i in 0..200_000u32 {
+            let r = Record {
+                site: format!("site{}", i % 7),
+                bot: Some(format!("Tok{i}")),
+                category: if i % 3 == 0 { "ai-crawler" } else { "other-bot" },
+                action: ["block", "log", "ban", "redirect", "noindex"][i as usize % 5],
+                time: format!("2025-{:02}-{:02}T{:02}:00:00Z", 1 + i % 12, 1 + i % 28, i % 24),
+                pattern: Some(format!("/p{i}")),
+                ..sample(&format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255), "ua", &format!("/x/{i}"), i, at(0))
+            };
+            s.add(&RecordView::from_record(&r));
+        }
+        assert_eq!(s.violations(), 200_000);
+        assert!(s.sites.len() <= limits.sites);
+        assert!(s.hours.len() <= limits.hours);
+        let mut bots = 0;
+        let mut rules = 0;
+        for (_, site) in s.sites() {
+            assert!(site.named.len() <= limits.bots_per_site);
+            assert!(site.unknown_names <= limits.unknown_names_per_site);
+            assert!(site.rules.len() <= limits.rules_per_site);
+            assert!(site.days.len() <= limits.days);
+            assert!(site.clients.as_ref().is_none_or(|c| c.len() <= 2 * limits.clients));
+            for bot in site.bots() {
+                assert!(bot.rules.len() <= limits.rules_per_bot);
+                assert!(bot.actions.items.len() <= limits.actions);
+                if let Distinct::Exact(v) = &bot.paths {
+                    assert!(v.len() <= sketch::EXACT_DISTINCT);
+                }
+            }
+            bots += site.named.len();
+            rules += site.rules.len();
+        }
+        assert!(bots <= limits.bots_total, "{bots}");
+        assert!(rules <= limits.rules_total, "{rules}");
+        // Nothing was lost to the caps.
+        let total: u64 = s.sites().map(|(_, site)| site.violations).sum();
+        assert_eq!(total, 200_000);
+        let by_bot: u64 = s.sites().flat_map(|(_, site)| site.bots()).map(|b| b.violations).sum();
+        assert_eq!(by_bot, 200_000);
+    }
+
+    #[test]
+    fn hostile_names_are_clipped() {
+        let mut s = Summary::new(Filter::default());
+        let long = "é".repeat(1000);
+        feed(
+            &mut s,
+            &Record {
+                bot: Some(long.clone()),
+                client: long.clone(),
+                category: "other-bot",
+                ..sample("c", "u", "/p", 1, at(0))
+            },
+        );
+        let site = &s.sites["s"];
+        assert!(site.named.keys().all(|k| k.len() <= MAX_NAME));
+        assert!(site.clients.as_ref().unwrap().top(1)[0].0.len() <= MAX_NAME);
+    }
+
+    #[test]
+    fn huge_counts_saturate_and_render() {
+        let mut s = Summary::new(Filter::default());
+        for _ in 0..3 {
+            let r = Record { count: u64::MAX, category: "other-bot", ..sample("c", "u", "/p", 1, at(0)) };
+            feed(&mut s, &r);
+            s.add_overflow(&OverflowView { time: at(1).into(), count: u64::MAX, first: None });
+        }
+        assert_eq!(s.violations(), u64::MAX);
+        for f in
+            [super::super::render::Format::Text, super::super::render::Format::Json, super::super::render::Format::Html]
+        {
+            super::super::render::render(&s, f, &mut Vec::new()).unwrap();
+        }
+    }
+
+    #[test]
+    fn time_keys() {
+        assert_eq!(hour_key("2025-01-02t03:04:05Z"), Some(*b"2025-01-02T03"));
+        assert_eq!(hour_key("2025-01-02"), None);
+        assert_eq!(day_key("2025-01-02"), Some(*b"2025-01-02"));
+        assert_eq!(day_key("2025-1-02T"), None);
+        assert_eq!(day_key("é"), None);
+    }
+}

@@ -1,0 +1,661 @@
+//! Streaming reader of violation logs: one JSON line per [`Record`], plus
+//! [`Overflow`] lines.
+//!
+//! The reader keeps one line buffer for the whole input and parses each line
+//! into a [`RecordView`] that borrows from it: strings without JSON escapes
+//! are not copied, so a typical record costs no allocation. A line longer
+//! than [`MAX_LINE`] is skipped without being buffered (it is counted as
+//! malformed), so a corrupt or hostile log cannot make the reader hold more
+//! than [`MAX_LINE`] bytes.
+//!
+//! The reader opens no files: the caller passes any [`BufRead`], optionally
+//! through [`decoder`] so rotated `.gz` logs read the same as plain ones.
+//!
+//! [`Record`]: crate::record::Record
+//! [`Overflow`]: crate::record::Overflow
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+
+use serde::{Deserialize, Deserializer};
+
+use crate::record::Record;
+
+/// The longest line read (1 MiB); longer lines are counted as malformed.
+///
+/// A record is a few hundred bytes; the proxy caps the User-Agent and path it
+/// logs well below this.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Malformed lines whose number and reason are kept for the summary.
+pub const MALFORMED_SAMPLES: usize = 5;
+
+/// Wraps `r` in a gzip decoder when its first bytes are the gzip magic
+/// (`1f 8b`); otherwise returns it as it is.
+///
+/// Concatenated gzip members (as `cat a.gz b.gz` or some log rotators
+/// produce) are all read. Nothing is consumed from a plain input.
+///
+/// # Errors
+///
+/// The error of the first read from `r`, if any. A corrupt gzip stream shows
+/// up later, as an error of the returned reader.
+pub fn decoder<R: BufRead + 'static>(mut r: R) -> io::Result<Box<dyn BufRead>> {
+    const MAGIC: [u8; 2] = [0x1f, 0x8b];
+    let head = loop {
+        match r.fill_buf() {
+            Ok(b) => break b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    if head.len() >= 2 {
+        return Ok(if head[..2] == MAGIC {
+            Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(r)))
+        } else {
+            Box::new(r)
+        });
+    }
+    if head.is_empty() {
+        return Ok(Box::new(r));
+    }
+    // A short first read (a pipe, say): take up to two bytes out of `r` and
+    // put them back in front of it.
+    let mut prefix = Vec::with_capacity(2);
+    r.by_ref().take(2).read_to_end(&mut prefix)?;
+    let joined = Cursor::new(prefix.clone()).chain(r);
+    Ok(if prefix == MAGIC {
+        Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(joined)))
+    } else {
+        Box::new(joined)
+    })
+}
+
+/// One violation record as read from the log, borrowing its strings from
+/// the reader's line buffer where it can.
+///
+/// It has the fields of [`Record`] that the report uses, in the log's own
+/// types. [`RecordView::from_record`] makes one from an in-memory [`Record`],
+/// so `replay` can feed [`super::Summary`] without writing JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecordView<'a> {
+    /// RFC 3339 time of the last violation counted.
+    pub time: Cow<'a, str>,
+    /// Site name.
+    pub site: Cow<'a, str>,
+    /// Client address.
+    pub client: Cow<'a, str>,
+    /// Request method.
+    pub method: Cow<'a, str>,
+    /// Path and query.
+    pub path: Cow<'a, str>,
+    /// Host header.
+    pub host: Cow<'a, str>,
+    /// User-Agent header.
+    pub user_agent: Cow<'a, str>,
+    /// Bot name (for an unknown robot, the product name its User-Agent announces).
+    pub bot: Option<Cow<'a, str>>,
+    /// Category (`ai-crawler`, `other-bot`, ...).
+    pub category: Cow<'a, str>,
+    /// robots.txt group obeyed.
+    pub group: Option<Cow<'a, str>>,
+    /// What was broken: `disallow`, `crawl-delay`, ...
+    pub directive: Cow<'a, str>,
+    /// The rule's pattern or value.
+    pub pattern: Option<Cow<'a, str>>,
+    /// Line in robots.txt.
+    pub line: Option<u32>,
+    /// Version of the robots.txt in force.
+    pub robots_hash: Cow<'a, str>,
+    /// The rule broken is one robotgate generated.
+    pub managed: bool,
+    /// Whether the bot had fetched robots.txt recently.
+    pub robots_seen: Option<bool>,
+    /// `verified`, `spoofed` or `unverifiable`, for a robot of the database.
+    pub identity: Option<Cow<'a, str>>,
+    /// Action taken.
+    pub action: Cow<'a, str>,
+    /// Status returned.
+    pub status: u16,
+    /// Violations this record stands for.
+    pub count: u64,
+    /// Time of the first of the `count` violations.
+    pub first: Option<Cow<'a, str>>,
+    /// Time of the last of the `count` violations.
+    pub last: Option<Cow<'a, str>>,
+}
+
+impl<'a> RecordView<'a> {
+    /// A view of an in-memory record (no copies).
+    pub fn from_record(r: &'a Record) -> RecordView<'a> {
+        let b = |s: &'a str| Cow::Borrowed(s);
+        RecordView {
+            time: b(&r.time),
+            site: b(&r.site),
+            client: b(&r.client),
+            method: b(&r.method),
+            path: b(&r.path),
+            host: b(&r.host),
+            user_agent: b(&r.user_agent),
+            bot: r.bot.as_deref().map(b),
+            category: b(r.category),
+            group: r.group.as_deref().map(b),
+            directive: b(r.directive),
+            pattern: r.pattern.as_deref().map(b),
+            line: r.line,
+            robots_hash: b(&r.robots_hash),
+            managed: r.managed,
+            robots_seen: r.robots_seen,
+            identity: r.identity.map(b),
+            action: b(r.action),
+            status: r.status,
+            count: r.count,
+            first: r.first.as_deref().map(b),
+            last: r.last.as_deref().map(b),
+        }
+    }
+
+    /// Time of the first violation counted: `first`, else `time`.
+    pub fn first_time(&self) -> &str {
+        self.first.as_deref().unwrap_or(&self.time)
+    }
+
+    /// Time of the last violation counted: `last`, else `time`.
+    pub fn last_time(&self) -> &str {
+        self.last.as_deref().unwrap_or(&self.time)
+    }
+}
+
+/// Violations the proxy could only count (see [`crate::record::Overflow`]):
+/// they belong to no site or bot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverflowView<'a> {
+    /// RFC 3339 time of the last of them.
+    pub time: Cow<'a, str>,
+    /// Violations this line stands for.
+    pub count: u64,
+    /// Time of the first of them.
+    pub first: Option<Cow<'a, str>>,
+}
+
+/// One good line of the log.
+// Handed to a callback by value and dropped; boxing the record would cost
+// an allocation per line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry<'a> {
+    /// A violation record.
+    Record(RecordView<'a>),
+    /// An overflow line.
+    Overflow(OverflowView<'a>),
+}
+
+/// A skipped line: where, and why (a short reason, at most 100 bytes).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MalformedLine {
+    /// 1-based line number in its input.
+    pub line: u64,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+/// The lines an input had that were neither records, overflow lines nor blank.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Malformed {
+    /// How many.
+    pub count: u64,
+    /// The first [`MALFORMED_SAMPLES`] of them.
+    pub samples: Vec<MalformedLine>,
+}
+
+impl Malformed {
+    fn note(&mut self, line: u64, reason: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.samples.len() < MALFORMED_SAMPLES {
+            let mut reason = reason();
+            truncate_at_char(&mut reason, 100);
+            self.samples.push(MalformedLine { line, reason });
+        }
+    }
+}
+
+/// Cuts `s` to at most `max` bytes, at a character boundary.
+pub(crate) fn truncate_at_char(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
+/// Streaming parser of a violation log.
+///
+/// [`Reader::for_each_entry`] passes on one good line at a time. Blank lines
+/// are skipped; malformed and over-long lines are skipped and counted in
+/// [`Reader::malformed`].
+///
+/// ```
+/// use robotgate::report::read::{Entry, Reader};
+///
+/// let log = "{\"time\":\"2025-01-01T00:00:00Z\",\"site\":\"s\",\"count\":3}\n\nnot json\n";
+/// let mut reader = Reader::new(log.as_bytes());
+/// let mut n = 0;
+/// reader
+///     .for_each_entry(|entry| {
+///         if let Entry::Record(r) = entry {
+///             n += r.count;
+///         }
+///     })
+///     .unwrap();
+/// assert_eq!(n, 3);
+/// assert_eq!(reader.malformed().count, 1);
+/// assert_eq!(reader.malformed().samples[0].line, 3);
+/// ```
+pub struct Reader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    line: u64,
+    max_line: usize,
+    malformed: Malformed,
+}
+
+/// What [`Reader::read_line`] found.
+enum Line {
+    Eof,
+    Full,
+    TooLong,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// A reader of `inner` with the [`MAX_LINE`] cap.
+    pub fn new(inner: R) -> Reader<R> {
+        Reader::with_max_line(inner, MAX_LINE)
+    }
+
+    /// A reader of `inner` that skips lines longer than `max_line` bytes.
+    pub fn with_max_line(inner: R, max_line: usize) -> Reader<R> {
+        Reader { inner, buf: Vec::with_capacity(1024), line: 0, max_line, malformed: Malformed::default() }
+    }
+
+    /// The malformed lines seen so far.
+    pub fn malformed(&self) -> &Malformed {
+        &self.malformed
+    }
+
+    /// Lines read so far (including blank and malformed ones).
+    pub fn lines(&self) -> u64 {
+        self.line
+    }
+
+    /// Calls `f` with each record and overflow line, in order, to the end of
+    /// the input.
+    ///
+    /// The entry borrows the reader's line buffer, hence a callback rather
+    /// than an [`Iterator`]. Cost per line: one pass to find its end, one to
+    /// parse it; no allocation unless a string has JSON escapes (or the line
+    /// is malformed and among the first [`MALFORMED_SAMPLES`]).
+    ///
+    /// # Errors
+    ///
+    /// Errors of the underlying reader (for a gzip input, a corrupt stream);
+    /// the entries before it have been passed to `f`. Bad lines are not errors.
+    pub fn for_each_entry(&mut self, mut f: impl FnMut(Entry<'_>)) -> io::Result<()> {
+        loop {
+            match self.read_line()? {
+                Line::Eof => return Ok(()),
+                Line::TooLong => {
+                    let max = self.max_line;
+                    self.malformed.note(self.line, || format!("line longer than {max} bytes"));
+                }
+                Line::Full => {
+                    let mut text: &[u8] = &self.buf;
+                    if let Some(rest) = text.strip_suffix(b"\r") {
+                        text = rest;
+                    }
+                    if text.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match serde_json::from_slice::<Raw<'_>>(text).map_err(|e| e.to_string()).and_then(|raw| raw.check())
+                    {
+                        Ok(entry) => f(entry),
+                        Err(reason) => self.malformed.note(self.line, || reason),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads one line into `self.buf` (without its `\n`); a line longer than
+    /// `max_line` is consumed but not kept.
+    fn read_line(&mut self) -> io::Result<Line> {
+        let Reader { inner, buf, max_line, .. } = self;
+        buf.clear();
+        let mut any = false;
+        let mut too_long = false;
+        loop {
+            let avail = match inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                if any {
+                    self.line += 1;
+                }
+                return Ok(match (any, too_long) {
+                    (false, _) => Line::Eof,
+                    (true, true) => Line::TooLong,
+                    (true, false) => Line::Full,
+                });
+            }
+            any = true;
+            let (chunk, used, done) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (&avail[..i], i + 1, true),
+                None => (avail, avail.len(), false),
+            };
+            if !too_long {
+                if buf.len() + chunk.len() > *max_line {
+                    too_long = true;
+                    buf.clear();
+                } else {
+                    buf.extend_from_slice(chunk);
+                }
+            }
+            inner.consume(used);
+            if done {
+                self.line += 1;
+                return Ok(if too_long { Line::TooLong } else { Line::Full });
+            }
+        }
+    }
+}
+
+/// Reads every line of `input` into `summary`, then adds the input's
+/// malformed lines to it under the name `source` (a file name, for the
+/// summary's list of bad lines).
+///
+/// # Errors
+///
+/// Errors of the underlying reader; what was read before one stays in `summary`.
+pub fn feed(input: impl BufRead, source: &str, summary: &mut super::Summary) -> io::Result<()> {
+    let mut reader = Reader::new(input);
+    let result = reader.for_each_entry(|entry| match entry {
+        Entry::Record(r) => summary.add(&r),
+        Entry::Overflow(o) => summary.add_overflow(&o),
+    });
+    summary.add_malformed(source, reader.malformed());
+    result
+}
+
+/// The serde shape of a line: a record or an overflow line. Unknown fields
+/// are ignored, so a newer proxy's logs still read.
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    time: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    site: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    client: Cow<'a, str>,
+    #[serde(default, borrow)]
+    method: Cow<'a, str>,
+    #[serde(default, borrow)]
+    path: Cow<'a, str>,
+    #[serde(default, borrow)]
+    host: Cow<'a, str>,
+    #[serde(default, borrow)]
+    user_agent: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    bot: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    category: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    group: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    directive: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    pattern: Option<Cow<'a, str>>,
+    #[serde(default)]
+    line: Option<u32>,
+    #[serde(default, borrow)]
+    robots_hash: Cow<'a, str>,
+    #[serde(default)]
+    managed: bool,
+    #[serde(default)]
+    robots_seen: Option<bool>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    identity: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    action: Cow<'a, str>,
+    #[serde(default)]
+    status: u16,
+    #[serde(default = "one")]
+    count: u64,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    first: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    last: Option<Cow<'a, str>>,
+    #[serde(default)]
+    overflow: bool,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// `Option<Cow<str>>` that borrows when the JSON string has no escapes
+/// (serde's `borrow` alone does not reach inside an `Option`).
+fn opt_cow<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'de>>::deserialize(d)?.map(|b| b.0))
+}
+
+impl<'a> Raw<'a> {
+    /// The entry this line is, or why it is none.
+    fn check(self) -> Result<Entry<'a>, String> {
+        let time = self.time.ok_or("no `time`")?;
+        if self.overflow {
+            return Ok(Entry::Overflow(OverflowView { time, count: self.count, first: self.first }));
+        }
+        let site = self.site.ok_or("no `site`")?;
+        Ok(Entry::Record(RecordView {
+            time,
+            site,
+            client: self.client,
+            method: self.method,
+            path: self.path,
+            host: self.host,
+            user_agent: self.user_agent,
+            bot: self.bot,
+            category: self.category,
+            group: self.group,
+            directive: self.directive,
+            pattern: self.pattern,
+            line: self.line,
+            robots_hash: self.robots_hash,
+            managed: self.managed,
+            robots_seen: self.robots_seen,
+            identity: self.identity,
+            action: self.action,
+            status: self.status,
+            count: self.count,
+            first: self.first,
+            last: self.last,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::record::{sample, Overflow, Record};
+
+    fn line(r: &Record) -> String {
+        serde_json::to_string(r).unwrap()
+    }
+
+    fn read_all(input: impl BufRead, max_line: usize) -> (Vec<String>, u64, Malformed) {
+        let mut reader = Reader::with_max_line(input, max_line);
+        let mut seen = Vec::new();
+        let mut overflow = 0;
+        reader
+            .for_each_entry(|e| match e {
+                Entry::Record(r) => seen.push(format!("{}:{}:{}", r.client, r.path, r.count)),
+                Entry::Overflow(o) => overflow += o.count,
+            })
+            .unwrap();
+        (seen, overflow, reader.malformed().clone())
+    }
+
+    #[test]
+    fn records_round_trip_borrowed() {
+        let r = Record {
+            identity: Some("spoofed"),
+            count: 5,
+            ..sample("192.0.2.1", "GPTBot/1.0", "/private/a", 3, "t".into())
+        };
+        let text = line(&r);
+        let mut reader = Reader::new(text.as_bytes());
+        let mut n = 0;
+        reader
+            .for_each_entry(|e| {
+                let Entry::Record(v) = e else { panic!("not a record") };
+                assert_eq!(v, RecordView::from_record(&r));
+                assert!(matches!(v.path, Cow::Borrowed(_)) && matches!(v.bot, Some(Cow::Borrowed(_))));
+                n += 1;
+            })
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn escaped_strings_are_owned() {
+        let r = sample("c", "a\"b\x1b", "/p\n", 1, "t".into());
+        let text = line(&r);
+        assert_eq!(text.lines().count(), 1);
+        Reader::new(text.as_bytes())
+            .for_each_entry(|e| {
+                let Entry::Record(v) = e else { panic!() };
+                assert_eq!(v.user_agent, "a\"b\x1b");
+                assert_eq!(v.path, "/p\n");
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn malformed_blank_and_crlf() {
+        let good = line(&sample("c", "u", "/p", 1, "t".into()));
+        let input = format!(
+            "{good}\r\n\n   \n{{\"time\":1}}\nnot json\n{{\"site\":\"s\"}}\n{good}\n@@\n{{}}\n[1]\n{{\"time\":\"t\",\"site\":\"s\",\"count\":-1}}\n{good}"
+        );
+        let input = input.replace("@@", "\u{1}").into_bytes();
+        let input: Vec<u8> = input.into_iter().map(|b| if b == 1 { 0xff } else { b }).collect();
+        let (seen, _, m) = read_all(&input[..], MAX_LINE);
+        assert_eq!(seen.len(), 3);
+        assert_eq!(m.count, 7);
+        let lines: Vec<u64> = m.samples.iter().map(|s| s.line).collect();
+        assert_eq!(lines, vec![4, 5, 6, 8, 9]);
+        assert!(m.samples[2].reason.contains("time"), "{:?}", m.samples[2]);
+        assert!(m.samples.iter().all(|s| s.reason.len() <= 100));
+    }
+
+    #[test]
+    fn over_long_lines_are_skipped_unbuffered() {
+        let good = line(&sample("c", "u", "/p", 1, "t".into()));
+        let long = format!("{{\"time\":\"t\",\"site\":\"s\",\"path\":\"{}\"}}", "a".repeat(10_000));
+        let input = format!("{good}\n{long}\n{good}\n{long}");
+        // A tiny BufReader so the long line arrives in many pieces.
+        let reader = io::BufReader::with_capacity(16, input.as_bytes());
+        let mut r = Reader::with_max_line(reader, 1000);
+        let mut n = 0;
+        r.for_each_entry(|_| n += 1).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(r.malformed().count, 2);
+        assert_eq!(r.malformed().samples[0].line, 2);
+        assert_eq!(r.malformed().samples[1].line, 4);
+        assert!(r.buf.capacity() < 4096, "buffered {}", r.buf.capacity());
+    }
+
+    #[test]
+    fn overflow_lines() {
+        let o = Overflow { time: "t2".into(), overflow: true, count: 40, first: "t1".into(), last: "t2".into() };
+        let input =
+            format!("{}\n{}\n", serde_json::to_string(&o).unwrap(), line(&sample("c", "u", "/p", 1, "t".into())));
+        let (seen, overflow, m) = read_all(input.as_bytes(), MAX_LINE);
+        assert_eq!((seen.len(), overflow, m.count), (1, 40, 0));
+    }
+
+    #[test]
+    fn unknown_fields_ignored_and_count_defaults() {
+        let input = "{\"time\":\"t\",\"site\":\"s\",\"new_field\":{\"x\":[1,2]},\"client\":\"c\"}\n";
+        let (seen, _, m) = read_all(input.as_bytes(), MAX_LINE);
+        assert_eq!(seen, vec!["c::1"]);
+        assert_eq!(m.count, 0);
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_and_plain_read_the_same() {
+        let mut text = String::new();
+        for i in 0..1000 {
+            text.push_str(&line(&sample(&format!("c{i}"), "u", "/p", 1, "t".into())));
+            text.push('\n');
+        }
+        let (plain, ..) = read_all(decoder(Cursor::new(text.clone().into_bytes())).unwrap(), MAX_LINE);
+        let (gz, ..) = read_all(decoder(Cursor::new(gzip(text.as_bytes()))).unwrap(), MAX_LINE);
+        assert_eq!(plain.len(), 1000);
+        assert_eq!(plain, gz);
+        // Two gzip members back to back (concatenated rotations).
+        let (half1, half2) = text.split_at(text.len() / 2);
+        let mut two = gzip(half1.as_bytes());
+        two.extend(gzip(half2.as_bytes()));
+        let (multi, ..) = read_all(decoder(Cursor::new(two)).unwrap(), MAX_LINE);
+        assert_eq!(multi, plain);
+    }
+
+    #[test]
+    fn decoder_handles_short_first_reads() {
+        let text = line(&sample("c", "u", "/p", 1, "t".into())) + "\n";
+        for data in [text.clone().into_bytes(), gzip(text.as_bytes()), Vec::new(), vec![0x1f]] {
+            // One byte per read: the magic arrives split.
+            let input = io::BufReader::with_capacity(1, Cursor::new(data.clone()));
+            let mut out = Vec::new();
+            let result = decoder(input).and_then(|mut d| d.read_to_end(&mut out));
+            if data.len() > 1 {
+                assert_eq!(out, text.as_bytes());
+            } else {
+                assert_eq!(out, data, "{result:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_gzip_is_an_error_not_a_panic() {
+        let mut data = gzip(b"{\"time\":\"t\",\"site\":\"s\"}\n");
+        let n = data.len();
+        data[n / 2] ^= 0xff;
+        data.truncate(n - 3);
+        let mut reader = Reader::new(decoder(Cursor::new(data)).unwrap());
+        let _ = reader.for_each_entry(|_| {});
+    }
+
+    #[test]
+    fn feed_counts_into_summary() {
+        let r = Record { count: 5, ..sample("c", "u", "/p", 1, "2025-01-01T00:00:00Z".into()) };
+        let input = format!("{}\nbad\n{}\n", line(&r), line(&r));
+        let mut s = crate::report::Summary::new(Default::default());
+        feed(input.as_bytes(), "a.log", &mut s).unwrap();
+        assert_eq!(s.violations(), 10);
+        assert_eq!(s.malformed(), 1);
+    }
+}
