@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use self::raw::*;
+pub use self::validate::parse_duration;
 use crate::net::{strip_port, Cidr};
 use crate::policy::{Action, PolicyConfig};
 use crate::target::TargetOptions;

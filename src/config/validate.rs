@@ -570,22 +570,30 @@ impl RawConfig {
 fn duration(raw: &RawDuration) -> Result<Duration, String> {
     let secs = match raw {
         RawDuration::Secs(n) => *n,
-        RawDuration::Text(t) => {
-            let t = t.trim();
-            let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-            let (n, unit) = t.split_at(split);
-            let n: u64 = n.parse().map_err(|_| format!("`{t}` is not a duration such as 24h, 90m or 3600s"))?;
-            let scale = match unit.trim() {
-                "" | "s" => 1,
-                "m" => 60,
-                "h" => 3600,
-                "d" => 86_400,
-                _ => return Err(format!("`{t}` is not a duration such as 24h, 90m or 3600s")),
-            };
-            n.checked_mul(scale).ok_or_else(|| format!("`{t}` is too long"))?
-        }
+        RawDuration::Text(t) => return parse_duration(t),
     };
     Ok(Duration::from_secs(secs))
+}
+
+/// A duration written as a number of seconds or a number and a unit:
+/// `3600`, `3600s`, `90m`, `24h`, `7d`.
+///
+/// # Errors
+/// Anything else, or a duration too long to count in seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let bad = || format!("`{t}` is not a duration such as 24h, 90m or 3600s");
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let scale = match unit.trim() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_secs(n.checked_mul(scale).ok_or_else(|| format!("`{t}` is too long"))?))
 }
 
 fn size(raw: &RawSize) -> Result<u64, String> {
