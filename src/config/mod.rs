@@ -87,6 +87,8 @@ pub struct Settings {
     pub log_level: String,
     /// Metrics listener, `host:port` (resolved by the loader).
     pub metrics: Option<String>,
+    /// The metrics listener also serves the status page.
+    pub status_page: bool,
     /// Extra bot database.
     pub bots: Option<PathBuf>,
     /// Replace rather than extend the built-in bot database.

@@ -251,6 +251,9 @@ pub struct RawMetrics {
     /// Address of the Prometheus listener (loopback by default).
     #[serde(default = "default_metrics_listen")]
     pub listen: String,
+    /// Serve the status page at `/status` and `/status.json` (default false).
+    #[serde(default)]
+    pub status_page: bool,
 }
 
 fn default_metrics_listen() -> String {

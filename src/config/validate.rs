@@ -476,6 +476,7 @@ impl RawConfig {
             violation_log,
             log_level: self.log.level,
             metrics,
+            status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
             bots: self.bots,
             bots_replace: self.bots_replace,
             max_clients: self.limits.max_clients,

@@ -10,6 +10,7 @@
 //! * [`telemetry`]: logging and metrics.
 //! * [`wba`]: Web Bot Auth key directories (fetch, SSRF limits, cache).
 //! * [`redis`]: state shared between instances in Redis or Valkey.
+//! * [`status`]: what the status page shows (the last violations, the last reload).
 
 pub mod demo;
 pub mod dns;
@@ -20,6 +21,7 @@ pub mod redis;
 pub mod reload;
 pub mod respond;
 pub mod snapshot;
+pub mod status;
 pub mod telemetry;
 pub mod traps;
 pub mod violations;
@@ -56,31 +58,49 @@ pub struct ServeOptions {
     pub upgrade_sock: Option<String>,
 }
 
-/// Serves `/metrics` from the default Prometheus registry.
-struct MetricsApp;
+/// Serves `/metrics` from the default Prometheus registry, and with
+/// `metrics.status_page` the status page at `/status` and `/status.json`.
+struct MetricsApp {
+    snapshot: Arc<ArcSwap<snapshot::Snapshot>>,
+    store: Option<Arc<redis::SharedStore>>,
+    status_page: bool,
+}
+
+fn answer(status: u16, content_type: &str, body: Vec<u8>) -> http::Response<Vec<u8>> {
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .header(http::header::CONTENT_LENGTH, body.len())
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .header("x-content-type-options", "nosniff")
+        .body(body)
+        .expect("a response of a status, two known headers and a body is valid")
+}
 
 #[async_trait]
 impl ServeHttp for MetricsApp {
     async fn response(&self, session: &mut ServerSession) -> http::Response<Vec<u8>> {
         use prometheus::Encoder;
         let path = session.req_header().uri.path().to_owned();
-        if path != "/metrics" {
-            return http::Response::builder()
-                .status(404)
-                .header(http::header::CONTENT_TYPE, "text/plain")
-                .header(http::header::CONTENT_LENGTH, 10)
-                .body(b"not found\n".to_vec())
-                .expect("static response is valid");
+        match path.as_str() {
+            "/metrics" => {
+                let encoder = prometheus::TextEncoder::new();
+                let mut buf = Vec::new();
+                let _ = encoder.encode(&prometheus::gather(), &mut buf);
+                answer(200, encoder.format_type(), buf)
+            }
+            "/status" | "/status.json" if self.status_page => {
+                let view = status::board().view(&self.snapshot.load(), self.store.as_deref());
+                if path == "/status" {
+                    let html = crate::report::render::status::html(&view);
+                    answer(200, "text/html; charset=utf-8", html.into_bytes())
+                } else {
+                    let json = serde_json::to_vec_pretty(&view).unwrap_or_default();
+                    answer(200, "application/json", json)
+                }
+            }
+            _ => answer(404, "text/plain", b"not found\n".to_vec()),
         }
-        let encoder = prometheus::TextEncoder::new();
-        let mut buf = Vec::new();
-        let _ = encoder.encode(&prometheus::gather(), &mut buf);
-        http::Response::builder()
-            .status(200)
-            .header(http::header::CONTENT_TYPE, encoder.format_type())
-            .header(http::header::CONTENT_LENGTH, buf.len())
-            .body(buf)
-            .expect("metrics response is valid")
     }
 }
 
@@ -189,10 +209,12 @@ pub fn serve_with(
     if let Some(store) = &store {
         server.add_service(GenBackgroundService::new("shared state".into(), Arc::new(redis::Keeper(store.clone()))));
     }
+    status::board(); // Its start time is the process's.
     let gate = Gate {
         snapshot: shared.clone(),
         state,
-        shared: store,
+        shared: store.clone(),
+        status_page: config.status_page,
         dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
             Ok(d) => Some(Arc::new(d)),
             Err(e) => {
@@ -219,7 +241,11 @@ pub fn serve_with(
     proxy.add_dependencies(extra.iter());
     if let Some(addr) = &config.metrics {
         let mut metrics: Service<HttpServer<MetricsApp>> =
-            Service::new("metrics".into(), HttpServer::new_app(MetricsApp));
+            Service::new("metrics".into(), HttpServer::new_app(MetricsApp {
+                snapshot: shared.clone(),
+                store: store.clone(),
+                status_page: config.status_page,
+            }));
         metrics.add_tcp(addr);
         metrics.threads = Some(1);
         server.add_service(metrics);

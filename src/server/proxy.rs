@@ -52,6 +52,8 @@ pub struct Gate {
     pub wba: Arc<DirectoryCache>,
     /// The store shared with other instances (`state.redis`), if any.
     pub shared: Option<Arc<SharedStore>>,
+    /// Keep the last violations for the status page.
+    pub status_page: bool,
 }
 
 /// A violation waiting for the final status, written in `logging`: everything
@@ -771,8 +773,7 @@ impl ProxyHttp for Gate {
         let Some(p) = ctx.pending.take() else { return };
         let Some(site) = ctx.site() else { return };
         let status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());
-        // Never waits: a full log queue folds the record into the aggregation table.
-        self.violations.write(Record {
+        let record = Record {
             time: now_rfc3339(),
             site: site.conf.name.clone(),
             client: ctx.client.map(|c| c.to_string()).unwrap_or_default(),
@@ -795,7 +796,12 @@ impl ProxyHttp for Gate {
             count: 1,
             first: None,
             last: None,
-        });
+        };
+        if self.status_page {
+            super::status::board().push(&record);
+        }
+        // Never waits: a full log queue folds the record into the aggregation table.
+        self.violations.write(record);
     }
 
     fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {

@@ -109,6 +109,11 @@ impl SharedStore {
         self.up.load(Ordering::Relaxed)
     }
 
+    /// The store's URL, password hidden.
+    pub fn redacted_url(&self) -> String {
+        self.settings.redacted_url()
+    }
+
     /// The local tables.
     pub fn local(&self) -> &MemoryState {
         &self.local

@@ -58,11 +58,14 @@ impl Reloader {
                 for p in &problems {
                     error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "reload refused; the last good configuration stays in force");
                 }
+                let why: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                super::status::board().reloaded(false, why.join("; "));
                 metrics().reload_failures.inc();
                 return false;
             }
             Err(e) => {
                 error!(target: "robotgate::reload", error = %e, "reload task failed; the last good configuration stays in force");
+                super::status::board().reloaded(false, format!("reload task failed: {e}"));
                 metrics().reload_failures.inc();
                 return false;
             }
@@ -77,6 +80,7 @@ impl Reloader {
             new.sites.iter().map(|s| s.robots.as_ref().map_or_else(String::new, |r| r.hash.clone())).collect();
         self.snapshot.store(Arc::new(new));
         metrics().reloads.inc();
+        super::status::board().reloaded(true, why.to_owned());
         info!(target: "robotgate::reload", reason = why, robots = ?hashes, "reloaded");
         true
     }
@@ -90,6 +94,12 @@ pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::
     }
     if old.threads != new.threads {
         out.push("threads");
+    }
+    if old.status_page != new.status_page {
+        out.push("metrics.status_page");
+    }
+    if old.shared_state != new.shared_state {
+        out.push("state");
     }
     if old.metrics != new.metrics {
         out.push("metrics.listen");

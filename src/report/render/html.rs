@@ -81,7 +81,7 @@ fn colour(category: &str) -> &'static str {
     PALETTE[category_index(category) % PALETTE.len()]
 }
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1b1b1b;background:#fff}
 h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd}h3{font-size:1.05rem;margin-top:1.5rem}
 svg.chart{width:100%;height:auto;display:block;background:#fcfcfc;border:1px solid #eee}
@@ -128,7 +128,7 @@ for (const table of document.querySelectorAll("table.sortable")) {
 "#;
 
 /// `'sha256-…'` of an inline element's text, for the CSP.
-fn csp_hash(text: &str) -> String {
+pub(crate) fn csp_hash(text: &str) -> String {
     format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes())))
 }
 

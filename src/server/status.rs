@@ -1,0 +1,196 @@
+//! What the status page (`metrics.status_page`) shows, kept in memory: the
+//! last violations of each site in a bounded ring (the request path only
+//! appends, folding a repeat of the newest into its `count`), the last
+//! reload's result, and the counters the metrics already keep.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Mutex, OnceLock};
+
+use prometheus::core::Collector;
+
+use super::redis::{unix_ms, SharedStore};
+use super::snapshot::Snapshot;
+use super::telemetry::metrics;
+use crate::record::time::rfc3339_ms;
+use crate::record::Record;
+use crate::report::render::status::{BotCount, ReloadStatus, SiteStatus, StateStatus, StatusView};
+
+/// Violations kept per site.
+pub const RECENT: usize = 100;
+
+/// Sites kept (more than any configuration has; names of sites removed by
+/// a reload stay until the process ends).
+const MAX_SITES: usize = 1_000;
+
+/// The process's status board.
+pub struct Board {
+    started_ms: u64,
+    recent: Mutex<Vec<(String, VecDeque<Record>)>>,
+    reload: Mutex<Option<ReloadStatus>>,
+}
+
+/// The board (made on first use; `serve` touches it at start).
+pub fn board() -> &'static Board {
+    static B: OnceLock<Board> = OnceLock::new();
+    B.get_or_init(|| Board { started_ms: unix_ms(), recent: Mutex::new(Vec::new()), reload: Mutex::new(None) })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `b` repeats `a` (same client, robot, request and rule).
+fn repeats(a: &Record, b: &Record) -> bool {
+    a.client == b.client
+        && a.bot == b.bot
+        && a.path == b.path
+        && a.directive == b.directive
+        && a.line == b.line
+        && a.action == b.action
+        && a.user_agent == b.user_agent
+}
+
+impl Board {
+    /// Note a violation. A repeat of the site's newest is folded into it;
+    /// anything else is copied in, and the oldest goes past [`RECENT`].
+    pub fn push(&self, rec: &Record) {
+        let mut sites = lock(&self.recent);
+        let i = match sites.iter().position(|(name, _)| *name == rec.site) {
+            Some(i) => i,
+            None if sites.len() < MAX_SITES => {
+                sites.push((rec.site.clone(), VecDeque::with_capacity(RECENT)));
+                sites.len() - 1
+            }
+            None => return,
+        };
+        let ring = &mut sites[i].1;
+        if let Some(newest) = ring.back_mut().filter(|n| repeats(n, rec)) {
+            newest.count = newest.count.saturating_add(rec.count);
+            newest.first.get_or_insert_with(|| newest.time.clone());
+            newest.time.clone_from(&rec.time);
+            newest.status = rec.status;
+            return;
+        }
+        if ring.len() == RECENT {
+            ring.pop_front();
+        }
+        ring.push_back(rec.clone());
+    }
+
+    /// Note a reload's result.
+    pub fn reloaded(&self, ok: bool, message: String) {
+        *lock(&self.reload) = Some(ReloadStatus { at: rfc3339_ms(unix_ms()), ok, message });
+    }
+
+    /// What the page shows, for the snapshot in force.
+    pub fn view(&self, snap: &Snapshot, store: Option<&SharedStore>) -> StatusView {
+        let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+        for family in metrics().violations.collect() {
+            for m in family.get_metric() {
+                let label = |name: &str| {
+                    m.get_label().iter().find(|l| l.get_name() == name).map_or("", |l| l.get_value()).to_owned()
+                };
+                *counts.entry((label("site"), label("bot"), label("category"))).or_default() +=
+                    m.get_counter().get_value() as u64;
+            }
+        }
+        let recent = lock(&self.recent);
+        let loaded_at = rfc3339_ms(
+            snap.read_at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+        );
+        let sites = snap
+            .sites
+            .iter()
+            .map(|site| {
+                let name = site.conf.name.clone();
+                let mut bots: Vec<BotCount> = counts
+                    .iter()
+                    .filter(|((s, _, _), _)| *s == name)
+                    .map(|((_, bot, category), n)| BotCount { bot: bot.clone(), category: category.clone(), violations: *n })
+                    .collect();
+                bots.sort_by(|a, b| b.violations.cmp(&a.violations).then_with(|| a.bot.cmp(&b.bot)));
+                let recent = recent
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, ring)| ring.iter().rev().cloned().collect())
+                    .unwrap_or_default();
+                SiteStatus {
+                    robots_hash: site.robots.as_ref().map_or_else(String::new, |r| r.hash.clone()),
+                    loaded_at: loaded_at.clone(),
+                    name,
+                    bots,
+                    recent,
+                }
+            })
+            .collect();
+        let state = match store {
+            None => StateStatus { backend: "memory", up: None, url: None, errors: 0 },
+            Some(s) => StateStatus {
+                backend: "redis",
+                up: Some(s.is_up()),
+                url: Some(s.redacted_url()),
+                errors: metrics().state_errors.get(),
+            },
+        };
+        StatusView {
+            version: env!("CARGO_PKG_VERSION"),
+            started: rfc3339_ms(self.started_ms),
+            now: rfc3339_ms(unix_ms()),
+            last_reload: lock(&self.reload).clone(),
+            state,
+            sites,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(client: &str, path: &str) -> Record {
+        Record {
+            time: "2026-11-23T10:00:00.000Z".into(),
+            site: "s".into(),
+            client: client.into(),
+            method: "GET".into(),
+            path: path.into(),
+            host: "h".into(),
+            user_agent: "GPTBot".into(),
+            bot: Some("GPTBot".into()),
+            category: "ai-crawler",
+            group: None,
+            directive: "disallow",
+            pattern: None,
+            line: Some(2),
+            robots_hash: String::new(),
+            managed: false,
+            robots_seen: None,
+            identity: None,
+            action: "block",
+            status: 403,
+            count: 1,
+            first: None,
+            last: None,
+        }
+    }
+
+    #[test]
+    fn the_ring_folds_repeats_and_keeps_the_last_hundred() {
+        let b = Board { started_ms: 0, recent: Mutex::new(Vec::new()), reload: Mutex::new(None) };
+        for _ in 0..5 {
+            b.push(&rec("192.0.2.1", "/p"));
+        }
+        {
+            let sites = lock(&b.recent);
+            assert_eq!(sites[0].1.len(), 1);
+            assert_eq!(sites[0].1[0].count, 5);
+        }
+        for i in 0..250 {
+            b.push(&rec("192.0.2.1", &format!("/p{i}")));
+        }
+        let sites = lock(&b.recent);
+        assert_eq!(sites[0].1.len(), RECENT);
+        assert_eq!(sites[0].1.back().unwrap().path, "/p249");
+        assert_eq!(sites[0].1.front().unwrap().path, "/p150");
+    }
+}
