@@ -28,6 +28,9 @@ pub const MAX_NAME: usize = 128;
 /// Bytes kept of a robots.txt pattern.
 pub const MAX_PATTERN: usize = 512;
 
+/// Bytes kept of a User-Agent.
+pub const MAX_USER_AGENT: usize = 256;
+
 /// Bytes kept of a time string (an RFC 3339 time is at most ~35).
 const MAX_TIME: usize = 40;
 
@@ -106,6 +109,9 @@ pub struct Limits {
     /// Top client addresses of unrecognised robots kept per site (default
     /// 100; the table holds twice as many, see [`TopCounts`]).
     pub clients: usize,
+    /// Top User-Agents of unrecognised robots kept per site (default 50;
+    /// the table holds twice as many).
+    pub user_agents: usize,
     /// Days per site (default 400).
     pub days: usize,
     /// Hourly buckets of the over-time series (default 9,600: 400 days).
@@ -124,6 +130,7 @@ impl Default for Limits {
             rules_per_bot: 16,
             actions: 16,
             clients: 100,
+            user_agents: 50,
             days: 400,
             hours: 9_600,
         }
@@ -268,6 +275,8 @@ pub struct SiteStats {
     pub other_rules: u64,
     /// Client addresses of robots the database does not know, by violations.
     pub clients: Option<TopCounts>,
+    /// User-Agents of robots the database does not know, by violations.
+    pub user_agents: Option<TopCounts>,
     /// Violations per day (`YYYY-MM-DD`).
     pub days: HashMap<[u8; 10], u64>,
     /// Violations on days past the cap, or with an unreadable time.
@@ -294,6 +303,10 @@ impl SiteStats {
         let unrecognised = is_unrecognised(cat);
         if unrecognised && !r.client.is_empty() {
             self.clients.get_or_insert_with(|| TopCounts::new(limits.clients)).add(clip(&r.client, MAX_NAME), n);
+        }
+        if unrecognised && !r.user_agent.is_empty() {
+            let top = self.user_agents.get_or_insert_with(|| TopCounts::new(limits.user_agents));
+            top.add(clip(&r.user_agent, MAX_USER_AGENT), n);
         }
         let rule = self.rule(r, n, limits, budget);
 
@@ -725,6 +738,7 @@ mod tests {
             rules_per_bot: 4,
             actions: 3,
             clients: 10,
+            user_agents: 10,
             days: 5,
             hours: 30,
         };

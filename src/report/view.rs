@@ -95,6 +95,11 @@ pub struct SiteReport {
     pub unknown_clients: Vec<ClientReport>,
     /// No address missing from `unknown_clients` has more violations than this.
     pub unknown_clients_floor: u64,
+    /// User-Agents of robots the database does not know, most violations
+    /// first (cut to [`super::aggregate::MAX_USER_AGENT`] bytes).
+    pub unknown_user_agents: Vec<UserAgentReport>,
+    /// No User-Agent missing from `unknown_user_agents` has more violations than this.
+    pub unknown_user_agents_floor: u64,
     /// Violations per day, in order.
     pub days: Vec<DayCount>,
     /// Violations on days past the cap or with an unreadable time.
@@ -211,6 +216,17 @@ pub struct ClientReport {
     pub error: u64,
 }
 
+/// One User-Agent of unknown robots, as [`ClientReport`] is one address.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserAgentReport {
+    /// The User-Agent.
+    pub user_agent: String,
+    /// Violations (an upper bound when `error` > 0).
+    pub violations: u64,
+    /// The true count is at least `violations - error`.
+    pub error: u64,
+}
+
 /// Violations on one day.
 #[derive(Debug, Clone, Serialize)]
 pub struct DayCount {
@@ -314,6 +330,16 @@ fn site(name: &str, s: &SiteStats) -> SiteReport {
         ),
         None => (Vec::new(), 0),
     };
+    let (unknown_user_agents, unknown_user_agents_floor) = match &s.user_agents {
+        Some(c) => (
+            c.top(usize::MAX)
+                .into_iter()
+                .map(|(k, n, e)| UserAgentReport { user_agent: k.to_owned(), violations: n, error: e })
+                .collect(),
+            c.floor(),
+        ),
+        None => (Vec::new(), 0),
+    };
     let mut days: Vec<DayCount> =
         s.days.iter().map(|(k, n)| DayCount { day: String::from_utf8_lossy(k).into_owned(), violations: *n }).collect();
     days.sort_by(|a, b| a.day.cmp(&b.day));
@@ -328,6 +354,8 @@ fn site(name: &str, s: &SiteStats) -> SiteReport {
         other_rules: s.other_rules,
         unknown_clients,
         unknown_clients_floor,
+        unknown_user_agents,
+        unknown_user_agents_floor,
         days,
         other_days: s.other_days,
     }

@@ -240,12 +240,14 @@ pub fn serve_with(
     let proxy = server.add_service(proxy);
     proxy.add_dependencies(extra.iter());
     if let Some(addr) = &config.metrics {
-        let mut metrics: Service<HttpServer<MetricsApp>> =
-            Service::new("metrics".into(), HttpServer::new_app(MetricsApp {
+        let mut metrics: Service<HttpServer<MetricsApp>> = Service::new(
+            "metrics".into(),
+            HttpServer::new_app(MetricsApp {
                 snapshot: shared.clone(),
                 store: store.clone(),
                 status_page: config.status_page,
-            }));
+            }),
+        );
         metrics.add_tcp(addr);
         metrics.threads = Some(1);
         server.add_service(metrics);

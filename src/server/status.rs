@@ -95,9 +95,8 @@ impl Board {
             }
         }
         let recent = lock(&self.recent);
-        let loaded_at = rfc3339_ms(
-            snap.read_at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
-        );
+        let loaded_at =
+            rfc3339_ms(snap.read_at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         let sites = snap
             .sites
             .iter()
@@ -106,7 +105,11 @@ impl Board {
                 let mut bots: Vec<BotCount> = counts
                     .iter()
                     .filter(|((s, _, _), _)| *s == name)
-                    .map(|((_, bot, category), n)| BotCount { bot: bot.clone(), category: category.clone(), violations: *n })
+                    .map(|((_, bot, category), n)| BotCount {
+                        bot: bot.clone(),
+                        category: category.clone(),
+                        violations: *n,
+                    })
                     .collect();
                 bots.sort_by(|a, b| b.violations.cmp(&a.violations).then_with(|| a.bot.cmp(&b.bot)));
                 let recent = recent

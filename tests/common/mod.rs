@@ -2,6 +2,7 @@
 //! loopback, a robotgate process in front of it, and a real HTTP client.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod dns_server;
 pub mod redis_server;
 

@@ -520,6 +520,21 @@ fn write_site(o: &mut String, s: &SiteReport, suffix: &str) {
         }
     }
 
+    if !s.unknown_user_agents.is_empty() {
+        let _ = writeln!(o, "<h3>Top User-Agents of robots not in the database</h3>\n<table class=\"sortable\">");
+        let _ = writeln!(o, "<thead><tr><th>User-Agent</th><th class=\"n\">Violations</th></tr></thead><tbody>");
+        for a in s.unknown_user_agents.iter().take(MAX_CLIENTS) {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"w\">{}</td><td class=\"n\" data-v=\"{}\">{}</td></tr>",
+                escape(&a.user_agent),
+                a.violations,
+                thousands(a.violations)
+            );
+        }
+        let _ = writeln!(o, "</tbody></table>");
+    }
+
     if !s.days.is_empty() {
         let _ = writeln!(
             o,

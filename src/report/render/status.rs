@@ -110,7 +110,11 @@ pub fn html(view: &StatusView) -> String {
     let reload = match &view.last_reload {
         None => "no reload since start".to_owned(),
         Some(r) if r.ok => format!("{}: in force ({})", escape(&r.at), escape(&r.message)),
-        Some(r) => format!("{}: <strong>refused</strong>, the last good configuration stays: {}", escape(&r.at), escape(&r.message)),
+        Some(r) => format!(
+            "{}: <strong>refused</strong>, the last good configuration stays: {}",
+            escape(&r.at),
+            escape(&r.message)
+        ),
     };
     let state = match (view.state.up, &view.state.url) {
         (Some(up), Some(url)) => format!(
@@ -129,7 +133,11 @@ pub fn html(view: &StatusView) -> String {
     );
     for (i, site) in view.sites.iter().enumerate() {
         let _ = writeln!(o, "<section id=\"site-{i}\"><h2>Site <code>{}</code></h2>", escape(&site.name));
-        let hash = if site.robots_hash.is_empty() { "none".to_owned() } else { format!("<code>{}</code>", escape(&site.robots_hash)) };
+        let hash = if site.robots_hash.is_empty() {
+            "none".to_owned()
+        } else {
+            format!("<code>{}</code>", escape(&site.robots_hash))
+        };
         let _ = writeln!(o, "<p>robots.txt in force: {hash}, loaded {}.</p>", escape(&site.loaded_at));
         let _ = writeln!(o, "<h3>Violations since start</h3>");
         if site.bots.is_empty() {
@@ -204,8 +212,17 @@ mod tests {
             version: "0.1.0",
             started: "2026-11-23T09:00:00.000Z".into(),
             now: "2026-11-23T10:00:01.000Z".into(),
-            last_reload: Some(ReloadStatus { at: "2026-11-23T09:30:00.000Z".into(), ok: false, message: "robots.txt: <bad>".into() }),
-            state: StateStatus { backend: "redis", up: Some(false), url: Some("redis://:***@127.0.0.1:6379/0".into()), errors: 4 },
+            last_reload: Some(ReloadStatus {
+                at: "2026-11-23T09:30:00.000Z".into(),
+                ok: false,
+                message: "robots.txt: <bad>".into(),
+            }),
+            state: StateStatus {
+                backend: "redis",
+                up: Some(false),
+                url: Some("redis://:***@127.0.0.1:6379/0".into()),
+                errors: 4,
+            },
             sites: vec![SiteStatus {
                 name: "shop".into(),
                 robots_hash: "abc123".into(),

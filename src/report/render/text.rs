@@ -275,6 +275,13 @@ fn write_site(o: &mut String, s: &SiteReport) {
         }
     }
 
+    if !s.unknown_user_agents.is_empty() {
+        let _ = writeln!(o, "\nTop User-Agents of robots not in the database");
+        for a in s.unknown_user_agents.iter().take(MAX_CLIENTS) {
+            let _ = writeln!(o, "{:>10}  {}", thousands(a.violations), cell(&a.user_agent, 86).trim_end());
+        }
+    }
+
     if !s.days.is_empty() {
         let _ = writeln!(o, "\nPer day");
         let skip = s.days.len().saturating_sub(31);
