@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::browser::Browser;
-use common::{get, within, Gate, Origin, GPTBOT};
+use common::{get, within, Gate, Origin, AHREFS, CLAUDEBOT, GPTBOT};
 
 /// A robot's User-Agent that tries to run script wherever it is shown.
 const HOSTILE: &str = "EvilBot/6.6 <script>window.__xss=1</script>\"><img src=x onerror=\"window.__xss=2\">";
@@ -72,12 +72,26 @@ fn assert_safe_and_clean(page: &mut common::browser::Page) {
 fn the_html_report_of_a_real_log_renders_in_chromium() {
     let origin = Origin::start();
     let gate = Gate::start(&config(&origin), &[("robots.txt", ROBOTS.as_bytes())]);
-    for i in 0..3 {
-        violate(&gate, "127.0.0.5", GPTBOT, &format!("/page/{i}"));
-        violate(&gate, "203.0.113.7", HOSTILE, &format!("/private/{i}"));
+    // A few robots, each breaking the rules a few times.
+    let mut made = 0;
+    for (i, (ip, ua, n)) in [
+        ("127.0.0.5", GPTBOT, 9),
+        ("203.0.113.7", HOSTILE, 6),
+        ("198.51.100.3", CLAUDEBOT, 5),
+        ("198.51.100.4", AHREFS, 3),
+        ("192.0.2.10", "Mozilla/5.0 (compatible; SomeScraper/2.1)", 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for j in 0..n {
+            let path = if ua == GPTBOT { format!("/page/{j}") } else { format!("/private/{i}-{j}") };
+            violate(&gate, ip, ua, &path);
+            made += 1;
+        }
     }
     let log = gate.path("violations.jsonl");
-    assert!(within(Duration::from_secs(10), || common::wait_lines(&log, 6).len() >= 6).is_some());
+    assert!(within(Duration::from_secs(10), || common::wait_lines(&log, made).len() >= made).is_some());
     let html = gate.path("report.html");
     let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
         .args(["report", "--format", "html", "--out"])
@@ -108,7 +122,7 @@ fn the_html_report_of_a_real_log_renders_in_chromium() {
     let fetched = page.eval("performance.getEntriesByType('resource').length");
     assert_eq!(fetched, 0);
     // The bot table sorts on a click (and reads without it).
-    assert_eq!(page.eval("document.querySelectorAll('#table-bots tbody tr').length"), 2);
+    assert_eq!(page.eval("document.querySelectorAll('#table-bots tbody tr').length"), 5);
     page.eval("document.querySelector('#table-bots thead th').click()");
     assert_eq!(page.eval("document.querySelector('#table-bots thead th').getAttribute('aria-sort')"), "descending");
     assert_eq!(page.errors(), Vec::<String>::new());
