@@ -17,8 +17,12 @@
 #
 #   bash benches/state.sh [ROUNDS] [SECONDS]   (defaults: 3, 10)
 #
-# One robotgate thread each. Installs wrk, nginx and redis-server from Debian
-# if missing. Loopback only; stops everything it started.
+# One robotgate thread each, pinned to CPU 0; the origin, redis-server and
+# wrk share CPU 1 (PIN=0 in the environment: no pinning, every process where
+# the scheduler puts it; on two cores the four processes then contend, and
+# the one-connection p99 measures the scheduler more than robotgate).
+# Installs wrk, nginx and redis-server from Debian if missing. Loopback only;
+# stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -27,6 +31,8 @@ SECS=${2:-10}
 . benches/common.sh
 install_missing wrk:wrk nginx:nginx-light curl:curl redis-server:redis-server
 cargo build --release --bin robotgate >/dev/null 2>&1
+
+if [ "${PIN:-1}" = 1 ]; then GATE_CPU=(taskset -c 0) REST_CPU=(taskset -c 1); else GATE_CPU=() REST_CPU=(); fi
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -41,8 +47,8 @@ trap cleanup EXIT
 ORIGIN=18130 MEMORY=18131 REDIS=18132 REDIS_PORT=18133 METRICS=18134
 mkdir -p "$WORK/www"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
-start_origin "$WORK" "$ORIGIN"
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
+"${REST_CPU[@]}" bash -c ". benches/common.sh; start_origin '$WORK' '$ORIGIN'"
+"${REST_CPU[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >/dev/null 2>&1 &
 PIDS+=($!) REDIS_PID=$!
 
 BOT='OddCrawler/1.0 (+https://crawler.example/bot)'
@@ -69,7 +75,7 @@ conf "$REDIS" "state: { redis: \"redis://127.0.0.1:$REDIS_PORT/0\", timeout_ms: 
 metrics: { listen: \"127.0.0.1:$METRICS\" }" > "$WORK/redis.yaml"
 declare -A PID_OF
 for c in memory redis; do
-  target/release/robotgate serve --config "$WORK/$c.yaml" --pid-file "$WORK/$c.pid" \
+  "${GATE_CPU[@]}" target/release/robotgate serve --config "$WORK/$c.yaml" --pid-file "$WORK/$c.pid" \
     --upgrade-sock "$WORK/$c.sock" >/dev/null 2>>"$WORK/$c.log" &
   PIDS+=($!)
   PID_OF[$c]=$!
@@ -104,9 +110,9 @@ run() { # port conns kind -> "rps p50_us p99_us gate_cpu_us redis_cpu_us non2xx"
   local out g0 g1 r0 r1 n
   g0=$(cpu_ticks "${PID_OF[$1]}") r0=$(cpu_ticks "$REDIS_PID")
   if [ "$3" = bot ]; then
-    out=$(wrk -t1 -c"$2" -d"${SECS}s" --latency -s "$WORK/clients.lua" "http://127.0.0.1:$1/page.html" 2>&1)
+    out=$("${REST_CPU[@]}" wrk -t1 -c"$2" -d"${SECS}s" --latency -s "$WORK/clients.lua" "http://127.0.0.1:$1/page.html" 2>&1)
   else
-    out=$(wrk -t1 -c"$2" -d"${SECS}s" --latency -H "User-Agent: $CHROME" "http://127.0.0.1:$1/page.html" 2>&1)
+    out=$("${REST_CPU[@]}" wrk -t1 -c"$2" -d"${SECS}s" --latency -H "User-Agent: $CHROME" "http://127.0.0.1:$1/page.html" 2>&1)
   fi
   g1=$(cpu_ticks "${PID_OF[$1]}") r1=$(cpu_ticks "$REDIS_PID")
   n=$(awk '/requests in/ {print $1}' <<<"$out")
@@ -136,7 +142,7 @@ errors=$(curl -s "http://127.0.0.1:$METRICS/metrics" | awk '/^robotgate_state_er
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 m() { median <<<"$1"; }
 echo
-echo "medians over $ROUNDS rounds ($SECS s each, 1 robotgate thread, 1 KiB page):"
+echo "medians over $ROUNDS rounds ($SECS s each, 1 robotgate thread, 1 KiB page, pinned: ${PIN:-1}):"
 for c in "${CASES[@]}"; do
   IFS='|' read -r name _ _ _ <<<"$c"
   printf '  %-20s %9.0f req/s  p50 %6.0f us  p99 %6.0f us  CPU/request: robotgate %5.1f us, redis %4.1f us\n' "$name" \

@@ -144,9 +144,10 @@ impl SharedStore {
     }
 
     /// The connection for a request, while the store is up: the requests'
-    /// own, made by the first request that finds none for this generation
-    /// (within the timeout; the others meanwhile use the keeper's).
-    async fn request_connection(&self) -> Option<MultiplexedConnection> {
+    /// own. The first request that finds none for this generation starts
+    /// making it, in a task on its own runtime, and uses the keeper's
+    /// meanwhile: no request waits for a connection to be made.
+    fn request_connection(self: &Arc<Self>) -> Option<MultiplexedConnection> {
         if !self.is_up() {
             return None;
         }
@@ -155,16 +156,17 @@ impl SharedStore {
             return Some(c.1.clone());
         }
         if !self.connecting.swap(true, Ordering::AcqRel) {
-            let made = tokio::time::timeout(
-                self.settings.timeout,
-                self.client.get_multiplexed_async_connection_with_config(&self.connection_config()),
-            )
-            .await;
-            self.connecting.store(false, Ordering::Release);
-            if let Ok(Ok(c)) = made {
-                self.request_conn.store(Some(Arc::new((generation, c.clone()))));
-                return Some(c);
-            }
+            let this = self.clone();
+            tokio::spawn(async move {
+                let timeout = this.settings.timeout.max(Duration::from_secs(1));
+                let config = this.connection_config();
+                let made =
+                    tokio::time::timeout(timeout, this.client.get_multiplexed_async_connection_with_config(&config));
+                if let Ok(Ok(c)) = made.await {
+                    this.request_conn.store(Some(Arc::new((generation, c))));
+                }
+                this.connecting.store(false, Ordering::Release);
+            });
         }
         self.connection()
     }
@@ -181,15 +183,15 @@ impl SharedStore {
         }
     }
 
-    /// Run a command future under the timeout; `None` (counted, store
-    /// marked down) when it fails or takes too long.
+    /// Run a command future until `deadline`; `None` (counted, store marked
+    /// down) when it fails or runs out.
     async fn bounded<T>(
         &self,
         what: &str,
-        timeout: Duration,
+        deadline: tokio::time::Instant,
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Option<T> {
-        match tokio::time::timeout(timeout, fut).await {
+        match tokio::time::timeout_at(deadline, fut).await {
             Ok(Ok(v)) => Some(v),
             Ok(Err(e)) => {
                 self.failed(what, &e.to_string());
@@ -206,23 +208,24 @@ impl SharedStore {
     /// wait that long, `None` the store cannot answer now (ask the local
     /// tables). Waits at most `state.timeout_ms`.
     ///
-    /// One round trip: `SET key now NX PX interval` admits atomically (only
-    /// one instance can create the key), and a `PTTL` in the same pipeline
-    /// tells a refused request how long is left. (A Lua script would do the
-    /// same in one step, at about twice Redis's CPU per question.)
-    pub async fn admit(&self, q: &Question) -> Option<Result<(), Duration>> {
-        let mut conn = self.request_connection().await?;
+    /// `SET key now NX PX interval` admits atomically (only one instance
+    /// can create the key): one round trip for an admitted request. A
+    /// refused one asks `PTTL` next, for its `Retry-After`. (A Lua script
+    /// would do both in one step, at about twice Redis's CPU per question.)
+    pub async fn admit(self: &Arc<Self>, q: &Question) -> Option<Result<(), Duration>> {
+        let deadline = tokio::time::Instant::now() + self.settings.timeout;
+        let mut conn = self.request_connection()?;
         let ms = q.interval.as_millis().clamp(1, u128::from(u64::MAX)) as u64;
         let key = self.key(&q.key);
-        let mut pipe = redis::pipe();
-        pipe.cmd("SET").arg(&key).arg(unix_ms()).arg("NX").arg("PX").arg(ms).cmd("PTTL").arg(&key);
-        let (set, left): (Option<String>, i64) =
-            self.bounded("rate", self.settings.timeout, pipe.query_async(&mut conn)).await?;
-        Some(match set {
-            Some(_) => Ok(()),
-            // The key expired between the two commands: the wait is over.
-            None => Err(Duration::from_millis(left.clamp(1, ms as i64) as u64)),
-        })
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(unix_ms()).arg("NX").arg("PX").arg(ms);
+        let admitted: Option<String> = self.bounded("rate", deadline, set.query_async(&mut conn)).await?;
+        if admitted.is_some() {
+            return Some(Ok(()));
+        }
+        let left: i64 = self.bounded("rate", deadline, redis::cmd("PTTL").arg(&key).query_async(&mut conn)).await?;
+        // -2: the key expired in between, so the wait is over; wait a moment anyway.
+        Some(Err(Duration::from_millis(left.clamp(1, ms as i64) as u64)))
     }
 
     /// Write an event and announce it, in the background: the request that
@@ -236,7 +239,8 @@ impl SharedStore {
             let mut pipe = redis::pipe();
             pipe.cmd("SET").arg(this.key(&event.key())).arg(&value).arg("PX").arg(ttl).ignore();
             pipe.cmd("PUBLISH").arg(this.channel()).arg(&value).ignore();
-            let _: Option<()> = this.bounded("announce", this.settings.timeout * 4, pipe.query_async(&mut conn)).await;
+            let deadline = tokio::time::Instant::now() + this.settings.timeout * 4;
+            let _: Option<()> = this.bounded("announce", deadline, pipe.query_async(&mut conn)).await;
         });
     }
 
@@ -250,13 +254,13 @@ impl SharedStore {
 
     /// A DNS verdict another instance reached for `ip` and `suffixes`, with
     /// the time it has left.
-    pub async fn rdns(&self, ip: IpAddr, suffixes: &[String]) -> Option<(DnsVerdict, Duration)> {
-        let mut conn = self.request_connection().await?;
+    pub async fn rdns(self: &Arc<Self>, ip: IpAddr, suffixes: &[String]) -> Option<(DnsVerdict, Duration)> {
+        let deadline = tokio::time::Instant::now() + self.settings.timeout;
+        let mut conn = self.request_connection()?;
         let key = self.rdns_key(ip, suffixes);
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);
-        let (value, left): (Option<String>, i64) =
-            self.bounded("rdns", self.settings.timeout, pipe.query_async(&mut conn)).await?;
+        let (value, left): (Option<String>, i64) = self.bounded("rdns", deadline, pipe.query_async(&mut conn)).await?;
         let verdict = serde_json::from_str::<SharedVerdict>(&value?).ok()?.into_verdict();
         Some((verdict, Duration::from_millis(left.max(1) as u64)))
     }
@@ -271,7 +275,8 @@ impl SharedStore {
             let ms = ttl.as_millis().max(1) as u64;
             let mut cmd = redis::cmd("SET");
             cmd.arg(&key).arg(value).arg("PX").arg(ms);
-            let _: Option<()> = this.bounded("rdns", this.settings.timeout * 4, cmd.query_async(&mut conn)).await;
+            let deadline = tokio::time::Instant::now() + this.settings.timeout * 4;
+            let _: Option<()> = this.bounded("rdns", deadline, cmd.query_async(&mut conn)).await;
         });
     }
 
@@ -341,7 +346,7 @@ impl SharedStore {
         let pong: Option<String> = self
             .bounded(
                 "ping",
-                self.settings.timeout.max(Duration::from_millis(500)),
+                tokio::time::Instant::now() + self.settings.timeout.max(Duration::from_millis(500)),
                 redis::cmd("PING").query_async(&mut conn),
             )
             .await;
