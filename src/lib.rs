@@ -32,6 +32,7 @@ pub mod report;
 pub mod robots;
 pub mod state;
 pub mod target;
+pub mod x509;
 pub mod yaml;
 
 #[cfg(feature = "server")]

@@ -188,8 +188,14 @@ impl Config {
 pub struct Listen {
     /// `host:port` (a literal address, or a name the loader resolves).
     pub address: String,
-    /// Certificate and key, for HTTPS.
+    /// HTTPS (with the sites' certificates, and this listener's own if set).
+    pub https: bool,
+    /// The listener's own certificate and key.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Offer HTTP/2 by ALPN (HTTPS listeners).
+    pub http2: bool,
+    /// Accept HTTP/2 with prior knowledge (plain listeners).
+    pub h2c: bool,
 }
 
 /// Where violation records go.
@@ -233,6 +239,8 @@ pub struct Upstream {
     pub connect_timeout: Duration,
     /// Read timeout.
     pub read_timeout: Duration,
+    /// Speak HTTP/2 to the origin.
+    pub h2: bool,
 }
 
 /// A site.
@@ -256,6 +264,8 @@ pub struct Site {
     pub traps: Option<Traps>,
     /// What robotgate adds to the site's robots.txt.
     pub managed: Managed,
+    /// The site's certificate and key, chosen by SNI on HTTPS listeners.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// A site's traps: paths every group of its robots.txt disallows, which only

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-/// `listen:` entries: `"127.0.0.1:8080"` or `{address, tls: {cert, key}}`.
+/// `listen:` entries: `"127.0.0.1:8080"` or `{address, tls, http2, h2c}`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum RawListen {
@@ -19,10 +19,27 @@ pub enum RawListen {
     Full {
         /// `host:port`.
         address: String,
-        /// HTTPS certificate and key (PEM files).
+        /// HTTPS: the listener's own certificate and key (PEM files), or
+        /// `true` for the sites' certificates only (chosen by SNI).
         #[serde(default)]
-        tls: Option<RawTls>,
+        tls: Option<RawListenTls>,
+        /// Offer HTTP/2 by ALPN on an HTTPS listener (default true).
+        #[serde(default)]
+        http2: Option<bool>,
+        /// Accept HTTP/2 without TLS (prior knowledge) on a plain listener (default false).
+        #[serde(default)]
+        h2c: bool,
     },
+}
+
+/// A listener's `tls:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawListenTls {
+    /// `true`: HTTPS with the sites' certificates only; `false`: plain.
+    On(bool),
+    /// The listener's own certificate, for names no site's covers.
+    Pair(RawTls),
 }
 
 /// Certificate and key for an HTTPS listener.
@@ -63,6 +80,9 @@ pub struct RawUpstreamFull {
     /// Seconds to wait for each read from the upstream (default 60).
     #[serde(default)]
     pub read_timeout: Option<f64>,
+    /// Speak HTTP/2 to the origin (over TLS by ALPN, else prior knowledge; default false).
+    #[serde(default)]
+    pub h2: bool,
 }
 
 /// One action, as written under `policy:` or its overrides.
@@ -147,6 +167,10 @@ pub struct RawSite {
     /// Lines robotgate adds to the site's robots.txt.
     #[serde(default)]
     pub managed: RawManaged,
+    /// The site's own certificate and key, presented on HTTPS listeners to
+    /// clients that ask for one of its hosts (SNI).
+    #[serde(default)]
+    pub tls: Option<RawTls>,
 }
 
 /// `traps:` of a site.

@@ -10,8 +10,8 @@ use super::{
     Upstream, Verify, DEFAULT_DNS_TIMEOUT_MS, DEFAULT_STATE_TIMEOUT_MS, DEFAULT_TRAP,
 };
 use super::{
-    RawAction, RawConfig, RawDns, RawDuration, RawListen, RawManaged, RawPolicy, RawSize, RawState, RawTarget,
-    RawTraps, RawUpstream, RawUpstreamFull,
+    RawAction, RawConfig, RawDns, RawDuration, RawListen, RawListenTls, RawManaged, RawPolicy, RawSize, RawState,
+    RawTarget, RawTraps, RawUpstream, RawUpstreamFull,
 };
 use crate::agent::Category;
 use crate::net::{is_host_port, Cidr};
@@ -292,18 +292,48 @@ impl RawConfig {
         let mut listen = Vec::new();
         for (i, l) in self.listen.iter().enumerate() {
             let field = format!("listen[{i}]");
-            let (address, tls) = match l {
-                RawListen::Plain(a) => (a.as_str(), None),
-                RawListen::Full { address, tls } => {
-                    (address.as_str(), tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())))
+            let (address, https, tls, http2, h2c) = match l {
+                RawListen::Plain(a) => (a.as_str(), false, None, None, false),
+                RawListen::Full { address, tls, http2, h2c } => {
+                    let (https, pair) = match tls {
+                        None | Some(RawListenTls::On(false)) => (false, None),
+                        Some(RawListenTls::On(true)) => (true, None),
+                        Some(RawListenTls::Pair(t)) => (true, Some((t.cert.clone(), t.key.clone()))),
+                    };
+                    (address.as_str(), https, pair, *http2, *h2c)
                 }
             };
+            if http2.is_some() && !https {
+                errors.push(ConfigError::new(
+                    format!("{field}.http2"),
+                    "is for HTTPS listeners (ALPN); a plain listener takes `h2c: true`",
+                ));
+            }
+            if h2c && https {
+                errors.push(ConfigError::new(
+                    format!("{field}.h2c"),
+                    "is for plain listeners; HTTPS offers HTTP/2 by ALPN",
+                ));
+            }
+            if https && tls.is_none() && !self.sites.iter().any(|s| s.tls.is_some()) {
+                errors.push(ConfigError::new(
+                    format!("{field}.tls"),
+                    "`true` needs certificates: give the listener `tls: {cert, key}`, or sites their own `tls:`",
+                ));
+            }
             if let Some(address) = host_port(&field, address, &mut errors) {
                 if listen.iter().any(|l: &Listen| l.address == address) {
                     errors.push(ConfigError::new(&field, format!("{address} is listed twice")));
                 }
-                listen.push(Listen { address, tls });
+                listen.push(Listen { address, https, tls, http2: https && http2.unwrap_or(true), h2c });
             }
+        }
+        let plain: Vec<&Listen> = listen.iter().filter(|l| !l.https).collect();
+        if plain.iter().any(|l| l.h2c) && !plain.iter().all(|l| l.h2c) {
+            errors.push(ConfigError::new(
+                "listen",
+                "`h2c: true` must be on every plain listener or none (one HTTP service serves them all)",
+            ));
         }
         let threads = self.threads.unwrap_or(1);
         if threads == 0 || threads > 1024 {
@@ -354,6 +384,7 @@ impl RawConfig {
                     sni: None,
                     connect_timeout: None,
                     read_timeout: None,
+                    h2: false,
                 },
                 RawUpstream::Full(f) => f.clone(),
             };
@@ -383,7 +414,9 @@ impl RawConfig {
                     sni,
                     connect_timeout,
                     read_timeout,
+                    h2: upstream.h2,
                 },
+                tls: s.tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())),
                 robots: s.robots.clone(),
                 humans: s.humans.clone(),
                 policy,

@@ -11,6 +11,7 @@
 //! * [`wba`]: Web Bot Auth key directories (fetch, SSRF limits, cache).
 //! * [`redis`]: state shared between instances in Redis or Valkey.
 //! * [`status`]: what the status page shows (the last violations, the last reload).
+//! * [`tls`]: HTTPS certificates per site, chosen by SNI.
 
 pub mod demo;
 pub mod dns;
@@ -23,6 +24,7 @@ pub mod respond;
 pub mod snapshot;
 pub mod status;
 pub mod telemetry;
+pub mod tls;
 pub mod traps;
 pub mod violations;
 pub mod wba;
@@ -109,14 +111,6 @@ impl ServeHttp for MetricsApp {
 /// listener): ports in use, unreadable certificates.
 fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<()> {
     for l in &config.listen {
-        if let Some((cert, key)) = &l.tls {
-            let (c, k) = (cert.to_string_lossy(), key.to_string_lossy());
-            match pingora::tls::load_certs_and_key_files(&c, &k) {
-                Ok(Some(_)) => {}
-                Ok(None) => bail!("listen {}: no certificate or key found in {c} / {k}", l.address),
-                Err(e) => bail!("listen {}: {e}", l.address),
-            }
-        }
         if !upgrade {
             std::net::TcpListener::bind(l.address.as_str())
                 .with_context(|| format!("cannot listen on {}", l.address))?;
@@ -228,11 +222,29 @@ pub fn serve_with(
     let mut proxy = pingora::proxy::http_proxy_service_with_name(&server.configuration, gate, "robotgate");
     for l in &config.listen {
         let addr = &l.address;
-        match &l.tls {
-            None => proxy.add_tcp(addr),
-            Some((cert, key)) => proxy
-                .add_tls(addr, &cert.to_string_lossy(), &key.to_string_lossy())
-                .with_context(|| format!("TLS listener {addr}"))?,
+        if !l.https {
+            proxy.add_tcp(addr);
+            continue;
+        }
+        // Certificates come from the snapshot at each handshake (by SNI).
+        let mut tls = pingora::listeners::tls::TlsSettings::intermediate("", "")
+            .with_context(|| format!("TLS listener {addr}"))?;
+        tls.set_cert_resolver(Arc::new(tls::SniResolver { snapshot: shared.clone(), listener: addr.clone() }));
+        if l.http2 {
+            tls.enable_h2();
+        }
+        proxy.add_tls_with_settings(addr, None, tls);
+    }
+    if config.listen.iter().any(|l| l.h2c) {
+        // Pingora's h2c is per service: the configuration makes every plain
+        // listener say the same.
+        let options = proxy.app_logic_mut().map(|app| {
+            let mut o = app.server_options.clone().unwrap_or_default();
+            o.h2c = true;
+            app.server_options = Some(o);
+        });
+        if options.is_none() {
+            bail!("cannot enable h2c");
         }
     }
     // The proxy starts after the services it fronts (the demo's origin).

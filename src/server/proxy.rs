@@ -670,7 +670,13 @@ impl ProxyHttp for Gate {
             return Error::e_explain(ErrorType::InternalError, "no site chosen");
         };
         let up = &site.conf.upstream;
-        Ok(Box::new(upstream_peer(site.upstream_addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout)))
+        let mut peer = upstream_peer(site.upstream_addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout);
+        if up.h2 {
+            // Over TLS, HTTP/2 when the origin's ALPN agrees; in the clear,
+            // prior knowledge (the origin must speak h2c).
+            peer.options.set_http_version(2, if up.tls { 1 } else { 2 });
+        }
+        Ok(Box::new(peer))
     }
 
     async fn upstream_request_filter(

@@ -36,6 +36,7 @@ pub struct Reloader {
 
 /// Publish per-site robots.txt versions as `robotgate_robots_info`.
 pub fn publish_info(snap: &Snapshot) {
+    snap.certs.publish();
     let m = metrics();
     m.robots_info.reset();
     for site in &snap.sites {

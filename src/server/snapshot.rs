@@ -168,6 +168,8 @@ pub struct Snapshot {
     pub traps_first_served: traps::FirstServed,
     /// Where that is kept.
     pub traps_state: PathBuf,
+    /// The HTTPS certificates, chosen by SNI ([`super::tls`]).
+    pub certs: Arc<super::tls::CertSet>,
 }
 
 impl Snapshot {
@@ -282,6 +284,20 @@ pub fn load_config(
     let read_at = SystemTime::now();
     let Config { settings, sites: site_confs } = config;
     let mut sources = vec![config_path.to_path_buf()];
+    // Certificates and keys are watched like every other file.
+    let pairs = settings.listen.iter().filter(|l| l.https).filter_map(|l| l.tls.as_ref());
+    let site_pairs = site_confs.iter().filter_map(|s| s.tls.as_ref());
+    for (cert, key) in pairs.chain(site_pairs) {
+        sources.push(cert.clone());
+        sources.push(key.clone());
+    }
+    let certs = match super::tls::CertSet::load(&settings, &site_confs) {
+        Ok(c) => Arc::new(c),
+        Err(failed) => {
+            problems.extend(failed.into_iter().map(|(file, message)| Problem { file, line: None, message }));
+            Arc::new(super::tls::CertSet::default())
+        }
+    };
     let bots_body = match &settings.bots {
         None => None,
         Some(path) => {
@@ -464,6 +480,7 @@ pub fn load_config(
         read_at,
         traps_first_served,
         traps_state,
+        certs,
     })
 }
 
@@ -518,6 +535,10 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
         Err(problems) => (problems, Vec::new()),
         Ok(snapshot) => {
             let mut warnings = Vec::new();
+            let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            for (file, message) in snapshot.certs.warnings(now) {
+                warnings.push(Problem { file, line: None, message });
+            }
             for site in &snapshot.sites {
                 if let (Some(path), Some(robots)) = (&site.conf.robots, &site.robots) {
                     for d in robots::lint::lint(&robots.file.body) {

@@ -50,6 +50,8 @@ pub struct Metrics {
     pub state_errors: IntCounter,
     /// `robotgate_state_up`: 1 while the shared store answers (absent without one).
     pub state_up: IntGauge,
+    /// `robotgate_certificate_expiry_seconds{site}`: Unix time at which each certificate expires.
+    pub certificate_expiry: IntGaugeVec,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -143,6 +145,12 @@ pub fn metrics() -> &'static Metrics {
         .expect("metric registers once"),
         state_up: register_int_gauge!("robotgate_state_up", "1 while the shared state store answers, else 0")
             .expect("metric registers once"),
+        certificate_expiry: register_int_gauge_vec!(
+            "robotgate_certificate_expiry_seconds",
+            "Unix time at which each HTTPS certificate in force expires (site, or `listen ADDRESS`)",
+            &["site"]
+        )
+        .expect("metric registers once"),
     })
 }
 

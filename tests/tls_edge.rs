@@ -1,0 +1,235 @@
+//! Issue #20 against the real binary, with certificates made here by
+//! `openssl` and requests made by `curl` (both installed by `.ci/run`):
+//! HTTP/2 by ALPN on an HTTPS listener and h2c on a plain one, decided
+//! exactly as HTTP/1.1; a certificate per site chosen by SNI, the listener's
+//! own for other names; a renewed pair in force without a restart, a broken
+//! one refused with the last good one kept; expiry in `config check` and
+//! in the metrics.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+/// A self-signed certificate for `cn` (and its subjectAltName) valid `days`.
+fn make_cert(dir: &Path, name: &str, cn: &str, org: &str, days: u32) {
+    let ok = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"])
+        .args(["-days", &days.to_string(), "-subj", &format!("/CN={cn}/O={org}")])
+        .args(["-addext", &format!("subjectAltName=DNS:{cn}")])
+        .arg("-keyout")
+        .arg(dir.join(format!("{name}.key")))
+        .arg("-out")
+        .arg(dir.join(format!("{name}.pem")))
+        .output()
+        .expect("openssl runs")
+        .status
+        .success();
+    assert!(ok, "certificate {name}");
+}
+
+/// `curl` over `--resolve`d names: (http version, status, subject of the
+/// server's certificate, headers and body).
+fn curl(args: &[&str]) -> (String, String, String) {
+    let out = Command::new("curl")
+        .args(["-sSk", "-v", "--max-time", "10", "-o", "-", "-w", "\n%{http_version} %{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let subject = stderr.lines().find(|l| l.contains("subject:")).unwrap_or("").trim().to_owned();
+    let (body, tail) = stdout.rsplit_once('\n').unwrap_or(("", &stdout));
+    (tail.to_owned(), subject, format!("{stderr}\n{body}"))
+}
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\nCrawl-delay: 30\n\nUser-agent: GPTBot\nDisallow: /\n\nUser-agent: AhrefsBot\nDisallow: /\n\nUser-agent: Googlebot\nAllow: /\n";
+const ODD: &str = "OddCrawler/1.0 (+https://crawler.example/bot)";
+
+fn config(origin: &Origin, certs: &Path, tls_port: u16) -> String {
+    let c = certs.display();
+    format!(
+        r#"
+listen:
+  - address: "127.0.0.1:{{port}}"
+    h2c: true
+  - address: "127.0.0.1:{tls_port}"
+    tls: {{ cert: {c}/own.pem, key: {c}/own.key }}
+grace_period: 1
+trusted_proxies: ["127.0.0.1/32"]
+sites:
+  - name: a
+    hosts: ["a.test"]
+    default: true
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+    tls: {{ cert: {c}/a.pem, key: {c}/a.key }}
+    policy:
+      action: block
+      categories:
+        ai-crawler: {{ action: alternate, file: "{{dir}}/alt.html" }}
+        seo: {{ action: noindex }}
+  - name: b
+    hosts: ["b.test"]
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+    tls: {{ cert: {c}/b.pem, key: {c}/b.key }}
+metrics:
+  listen: "127.0.0.1:{{metrics}}"
+verify:
+  feeds: "{{dir}}/feeds"
+  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
+log:
+  violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
+  level: info
+"#,
+        origin = origin.addr
+    )
+}
+
+fn start() -> (Origin, tempfile::TempDir, u16, Gate) {
+    let origin = Origin::start();
+    let certs = tempfile::tempdir().unwrap();
+    make_cert(certs.path(), "own", "fallback.test", "own", 30);
+    make_cert(certs.path(), "a", "a.test", "site-a", 30);
+    make_cert(certs.path(), "b", "b.test", "site-b", 30);
+    let tls_port = free_port();
+    let files: &[(&str, &[u8])] = &[("robots.txt", ROBOTS.as_bytes()), ("alt.html", b"<p>alternate</p>\n")];
+    let gate = Gate::start(&config(&origin, certs.path(), tls_port), files);
+    (origin, certs, tls_port, gate)
+}
+
+fn https(host: &str, port: u16, path: &str, extra: &[&str]) -> (String, String, String) {
+    let resolve = format!("{host}:{port}:127.0.0.1");
+    let url = format!("https://{host}:{port}{path}");
+    let mut args = vec!["--resolve", &resolve];
+    args.extend_from_slice(extra);
+    args.push(&url);
+    curl(&args)
+}
+
+#[test]
+fn every_decision_is_the_same_over_http2_as_over_http1() {
+    let (_origin, _certs, tls_port, gate) = start();
+    // (what, User-Agent, client, path, status, a check on headers and body)
+    let cases: &[(&str, &str, &str, &str, &str, &str)] = &[
+        ("browser", FIREFOX, "192.0.2.1", "/private/x", "200", "origin /private/x"),
+        ("allowed bot", GOOGLEBOT, "66.249.66.1", "/private/x", "200", "origin /private/x"),
+        ("blocked bot", ODD, "192.0.2.2", "/private/x", "403", ""),
+        ("crawl-delay", ODD, "192.0.2.3", "/page", "429", "retry-after"),
+        // GPTBot from loopback: verified by the tests' own feed (`common::LOOPBACK_FEEDS`).
+        ("alternate", GPTBOT, "127.0.0.4", "/page", "200", "<p>alternate</p>"),
+        ("noindex", AHREFS, "192.0.2.5", "/page", "200", "x-robots-tag: noindex"),
+    ];
+    for (version, flag) in [("1.1", "--http1.1"), ("2", "--http2")] {
+        for (what, ua, ip, path, status, check) in cases {
+            // Another client over HTTP/2, so the pace starts afresh.
+            let ip = format!("{ip}{}", if version == "2" { "0" } else { "" });
+            if *what == "crawl-delay" {
+                // The first request of the pace is admitted.
+                let (first, _, _) =
+                    https("a.test", tls_port, "/page", &[flag, "-A", ua, "-H", &format!("X-Forwarded-For: {ip}")]);
+                assert_eq!(first, format!("{version} 200"), "{what} first over {version}");
+            }
+            let (got, _, text) =
+                https("a.test", tls_port, path, &[flag, "-A", ua, "-H", &format!("X-Forwarded-For: {ip}")]);
+            assert_eq!(got, format!("{version} {status}"), "{what} over HTTP/{version}");
+            assert!(text.to_ascii_lowercase().contains(&check.to_ascii_lowercase()), "{what} over {version}: {text}");
+        }
+    }
+    // h2c: HTTP/2 with prior knowledge on the plain listener.
+    let (got, _, _) = curl(&["--http2-prior-knowledge", "-A", FIREFOX, &gate.url("/page")]);
+    assert_eq!(got, "2 200");
+    let (got, _, _) = curl(&["--http2-prior-knowledge", "-A", ODD, &gate.url("/private/y")]);
+    assert_eq!(got, "2 403");
+    // The same records for both: blocked, limited, alternate and noindex, twice each.
+    let records = wait_lines(&gate.path("violations.jsonl"), 9);
+    let count = |directive: &str, action: &str| {
+        records
+            .iter()
+            .filter(|l| {
+                l.contains(&format!("\"directive\":\"{directive}\"")) && l.contains(&format!("\"action\":\"{action}\""))
+            })
+            .count()
+    };
+    assert_eq!(count("disallow", "block"), 3, "{records:?}");
+    assert_eq!(count("crawl-delay", "rate-limit"), 2, "{records:?}");
+    assert_eq!(count("disallow", "alternate"), 2, "{records:?}");
+    assert_eq!(count("disallow", "noindex"), 2, "{records:?}");
+}
+
+#[test]
+fn each_site_presents_its_own_certificate_and_a_renewal_needs_no_restart() {
+    let (_origin, certs, tls_port, gate) = start();
+    let subject = |host: &str| https(host, tls_port, "/page", &["-A", FIREFOX]).1;
+    assert!(subject("a.test").contains("site-a"), "{}", subject("a.test"));
+    assert!(subject("b.test").contains("site-b"), "{}", subject("b.test"));
+    assert!(subject("other.test").contains("own"), "other names get the listener's own");
+    let (version, _, _) = https("b.test", tls_port, "/page", &["--http2", "-A", FIREFOX]);
+    assert_eq!(version, "2 200", "HTTP/2 by ALPN");
+
+    // Renewal: a new pair written over the old files.
+    let dir = certs.path();
+    make_cert(dir, "renewed", "a.test", "renewed", 60);
+    std::fs::copy(dir.join("renewed.key"), dir.join("a.key")).unwrap();
+    std::fs::copy(dir.join("renewed.pem"), dir.join("a.pem")).unwrap();
+    let renewed = within(Duration::from_secs(5), || subject("a.test").contains("renewed"));
+    assert!(renewed.is_some(), "the renewed certificate is not in force:\n{}", gate.stderr());
+
+    // A key that does not fit: refused, the last good pair stays.
+    std::fs::copy(dir.join("b.key"), dir.join("a.key")).unwrap();
+    let refused = within(Duration::from_secs(5), || gate.stderr().contains("does not fit the certificate"));
+    assert!(refused.is_some(), "{}", gate.stderr());
+    assert!(subject("a.test").contains("renewed"));
+    assert!(subject("b.test").contains("site-b"));
+
+    // Expiry, as a metric.
+    let expiry = metric(&gate, "robotgate_certificate_expiry_seconds{site=\"b\"}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as f64;
+    assert!(expiry > now + 29.0 * 86_400.0 && expiry < now + 31.0 * 86_400.0, "{expiry}");
+}
+
+#[test]
+fn config_check_warns_of_certificates_about_to_expire_or_naming_other_hosts() {
+    let origin = Origin::start();
+    let certs = tempfile::tempdir().unwrap();
+    make_cert(certs.path(), "own", "fallback.test", "own", 30);
+    make_cert(certs.path(), "a", "a.test", "site-a", 3); // expires in 3 days
+    make_cert(certs.path(), "b", "elsewhere.test", "site-b", 30); // names another host
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("robots.txt"), ROBOTS).unwrap();
+    std::fs::write(dir.path().join("alt.html"), "alt").unwrap();
+    for (name, body) in LOOPBACK_FEEDS {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let text = config(&origin, certs.path(), free_port())
+        .replace("{port}", &free_port().to_string())
+        .replace("{metrics}", &free_port().to_string())
+        .replace("{dir}", dir.path().to_str().unwrap());
+    let path = dir.path().join("robotgate.yaml");
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .args(["config", "check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "warnings are not errors: {stdout}");
+    assert!(stdout.contains("a: the certificate expires at") && stdout.contains("(warning)"), "{stdout}");
+    assert!(stdout.contains("b: the certificate does not cover the host `b.test`"), "{stdout}");
+    assert!(!stdout.contains("own:"), "{stdout}");
+    // A key that does not fit its certificate is an error.
+    std::fs::copy(certs.path().join("b.key"), certs.path().join("a.key")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .args(["config", "check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+}
