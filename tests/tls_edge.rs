@@ -8,8 +8,10 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
@@ -162,6 +164,100 @@ fn every_decision_is_the_same_over_http2_as_over_http1() {
     assert_eq!(count("disallow", "noindex"), 2, "{records:?}");
 }
 
+/// Accepts any certificate: the tests check which one was presented, not
+/// who signed it (they are self-signed).
+#[derive(Debug)]
+struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// GET `path` from `host` on the TLS port with a Rust HTTP/2 client (`h2`
+/// over `tokio-rustls`, ALPN `h2` only): the status and the body.
+fn h2_get(port: u16, host: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned()).unwrap();
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]), "ALPN chose h2");
+        let (mut client, connection) = h2::client::handshake(tls).await.unwrap();
+        tokio::spawn(connection);
+        let mut req = http::Request::get(format!("https://{host}{path}"));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let (response, _) = client.send_request(req.body(()).unwrap(), true).unwrap();
+        let response = response.await.unwrap();
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.unwrap();
+            let _ = body.flow_control().release_capacity(chunk.len());
+            bytes.extend_from_slice(&chunk);
+        }
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    })
+}
+
+#[test]
+fn a_rust_http2_client_gets_the_same_answers() {
+    let (_origin, _certs, tls_port, gate) = start();
+    let get = |ua: &str, ip: &str, path: &str| {
+        h2_get(tls_port, "a.test", path, &[("user-agent", ua), ("x-forwarded-for", ip)])
+    };
+    assert_eq!(get(FIREFOX, "192.0.2.1", "/private/x"), (200, "origin /private/x".to_owned()));
+    assert_eq!(get(GOOGLEBOT, "66.249.66.1", "/private/x").0, 200, "allowed bot");
+    assert_eq!(get(ODD, "192.0.2.2", "/private/x").0, 403, "blocked bot");
+    assert_eq!(get(ODD, "192.0.2.3", "/page").0, 200);
+    assert_eq!(get(ODD, "192.0.2.3", "/page").0, 429, "crawl-delay");
+    assert_eq!(get(GPTBOT, "127.0.0.4", "/page"), (200, "<p>alternate</p>\n".to_owned()));
+    assert_eq!(get(AHREFS, "192.0.2.5", "/page").0, 200, "noindex passes");
+    // Recorded as over HTTP/1.1: one block, one limit, one alternate, one noindex.
+    let records = wait_lines(&gate.path("violations.jsonl"), 4);
+    let actions: Vec<&str> =
+        records.iter().filter_map(|l| l.split("\"action\":\"").nth(1)?.split('"').next()).collect();
+    assert_eq!(actions, ["block", "rate-limit", "alternate", "noindex"], "{records:?}");
+}
+
 #[test]
 fn each_site_presents_its_own_certificate_and_a_renewal_needs_no_restart() {
     let (_origin, certs, tls_port, gate) = start();
@@ -172,13 +268,50 @@ fn each_site_presents_its_own_certificate_and_a_renewal_needs_no_restart() {
     let (version, _, _) = https("b.test", tls_port, "/page", &["--http2", "-A", FIREFOX]);
     assert_eq!(version, "2 200", "HTTP/2 by ALPN");
 
-    // Renewal: a new pair written over the old files.
+    // A connection opened before the renewal (openssl s_client, keep-alive).
+    let mut before = Command::new("openssl")
+        .args(["s_client", "-quiet", "-connect", &format!("127.0.0.1:{tls_port}"), "-servername", "a.test"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut to = before.stdin.take().unwrap();
+    let mut from = BufReader::new(before.stdout.take().unwrap());
+    let request = |to: &mut std::process::ChildStdin, from: &mut BufReader<std::process::ChildStdout>| {
+        to.write_all(b"GET /page HTTP/1.1\r\nHost: a.test\r\nUser-Agent: Firefox/125.0\r\n\r\n").unwrap();
+        let mut status = String::new();
+        from.read_line(&mut status).unwrap();
+        let mut len = 0;
+        loop {
+            let mut h = String::new();
+            from.read_line(&mut h).unwrap();
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+            if h.trim().is_empty() {
+                break;
+            }
+        }
+        let mut body = vec![0; len];
+        from.read_exact(&mut body).unwrap();
+        status
+    };
+    assert!(request(&mut to, &mut from).starts_with("HTTP/1.1 200"));
+
+    // Renewal as certbot does it: new files, then renamed over the old names.
     let dir = certs.path();
     make_cert(dir, "renewed", "a.test", "renewed", 60);
-    std::fs::copy(dir.join("renewed.key"), dir.join("a.key")).unwrap();
-    std::fs::copy(dir.join("renewed.pem"), dir.join("a.pem")).unwrap();
-    let renewed = within(Duration::from_secs(5), || subject("a.test").contains("renewed"));
-    assert!(renewed.is_some(), "the renewed certificate is not in force:\n{}", gate.stderr());
+    std::fs::rename(dir.join("renewed.key"), dir.join("a.key")).unwrap();
+    std::fs::rename(dir.join("renewed.pem"), dir.join("a.pem")).unwrap();
+    let renewed = within(Duration::from_secs(2), || subject("a.test").contains("renewed"));
+    let renewed = renewed.unwrap_or_else(|| panic!("the renewed certificate is not in force:\n{}", gate.stderr()));
+    eprintln!("a renewed certificate was in force for new handshakes after {renewed:?}");
+    // The connection made before it still works.
+    assert!(request(&mut to, &mut from).starts_with("HTTP/1.1 200"), "the old connection was dropped");
+    drop(to);
+    let _ = before.kill();
+    let _ = before.wait();
 
     // A key that does not fit: refused, the last good pair stays.
     std::fs::copy(dir.join("b.key"), dir.join("a.key")).unwrap();
