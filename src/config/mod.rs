@@ -320,6 +320,46 @@ mod tests {
     }
 
     #[test]
+    fn listeners_https_http2_h2c_and_state() {
+        let listen = |l: &str| MINIMAL.replace("listen: [\"127.0.0.1:8080\"]", l);
+        let c = parse(&listen(
+            "listen:\n  - { address: \"127.0.0.1:8443\", tls: { cert: c.pem, key: k.pem } }\n  - { address: \"127.0.0.1:8080\", h2c: true }",
+        ))
+        .unwrap();
+        let (tls, plain) = (&c.settings.listen[0], &c.settings.listen[1]);
+        assert!(tls.https && tls.http2 && !tls.h2c, "HTTP/2 by ALPN by default");
+        assert!(!plain.https && plain.h2c && !plain.http2);
+        let c = parse(&listen(
+            "listen:\n  - { address: \"127.0.0.1:8443\", tls: { cert: c.pem, key: k.pem }, http2: false }",
+        ))
+        .unwrap();
+        assert!(!c.settings.listen[0].http2);
+        let errors =
+            |l: &str| parse(&listen(l)).unwrap_err().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        assert!(errors("listen:\n  - { address: \"127.0.0.1:8080\", http2: true }").contains("listen[0].http2"));
+        assert!(errors("listen:\n  - { address: \"127.0.0.1:8443\", tls: { cert: c.pem, key: k.pem }, h2c: true }")
+            .contains("listen[0].h2c"));
+        assert!(errors("listen:\n  - { address: \"127.0.0.1:8443\", tls: true }").contains("needs certificates"));
+        assert!(errors("listen:\n  - { address: \"127.0.0.1:80\", h2c: true }\n  - \"127.0.0.1:81\"")
+            .contains("every plain listener or none"));
+        // A site's own certificate makes `tls: true` enough.
+        let site_tls = listen("listen:\n  - { address: \"127.0.0.1:8443\", tls: true }")
+            .replace("    upstream:", "    tls: { cert: s.pem, key: s.key }\n    upstream:");
+        let c = parse(&site_tls).unwrap();
+        assert_eq!(c.sites[0].tls, Some(("s.pem".into(), "s.key".into())));
+        assert_eq!(c.settings.listen[0].tls, None);
+        // Shared state.
+        let state = |s: &str| format!("{MINIMAL}state: {s}\n");
+        let c = parse(&state("{ redis: \"redis://:pw@127.0.0.1:6379/0\" }")).unwrap();
+        let s = c.settings.shared_state.unwrap();
+        assert_eq!((s.prefix.as_str(), s.timeout), ("robotgate:", Duration::from_millis(50)));
+        assert_eq!(s.redacted_url(), "redis://:***@127.0.0.1:6379/0");
+        let bad = parse(&state("{ redis: \"127.0.0.1:6379\", prefix: \"a b\", timeout_ms: 0 }")).unwrap_err();
+        let fields: Vec<&str> = bad.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["state.redis", "state.prefix", "state.timeout_ms"]);
+    }
+
+    #[test]
     fn log_aggregation_and_rotation_keys() {
         let c = parse(MINIMAL).unwrap();
         assert_eq!(c.settings.violation_log, LogOptions::default());
