@@ -366,3 +366,72 @@ fn config_check_warns_of_certificates_about_to_expire_or_naming_other_hosts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// An origin that speaks only HTTP/2 with prior knowledge (h2c), answering
+/// `h2 origin PATH`; an HTTP/1.1 request fails its handshake.
+fn h2_origin() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((sock, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(sock).await else { return };
+                    while let Some(Ok((req, mut respond))) = conn.accept().await {
+                        let body = format!("h2 origin {}", req.uri().path());
+                        let resp = http::Response::builder()
+                            .status(200)
+                            .header("content-length", body.len())
+                            .body(())
+                            .unwrap();
+                        if let Ok(mut send) = respond.send_response(resp, false) {
+                            let _ = send.send_data(bytes::Bytes::from(body), true);
+                        }
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
+#[test]
+fn http2_to_the_origin_when_asked_and_no_certificate_means_no_handshake() {
+    let origin = h2_origin();
+    let certs = tempfile::tempdir().unwrap();
+    make_cert(certs.path(), "a", "a.test", "site-a", 30);
+    let (c, tls_port) = (certs.path().display(), free_port());
+    let config = |h2: bool| {
+        format!(
+            r#"
+listen:
+  - "127.0.0.1:{{port}}"
+  - address: "127.0.0.1:{tls_port}"
+    tls: true
+grace_period: 1
+sites:
+  - name: a
+    hosts: ["a.test", "127.0.0.1"]
+    default: true
+    upstream: {{ address: "{origin}", h2: {h2} }}
+    tls: {{ cert: {c}/a.pem, key: {c}/a.key }}
+log: {{ violations: "{{dir}}/v.jsonl", level: warn }}
+{VERIFY_LOOPBACK}"#
+        )
+    };
+    let gate = Gate::start(&config(true), &[]);
+    let resp = get(&gate.url("/page"), &[("User-Agent", FIREFOX)]);
+    assert_eq!((resp.status, resp.body.as_str()), (200, "h2 origin /page"), "HTTP/2 to the origin");
+    let (got, _, text) = https("a.test", tls_port, "/x", &["--http2", "-A", FIREFOX]);
+    assert_eq!(got, "2 200", "HTTP/2 on both sides: {text}");
+    // No certificate for the name and none of the listener's own: no handshake.
+    let (got, _, _) = https("other.test", tls_port, "/x", &["-A", FIREFOX]);
+    assert_eq!(got, "0 000", "a name no certificate covers fails the handshake");
+    drop(gate);
+    // The control: spoken to in HTTP/1.1, this origin fails.
+    let gate = Gate::start(&config(false), &[]);
+    assert_eq!(get(&gate.url("/page"), &[("User-Agent", FIREFOX)]).status, 502);
+}
