@@ -376,7 +376,7 @@ mod tests {
             let mut line: Vec<u8> = (0..len)
                 .map(|_| {
                     let r = rng(&mut seed);
-                    if r % 4 == 0 {
+                    if r.is_multiple_of(4) {
                         r as u8
                     } else {
                         alphabet[(r >> 8) as usize % alphabet.len()]
