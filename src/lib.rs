@@ -12,6 +12,8 @@
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
 //!   request's facts, the site's rules and the rate state.
 //! * [`record`]: the violation record and the aggregation of repeats.
+//! * [`accesslog`]: combined, common and JSON access-log readers for
+//!   `robotgate replay`.
 //! * [`report`]: `robotgate report`: read violation logs, sum them up, render
 //!   text, JSON or HTML.
 //! * [`state`]: what outlives a request (rate-limit memory).
@@ -21,6 +23,7 @@
 //! * [`net`]: networks, `host:port` syntax, `Host` ports, as plain data.
 //! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
 
+pub mod accesslog;
 pub mod agent;
 pub mod config;
 pub mod identity;

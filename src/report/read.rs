@@ -209,7 +209,9 @@ pub struct Malformed {
 }
 
 impl Malformed {
-    fn note(&mut self, line: u64, reason: impl FnOnce() -> String) {
+    /// Counts line `line` as malformed, keeping `reason` (cut to 100 bytes)
+    /// among the first [`MALFORMED_SAMPLES`].
+    pub fn note(&mut self, line: u64, reason: impl FnOnce() -> String) {
         self.count += 1;
         if self.samples.len() < MALFORMED_SAMPLES {
             let mut reason = reason();
@@ -254,18 +256,8 @@ pub(crate) fn truncate_at_char(s: &mut String, max: usize) {
 /// assert_eq!(reader.malformed().samples[0].line, 3);
 /// ```
 pub struct Reader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    line: u64,
-    max_line: usize,
+    lines: LineReader<R>,
     malformed: Malformed,
-}
-
-/// What [`Reader::read_line`] found.
-enum Line {
-    Eof,
-    Full,
-    TooLong,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -276,7 +268,7 @@ impl<R: BufRead> Reader<R> {
 
     /// A reader of `inner` that skips lines longer than `max_line` bytes.
     pub fn with_max_line(inner: R, max_line: usize) -> Reader<R> {
-        Reader { inner, buf: Vec::with_capacity(1024), line: 0, max_line, malformed: Malformed::default() }
+        Reader { lines: LineReader::new(inner, max_line), malformed: Malformed::default() }
     }
 
     /// The malformed lines seen so far.
@@ -286,7 +278,7 @@ impl<R: BufRead> Reader<R> {
 
     /// Lines read so far (including blank and malformed ones).
     pub fn lines(&self) -> u64 {
-        self.line
+        self.lines.line_number()
     }
 
     /// Calls `f` with each record and overflow line, in order, to the end of
@@ -302,35 +294,72 @@ impl<R: BufRead> Reader<R> {
     /// Errors of the underlying reader (for a gzip input, a corrupt stream);
     /// the entries before it have been passed to `f`. Bad lines are not errors.
     pub fn for_each_entry(&mut self, mut f: impl FnMut(Entry<'_>)) -> io::Result<()> {
-        loop {
-            match self.read_line()? {
-                Line::Eof => return Ok(()),
-                Line::TooLong => {
-                    let max = self.max_line;
-                    self.malformed.note(self.line, || format!("line longer than {max} bytes"));
+        let Reader { lines, malformed } = self;
+        while let Some(line) = lines.next_line()? {
+            let number = line.number;
+            let text = match line.text {
+                Ok(text) => text,
+                Err(max) => {
+                    malformed.note(number, || format!("line longer than {max} bytes"));
+                    continue;
                 }
-                Line::Full => {
-                    let mut text: &[u8] = &self.buf;
-                    if let Some(rest) = text.strip_suffix(b"\r") {
-                        text = rest;
-                    }
-                    if text.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match serde_json::from_slice::<Raw<'_>>(text).map_err(|e| e.to_string()).and_then(|raw| raw.check())
-                    {
-                        Ok(entry) => f(entry),
-                        Err(reason) => self.malformed.note(self.line, || reason),
-                    }
-                }
+            };
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Raw<'_>>(text).map_err(|e| e.to_string()).and_then(|raw| raw.check()) {
+                Ok(entry) => f(entry),
+                Err(reason) => malformed.note(number, || reason),
             }
         }
+        Ok(())
+    }
+}
+
+/// One line handed out by [`LineReader::next_line`].
+#[derive(Debug)]
+pub struct Line<'a> {
+    /// 1-based line number in the input.
+    pub number: u64,
+    /// The line without its `\n` (or `\r\n`), or `Err(max_line)` when it was
+    /// longer than the cap and has been skipped unread.
+    pub text: Result<&'a [u8], usize>,
+}
+
+/// Splits a [`BufRead`] into lines with one reused buffer and a length cap.
+///
+/// Shared by the violation-log reader and the access-log readers
+/// ([`crate::accesslog`]). A line longer than the cap is consumed without
+/// being buffered, so memory stays below the cap on any input. Bytes are not
+/// checked for UTF-8: that is up to the line's parser.
+pub struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    line: u64,
+    max_line: usize,
+}
+
+impl<R: BufRead> LineReader<R> {
+    /// A line reader of `inner` that skips lines longer than `max_line` bytes.
+    pub fn new(inner: R, max_line: usize) -> LineReader<R> {
+        LineReader { inner, buf: Vec::with_capacity(1024), line: 0, max_line }
     }
 
-    /// Reads one line into `self.buf` (without its `\n`); a line longer than
-    /// `max_line` is consumed but not kept.
-    fn read_line(&mut self) -> io::Result<Line> {
-        let Reader { inner, buf, max_line, .. } = self;
+    /// Lines read so far.
+    pub fn line_number(&self) -> u64 {
+        self.line
+    }
+
+    /// The next line, or `None` at the end of the input.
+    ///
+    /// Cost: one `memchr` pass over the line and one copy into the buffer
+    /// (none beyond the cap).
+    ///
+    /// # Errors
+    ///
+    /// Errors of the underlying reader (`Interrupted` is retried).
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        let LineReader { inner, buf, max_line, .. } = self;
         buf.clear();
         let mut any = false;
         let mut too_long = false;
@@ -341,14 +370,10 @@ impl<R: BufRead> Reader<R> {
                 Err(e) => return Err(e),
             };
             if avail.is_empty() {
-                if any {
-                    self.line += 1;
+                if !any {
+                    return Ok(None);
                 }
-                return Ok(match (any, too_long) {
-                    (false, _) => Line::Eof,
-                    (true, true) => Line::TooLong,
-                    (true, false) => Line::Full,
-                });
+                break;
             }
             any = true;
             let (chunk, used, done) = match memchr::memchr(b'\n', avail) {
@@ -365,10 +390,17 @@ impl<R: BufRead> Reader<R> {
             }
             inner.consume(used);
             if done {
-                self.line += 1;
-                return Ok(if too_long { Line::TooLong } else { Line::Full });
+                break;
             }
         }
+        self.line += 1;
+        let text = if too_long {
+            Err(self.max_line)
+        } else {
+            let b: &[u8] = &self.buf;
+            Ok(b.strip_suffix(b"\r").unwrap_or(b))
+        };
+        Ok(Some(Line { number: self.line, text }))
     }
 }
 
@@ -578,7 +610,7 @@ mod tests {
         assert_eq!(r.malformed().count, 2);
         assert_eq!(r.malformed().samples[0].line, 2);
         assert_eq!(r.malformed().samples[1].line, 4);
-        assert!(r.buf.capacity() < 4096, "buffered {}", r.buf.capacity());
+        assert!(r.lines.buf.capacity() < 4096, "buffered {}", r.lines.buf.capacity());
     }
 
     #[test]
