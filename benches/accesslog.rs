@@ -1,12 +1,13 @@
 //! `robotgate replay` reader throughput: parse 100,000 generated nginx
 //! "combined" lines (a realistic mix of browsers and robots, IPv4 and IPv6,
-//! some escaped User-Agents) from memory through `accesslog::Reader`.
+//! some escaped User-Agents) from memory through `accesslog::Reader`, and
+//! the same requests as Caddy JSON lines.
 //!
 //! Run: `cargo bench --no-default-features --bench accesslog`
 //! (add `-- --warm-up-time 1 --measurement-time 3` for a quick run).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use robotgate::accesslog::{Format, Reader};
+use robotgate::accesslog::{Format, JsonFields, Reader};
 
 const LINES: usize = 100_000;
 
@@ -63,6 +64,28 @@ fn log() -> String {
     out
 }
 
+/// The same requests as Caddy's JSON access log lines.
+fn caddy(combined: &str) -> String {
+    let mut out = String::with_capacity(combined.len() * 2);
+    let mut reader = Reader::new(combined.as_bytes(), Format::Combined);
+    reader
+        .for_each_entry(|_, e| {
+            let line = serde_json::json!({
+                "level": "info", "ts": e.time_unix.unwrap_or(0) as f64 + 0.25, "logger": "http.log.access",
+                "msg": "handled request",
+                "request": {"remote_ip": e.client, "remote_port": "51234", "client_ip": e.client, "proto": "HTTP/1.1",
+                            "method": e.method, "host": "example.com", "uri": e.target,
+                            "headers": {"User-Agent": [e.user_agent], "Accept": ["*/*"]}},
+                "bytes_read": 0, "duration": 0.0012, "size": 1024, "status": e.status,
+                "resp_headers": {"Server": ["Caddy"]}
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        })
+        .unwrap();
+    out
+}
+
 fn bench(c: &mut Criterion) {
     let text = log();
     let mut g = c.benchmark_group("accesslog");
@@ -77,6 +100,16 @@ fn bench(c: &mut Criterion) {
                     black_box(&e);
                 })
                 .unwrap();
+            assert_eq!(reader.malformed().count, 0);
+            black_box(n)
+        })
+    });
+    let json = caddy(&text);
+    g.bench_function("caddy_json_100k_lines", |b| {
+        b.iter(|| {
+            let mut reader = Reader::new(json.as_bytes(), Format::Json(JsonFields::default()));
+            let mut n = 0u64;
+            reader.for_each_entry(|_, e| n += e.target.len() as u64 + u64::from(e.status.unwrap_or(0))).unwrap();
             assert_eq!(reader.malformed().count, 0);
             black_box(n)
         })

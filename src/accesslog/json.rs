@@ -23,14 +23,15 @@
 //! `ip:port` or `[ip]:port` loses its port. A status may be a number or a
 //! string. A header logged as an array of values yields its first value.
 //!
-//! This first version parses the line into a [`serde_json::Value`] and moves
-//! the strings out of it, so it allocates per line; combined format is the
-//! fast path.
+//! The line is parsed into a small tree whose strings borrow from the line
+//! unless they have JSON escapes; objects and arrays still cost an
+//! allocation each, so combined format is the fast path. Nesting is bounded
+//! by `serde_json`'s recursion limit (128).
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
 
-use serde_json::Value;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::{combined::clf_time, Entry, ParseError};
 use crate::record::time::days_from_civil;
@@ -80,24 +81,113 @@ impl FieldPath {
     }
 
     /// Moves the value at this path out of `v` (leaving `null`); `None` when
-    /// it is absent or `null`.
-    fn take(&self, v: &mut Value) -> Option<Value> {
+    /// it is absent or `null`. Of repeated keys, the first counts.
+    fn take<'a>(&self, v: &mut Node<'a>) -> Option<Node<'a>> {
         if self.steps.len() > 1 {
-            if let Some(x) = v.as_object_mut().and_then(|m| m.get_mut(&self.text)) {
-                if !x.is_null() {
-                    return Some(x.take());
+            if let Some(x) = v.get_mut(&self.text) {
+                if !matches!(x, Node::Null) {
+                    return Some(std::mem::take(x));
                 }
             }
         }
         let mut cur = v;
         for step in &self.steps {
             cur = match (step, cur) {
-                (Step::Key(k), Value::Object(m)) => m.get_mut(k)?,
-                (Step::Index(i), Value::Array(a)) => a.get_mut(*i)?,
+                (Step::Key(k), n) => n.get_mut(k)?,
+                (Step::Index(i), Node::Array(a)) => a.get_mut(*i)?,
                 _ => return None,
             };
         }
-        (!cur.is_null()).then(|| cur.take())
+        (!matches!(cur, Node::Null)).then(|| std::mem::take(cur))
+    }
+}
+
+/// A JSON value whose strings borrow from the line where they can.
+#[derive(Debug, Default)]
+enum Node<'a> {
+    #[default]
+    Null,
+    Bool,
+    Number(f64),
+    String(Cow<'a, str>),
+    Array(Vec<Node<'a>>),
+    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+}
+
+impl<'a> Node<'a> {
+    /// The value of `key` when this is an object that has it.
+    fn get_mut(&mut self, key: &str) -> Option<&mut Node<'a>> {
+        match self {
+            Node::Object(fields) => fields.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Node<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node<'de>, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Node<'de>, E> {
+        Ok(Node::Bool)
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v as f64))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v as f64))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Node<'de>, E> {
+        Ok(Node::String(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Node<'de>, E> {
+        Ok(Node::String(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Node<'de>, E> {
+        Ok(Node::String(Cow::Owned(v)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Node::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        let mut fields = Vec::new();
+        while let Some((key, value)) = map.next_entry::<Node<'de>, Node<'de>>()? {
+            // serde_json keys are always strings.
+            if let Node::String(key) = key {
+                fields.push((key, value));
+            }
+        }
+        Ok(Node::Object(fields))
     }
 }
 
@@ -209,8 +299,8 @@ impl JsonFields {
 /// [`ParseError::MissingField`] when client, method or target is absent or
 /// not a string.
 pub fn parse<'a>(line: &'a [u8], fields: &JsonFields) -> Result<Entry<'a>, ParseError> {
-    let mut v: Value = serde_json::from_slice(line).map_err(|e| ParseError::Json(e.to_string()))?;
-    if !v.is_object() {
+    let mut v: Node<'a> = serde_json::from_slice(line).map_err(|e| ParseError::Json(e.to_string()))?;
+    if !matches!(v, Node::Object(_)) {
         return Err(ParseError::Json("not an object".into()));
     }
     let mut first = |list: &[FieldPath]| list.iter().find_map(|p| p.take(&mut v));
@@ -219,45 +309,37 @@ pub fn parse<'a>(line: &'a [u8], fields: &JsonFields) -> Result<Entry<'a>, Parse
     let target = first(&fields.target).and_then(string).ok_or(ParseError::MissingField("target"))?;
     let time_unix = first(&fields.time).and_then(time);
     let status = first(&fields.status).and_then(status);
-    let user_agent = first(&fields.user_agent).and_then(string).map(Cow::Owned);
-    let host = first(&fields.host).and_then(string).map(Cow::Owned);
+    let user_agent = first(&fields.user_agent).and_then(string);
+    let host = first(&fields.host).and_then(string);
     let client = match client.parse::<SocketAddr>() {
-        Ok(addr) => addr.ip().to_string(),
+        Ok(addr) => Cow::Owned(addr.ip().to_string()),
         Err(_) => client,
     };
-    Ok(Entry {
-        time_unix,
-        client: Cow::Owned(client),
-        method: Cow::Owned(method),
-        target: Cow::Owned(target),
-        status,
-        user_agent,
-        host,
-    })
+    Ok(Entry { time_unix, client, method, target, status, user_agent, host })
 }
 
 /// A string value, or the first element of an array of strings.
-fn string(v: Value) -> Option<String> {
+fn string(v: Node<'_>) -> Option<Cow<'_, str>> {
     match v {
-        Value::String(s) => Some(s),
-        Value::Array(mut a) if !a.is_empty() => string(a.swap_remove(0)),
+        Node::String(s) => Some(s),
+        Node::Array(mut a) if !a.is_empty() => string(a.swap_remove(0)),
         _ => None,
     }
 }
 
-fn status(v: Value) -> Option<u16> {
+fn status(v: Node<'_>) -> Option<u16> {
     let n = match v {
-        Value::Number(n) => n.as_u64()?,
-        Value::String(s) => s.trim().parse().ok()?,
+        Node::Number(n) if n.fract() == 0.0 && (100.0..1000.0).contains(&n) => n as u16,
+        Node::String(s) => s.trim().parse().ok()?,
         _ => return None,
     };
-    u16::try_from(n).ok().filter(|n| (100..1000).contains(n))
+    (100..1000).contains(&n).then_some(n)
 }
 
-fn time(v: Value) -> Option<i64> {
+fn time(v: Node<'_>) -> Option<i64> {
     match v {
-        Value::Number(n) => epoch(n.as_f64()?),
-        Value::String(s) => {
+        Node::Number(n) => epoch(n),
+        Node::String(s) => {
             let s = s.trim();
             if let Ok(x) = s.parse::<f64>() {
                 return epoch(x);
@@ -345,6 +427,7 @@ mod tests {
         assert_eq!((e.time_unix, e.status), (Some(T), Some(200)));
         assert_eq!(e.user_agent.as_deref(), Some("Mozilla/5.0 (compatible; ClaudeBot/1.0)"));
         assert_eq!(e.host.as_deref(), Some("example.com"));
+        assert!(matches!(e.target, Cow::Borrowed(_)) && matches!(e.user_agent, Some(Cow::Borrowed(_))));
     }
 
     #[test]
@@ -401,7 +484,9 @@ mod tests {
             let err = parse(line.as_bytes(), &f).unwrap_err().to_string();
             assert!(err.contains(want), "{line}: {err}");
         }
-        assert_eq!(status(Value::from(70_000)), None);
+        assert_eq!(status(Node::Number(70_000.0)), None);
+        assert_eq!(status(Node::Number(200.5)), None);
+        assert_eq!(status(Node::String("404".into())), Some(404));
     }
 
     #[test]

@@ -283,6 +283,28 @@ mod tests {
     }
 
     #[test]
+    fn huge_user_agent_and_non_utf8_lines() {
+        let ua = "A".repeat(64 * 1024);
+        let mut log = NGINX.replace("Mozilla/5.0", &ua).into_bytes();
+        log.push(b'\n');
+        log.extend_from_slice(&NGINX.as_bytes()[..60]);
+        log.extend_from_slice(b"\xff\xfe\n");
+        log.extend_from_slice(&NGINX.replace("/robots.txt", "/\u{e9}").into_bytes());
+        let at = log.len() - 10;
+        log[at] = 0xff; // inside the User-Agent (`.../gptbot)"`)
+        let mut reader = Reader::new(&log[..], Format::Combined);
+        let mut got = Vec::new();
+        reader.for_each_entry(|n, e| got.push((n, e.user_agent.unwrap().into_owned(), e.target.into_owned()))).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].0, got[0].2.as_str()), (1, "/robots.txt"));
+        assert!(got[0].1.len() > 64 * 1024);
+        assert!(got[1].1.contains('\u{fffd}'), "{}", got[1].1);
+        assert_eq!((got[1].0, got[1].2.as_str()), (3, "/\u{e9}"));
+        assert_eq!(reader.malformed().count, 1);
+        assert_eq!(reader.malformed().samples[0].line, 2);
+    }
+
+    #[test]
     fn reader_of_json_and_common() {
         let log = format!("{CADDY}\nnot json\n");
         let mut reader = Reader::new(log.as_bytes(), Format::Json(JsonFields::default()));
