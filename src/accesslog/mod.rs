@@ -218,18 +218,7 @@ impl<R: BufRead> Reader<R> {
     /// entries before it have been passed to `f`. Bad lines are not errors.
     pub fn for_each_entry(&mut self, mut f: impl FnMut(u64, Entry<'_>)) -> io::Result<()> {
         let Reader { lines, format, malformed, entries } = self;
-        while let Some(line) = lines.next_line()? {
-            let number = line.number;
-            let text = match line.text {
-                Ok(text) => text,
-                Err(max) => {
-                    malformed.note(number, || format!("line longer than {max} bytes"));
-                    continue;
-                }
-            };
-            if text.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+        while let Some((number, text)) = lines.next_text(malformed)? {
             match format.parse(text) {
                 Ok(entry) => {
                     *entries += 1;

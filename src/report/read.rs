@@ -295,18 +295,7 @@ impl<R: BufRead> Reader<R> {
     /// the entries before it have been passed to `f`. Bad lines are not errors.
     pub fn for_each_entry(&mut self, mut f: impl FnMut(Entry<'_>)) -> io::Result<()> {
         let Reader { lines, malformed } = self;
-        while let Some(line) = lines.next_line()? {
-            let number = line.number;
-            let text = match line.text {
-                Ok(text) => text,
-                Err(max) => {
-                    malformed.note(number, || format!("line longer than {max} bytes"));
-                    continue;
-                }
-            };
-            if text.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+        while let Some((number, text)) = lines.next_text(malformed)? {
             match serde_json::from_slice::<Raw<'_>>(text).map_err(|e| e.to_string()).and_then(|raw| raw.check()) {
                 Ok(entry) => f(entry),
                 Err(reason) => malformed.note(number, || reason),
@@ -401,6 +390,30 @@ impl<R: BufRead> LineReader<R> {
             Ok(b.strip_suffix(b"\r").unwrap_or(b))
         };
         Ok(Some(Line { number: self.line, text }))
+    }
+
+    /// The next line that is not blank, with its number, or `None` at the
+    /// end of the input. Lines over the cap are noted in `malformed` and
+    /// skipped, as are blank ones: what both log readers want.
+    ///
+    /// # Errors
+    ///
+    /// Errors of the underlying reader.
+    pub fn next_text(&mut self, malformed: &mut Malformed) -> io::Result<Option<(u64, &[u8])>> {
+        loop {
+            let (number, keep) = match self.next_line()? {
+                None => return Ok(None),
+                Some(Line { number, text: Err(max) }) => {
+                    malformed.note(number, || format!("line longer than {max} bytes"));
+                    (number, false)
+                }
+                Some(Line { number, text: Ok(t) }) => (number, !t.iter().all(u8::is_ascii_whitespace)),
+            };
+            if keep {
+                let b: &[u8] = &self.buf;
+                return Ok(Some((number, b.strip_suffix(b"\r").unwrap_or(b))));
+            }
+        }
     }
 }
 
