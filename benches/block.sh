@@ -26,15 +26,7 @@ CONNS=${3:-64}
 install_missing wrk:wrk nginx:nginx-light curl:curl
 cargo build --release --bin robotgate >/dev/null 2>&1
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$WORK/origin.pid" ] && kill "$(cat "$WORK/origin.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+start_work
 
 ORIGIN=18120 NOJIT=18121 JIT=18122 GATE=18123
 mkdir -p "$WORK/www"

@@ -7,6 +7,27 @@ CHROME='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, lik
 GOOGLEBOT='Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
 GPTBOT='Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 
+# start_work [SIGNAL]: WORK, a new temporary directory, and PIDS, an empty
+# list of processes to stop. On exit, every process in PIDS gets SIGNAL
+# (default TERM), every daemon that wrote a WORK/*.pid file (nginx) gets
+# TERM, and WORK is removed.
+start_work() {
+  WORK=$(mktemp -d)
+  PIDS=()
+  STOP_SIGNAL=${1:-TERM}
+  trap stop_work EXIT
+}
+
+stop_work() {
+  local p f
+  for p in "${PIDS[@]}"; do kill -s "$STOP_SIGNAL" "$p" 2>/dev/null || true; done
+  for f in "$WORK"/*.pid; do
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+
 # install_missing COMMAND:PACKAGE...: installs from Debian the packages whose
 # command is not on PATH.
 install_missing() {

@@ -22,15 +22,7 @@ N=${2:-200000}
 install_missing h2load:nghttp2-client nginx:nginx-light curl:curl openssl:openssl
 cargo build --release --bin robotgate >/dev/null 2>&1
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$WORK/origin.pid" ] && kill "$(cat "$WORK/origin.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+start_work
 
 ORIGIN=18140 PLAIN=18141 TLS=18142
 mkdir -p "$WORK/www"

@@ -30,15 +30,7 @@ CONNS=${2:-8}
 install_missing wrk:wrk nginx:nginx-light valgrind:valgrind curl:curl
 cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -f "$WORK/origin.pid" ] && kill "$(cat "$WORK/origin.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+start_work KILL
 
 ORIGIN=18300 PROXY=18301
 mkdir -p "$WORK/www"

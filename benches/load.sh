@@ -24,17 +24,7 @@ BODY_BYTES=${BODY_BYTES:-1024}
 install_missing wrk:wrk nginx:nginx-light curl:curl
 cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for f in "$WORK/nginx.conf.pid" "$WORK/origin.pid"; do
-    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+start_work
 
 ORIGIN=18100 NGINX=18101 PASS=18102 GATE=18103 PASSF=18104
 mkdir -p "$WORK/www"

@@ -15,16 +15,8 @@ CONNS=${2:-64}
 install_missing wrk:wrk nginx:nginx-light
 cargo build --release --bin robotgate >/dev/null 2>&1
 
-WORK=$(mktemp -d)
+start_work
 chmod 755 "$WORK" # nginx's workers run as nobody: a 0700 WORK would serve 403s.
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 ORIGIN=18200 GATE=18201
 mkdir -p "$WORK/www/private"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"

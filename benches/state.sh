@@ -34,15 +34,7 @@ cargo build --release --bin robotgate >/dev/null 2>&1
 
 if [ "${PIN:-1}" = 1 ]; then GATE_CPU=(taskset -c 0) REST_CPU=(taskset -c 1); else GATE_CPU=() REST_CPU=(); fi
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$WORK/origin.pid" ] && kill "$(cat "$WORK/origin.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+start_work
 
 ORIGIN=18130 MEMORY=18131 REDIS=18132 REDIS_PORT=18133 METRICS=18134
 mkdir -p "$WORK/www"
