@@ -153,12 +153,17 @@ impl Event {
 }
 
 /// The name of a rate key in the store, without the prefix.
+///
+/// The bot token comes from the User-Agent: its `:`s become `_`, so no
+/// token can end where another key's client address begins (an IPv6
+/// address has `:`s too) and take another client's pace.
 pub fn rate_key(key: &RateKey<'_>) -> String {
     let mut end = key.bot.len().min(MAX_KEY_BOT);
     while !key.bot.is_char_boundary(end) {
         end -= 1;
     }
-    format!("rate:{}:{}:{}", key.site, &key.bot[..end], key.client)
+    let bot = key.bot[..end].replace(':', "_");
+    format!("rate:{}:{bot}:{}", key.site, key.client)
 }
 
 /// 64-bit FNV-1a: a hash every instance computes alike (std's hasher is
@@ -347,6 +352,12 @@ mod tests {
         let bot = "é".repeat(200);
         let k = rate_key(&RateKey { client: ip("192.0.2.1"), site: "s", bot: &bot });
         assert!(k.len() <= "rate:s::192.0.2.1".len() + MAX_KEY_BOT, "{}", k.len());
+        // A token with `:`s cannot make another client's key.
+        let victim = rate_key(&RateKey { client: ip("2001:db8::5"), site: "s", bot: "Googlebot" });
+        // From db8::5, "Googlebot:2001" would otherwise spell the same key.
+        let forged = rate_key(&RateKey { client: ip("db8::5"), site: "s", bot: "Googlebot:2001" });
+        assert_eq!(victim, "rate:s:Googlebot:2001:db8::5");
+        assert_eq!(forged, "rate:s:Googlebot_2001:db8::5");
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c); // the published FNV-1a 64 test vector
     }
