@@ -13,8 +13,10 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 mod action;
+mod record;
 
 pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+pub use self::record::Requested;
 use crate::agent::{Agent, AgentKind, Category, Classifier};
 use crate::config::Traps;
 use crate::identity::{Identify, Identity};

@@ -56,25 +56,6 @@ pub struct Gate {
     pub status_page: bool,
 }
 
-/// A violation waiting for the final status, written in `logging`: everything
-/// the record needs from the request, copied once when the decision is made.
-pub struct Pending {
-    bot: Option<String>,
-    category: &'static str,
-    group: Option<String>,
-    directive: &'static str,
-    pattern: Option<String>,
-    line: Option<u32>,
-    action: &'static str,
-    robots_seen: Option<bool>,
-    managed: bool,
-    identity: Option<&'static str>,
-    method: Method,
-    path: String,
-    host: String,
-    user_agent: String,
-}
-
 /// Per-request state.
 #[derive(Default)]
 pub struct Ctx {
@@ -91,7 +72,9 @@ pub struct Ctx {
     /// The normalised target a robot was judged by, when it differs from
     /// what it sent: the origin gets exactly what was judged.
     rewrite: Option<Vec<u8>>,
-    pending: Option<Pending>,
+    /// A violation's record, made when the decision is; its time and final
+    /// status are filled in by `logging`.
+    pending: Option<Record>,
     status: u16,
     /// The request was counted by a first decision (a second one follows
     /// a shared store's answer).
@@ -235,30 +218,6 @@ fn bot_label<'a>(agent: &Agent<'a>) -> &'a str {
     }
 }
 
-/// The record-to-be of a violation or a limit, with what it needs from the request.
-fn pending(req: &RequestHeader, agent: &Agent<'_>, group: Option<&str>, directive: &'static str) -> Pending {
-    Pending {
-        bot: agent.name.map(str::to_owned),
-        category: agent.category.as_str(),
-        group: group.map(str::to_owned),
-        directive,
-        pattern: None,
-        line: None,
-        action: "log",
-        robots_seen: None,
-        managed: false,
-        identity: None,
-        method: req.method.clone(),
-        path: String::from_utf8_lossy(req.raw_path()).into_owned(),
-        host: host_of(req).to_owned(),
-        user_agent: req
-            .headers
-            .get("user-agent")
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .unwrap_or_default(),
-    }
-}
-
 /// User-Agents longer than this are classified every time rather than remembered.
 const MEMO_MAX_UA: usize = 512;
 
@@ -375,15 +334,14 @@ impl Gate {
             }
         }
         let second = std::mem::replace(&mut ctx.counted, true);
-        let (outcome, robots_seen) = (decision.outcome, decision.robots_seen);
-        let identity = (decision.identity != Identity::NotClaimed).then(|| decision.identity.as_str());
-        let Some(agent) = decision.agent else {
+        let outcome = decision.outcome;
+        let Some(agent) = decision.agent.as_ref() else {
             return Step::Decided(outcome);
         };
-        let category = agent.category;
         if let Outcome::File(f) = outcome {
             return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
         }
+        let category = agent.category;
         if let Some(counter) = Category::ALL.iter().position(|c| *c == category).and_then(|i| site.requests.get(i)) {
             if !second {
                 counter.inc();
@@ -392,72 +350,41 @@ impl Gate {
         if matches!(outcome, Outcome::Pass) && !agent.is_bot() {
             return Step::Decided(Outcome::Pass);
         }
-        let site_name = site.conf.name.as_str();
-        let seen = if robots_seen == Some(true) { "true" } else { "false" };
-        let identity_label = identity.unwrap_or("not-claimed");
-        let count = |action: &str| {
-            metrics()
-                .violations
-                .with_label_values(&[site_name, bot_label(&agent), category.as_str(), action, seen, identity_label])
-                .inc();
-        };
-        let step = match outcome {
-            Outcome::Violation(v) => {
-                let action = v.action.name();
-                count(action);
-                ctx.pending = Some(Pending {
-                    pattern: Some(v.rule.pattern.clone()),
-                    line: Some(v.rule.line),
-                    action,
-                    robots_seen,
-                    managed: site.robots.as_ref().is_some_and(|r| v.rule.line > r.file_lines),
-                    ..pending(req, &agent, v.group, v.rule.kind.as_str())
-                });
-                Step::Decided(Outcome::Violation(v))
+        // A pass makes no record, and copies nothing.
+        if !matches!(outcome, Outcome::Pass) {
+            let site_name = site.conf.name.as_str();
+            let client = ctx.client.map(|c| c.to_string()).unwrap_or_default();
+            let requested = policy::Requested {
+                site: site_name,
+                client: &client,
+                method: req.method.as_str(),
+                path: &String::from_utf8_lossy(req.raw_path()),
+                host: host_of(req),
+                user_agent: &String::from_utf8_lossy(user_agent),
+                robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
+                file_lines: site.robots.as_ref().map_or(0, |r| r.file_lines),
+            };
+            ctx.pending = decision.record(&requested);
+            if let Some(r) = &ctx.pending {
+                let bot = bot_label(agent);
+                match outcome {
+                    Outcome::Limited(l) => {
+                        metrics().rate_limited.with_label_values(&[site_name, bot, l.directive]).inc()
+                    }
+                    _ => {
+                        let seen = if r.robots_seen == Some(true) { "true" } else { "false" };
+                        let identity = r.identity.unwrap_or("not-claimed");
+                        let labels = [site_name, bot, category.as_str(), r.action, seen, identity];
+                        metrics().violations.with_label_values(&labels).inc();
+                    }
+                }
             }
-            Outcome::Trap(t) => {
-                let action = if t.banned { "ban" } else { "log" };
-                count(action);
-                ctx.pending = Some(Pending {
-                    pattern: Some(t.path.to_owned()),
-                    action,
-                    robots_seen,
-                    managed: true,
-                    ..pending(req, &agent, None, "trap")
-                });
-                Step::Decided(Outcome::Trap(t))
-            }
-            Outcome::Banned(b) => {
-                let action = b.action.name();
-                count(action);
-                ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "banned") });
-                Step::Decided(Outcome::Banned(b))
-            }
-            Outcome::Spoofed(s) => {
-                let action = s.action.name();
-                count(action);
-                ctx.pending = Some(Pending { action, robots_seen, ..pending(req, &agent, None, "spoofed-identity") });
-                Step::Decided(Outcome::Spoofed(s))
-            }
-            Outcome::Limited(l) => {
-                metrics().rate_limited.with_label_values(&[site_name, bot_label(&agent), l.directive]).inc();
-                ctx.pending = Some(Pending {
-                    line: Some(l.line),
-                    action: if l.enforce { "rate-limit" } else { "log" },
-                    robots_seen,
-                    ..pending(req, &agent, l.group, l.directive)
-                });
-                Step::Decided(Outcome::Limited(l))
-            }
-            o @ (Outcome::File(_) | Outcome::Pass) => Step::Decided(o),
-        };
-        if let Some(p) = ctx.pending.as_mut() {
-            p.identity = identity;
         }
+        let step = Step::Decided(outcome);
         if !second {
             metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
         }
-        drop(agent); // It borrows the request; the target is free to move once it is gone.
+        drop(decision); // It borrows the target, which is free to move once it is gone.
         if let Cow::Owned(t) = target {
             ctx.rewrite = Some(t);
         }
@@ -776,33 +703,9 @@ impl ProxyHttp for Gate {
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut Ctx) {
-        let Some(p) = ctx.pending.take() else { return };
-        let Some(site) = ctx.site() else { return };
-        let status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());
-        let record = Record {
-            time: now_rfc3339(),
-            site: site.conf.name.clone(),
-            client: ctx.client.map(|c| c.to_string()).unwrap_or_default(),
-            method: p.method.as_str().to_owned(),
-            path: p.path,
-            host: p.host,
-            user_agent: p.user_agent,
-            bot: p.bot,
-            category: p.category,
-            group: p.group,
-            directive: p.directive,
-            pattern: p.pattern,
-            line: p.line,
-            robots_hash: site.robots.as_ref().map_or(String::new(), |r| r.hash.clone()),
-            managed: p.managed,
-            robots_seen: p.robots_seen,
-            identity: p.identity,
-            action: p.action,
-            status,
-            count: 1,
-            first: None,
-            last: None,
-        };
+        let Some(mut record) = ctx.pending.take() else { return };
+        record.time = now_rfc3339();
+        record.status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());
         if self.status_page {
             super::status::board().push(&record);
         }

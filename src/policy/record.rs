@@ -1,0 +1,83 @@
+//! From a decision to its violation record: the one mapping the proxy's log
+//! and `robotgate replay` share, so both write the same record for the same
+//! request.
+
+use super::{Banned, Decision, Limited, Outcome, Spoofed, TrapHit, Violation};
+use crate::identity::Identity;
+use crate::record::Record;
+
+/// What a record needs from the request and the site, beside the decision.
+/// Strings are as received (attacker-controlled; the record escapes nothing,
+/// its readers do).
+#[derive(Debug, Clone, Copy)]
+pub struct Requested<'a> {
+    /// Site name.
+    pub site: &'a str,
+    /// Client address, after trusted proxies (empty when unknown).
+    pub client: &'a str,
+    /// Request method.
+    pub method: &'a str,
+    /// Path and query as received.
+    pub path: &'a str,
+    /// Host header.
+    pub host: &'a str,
+    /// User-Agent header.
+    pub user_agent: &'a str,
+    /// Version of the site's robots.txt in force (its short hash).
+    pub robots_hash: &'a str,
+    /// Lines of the site's own robots.txt file: a rule past them is one
+    /// robotgate generated (a trap, a managed group).
+    pub file_lines: u32,
+}
+
+impl Decision<'_, '_> {
+    /// The record of a violation, a limit, a trap hit, a banned or a spoofed
+    /// request; `None` for a pass or a served file.
+    ///
+    /// `time` and `status` are left empty (`""`, 0): they are the caller's,
+    /// the proxy's clock and answer, or a log line's. Cost: the owned copies
+    /// of the record's strings, only for requests that have a record.
+    pub fn record(&self, req: &Requested<'_>) -> Option<Record> {
+        let agent = self.agent.as_ref()?;
+        // (directive, group, pattern, line, action, managed)
+        let (directive, group, pattern, line, action, managed) = match self.outcome {
+            Outcome::Pass | Outcome::File(_) => return None,
+            Outcome::Violation(Violation { group, rule, action }) => {
+                let managed = rule.line > req.file_lines;
+                (rule.kind.as_str(), group, Some(rule.pattern.as_str()), Some(rule.line), action.name(), managed)
+            }
+            Outcome::Limited(Limited { group, directive, line, enforce, .. }) => {
+                (directive, group, None, Some(line), if enforce { "rate-limit" } else { "log" }, false)
+            }
+            Outcome::Trap(TrapHit { path, banned, .. }) => {
+                ("trap", None, Some(path), None, if banned { "ban" } else { "log" }, true)
+            }
+            Outcome::Banned(Banned { action, .. }) => ("banned", None, None, None, action.name(), false),
+            Outcome::Spoofed(Spoofed { action }) => ("spoofed-identity", None, None, None, action.name(), false),
+        };
+        Some(Record {
+            time: String::new(),
+            site: req.site.to_owned(),
+            client: req.client.to_owned(),
+            method: req.method.to_owned(),
+            path: req.path.to_owned(),
+            host: req.host.to_owned(),
+            user_agent: req.user_agent.to_owned(),
+            bot: agent.name.map(str::to_owned),
+            category: agent.category.as_str(),
+            group: group.map(str::to_owned),
+            directive,
+            pattern: pattern.map(str::to_owned),
+            line,
+            robots_hash: req.robots_hash.to_owned(),
+            managed,
+            robots_seen: self.robots_seen,
+            identity: (self.identity != Identity::NotClaimed).then(|| self.identity.as_str()),
+            action,
+            status: 0,
+            count: 1,
+            first: None,
+            last: None,
+        })
+    }
+}
