@@ -31,6 +31,7 @@ pub mod managed;
 pub mod net;
 pub mod policy;
 pub mod record;
+pub mod replay;
 pub mod report;
 pub mod robots;
 pub mod state;

@@ -126,6 +126,45 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Decide the lines of existing access logs as the proxy would: which robots
+    /// break robots.txt, and which allowed traffic the policy would refuse.
+    /// Exit 0, or 2 on an unreadable file or config.
+    Replay {
+        /// The configuration robotgate would run with.
+        #[arg(long, short, default_value = "conf/robotgate.yaml")]
+        config: PathBuf,
+        /// Access logs: plain or gzip-compressed (rotated `.1`, `.gz` alike); `-` is stdin.
+        #[arg(required = true)]
+        logs: Vec<PathBuf>,
+        /// Only this site.
+        #[arg(long)]
+        site: Option<String>,
+        /// `combined` (nginx and Apache default), `common` (no User-Agent: paths
+        /// only), `json` (one object per line; see --field) or `auto`.
+        #[arg(long, default_value = "auto")]
+        format: String,
+        /// A JSON log's field for NAME, as NAME=KEY (dotted for nesting), e.g.
+        /// `ua=http_user_agent`, `path=request_uri`; NAME is one of time, client,
+        /// method, target (or path), status, ua (or user_agent), host.
+        #[arg(long = "field", value_name = "NAME=KEY")]
+        fields: Vec<String>,
+        /// Only lines logged in the last DURATION (`90m`, `24h`, `7d`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// `violations`: write the would-be violation records to stdout, in the
+        /// proxy's own JSON-lines format (the report then goes only to --out).
+        #[arg(long)]
+        emit: Option<String>,
+        /// The report: `text`, `json` or `html`.
+        #[arg(long, default_value = "text")]
+        output: String,
+        /// Write the report to FILE instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Classify User-Agents: one JSON object per line (arguments, or one UA per line on stdin).
     Classify {
         /// Also say whether a client at this address is the robot it names
@@ -219,6 +258,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Report { files, since, site, format, out } => {
             report(&files, since.as_deref(), site, &format, out.as_deref())
         }
+        Command::Replay { config, logs, site, format, fields, since, threads, emit, output, out } => {
+            let args = ReplayArgs { site, format, fields, since, threads, emit, output, out };
+            replay(&config, &logs, args)
+        }
     }
 }
 
@@ -247,8 +290,8 @@ fn report(
     let mut summary = Summary::new(Filter { since, site });
     for path in files {
         let name = path.display().to_string();
-        let input: Box<dyn BufRead> = if name == "-" {
-            Box::new(io::stdin().lock())
+        let input: Box<dyn BufRead + Send> = if name == "-" {
+            Box::new(BufReader::with_capacity(1 << 16, io::stdin()))
         } else {
             let file = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
             Box::new(BufReader::with_capacity(1 << 16, file))
@@ -266,6 +309,190 @@ fn report(
         None => {
             let mut w = BufWriter::new(io::stdout().lock());
             render::render(&summary, format, &mut w)?;
+            w.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `robotgate replay`'s options, as given.
+struct ReplayArgs {
+    site: Option<String>,
+    format: String,
+    fields: Vec<String>,
+    since: Option<String>,
+    threads: Option<usize>,
+    emit: Option<String>,
+    output: String,
+    out: Option<PathBuf>,
+}
+
+/// Opens a log (or stdin for `-`), decompressing gzip.
+fn open_log(path: &std::path::Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    let name = path.display().to_string();
+    let input: Box<dyn BufRead + Send> = if name == "-" {
+        Box::new(io::BufReader::with_capacity(1 << 16, io::stdin()))
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
+        Box::new(io::BufReader::with_capacity(1 << 16, file))
+    };
+    robotgate::report::decoder(input).with_context(|| format!("cannot read {name}"))
+}
+
+/// `robotgate replay`: the logs through the config's policy, then the report.
+fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    use robotgate::accesslog::{Format, JsonFields};
+    use robotgate::identity::{ByRanges, RangesOnly};
+    use robotgate::record::aggregate::{Aggregator, Line, Offer};
+    use robotgate::replay::{self, Input, ReplayReport, Setup};
+    use robotgate::report::render::{self, Format as Output};
+    use robotgate::report::{Filter, RecordView, Report, Summary};
+    let output = Output::from_name(&args.output)
+        .with_context(|| format!("--output {}: not one of text, json, html", args.output))?;
+    let emit = match args.emit.as_deref() {
+        None => false,
+        Some("violations") => true,
+        Some(other) => anyhow::bail!("--emit {other}: only `violations` can be emitted"),
+    };
+    let snap = robotgate::server::snapshot::load(config).map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{}", lines.join("\n"))
+    })?;
+    let only_site = match &args.site {
+        None => None,
+        Some(name) => Some(
+            snap.sites
+                .iter()
+                .position(|s| &s.conf.name == name)
+                .with_context(|| format!("--site {name}: no such site"))?,
+        ),
+    };
+    let mut inputs: Vec<Input> = Vec::with_capacity(logs.len());
+    for path in logs {
+        inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
+    }
+    let format = match args.format.as_str() {
+        "combined" => Format::Combined,
+        "common" => Format::Common,
+        "json" => Format::Json(JsonFields::default()),
+        "auto" => {
+            // Sniff the first lines of the first log; they stay in its buffer.
+            let first = inputs.first_mut().context("no log given")?;
+            let buf = first.reader.fill_buf()?;
+            let text = String::from_utf8_lossy(buf);
+            let mut lines: Vec<&str> = text.lines().take(20).collect();
+            if lines.len() > 1 && !buf.ends_with(b"\n") {
+                lines.pop(); // Cut by the buffer.
+            }
+            Format::sniff(&lines)
+                .context("--format auto: cannot tell the format from the first lines; give --format")?
+        }
+        other => anyhow::bail!("--format {other}: not one of combined, common, json, auto"),
+    };
+    let format = match (format, args.fields.is_empty()) {
+        (f, true) => f,
+        (Format::Json(mut fields), false) => {
+            for f in &args.fields {
+                let (name, key) = f.split_once('=').with_context(|| format!("--field {f}: not NAME=KEY"))?;
+                fields.set(name, key).map_err(|e| anyhow::anyhow!("--field {f}: {e}"))?;
+            }
+            Format::Json(fields)
+        }
+        (f, false) => anyhow::bail!("--field applies to JSON logs, not {}", f.name()),
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let since_unix = match &args.since {
+        None => None,
+        Some(text) => {
+            let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
+            Some(now.saturating_sub(back).as_secs() as i64)
+        }
+    };
+    let identify = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, has_rdns: &snap.bot_rdns });
+    let sites = snap
+        .sites
+        .iter()
+        .map(|s| {
+            let robots = s.robots.as_ref();
+            replay::Site {
+                // Traps are not judged from the past (see `robotgate::replay`).
+                rules: robotgate::policy::SiteRules { traps: None, ..s.rules() },
+                target: &s.conf.target,
+                robots_hash: robots.map_or("", |r| r.hash.as_str()),
+                file_lines: robots.map_or(0, |r| r.file_lines),
+                sitemaps: robots.map_or_else(Vec::new, |r| replay::sitemap_paths(&r.compiled)),
+                lint: robots.map_or_else(Vec::new, |r| robotgate::robots::lint::lint(&r.file.body)),
+            }
+        })
+        .collect();
+    let setup = Setup {
+        sites,
+        settings: &snap.settings,
+        classifier: &snap.classifier,
+        identify: &identify,
+        bot_feeds: &snap.bot_feeds,
+        only_site,
+        since_unix,
+        format: format.clone(),
+    };
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let mut summary = Summary::new(Filter::default());
+    // Emitted records are folded like the proxy's log (`log.aggregate_window`),
+    // on the log's clock.
+    let log = &snap.settings.violation_log;
+    let mut folding = Aggregator::new(log.aggregate_window.as_millis() as u64, log.aggregate_max_keys, 64 << 20);
+    let mut stdout = io::BufWriter::new(io::stdout());
+    let mut write_error: Option<io::Error> = None;
+    let mut latest = 0u64;
+    let write_line = |line: &Line, out: &mut io::BufWriter<io::Stdout>, err: &mut Option<io::Error>| {
+        if err.is_none() {
+            let written =
+                serde_json::to_writer(&mut *out, line).map_err(io::Error::from).and_then(|()| out.write_all(b"\n"));
+            if let Err(e) = written {
+                *err = Some(e);
+            }
+        }
+    };
+    let mut sink = |record: robotgate::record::Record| {
+        summary.add(&RecordView::from_record(&record));
+        if emit {
+            let at = robotgate::record::time::parse_rfc3339_ms(&record.time).unwrap_or(latest);
+            latest = latest.max(at);
+            for line in folding.close_due(latest) {
+                write_line(&line, &mut stdout, &mut write_error);
+            }
+            if let Offer::Write(r) = folding.offer(record, at) {
+                write_line(&Line::Record(r), &mut stdout, &mut write_error);
+            }
+        }
+    };
+    let outcome = replay::run(&setup, inputs, &replay::Options { threads }, &mut sink)?;
+    if emit {
+        for line in folding.drain() {
+            write_line(&line, &mut stdout, &mut write_error);
+        }
+        if let Some(e) = write_error {
+            return Err(e).context("writing the records");
+        }
+    }
+    stdout.flush()?;
+    for (source, m) in &outcome.malformed {
+        summary.add_malformed(source, m);
+    }
+    let names: Vec<&str> = snap.sites.iter().map(|s| s.conf.name.as_str()).collect();
+    let mut report = Report::from_summary(&summary);
+    report.replay = Some(ReplayReport::new(&outcome.tally, &names, format.name(), outcome.lines, outcome.skipped));
+    match (&args.out, emit) {
+        (Some(path), _) => {
+            let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+            let mut w = io::BufWriter::new(file);
+            render::write_report(&report, output, &mut w)?;
+            w.flush()?;
+        }
+        (None, true) => {} // stdout has the records.
+        (None, false) => {
+            let mut w = io::BufWriter::new(io::stdout().lock());
+            render::write_report(&report, output, &mut w)?;
             w.flush()?;
         }
     }

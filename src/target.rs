@@ -165,6 +165,29 @@ impl TargetError {
     }
 }
 
+/// What the gate does with a request-target, before any policy: the one
+/// reading the proxy and `robotgate replay` share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gatekeep<'a> {
+    /// Judge this normalised path and query (and forward it).
+    Judge(Cow<'a, [u8]>),
+    /// Forward it unjudged: `OPTIONS *` names no resource.
+    Pass,
+    /// Refuse it with this status: CONNECT (a reverse proxy opens no
+    /// tunnels), or a target with no safe reading.
+    Refuse(u16, Cow<'static, str>),
+}
+
+/// [`normalise`], as the gate acts on it.
+pub fn gatekeep<'a>(method: &[u8], target: &'a [u8], opts: &TargetOptions) -> Gatekeep<'a> {
+    match normalise(method, target, opts) {
+        Ok(Target::Path(t)) => Gatekeep::Judge(t),
+        Ok(Target::Asterisk) => Gatekeep::Pass,
+        Ok(Target::Authority) => Gatekeep::Refuse(405, "CONNECT is not served: this is a reverse proxy.".into()),
+        Err(e) => Gatekeep::Refuse(e.status(), e.to_string().into()),
+    }
+}
+
 /// Normalise a request-target for judging and forwarding.
 ///
 /// `method` is the request method as sent (`b"GET"`; methods are

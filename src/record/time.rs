@@ -35,9 +35,46 @@ pub fn rfc3339_ms(unix_ms: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, unix_ms % 1000)
 }
 
+/// The Unix milliseconds of an RFC 3339 UTC time of the form records use
+/// (`2026-11-23T21:09:50Z`, with or without `.mmm`); `None` for any other text.
+pub fn parse_rfc3339_ms(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let digits = b.get(range)?;
+        digits.iter().try_fold(0i64, |n, d| d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0')))
+    };
+    let shape =
+        b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && matches!(b[10], b'T' | b't') && b[13] == b':' && b[16] == b':';
+    if !shape {
+        return None;
+    }
+    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let ms = match (b.get(19), b.len()) {
+        (Some(b'Z' | b'z'), 20) => 0,
+        (Some(b'.'), 24) if matches!(b[23], b'Z' | b'z') => num(20..23)?,
+        _ => return None,
+    };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
+    u64::try_from(secs * 1000 + ms).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_is_the_inverse_of_rfc3339_ms() {
+        for ms in [0, 951_782_400_007, 1_795_468_190_123] {
+            assert_eq!(parse_rfc3339_ms(&rfc3339_ms(ms)), Some(ms));
+        }
+        assert_eq!(parse_rfc3339_ms("2026-11-23T21:09:50Z"), Some(1_795_468_190_000));
+        for bad in ["", "2026-11-23", "2026-13-01T00:00:00Z", "2026-11-23T21:09:50+01:00", "2026-11-23T21:09:5xZ"] {
+            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn civil_round_trip() {

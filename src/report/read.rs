@@ -40,7 +40,7 @@ pub const MALFORMED_SAMPLES: usize = 5;
 ///
 /// The error of the first read from `r`, if any. A corrupt gzip stream shows
 /// up later, as an error of the returned reader.
-pub fn decoder<R: BufRead + 'static>(mut r: R) -> io::Result<Box<dyn BufRead>> {
+pub fn decoder<R: BufRead + Send + 'static>(mut r: R) -> io::Result<Box<dyn BufRead + Send>> {
     const MAGIC: [u8; 2] = [0x1f, 0x8b];
     let head = loop {
         match r.fill_buf() {

@@ -46,6 +46,10 @@ pub struct Report {
     pub sites: Vec<SiteReport>,
     /// Malformed lines.
     pub malformed: MalformedReport,
+    /// What `robotgate replay` adds: requests per robot, identity,
+    /// robots.txt fetches, collateral (absent from `robotgate report`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayReport>,
 }
 
 /// Violations over time, per category.
@@ -300,6 +304,7 @@ impl Report {
                     })
                     .collect(),
             },
+            replay: None,
         }
     }
 }

@@ -36,7 +36,7 @@ use crate::net::Cidr;
 use crate::policy::{self, Action, Banned, Clock, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation};
 use crate::state::shared::{Answer, Asking, Question};
 use crate::state::{MemoryState, State};
-use crate::target::{self, Target};
+use crate::target::{self, Gatekeep};
 
 /// The proxy application.
 pub struct Gate {
@@ -285,13 +285,10 @@ impl Gate {
         ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
         // What is judged is what the origin serves: the normalised target
         // (`crate::target`). A target no single reading fits is refused.
-        let target = match target::normalise(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
-            Ok(Target::Path(t)) => t,
-            Ok(Target::Asterisk) => return Step::Decided(Outcome::Pass), // `OPTIONS *` names no resource.
-            Ok(Target::Authority) => {
-                return Step::Refuse(405, "CONNECT is not served: this is a reverse proxy.".into())
-            }
-            Err(e) => return Step::Refuse(e.status(), e.to_string().into()),
+        let target = match target::gatekeep(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
+            Gatekeep::Judge(t) => t,
+            Gatekeep::Pass => return Step::Decided(Outcome::Pass),
+            Gatekeep::Refuse(status, why) => return Step::Refuse(status, why),
         };
         // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
         // client could show a browser to one reader and a bot to another.

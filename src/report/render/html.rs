@@ -181,6 +181,9 @@ pub fn to_string(report: &Report) -> String {
         let _ = writeln!(o, "<p class=\"note\">{}.</p>", notes.join("; "));
     }
     let _ = writeln!(o, "</header>\n<main>");
+    if let Some(replay) = &report.replay {
+        replay_sections(&mut o, replay);
+    }
 
     let _ = writeln!(o, "<section>\n<h2>Violations per {} and category</h2>", report.over_time.unit);
     over_time(&mut o, &report.over_time);
@@ -235,6 +238,97 @@ pub fn to_string(report: &Report) -> String {
     }
     let _ = write!(o, "</section>\n</main>\n<script>{SCRIPT}</script>\n</body>\n</html>\n");
     o
+}
+
+/// The replay's own part: per site, what the proxy would have done to
+/// each robot, and the collateral findings.
+fn replay_sections(o: &mut String, r: &crate::replay::ReplayReport) {
+    let _ = writeln!(
+        o,
+        "<section data-testid=\"replay\">\n<h2>Replay of {} {} log lines</h2>\n<ul class=\"note\">",
+        thousands(r.lines),
+        escape(&r.format)
+    );
+    if r.skipped > 0 {
+        let _ = writeln!(
+            o,
+            "<li>{} lines skipped by <code>--since</code> or <code>--site</code>.</li>",
+            thousands(r.skipped)
+        );
+    }
+    for limit in &r.limits {
+        let _ = writeln!(o, "<li>{}</li>", escape(limit));
+    }
+    let _ = writeln!(o, "</ul>");
+    for s in &r.sites {
+        let _ = writeln!(
+            o,
+            "<h3>Site <code>{}</code>: {} requests, {} from browsers, {} would-be violations</h3>",
+            escape(&s.site),
+            thousands(s.requests),
+            thousands(s.browsers),
+            thousands(s.violations)
+        );
+        let _ = writeln!(
+            o,
+            "<table class=\"sortable\">\n<thead><tr><th>Robot</th><th>Category</th><th>Identity</th>\
+             <th class=\"n\">Requests</th><th class=\"n\">Violations</th><th class=\"n\">robots.txt fetches</th>\
+             <th>Rules broken</th></tr></thead><tbody>"
+        );
+        for b in s.bots.iter().take(MAX_BOT_ROWS) {
+            let rules: Vec<String> = b
+                .rules
+                .iter()
+                .take(5)
+                .map(|r| match r.line {
+                    Some(l) => format!("{} line {l} ×{}", escape(r.directive), thousands(r.count)),
+                    None => format!("{} ×{}", escape(r.directive), thousands(r.count)),
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"w\">{}</td><td>{}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
+                 <td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td>{}</td></tr>",
+                escape(&b.bot),
+                escape(b.category),
+                b.identity().unwrap_or("-"),
+                b.requests,
+                thousands(b.requests),
+                b.violations,
+                thousands(b.violations),
+                b.robots_fetches,
+                thousands(b.robots_fetches),
+                rules.join(", ")
+            );
+        }
+        let _ = writeln!(o, "</tbody></table>");
+        if s.collateral.is_empty() {
+            let _ = writeln!(o, "<p>Collateral: none. No robot that keeps to robots.txt would have been refused.</p>");
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "<p>Collateral: robots that keep to robots.txt were served what the policy would refuse them. \
+             On a healthy site, each is a mistake in robots.txt.</p>\n<ul data-testid=\"collateral\">"
+        );
+        for c in &s.collateral {
+            let lint: Vec<String> = c.lint.iter().map(|l| format!("<br>lint: {}", escape(l))).collect();
+            let _ = writeln!(
+                o,
+                "<li>line {} <code>{}</code> ({}): {} requests by {}, e.g. <code>{}</code> (log line {}){}</li>",
+                c.line,
+                escape(&c.pattern),
+                c.kind.as_str(),
+                thousands(c.count),
+                escape(&c.bots.join(", ")),
+                escape(&c.example),
+                c.log_line,
+                lint.concat()
+            );
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    let _ = writeln!(o, "</section>");
 }
 
 fn time(t: Option<&str>) -> String {

@@ -45,11 +45,20 @@ impl Format {
 ///
 /// Errors of `out`.
 pub fn render(summary: &Summary, format: Format, out: &mut impl Write) -> io::Result<()> {
-    let report = Report::from_summary(summary);
+    write_report(&Report::from_summary(summary), format, out)
+}
+
+/// Writes an already built `report` to `out` in `format` (`robotgate
+/// replay` adds its own part to the report first).
+///
+/// # Errors
+///
+/// Errors of `out`.
+pub fn write_report(report: &Report, format: Format, out: &mut impl Write) -> io::Result<()> {
     match format {
-        Format::Text => text::write(&report, out),
-        Format::Json => json::write(&report, out),
-        Format::Html => html::write(&report, out),
+        Format::Text => text::write(report, out),
+        Format::Json => json::write(report, out),
+        Format::Html => html::write(report, out),
     }
 }
 

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{is_invisible_control, short_time, thousands};
+use crate::replay::ReplayReport;
 use crate::report::{BotReport, Report, SiteReport};
 
 /// Bot rows shown per site.
@@ -103,6 +104,9 @@ pub fn to_string(report: &Report) -> String {
     if report.overflow > 0 {
         let _ = writeln!(o, "  {} violations without details (log overflow lines)", thousands(report.overflow));
     }
+    if let Some(replay) = &report.replay {
+        write_replay(&mut o, replay);
+    }
     for site in report.sites.iter().take(MAX_SITES) {
         write_site(&mut o, site);
     }
@@ -157,6 +161,101 @@ pub fn to_string(report: &Report) -> String {
         trimmed.push('\n');
     }
     trimmed
+}
+
+/// The replay's own part: what the proxy would have done to each robot.
+fn write_replay(o: &mut String, r: &ReplayReport) {
+    let _ = writeln!(
+        o,
+        "\nReplay of {} {} log lines ({} skipped by --since/--site)",
+        thousands(r.lines),
+        r.format,
+        thousands(r.skipped)
+    );
+    for limit in &r.limits {
+        let _ = writeln!(o, "  note: {limit}");
+    }
+    for s in &r.sites {
+        let _ = writeln!(
+            o,
+            "\nSite {}: {} requests, {} from browsers, {} would-be violations",
+            clipped(&s.site, 60),
+            thousands(s.requests),
+            thousands(s.browsers),
+            thousands(s.violations)
+        );
+        for (status, n) in &s.refused {
+            let _ = writeln!(o, "  {} requests refused {status} before any policy (unreadable target)", thousands(*n));
+        }
+        let _ = writeln!(
+            o,
+            "  {} {} {} {:>10} {:>10} {:>7}  RULES BROKEN",
+            cell("ROBOT", 24),
+            cell("CATEGORY", 11),
+            cell("IDENTITY", 12),
+            "REQUESTS",
+            "VIOLATIONS",
+            "ROBOTS",
+        );
+        for b in s.bots.iter().take(40) {
+            let rules: Vec<String> = b
+                .rules
+                .iter()
+                .take(3)
+                .map(|r| match r.line {
+                    Some(l) => format!("{} line {l} x{}", r.directive, thousands(r.count)),
+                    None => format!("{} x{}", r.directive, thousands(r.count)),
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "  {} {} {} {:>10} {:>10} {:>7}  {}",
+                cell(&b.bot, 24),
+                cell(b.category, 11),
+                cell(b.identity().unwrap_or("-"), 12),
+                thousands(b.requests),
+                thousands(b.violations),
+                if b.robots_fetches > 0 { thousands(b.robots_fetches) } else { "no".to_owned() },
+                rules.join(", ")
+            );
+        }
+        let more = s.bots.len().saturating_sub(40) + s.bots_not_listed;
+        if more > 0 {
+            let _ = writeln!(o, "  ({more} more robots: see --format json)");
+        }
+        if s.collateral.is_empty() {
+            let _ = writeln!(o, "  Collateral: none (no robot that keeps to robots.txt would have been refused)");
+        } else {
+            let _ =
+                writeln!(o, "  Collateral: robots that keep to robots.txt were served what the policy would refuse");
+            for c in &s.collateral {
+                let _ = writeln!(
+                    o,
+                    "    line {} `{}` ({}): {} requests by {}, e.g. {} (log line {})",
+                    c.line,
+                    clipped(&c.pattern, 40),
+                    c.kind.as_str(),
+                    thousands(c.count),
+                    clipped(&c.bots.join(", "), 60),
+                    clipped(&c.example, 60),
+                    c.log_line
+                );
+                for l in &c.lint {
+                    let _ = writeln!(o, "      lint: {}", clipped(l, 100));
+                }
+            }
+        }
+        for u in &s.unjudged {
+            let _ = writeln!(
+                o,
+                "  no User-Agent: line {} `{}` disallows {} requested paths for every robot, e.g. {}",
+                u.line,
+                clipped(&u.pattern, 40),
+                thousands(u.count),
+                clipped(&u.example, 60)
+            );
+        }
+    }
 }
 
 fn bot_header(o: &mut String) {

@@ -1,0 +1,347 @@
+//! `robotgate replay`: a site's existing access logs, decided line by line
+//! as the proxy would have decided them.
+//!
+//! Each line goes through the proxy's own steps, not a copy of them:
+//! [`target::gatekeep`] reads the request-target, [`policy::decide_with`]
+//! decides, [`policy::Decision::record`] makes the violation record. What
+//! differs is only where the facts come from:
+//!
+//! * **Time** is the line's: [`Clock::Fixed`] at the logged second, so
+//!   Crawl-delay, Request-rate and Visit-time are judged from the log's
+//!   timestamps, per client and bot, as the proxy's rate table would have.
+//! * **Identity** comes from the published IP ranges alone
+//!   ([`crate::identity::RangesOnly`]): no DNS, so a robot that only reverse
+//!   DNS could confirm stays `unverifiable`.
+//! * **Traps** are not judged: no past request can have followed a link
+//!   robotgate had not yet served. Their `Disallow` lines are in the
+//!   effective robots.txt like every generated line, so a request for a trap
+//!   path is judged as a request for any disallowed path.
+//! * **The client** is the address the web server logged: behind a CDN or a
+//!   load balancer that is not the crawler's, unless the server logged the
+//!   forwarded address.
+//!
+//! The module opens no files and reads no clock: [`run`] takes readers and
+//! returns a [`Tally`] and records. A [`Worker`] is single-threaded; [`run`]
+//! spreads lines over workers by client address, so every client's requests
+//! stay in order on one worker (its rate accounting is exact), and gives
+//! every worker every `/robots.txt` fetch (so "has it read robots.txt" is
+//! judged in log order too).
+
+mod run;
+mod tally;
+mod view;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+pub use self::run::{run, Input, Options, Outcome as RunOutcome};
+pub use self::tally::{BotTally, Collateral, CollateralKind, SiteTally, Tally, UnjudgedPath};
+pub use self::view::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, LIMITS};
+use crate::accesslog::{Entry, Format};
+use crate::agent::{Agent, AgentKind, Classifier};
+use crate::config::Settings;
+use crate::identity::{Identify, Identity};
+use crate::policy::{self, Action, Clock, Outcome, RequestFacts, Requested, SiteRules};
+use crate::record::time::rfc3339_ms;
+use crate::record::Record;
+use crate::robots::lint::Diagnostic;
+use crate::state::MemoryState;
+use crate::target::{self, Gatekeep, TargetOptions};
+
+/// One site as replay judges it.
+pub struct Site<'s> {
+    /// What the site brings to a decision (with `traps: None`: see the module docs).
+    pub rules: SiteRules<'s>,
+    /// How its request-targets are read.
+    pub target: &'s TargetOptions,
+    /// Version of its robots.txt (short hash).
+    pub robots_hash: &'s str,
+    /// Lines of its own robots.txt file (rules past them are generated).
+    pub file_lines: u32,
+    /// Paths of the `Sitemap:` URLs of its robots.txt.
+    pub sitemaps: Vec<String>,
+    /// `robotgate lint`'s findings on its effective robots.txt.
+    pub lint: Vec<Diagnostic>,
+}
+
+/// Everything the workers share, immutable.
+pub struct Setup<'s> {
+    /// The sites, in config order.
+    pub sites: Vec<Site<'s>>,
+    /// Routes a `Host` to a site (the proxy's routing).
+    pub settings: &'s Settings,
+    /// The classifier.
+    pub classifier: &'s Classifier,
+    /// Identity by the published ranges (see the module docs).
+    pub identify: &'s (dyn Identify + Sync),
+    /// Each database robot's feeds, by entry index: a robot with none can
+    /// only be taken at its word.
+    pub bot_feeds: &'s [Vec<crate::identity::FeedId>],
+    /// Only this site (`--site`), an index into `sites`.
+    pub only_site: Option<usize>,
+    /// Lines logged before this Unix second are skipped (`--since`).
+    pub since_unix: Option<i64>,
+    /// The log format.
+    pub format: Format,
+}
+
+impl Setup<'_> {
+    /// The site a line is judged for: by its Host, else the default site;
+    /// `None` for a line of another site than `--site`.
+    fn site_of(&self, entry: &Entry<'_>) -> Option<usize> {
+        let i = match entry.host.as_deref() {
+            Some(host) => self.settings.site_for_host(host),
+            None => self.settings.site_for_host(""),
+        }?;
+        self.only_site.is_none_or(|only| only == i).then_some(i)
+    }
+}
+
+/// What a worker does with a parsed line before deciding it, shared with
+/// the reader that spreads lines over workers.
+pub(crate) enum Route {
+    /// Skipped: before `--since`, or another site.
+    Skip,
+    /// Decide it for this site; `robots` when it fetches `/robots.txt`.
+    Judge { site: usize, robots: bool },
+}
+
+pub(crate) fn route(setup: &Setup<'_>, entry: &Entry<'_>) -> Route {
+    if let (Some(since), Some(t)) = (setup.since_unix, entry.time_unix) {
+        if t < since {
+            return Route::Skip;
+        }
+    }
+    let Some(site) = setup.site_of(entry) else { return Route::Skip };
+    let robots = matches!(entry.method.as_ref(), "GET" | "HEAD")
+        && match target::gatekeep(entry.method.as_bytes(), entry.target.as_bytes(), setup.sites[site].target) {
+            Gatekeep::Judge(t) => t.split(|&b| b == b'?').next() == Some(b"/robots.txt"),
+            _ => false,
+        };
+    Route::Judge { site, robots }
+}
+
+/// User-Agents remembered as browsers (direct-mapped, exact bytes): logs
+/// repeat a few browser strings millions of times, and a browser's verdict
+/// carries nothing but "browser", so it can be replayed ([`Agent::browser`]).
+struct BrowserMemo {
+    slots: Vec<Vec<u8>>,
+}
+
+/// Slots of the memo, and the longest User-Agent remembered.
+const MEMO_SLOTS: usize = 4096;
+const MEMO_MAX_UA: usize = 512;
+
+impl BrowserMemo {
+    fn new() -> BrowserMemo {
+        BrowserMemo { slots: vec![Vec::new(); MEMO_SLOTS] }
+    }
+
+    fn slot(ua: &[u8]) -> usize {
+        (crate::state::shared::fnv1a(ua) % MEMO_SLOTS as u64) as usize
+    }
+
+    fn is_browser(&self, ua: &[u8]) -> bool {
+        !ua.is_empty() && self.slots[Self::slot(ua)] == ua
+    }
+
+    fn remember(&mut self, ua: &[u8]) {
+        if ua.len() <= MEMO_MAX_UA {
+            let slot = &mut self.slots[Self::slot(ua)];
+            slot.clear();
+            slot.extend_from_slice(ua);
+        }
+    }
+
+    /// [`Classifier::classify`], answered from the memo for a remembered browser.
+    fn classify<'a>(&'a mut self, classifier: &'a Classifier) -> impl FnOnce(&'a [u8]) -> Agent<'a> + 'a {
+        move |ua| {
+            if self.is_browser(ua) {
+                return Agent::browser();
+            }
+            let agent = classifier.classify(ua);
+            if agent.kind == AgentKind::Browser {
+                self.remember(ua);
+            }
+            agent
+        }
+    }
+}
+
+/// Decides lines, one after another, with its own rate and robots.txt-read
+/// state.
+pub struct Worker<'s> {
+    setup: &'s Setup<'s>,
+    state: MemoryState,
+    memo: BrowserMemo,
+    /// The monotonic instant of Unix second 0 on this worker's clock.
+    base: Instant,
+    /// The last logged time seen (a line without a time is taken to be then).
+    last_unix: i64,
+    /// What was seen.
+    pub tally: Tally,
+}
+
+/// Clients and keys the state of one worker holds (least recently used go first).
+const STATE_CLIENTS: usize = 1 << 20;
+
+impl<'s> Worker<'s> {
+    /// A worker with empty state.
+    pub fn new(setup: &'s Setup<'s>) -> Worker<'s> {
+        Worker {
+            setup,
+            state: MemoryState::new(STATE_CLIENTS),
+            memo: BrowserMemo::new(),
+            base: Instant::now(),
+            last_unix: 0,
+            tally: Tally::new(setup.sites.len()),
+        }
+    }
+
+    /// Decide one parsed line. `counted`: the line is this worker's own (a
+    /// `/robots.txt` fetch is given to every worker, so each knows who read
+    /// it, but counted by one). `emit` gets its violation record, if any.
+    pub fn decide(
+        &mut self,
+        line: u64,
+        entry: &Entry<'_>,
+        site_index: usize,
+        counted: bool,
+        emit: &mut dyn FnMut(Record),
+    ) {
+        let setup = self.setup;
+        let site = &setup.sites[site_index];
+        let unix = entry.time_unix.unwrap_or(self.last_unix).max(0);
+        self.last_unix = unix;
+        let clock = Clock::Fixed { instant: self.base + Duration::from_secs(unix as u64), unix_secs: unix as u64 };
+        let target = match target::gatekeep(entry.method.as_bytes(), entry.target.as_bytes(), site.target) {
+            Gatekeep::Judge(t) => t,
+            Gatekeep::Pass => {
+                if counted {
+                    self.tally.sites[site_index].requests += 1;
+                }
+                return;
+            }
+            Gatekeep::Refuse(status, _) => {
+                if counted {
+                    self.tally.sites[site_index].requests += 1;
+                    self.tally.refused(site_index, status);
+                }
+                return;
+            }
+        };
+        let Some(user_agent) = entry.user_agent.as_deref() else {
+            // The common format: no User-Agent, so no robot to hold to a group.
+            if counted {
+                self.tally.sites[site_index].requests += 1;
+                self.unjudged(site_index, &target, entry);
+            }
+            return;
+        };
+        let client: Option<IpAddr> = entry.client.parse().ok();
+        let facts = RequestFacts {
+            fetch: matches!(entry.method.as_ref(), "GET" | "HEAD"),
+            target: &target,
+            user_agent: user_agent.as_bytes(),
+            client,
+        };
+        let classifier = setup.classifier;
+        let classify = self.memo.classify(classifier);
+        let decision = policy::decide_with(&facts, &site.rules, classify, &self.state, setup.identify, clock);
+        if !counted {
+            return;
+        }
+        let Some(agent) = decision.agent.as_ref() else {
+            self.tally.sites[site_index].requests += 1;
+            return;
+        };
+        // A search engine that keeps to robots.txt: verified by its ranges,
+        // or one that publishes none and keeps to it by the database.
+        let keeps_to_robots = match agent.kind {
+            AgentKind::Known(i) if agent.category == crate::agent::Category::Search => {
+                decision.identity == Identity::Verified
+                    || (classifier.bot(i).obeys_robots
+                        && setup.bot_feeds.get(i).is_none_or(Vec::is_empty)
+                        && decision.identity != Identity::Spoofed)
+            }
+            _ => false,
+        };
+        let robots_fetch = matches!(decision.outcome, Outcome::File(policy::SiteFile::Robots));
+        self.tally.request(site_index, agent, decision.identity, robots_fetch);
+        if matches!(decision.outcome, Outcome::Pass | Outcome::File(_)) {
+            return;
+        }
+        let requested = Requested {
+            site: site.rules.name,
+            client: &entry.client,
+            method: &entry.method,
+            path: &entry.target,
+            host: entry.host.as_deref().unwrap_or_default(),
+            user_agent,
+            robots_hash: site.robots_hash,
+            file_lines: site.file_lines,
+        };
+        let Some(mut record) = decision.record(&requested) else { return };
+        record.time = rfc3339_ms((unix as u64).saturating_mul(1000));
+        record.status = answer(&decision.outcome).unwrap_or(entry.status.unwrap_or(0));
+        self.tally.violation(site_index, &record);
+        // Collateral: a search engine that keeps to robots.txt was served a
+        // page the policy would refuse it, so the robots.txt robotgate would
+        // serve is not the one it read. On a healthy site, that is a mistake
+        // in it (refusing AI crawlers, say, is not: that is the point).
+        let served = entry.status.is_some_and(|s| s < 400);
+        if let (Outcome::Violation(v), true, true) = (&decision.outcome, keeps_to_robots, served) {
+            self.tally.collateral(site_index, site, v.rule.line, &v.rule.pattern, &target, &record, line);
+        }
+        emit(record);
+    }
+
+    /// A line without a User-Agent: judged for the `*` group, as an
+    /// unnamed robot would be, and counted by path only.
+    fn unjudged(&mut self, site_index: usize, target: &[u8], entry: &Entry<'_>) {
+        let site = &self.setup.sites[site_index];
+        let Some(robots) = site.rules.robots else { return };
+        let who = policy::Requester {
+            is_bot: true,
+            name: None,
+            category: crate::agent::Category::OtherBot,
+            tokens: &[] as &[&str],
+        };
+        let j = policy::judge(site.rules.policy, robots, &who, target);
+        if let Some(rule) = j.rule {
+            self.tally.unjudged(site_index, rule.line, &rule.pattern, &entry.target);
+        }
+    }
+}
+
+/// The paths of a robots.txt's `Sitemap:` URLs (`https://host/a/map.xml`
+/// gives `/a/map.xml`), to tell a refused sitemap from other pages.
+pub fn sitemap_paths(robots: &crate::robots::RobotsTxt) -> Vec<String> {
+    robots
+        .sitemaps()
+        .iter()
+        .filter_map(|s| {
+            let rest = s.value.split_once("://").map_or(s.value.as_str(), |(_, r)| r);
+            rest.find('/').map(|i| rest[i..].to_owned())
+        })
+        .collect()
+}
+
+/// The status robotgate itself would answer with; `None` when the request
+/// would still reach the origin (`log`, `noindex`, a limit only logged).
+fn answer(outcome: &Outcome<'_>) -> Option<u16> {
+    let of = |action: &Action| match action {
+        Action::Block { status, .. } | Action::Alternate { status, .. } | Action::Redirect { status, .. } => {
+            Some(*status)
+        }
+        Action::Noindex { .. } | Action::Log => None,
+    };
+    match outcome {
+        Outcome::Violation(v) => of(v.action),
+        Outcome::Spoofed(s) => of(s.action),
+        Outcome::Banned(b) => of(b.action),
+        Outcome::Trap(t) if t.banned => of(t.action),
+        Outcome::Limited(l) if l.enforce => Some(429),
+        _ => None,
+    }
+}
