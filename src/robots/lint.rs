@@ -96,7 +96,9 @@ pub fn lint_with(body: &[u8], options: Options) -> Vec<Diagnostic> {
         Linter { out: &mut out, seen_agent: false, group_agents: Vec::new(), in_agents: false, global_group: false };
     parse::parse(used, &mut linter);
     invalid_utf8(used, &mut out);
-    groups(&RobotsTxt::compile_with(body, options), &mut out);
+    let compiled = RobotsTxt::compile_with(body, options);
+    groups(&compiled, &mut out);
+    sitemaps_disallowed(&compiled, &mut out);
     out.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)));
     out
 }
@@ -278,6 +280,8 @@ impl ParseHandler for Linter<'_> {
                     } else {
                         push(Severity::Error, "path-without-slash", format!("the path `{text}` does not start with `/` or `*`, so it never matches; write `/{text}`"));
                     }
+                } else if key == Key::Disallow && names_scripts_or_styles(value) {
+                    push(Severity::Warning, "disallow-render-resources", format!("`Disallow: {text}` keeps crawlers from scripts or stylesheets; search engines render pages with them, and a page they cannot render is judged by what is left"));
                 } else if value.len() > 1 && value.ends_with(b"*") && !value.ends_with(b"**") {
                     push(Severity::Warning, "redundant-wildcard", format!("the trailing `*` in `{text}` is redundant: rules already match every path that starts with `{}`", &text[..text.len() - 1]));
                 }
@@ -389,6 +393,33 @@ fn invalid_utf8(body: &[u8], out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Whether a rule's pattern is about scripts or stylesheets by their file
+/// type (`/*.js$`, `/assets/app.css`): the rules that break rendering.
+fn names_scripts_or_styles(pattern: &[u8]) -> bool {
+    let p = pattern.to_ascii_lowercase();
+    let p = p.strip_suffix(b"$").unwrap_or(&p);
+    [&b".js"[..], b".mjs", b".css"].iter().any(|ext| p.ends_with(ext))
+}
+
+/// A `Sitemap:` the `*` group disallows: the crawlers that keep to the file
+/// may not fetch the sitemap it announces. Reported on the rule's line.
+fn sitemaps_disallowed(robots: &RobotsTxt, out: &mut Vec<Diagnostic>) {
+    let global = robots.select::<&str>(&[]);
+    for map in robots.sitemaps() {
+        let rest = map.value.split_once("://").map_or(map.value.as_str(), |(_, r)| r);
+        let Some(path) = rest.find('/').map(|i| &rest[i..]) else { continue };
+        let verdict = robots.check(&global, path.as_bytes());
+        if let (false, Some(rule)) = (verdict.allowed, verdict.rule) {
+            out.push(diag(
+                rule.line,
+                Severity::Warning,
+                "disallow-sitemap",
+                format!("this rule disallows the sitemap of line {} (`{}`): crawlers that keep to robots.txt may not fetch it", map.line, show(path.as_bytes())),
+            ));
+        }
+    }
+}
+
 fn groups(robots: &RobotsTxt, out: &mut Vec<Diagnostic>) {
     let mut first: HashMap<String, u32> = HashMap::new();
     for g in robots.groups() {
@@ -427,5 +458,24 @@ mod tests {
             b"User-agent: *\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 5\nSitemap: https://e.com/s.xml\n",
         );
         assert!(d.is_empty(), "{d:?}");
+    }
+
+    fn codes(body: &str) -> Vec<(u32, &'static str)> {
+        lint(body.as_bytes()).into_iter().map(|d| (d.line, d.code)).collect()
+    }
+
+    #[test]
+    fn rules_that_hide_scripts_or_styles() {
+        let body = "User-agent: *\nDisallow: /*.js$\nDisallow: /theme/site.CSS\nDisallow: /jsdocs/\nAllow: /*.css\n";
+        assert_eq!(codes(body), [(2, "disallow-render-resources"), (3, "disallow-render-resources")]);
+    }
+
+    #[test]
+    fn a_rule_that_hides_the_sitemap_is_named() {
+        let body = "User-agent: *\nDisallow: /maps/\nDisallow: /private/\nSitemap: https://e.com/maps/all.xml\n";
+        assert_eq!(codes(body), [(2, "disallow-sitemap")]);
+        // Another group's rules do not hide it from everyone; an Allow frees it.
+        assert!(codes("User-agent: x\nDisallow: /\n\nSitemap: https://e.com/s.xml\n").is_empty());
+        assert!(codes("User-agent: *\nDisallow: /m/\nAllow: /m/s.xml\nSitemap: https://e.com/m/s.xml\n").is_empty());
     }
 }
