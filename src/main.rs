@@ -154,6 +154,10 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Confirm robots that publish no ranges by forward-confirmed reverse DNS
+        /// (the config's `verify.dns`); without it, replay makes no lookups.
+        #[arg(long)]
+        dns: bool,
         /// `violations`: write the would-be violation records to stdout, in the
         /// proxy's own JSON-lines format (the report then goes only to --out).
         #[arg(long)]
@@ -258,8 +262,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Report { files, since, site, format, out } => {
             report(&files, since.as_deref(), site, &format, out.as_deref())
         }
-        Command::Replay { config, logs, site, format, fields, since, threads, emit, output, out } => {
-            let args = ReplayArgs { site, format, fields, since, threads, emit, output, out };
+        Command::Replay { config, logs, site, format, fields, since, threads, dns, emit, output, out } => {
+            let args = ReplayArgs { site, format, fields, since, threads, dns, emit, output, out };
             replay(&config, &logs, args)
         }
     }
@@ -322,6 +326,7 @@ struct ReplayArgs {
     fields: Vec<String>,
     since: Option<String>,
     threads: Option<usize>,
+    dns: bool,
     emit: Option<String>,
     output: String,
     out: Option<PathBuf>,
@@ -408,7 +413,26 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
             Some(now.saturating_sub(back).as_secs() as i64)
         }
     };
-    let identify = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, has_rdns: &snap.bot_rdns });
+    let ranges_only = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, has_rdns: &snap.bot_rdns });
+    let lookups = match args.dns {
+        false => None,
+        true => {
+            use robotgate::server::dns::{DnsConfig, DnsVerifier};
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+            let resolver = DnsVerifier::new(&DnsConfig::from(&snap.settings.dns))
+                .map_err(|e| anyhow::anyhow!("--dns: cannot set up the resolver: {e}"))?;
+            Some((runtime, resolver))
+        }
+    };
+    let looking_up = lookups.as_ref().map(|(runtime, dns)| robotgate::server::identity::LookingUp {
+        snap: &snap,
+        dns,
+        runtime: runtime.handle(),
+    });
+    let identify: &(dyn robotgate::identity::Identify + Sync) = match &looking_up {
+        Some(l) => l,
+        None => &ranges_only,
+    };
     let sites = snap
         .sites
         .iter()
@@ -429,7 +453,7 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
         sites,
         settings: &snap.settings,
         classifier: &snap.classifier,
-        identify: &identify,
+        identify,
         bot_feeds: &snap.bot_feeds,
         only_site,
         since_unix,
@@ -466,7 +490,7 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
             }
         }
     };
-    let outcome = replay::run(&setup, inputs, &replay::Options { threads }, &mut sink)?;
+    let outcome = replay::run(&setup, inputs, &replay::Options { threads }, &mut sink);
     if emit {
         for line in folding.drain() {
             write_line(&line, &mut stdout, &mut write_error);
@@ -481,7 +505,10 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
     }
     let names: Vec<&str> = snap.sites.iter().map(|s| s.conf.name.as_str()).collect();
     let mut report = Report::from_summary(&summary);
-    report.replay = Some(ReplayReport::new(&outcome.tally, &names, format.name(), outcome.lines, outcome.skipped));
+    report.replay = Some(ReplayReport::new(&outcome, &names, format.name()));
+    for (source, after, error) in &outcome.unreadable {
+        eprintln!("robotgate: {source}: read error after line {after} (the lines before it were judged): {error}");
+    }
     match (&args.out, emit) {
         (Some(path), _) => {
             let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 pub use self::run::{run, Input, Options, Outcome as RunOutcome};
 pub use self::tally::{BotTally, Collateral, CollateralKind, SiteTally, Tally, UnjudgedPath};
-pub use self::view::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, LIMITS};
+pub use self::view::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, Unreadable, LIMITS};
 use crate::accesslog::{Entry, Format};
 use crate::agent::{Agent, AgentKind, Classifier};
 use crate::config::Settings;

@@ -41,6 +41,9 @@ pub struct Outcome {
     pub skipped: u64,
     /// Per input: its name and the lines that could not be read.
     pub malformed: Vec<(String, Malformed)>,
+    /// Inputs that ended in a read error (a truncated gzip, say): name, the
+    /// last line read, the error. What was read before counts.
+    pub unreadable: Vec<(String, u64, String)>,
 }
 
 /// Lines per batch sent to a worker, and batches queued per worker.
@@ -56,29 +59,21 @@ type Job = (u64, Entry<'static>, usize, bool);
 /// Replays `inputs` in order, passing every would-be violation record to
 /// `sink` (in log order with one thread; grouped by worker with more).
 ///
-/// # Errors
-///
-/// A read error of an input; what was read before it is lost.
-pub fn run(
-    setup: &Setup<'_>,
-    inputs: Vec<Input>,
-    options: &Options,
-    sink: &mut (dyn FnMut(Record) + Send),
-) -> io::Result<Outcome> {
+/// A read error of an input ends that input only ([`Outcome::unreadable`]).
+pub fn run(setup: &Setup<'_>, inputs: Vec<Input>, options: &Options, sink: &mut (dyn FnMut(Record) + Send)) -> Outcome {
     if options.threads <= 1 {
         let mut worker = Worker::new(setup);
         let mut out = Outcome::default();
         for input in inputs {
             let mut reader = Reader::new(input.reader, setup.format.clone());
-            reader.for_each_entry(|line, entry| match route(setup, &entry) {
+            let read = reader.for_each_entry(|line, entry| match route(setup, &entry) {
                 Route::Skip => out.skipped += 1,
                 Route::Judge { site, .. } => worker.decide(line, &entry, site, true, sink),
-            })?;
-            out.lines += reader.lines();
-            out.malformed.push((input.name, reader.malformed().clone()));
+            });
+            out.end_of(input.name, &reader, read);
         }
         out.tally = worker.tally;
-        return Ok(out);
+        return out;
     }
     let n = options.threads;
     std::thread::scope(|scope| {
@@ -115,7 +110,6 @@ pub fn run(
         drop(record_tx);
         let mut out = Outcome::default();
         let mut pending: Vec<Vec<Job>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
-        let mut result = Ok(());
         for input in inputs {
             let mut reader = Reader::new(input.reader, setup.format.clone());
             let read = reader.for_each_entry(|line, entry| {
@@ -139,12 +133,7 @@ pub fn run(
                     }
                 }
             });
-            out.lines += reader.lines();
-            out.malformed.push((input.name, reader.malformed().clone()));
-            if let Err(e) = read {
-                result = Err(e);
-                break;
-            }
+            out.end_of(input.name, &reader, read);
         }
         for (batch, tx) in pending.into_iter().zip(job_txs) {
             let _ = tx.send(batch);
@@ -161,8 +150,21 @@ pub fn run(
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        result.map(|()| out)
+        out
     })
+}
+
+impl Outcome {
+    /// Counts an input read to its end, or to a read error (a truncated
+    /// gzip, say): what was read counts, and the error is kept, so one bad
+    /// rotation spoils nothing else.
+    fn end_of<R: BufRead>(&mut self, name: String, reader: &Reader<R>, read: io::Result<()>) {
+        self.lines += reader.lines();
+        if let Err(e) = read {
+            self.unreadable.push((name.clone(), reader.lines(), e.to_string()));
+        }
+        self.malformed.push((name, reader.malformed().clone()));
+    }
 }
 
 fn owned(e: Entry<'_>) -> Entry<'static> {

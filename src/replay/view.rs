@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::tally::{Collateral, Tally, UnjudgedPath};
+use super::tally::{Collateral, UnjudgedPath};
 
 /// Robot rows shown per site (the JSON has them all).
 const TOP_BOTS: usize = 500;
@@ -20,8 +20,22 @@ pub struct ReplayReport {
     pub skipped: u64,
     /// What replay cannot judge from a log, said once.
     pub limits: Vec<&'static str>,
+    /// Logs that ended in a read error (a truncated gzip, say); their lines
+    /// before it were judged.
+    pub unreadable: Vec<Unreadable>,
     /// Per site, in config order.
     pub sites: Vec<ReplaySite>,
+}
+
+/// A log that ended in a read error.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    /// The log.
+    pub source: String,
+    /// Lines read before the error.
+    pub after_line: u64,
+    /// The error.
+    pub error: String,
 }
 
 /// One site.
@@ -110,8 +124,18 @@ pub const LIMITS: &[&str] = &[
 ];
 
 impl ReplayReport {
-    /// The sorted view of `tally`, for sites named `names` (config order).
-    pub fn new(tally: &Tally, names: &[&str], format: &str, lines: u64, skipped: u64) -> ReplayReport {
+    /// The sorted view of a replay's outcome, for sites named `names` (config order).
+    pub fn new(outcome: &super::RunOutcome, names: &[&str], format: &str) -> ReplayReport {
+        let (tally, lines, skipped) = (&outcome.tally, outcome.lines, outcome.skipped);
+        let unreadable = outcome
+            .unreadable
+            .iter()
+            .map(|(source, after_line, error)| Unreadable {
+                source: source.clone(),
+                after_line: *after_line,
+                error: error.clone(),
+            })
+            .collect();
         let sites = tally
             .sites
             .iter()
@@ -169,6 +193,6 @@ impl ReplayReport {
                 }
             })
             .collect();
-        ReplayReport { format: format.to_owned(), lines, skipped, limits: LIMITS.to_vec(), sites }
+        ReplayReport { format: format.to_owned(), lines, skipped, limits: LIMITS.to_vec(), unreadable, sites }
     }
 }

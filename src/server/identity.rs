@@ -79,6 +79,31 @@ impl Identify for Settled<'_> {
     }
 }
 
+/// [`ServerIdentity`] for offline callers (`robotgate replay --dns`): what
+/// only reverse DNS can tell is looked up on the spot, blocking the calling
+/// thread on `runtime` (bounded by the resolver's timeout), and cached.
+pub struct LookingUp<'a> {
+    /// The snapshot (database, ranges).
+    pub snap: &'a Snapshot,
+    /// The resolver.
+    pub dns: &'a DnsVerifier,
+    /// Where lookups run.
+    pub runtime: &'a tokio::runtime::Handle,
+}
+
+impl Identify for LookingUp<'_> {
+    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
+        let server = ServerIdentity { snap: self.snap, dns: Some(self.dns), signed_by: None };
+        match (server.identify(bot, client), client) {
+            (Identity::Pending, Some(ip)) => {
+                self.runtime.block_on(self.dns.verify(ip, &self.snap.classifier.bot(bot).rdns));
+                Settled(server).identify(bot, client)
+            }
+            (other, _) => other,
+        }
+    }
+}
+
 /// What `robotgate verify` and `robotgate classify --ip` report: the outcome
 /// and the evidence behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]

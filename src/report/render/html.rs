@@ -259,6 +259,15 @@ fn replay_sections(o: &mut String, r: &crate::replay::ReplayReport) {
     for limit in &r.limits {
         let _ = writeln!(o, "<li>{}</li>", escape(limit));
     }
+    for u in &r.unreadable {
+        let _ = writeln!(
+            o,
+            "<li><strong>Unreadable:</strong> <code>{}</code> after line {} (the lines before it were judged): {}</li>",
+            escape(&u.source),
+            u.after_line,
+            escape(&u.error)
+        );
+    }
     let _ = writeln!(o, "</ul>");
     for s in &r.sites {
         let _ = writeln!(

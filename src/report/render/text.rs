@@ -175,6 +175,15 @@ fn write_replay(o: &mut String, r: &ReplayReport) {
     for limit in &r.limits {
         let _ = writeln!(o, "  note: {limit}");
     }
+    for u in &r.unreadable {
+        let _ = writeln!(
+            o,
+            "  UNREADABLE: {} after line {} (the lines before it were judged): {}",
+            clipped(&u.source, 60),
+            u.after_line,
+            clipped(&u.error, 80)
+        );
+    }
     for s in &r.sites {
         let _ = writeln!(
             o,
