@@ -183,7 +183,7 @@ pub struct Worker<'s> {
 }
 
 /// Clients and keys the state of one worker holds (least recently used go first).
-const STATE_CLIENTS: usize = 1 << 20;
+const STATE_CLIENTS: usize = 1 << 18;
 
 impl<'s> Worker<'s> {
     /// A worker with empty state.
