@@ -52,9 +52,81 @@ const QUEUED: usize = 4;
 /// Records per batch sent back.
 const RECORDS: usize = 256;
 
-/// A line for a worker: its log line, the entry, the site, and whether the
-/// worker counts it.
-type Job = (u64, Entry<'static>, usize, bool);
+/// Lines for a worker, with no allocation per line: the entries' strings
+/// one after another in `text`, and where each is.
+#[derive(Default)]
+struct Batch {
+    text: String,
+    jobs: Vec<Job>,
+}
+
+/// One line of a [`Batch`]: its log line, the entry's strings as spans of
+/// the batch's text, the site, and whether the worker counts it.
+struct Job {
+    line: u64,
+    time_unix: Option<i64>,
+    status: Option<u16>,
+    /// client, method, target, user agent, host (`u32::MAX` start: absent).
+    spans: [(u32, u32); 5],
+    site: usize,
+    counted: bool,
+}
+
+const ABSENT: (u32, u32) = (u32::MAX, 0);
+
+impl Batch {
+    fn with_capacity(lines: usize) -> Batch {
+        Batch { text: String::with_capacity(lines * 160), jobs: Vec::with_capacity(lines) }
+    }
+
+    fn push(&mut self, line: u64, e: &Entry<'_>, site: usize, counted: bool) {
+        let mut span = |s: Option<&str>| match s {
+            None => ABSENT,
+            Some(s) => {
+                let start = self.text.len() as u32;
+                self.text.push_str(s);
+                (start, self.text.len() as u32)
+            }
+        };
+        let spans = [
+            span(Some(&e.client)),
+            span(Some(&e.method)),
+            span(Some(&e.target)),
+            span(e.user_agent.as_deref()),
+            span(e.host.as_deref()),
+        ];
+        self.jobs.push(Job { line, time_unix: e.time_unix, status: e.status, spans, site, counted });
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.jobs.clear();
+    }
+
+    /// Whether the batch is due to be sent: enough lines, or enough text
+    /// (a few long User-Agents).
+    fn full(&self) -> bool {
+        self.jobs.len() >= BATCH || self.text.len() >= 1 << 20
+    }
+
+    /// Each line's entry, borrowed from the batch.
+    fn each(&self, mut f: impl FnMut(u64, &Entry<'_>, usize, bool)) {
+        let get = |(start, end): (u32, u32)| (start != u32::MAX).then(|| &self.text[start as usize..end as usize]);
+        for job in &self.jobs {
+            let [client, method, target, ua, host] = job.spans.map(get);
+            let entry = Entry {
+                time_unix: job.time_unix,
+                client: client.unwrap_or_default().into(),
+                method: method.unwrap_or_default().into(),
+                target: target.unwrap_or_default().into(),
+                status: job.status,
+                user_agent: ua.map(Into::into),
+                host: host.map(Into::into),
+            };
+            f(job.line, &entry, job.site, job.counted);
+        }
+    }
+}
 
 /// Replays `inputs` in order, passing every would-be violation record to
 /// `sink` (in log order with one thread; grouped by worker with more).
@@ -83,23 +155,29 @@ pub fn run(setup: &Setup<'_>, inputs: Vec<Input>, options: &Options, sink: &mut 
                 batch.into_iter().for_each(&mut *sink);
             }
         });
+        // Emptied batches come back to be refilled: their buffers are
+        // allocated once, not per batch.
+        let (free_tx, free_rx) = mpsc::channel::<Batch>();
         let mut job_txs = Vec::with_capacity(n);
         let mut workers = Vec::with_capacity(n);
         for _ in 0..n {
-            let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(QUEUED);
+            let (tx, rx) = mpsc::sync_channel::<Batch>(QUEUED);
             job_txs.push(tx);
             let records = record_tx.clone();
+            let free = free_tx.clone();
             workers.push(scope.spawn(move || {
                 let mut worker = Worker::new(setup);
                 let mut out = Vec::with_capacity(RECORDS);
-                for batch in rx {
-                    for (line, entry, site, counted) in batch {
-                        worker.decide(line, &entry, site, counted, &mut |r| out.push(r));
+                for mut batch in rx {
+                    batch.each(|line, entry, site, counted| {
+                        worker.decide(line, entry, site, counted, &mut |r| out.push(r));
                         if out.len() >= RECORDS {
                             // The collector only ends when every sender is gone.
                             let _ = records.send(std::mem::replace(&mut out, Vec::with_capacity(RECORDS)));
                         }
-                    }
+                    });
+                    batch.clear();
+                    let _ = free.send(batch);
                 }
                 if !out.is_empty() {
                     let _ = records.send(out);
@@ -109,7 +187,7 @@ pub fn run(setup: &Setup<'_>, inputs: Vec<Input>, options: &Options, sink: &mut 
         }
         drop(record_tx);
         let mut out = Outcome::default();
-        let mut pending: Vec<Vec<Job>> = (0..n).map(|_| Vec::with_capacity(BATCH)).collect();
+        let mut pending: Vec<Batch> = (0..n).map(|_| Batch::with_capacity(BATCH)).collect();
         for input in inputs {
             let mut reader = Reader::new(input.reader, setup.format.clone());
             let read = reader.for_each_entry(|line, entry| {
@@ -118,18 +196,18 @@ pub fn run(setup: &Setup<'_>, inputs: Vec<Input>, options: &Options, sink: &mut 
                     return;
                 };
                 let owner = (crate::state::shared::fnv1a(entry.client.as_bytes()) % n as u64) as usize;
-                let entry = owned(entry);
                 if robots {
                     for (w, batch) in pending.iter_mut().enumerate() {
-                        batch.push((line, entry.clone(), site, w == owner));
+                        batch.push(line, &entry, site, w == owner);
                     }
                 } else {
-                    pending[owner].push((line, entry, site, true));
+                    pending[owner].push(line, &entry, site, true);
                 }
                 for (batch, tx) in pending.iter_mut().zip(&job_txs) {
-                    if batch.len() >= BATCH {
+                    if batch.full() {
                         // A worker gone (it panicked) shows when it is joined.
-                        let _ = tx.send(std::mem::replace(batch, Vec::with_capacity(BATCH)));
+                        let empty = free_rx.try_recv().unwrap_or_else(|_| Batch::with_capacity(BATCH));
+                        let _ = tx.send(std::mem::replace(batch, empty));
                     }
                 }
             });
@@ -164,17 +242,5 @@ impl Outcome {
             self.unreadable.push((name.clone(), reader.lines(), e.to_string()));
         }
         self.malformed.push((name, reader.malformed().clone()));
-    }
-}
-
-fn owned(e: Entry<'_>) -> Entry<'static> {
-    Entry {
-        time_unix: e.time_unix,
-        client: e.client.into_owned().into(),
-        method: e.method.into_owned().into(),
-        target: e.target.into_owned().into(),
-        status: e.status,
-        user_agent: e.user_agent.map(|u| u.into_owned().into()),
-        host: e.host.map(|h| h.into_owned().into()),
     }
 }
