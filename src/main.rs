@@ -460,7 +460,10 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
         format: format.clone(),
     };
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let mut summary = Summary::new(Filter::default());
+    // Every record is of the chosen site and period already; the filter
+    // only names them in the report.
+    let since_text = since_unix.map(|s| robotgate::record::time::rfc3339_ms(s.max(0) as u64 * 1000));
+    let mut summary = Summary::new(Filter { since: since_text, site: args.site.clone() });
     // Emitted records are folded like the proxy's log (`log.aggregate_window`),
     // on the log's clock.
     let log = &snap.settings.violation_log;

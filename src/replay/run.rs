@@ -109,7 +109,7 @@ impl Batch {
         self.jobs.len() >= BATCH || self.text.len() >= 1 << 20
     }
 
-    /// Each line's entry, borrowed from the batch.
+    /// Each line's entry, borrowed from the batch (in the order pushed).
     fn each(&self, mut f: impl FnMut(u64, &Entry<'_>, usize, bool)) {
         let get = |(start, end): (u32, u32)| (start != u32::MAX).then(|| &self.text[start as usize..end as usize]);
         for job in &self.jobs {
@@ -242,5 +242,29 @@ impl Outcome {
             self.unreadable.push((name.clone(), reader.lines(), e.to_string()));
         }
         self.malformed.push((name, reader.malformed().clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_gives_back_what_was_pushed() {
+        let line = r#"2001:db8::7 - - [23/Nov/2026:22:09:50 +0100] "GET /a?b=1 HTTP/1.1" 200 5 "-" "GPTBot/1.2""#;
+        let full = crate::accesslog::Format::Combined.parse(line.as_bytes()).unwrap();
+        let bare = Entry { user_agent: None, host: None, time_unix: None, status: None, ..full.clone() };
+        let with_host = Entry { host: Some("shop.example".into()), ..full.clone() };
+        let mut batch = Batch::with_capacity(4);
+        for (i, e) in [&full, &bare, &with_host].into_iter().enumerate() {
+            batch.push(i as u64 + 1, e, i, i % 2 == 0);
+        }
+        let mut got = Vec::new();
+        batch.each(|line, e, site, counted| got.push((line, format!("{e:?}"), site, counted)));
+        let want = [(1, full, 0, true), (2, bare, 1, false), (3, with_host, 2, true)];
+        let want: Vec<_> = want.into_iter().map(|(l, e, s, c)| (l, format!("{e:?}"), s, c)).collect();
+        assert_eq!(got, want);
+        batch.clear();
+        batch.each(|_, _, _, _| panic!("cleared"));
     }
 }
