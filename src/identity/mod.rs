@@ -253,5 +253,12 @@ mod tests {
             check(&resolve(&t, &db.get("bingbot").unwrap().ip_ranges).unwrap(), &t, ip("1.2.3.4")),
             Evidence::NoData
         );
+        // Apple's and DuckDuckGo's feeds: a /27 and single addresses.
+        let applebot = resolve(&t, &db.get("Applebot").unwrap().ip_ranges).unwrap();
+        assert!(check(&applebot, &t, ip("17.241.208.170")).is_in_range());
+        assert_eq!(check(&applebot, &t, ip("17.241.208.200")), Evidence::NotInRange);
+        let duckduckbot = resolve(&t, &db.get("DuckDuckBot").unwrap().ip_ranges).unwrap();
+        assert!(check(&duckduckbot, &t, ip("20.191.45.212")).is_in_range());
+        assert_eq!(check(&duckduckbot, &t, ip("20.191.45.213")), Evidence::NotInRange);
     }
 }

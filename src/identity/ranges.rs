@@ -406,6 +406,8 @@ pub const BUILTIN_FEEDS: &[(&str, &str)] = &[
     ("openai-gptbot", include_str!("../../conf/feeds/openai-gptbot.json")),
     ("openai-searchbot", include_str!("../../conf/feeds/openai-searchbot.json")),
     ("openai-chatgpt-user", include_str!("../../conf/feeds/openai-chatgpt-user.json")),
+    ("apple-applebot", include_str!("../../conf/feeds/apple-applebot.json")),
+    ("duckduckgo-duckduckbot", include_str!("../../conf/feeds/duckduckgo-duckduckbot.json")),
 ];
 
 /// Where each embedded feed is published (the operators' own URLs), for
@@ -420,6 +422,8 @@ pub const FEED_URLS: &[(&str, &str)] = &[
     ("openai-gptbot", "https://openai.com/gptbot.json"),
     ("openai-searchbot", "https://openai.com/searchbot.json"),
     ("openai-chatgpt-user", "https://openai.com/chatgpt-user.json"),
+    ("apple-applebot", "https://search.developer.apple.com/applebot.json"),
+    ("duckduckgo-duckduckbot", "https://duckduckgo.com/duckduckbot.json"),
 ];
 
 /// Whether `name` is one of [`BUILTIN_FEEDS`].
