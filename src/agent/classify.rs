@@ -81,11 +81,30 @@ fn announced_name<'a>(ua: &'a [u8], bot: &Bot, announced: &[&'a str], scan: &Sca
     if announced.iter().any(|t| t.eq_ignore_ascii_case(&bot.name)) {
         return None;
     }
+    // A robot that puts the entry in its version slot says what it is built
+    // on, and is the robot: `OICrawler/Nutch`.
+    let in_version_slot = |t: &str| {
+        let rest = after_product(ua, t);
+        rest.is_some_and(|r| literals().any(|l| r.len() >= l.len() && r[..l.len()].eq_ignore_ascii_case(l.as_bytes())))
+    };
+    if let Some(t) =
+        announced.iter().copied().find(|t| !of_family(t) && unknown::is_robot_name(t) && in_version_slot(t))
+    {
+        return Some(t);
+    }
     if let Some(token) = announced.iter().copied().find(|t| of_family(t)) {
         return Some(token);
     }
     // Any other name a tool's user gives itself: `Ruby, Twurly v1.1`.
     name.filter(|n| !of_family(n))
+}
+
+/// What follows `token`'s `/` in `ua`, when `token` is a slice of `ua`
+/// followed by one (a product's version slot).
+fn after_product<'a>(ua: &'a [u8], token: &str) -> Option<&'a [u8]> {
+    let start = (token.as_ptr() as usize).checked_sub(ua.as_ptr() as usize)?;
+    let end = start.checked_add(token.len()).filter(|&e| e < ua.len())?;
+    ua[end..].strip_prefix(b"/")
 }
 
 impl Classifier {
@@ -341,6 +360,18 @@ bots:
         // A plain tool keeps its name.
         let ua = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36";
         assert_eq!(c.classify(ua).announced, None);
+    }
+
+    #[test]
+    fn a_robot_with_a_framework_for_version_is_the_robot() {
+        let c = Classifier::builtin();
+        let a = c.classify(b"ShopCrawler/Nutch (+https://x.example)");
+        assert_eq!((a.name, a.announced), (Some("Nutch"), Some("ShopCrawler")));
+        let a = c.classify(b"QuillBot/scrapy (+https://x.example)");
+        assert_eq!((a.name, a.announced), (Some("Scrapy"), Some("QuillBot")));
+        // Not a robot's name before the slash, or the framework itself: the entry.
+        assert_eq!(c.classify(b"Shop/Nutch").announced, None);
+        assert_eq!(c.classify(b"Nutch/2.4 (+http://nutch.apache.org/bot.html)").announced, None);
     }
 
     #[test]

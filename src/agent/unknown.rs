@@ -462,6 +462,10 @@ fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findi
         let device = devices.contains(&w);
         // Only the name rules need this, and only for a few words.
         let nameable = || !after_slash && !device && is_nameable(name);
+        // A product token all of digits, with its version, where a name
+        // stands (first, or after `compatible;`) is a name too: `008/0.83`.
+        // Elsewhere digits are versions, build numbers and model numbers.
+        let named_product = || nameable() || (product && !after_slash && !device && is_numbered_name(name));
         if w.depth == 0 && !after_slash {
             owner = (product && nameable()).then_some(w);
         }
@@ -501,13 +505,14 @@ fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findi
         }
         if w.start == 0 && nameable() {
             f.first_word = Some(w);
-            if product {
-                f.first_product = Some(w);
-            }
+        }
+        if w.start == 0 && product && named_product() {
+            f.first_product = Some(w);
         }
         if let Some(end) = compat_end.take() {
             let gap = &ua[end..w.start];
-            if f.compat.is_none() && gap.iter().all(|b| matches!(b, b' ' | b';' | b',' | b'+')) && nameable() {
+            let named = if product { named_product() } else { nameable() };
+            if f.compat.is_none() && gap.iter().all(|b| matches!(b, b' ' | b';' | b',' | b'+')) && named {
                 f.compat = Some(w);
             }
         }
@@ -658,6 +663,12 @@ fn is_nameable(name: &[u8]) -> bool {
     name_ok(name) && !is_generic(name) && !sets().lang.contains(name) && !is_browser_vocabulary(name)
 }
 
+/// Whether a product name of digits alone may be a name (`008` of `008/0.83`):
+/// two to eight digits, not a year-like or version-like run with dots.
+fn is_numbered_name(name: &[u8]) -> bool {
+    (2..=8).contains(&name.len()) && name.iter().all(u8::is_ascii_digit)
+}
+
 fn name_ok(word: &[u8]) -> bool {
     (2..=MAX_WORD).contains(&word.len())
         && word.iter().any(u8::is_ascii_alphabetic)
@@ -730,6 +741,11 @@ mod tests {
             ("Mozilla/5.0 (compatible; Newsy/1.0; +https://x.example)", Some("Newsy")),
             ("Mozilla/5.0 (compatible; Feedy/1.0 (+https://x.example/fetcher; like FeedFetcher-Google)", Some("Feedy")),
             ("Mozilla/5.0 (compatible; Attracta)", Some("Attracta")),
+            // A name of digits, where names stand: first, or after `compatible;`.
+            ("42/1.3 (https://x.example/robot)", Some("42")),
+            ("Mozilla/5.0 (compatible; 0815/2.0; +https://x.example)", Some("0815")),
+            // Not from a version, a bare number or a model number.
+            ("Mozilla/5.0 (compatible; 1999; +https://x.example)", None),
             ("Mozilla/5.0", None),
             ("   ", None),
             ("", None),
