@@ -20,7 +20,8 @@ use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
 use pingora::upstreams::peer::HttpPeer;
 use pingora::Result;
-use robotgate::server::proxy::{add_forwarded_headers, upstream_peer};
+use robotgate::server::http::forwarded::add_forwarded_headers;
+use robotgate::server::http::proxy::upstream_peer;
 
 /// mimalloc: measured faster than glibc malloc for Pingora's per-request
 /// allocations (see BENCHMARKS.md); the passthrough baseline uses it too.

@@ -21,12 +21,19 @@
 //! * [`managed`]: the robots.txt served: the site's file plus generated lines
 //!   (traps, AI-training opt-out, Content-Signal).
 //! * [`net`]: networks, `host:port` syntax, `Host` ports, as plain data.
+//! * [`lines`]: bounded line reading for the log readers.
+//! * [`load`]: reads the operator's files (config, robots.txt, humans.txt,
+//!   bot database, feeds) into one immutable snapshot; no Pingora.
 //! * `server` (feature `server`): the Pingora proxy, reload, telemetry.
+//!
+//! Data flows one way: core, then [`load`], then `server`, then the CLI.
 
 pub mod accesslog;
 pub mod agent;
 pub mod config;
 pub mod identity;
+pub mod lines;
+pub mod load;
 pub mod managed;
 pub mod net;
 pub mod policy;

@@ -251,7 +251,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Robots(RobotsCommand::Show { config, site }) => robots_show(&config, site.as_deref()),
         Command::Feeds(FeedsCommand::Update { dir, urls }) => feeds_update(&dir, &urls),
         Command::Demo { port, dir } => {
-            robotgate::server::demo::run(port, dir)?;
+            robotgate::server::ops::demo::run(port, dir)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Health { addr } => health(&addr),
@@ -359,7 +359,7 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
         Some("violations") => true,
         Some(other) => anyhow::bail!("--emit {other}: only `violations` can be emitted"),
     };
-    let snap = robotgate::server::snapshot::load(config).map_err(|problems| {
+    let snap = robotgate::load::load(config).map_err(|problems| {
         let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("{}", lines.join("\n"))
     })?;
@@ -417,14 +417,14 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
     let lookups = match args.dns {
         false => None,
         true => {
-            use robotgate::server::dns::{DnsConfig, DnsVerifier};
+            use robotgate::server::verify::dns::{DnsConfig, DnsVerifier};
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
             let resolver = DnsVerifier::new(&DnsConfig::from(&snap.settings.dns))
                 .map_err(|e| anyhow::anyhow!("--dns: cannot set up the resolver: {e}"))?;
             Some((runtime, resolver))
         }
     };
-    let looking_up = lookups.as_ref().map(|(runtime, dns)| robotgate::server::identity::LookingUp {
+    let looking_up = lookups.as_ref().map(|(runtime, dns)| robotgate::server::verify::identity::LookingUp {
         snap: &snap,
         dns,
         runtime: runtime.handle(),
@@ -530,7 +530,7 @@ fn replay(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyho
 }
 
 fn feeds_update(dir: &std::path::Path, urls: &[String]) -> anyhow::Result<ExitCode> {
-    use robotgate::server::feeds;
+    use robotgate::server::verify::feeds;
     let wanted: Vec<(String, String)> = if urls.is_empty() {
         feeds::sources(&[])
     } else {
@@ -581,7 +581,7 @@ fn verify(
     feeds: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    use robotgate::server::dns::{DnsConfig, DnsVerifier};
+    use robotgate::server::verify::dns::{DnsConfig, DnsVerifier};
     let ranges = load_ranges(feeds)?;
     let classifier = robotgate::agent::Classifier::builtin();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -593,7 +593,8 @@ fn verify(
             cache_entries: 16,
         };
         let resolver = DnsVerifier::new(&cfg).ok();
-        robotgate::server::identity::report(&classifier, &ranges, resolver.as_ref(), ip, user_agent.as_bytes()).await
+        robotgate::server::verify::identity::report(&classifier, &ranges, resolver.as_ref(), ip, user_agent.as_bytes())
+            .await
     });
     if json {
         let v = serde_json::json!({"ip": ip.to_string(), "user_agent": user_agent, "bot": report.bot, "identity": report.outcome, "evidence": report.evidence});
@@ -747,7 +748,7 @@ impl IdentityByRanges {
 }
 
 fn robots_show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<ExitCode> {
-    let snap = robotgate::server::snapshot::load(config).map_err(|problems| {
+    let snap = robotgate::load::load(config).map_err(|problems| {
         let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("{}", lines.join("\n"))
     })?;
@@ -777,7 +778,7 @@ fn robots_show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<E
 }
 
 fn config_check(config: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let (problems, warnings) = robotgate::server::snapshot::check(config);
+    let (problems, warnings) = robotgate::server::ops::check::check(config);
     let mut out = io::stdout().lock();
     for w in &warnings {
         writeln!(out, "{w} (warning)")?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use robotgate::identity::rdns::Failure;
-use robotgate::server::dns::{DnsConfig, DnsVerdict, DnsVerifier, Trouble};
+use robotgate::server::verify::dns::{DnsConfig, DnsVerdict, DnsVerifier, Trouble};
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Web Bot Auth end to end through `server::wba`: a key directory served on
+//! Web Bot Auth end to end through `server::verify::wba`: a key directory served on
 //! loopback by the test, requests signed here per the draft (the signature
 //! base written out by hand from RFC 9421 §2.5), verified through the
 //! directory cache.
@@ -14,7 +14,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use ed25519_dalek::{Signer as _, SigningKey};
 use robotgate::identity::signature::{Limits, Reason, RequestParts, Verdict};
-use robotgate::server::wba::{verify_request, DirectoryCache, FetchError, FetchLimits};
+use robotgate::server::verify::wba::{verify_request, DirectoryCache, FetchError, FetchLimits};
 use sha2::{Digest as _, Sha256};
 
 /// A fresh Ed25519 key (seed from a per-process random state).

@@ -9,12 +9,12 @@
 //! buffers more than its line cap, whatever the input.
 //!
 //! The readers open no files: the caller passes the input, through
-//! [`crate::report::decoder`] for gzip-compressed rotations.
+//! [`crate::lines::decoder`] for gzip-compressed rotations.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead};
 
-use crate::report::read::{LineReader, Malformed, MAX_LINE};
+use crate::lines::{LineReader, Malformed, MAX_LINE};
 
 pub mod combined;
 pub mod json;

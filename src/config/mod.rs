@@ -20,7 +20,8 @@ use std::time::Duration;
 pub use self::raw::*;
 pub use self::validate::parse_duration;
 use crate::net::{strip_port, Cidr};
-use crate::policy::{Action, PolicyConfig};
+use crate::policy::PolicyConfig;
+pub use crate::policy::{Traps, DEFAULT_TRAP};
 use crate::target::TargetOptions;
 
 /// One configuration problem, with where it is.
@@ -267,25 +268,6 @@ pub struct Site {
     /// The site's certificate and key, chosen by SNI on HTTPS listeners.
     pub tls: Option<(PathBuf, PathBuf)>,
 }
-
-/// A site's traps: paths every group of its robots.txt disallows, which only
-/// a crawler that ignores robots.txt fetches.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Traps {
-    /// Path prefixes.
-    pub paths: Vec<String>,
-    /// How long a trapped client stays banned.
-    pub ban: Duration,
-    /// How long a path must have been served before a hit bans.
-    pub arm_after: Duration,
-    /// What a banned client gets.
-    pub action: Action,
-    /// Add a hidden link to the first trap in HTML pages.
-    pub inject_link: bool,
-}
-
-/// The default trap path.
-pub const DEFAULT_TRAP: &str = "/.well-known/robotgate/trap/";
 
 /// Lines robotgate adds to a site's robots.txt.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

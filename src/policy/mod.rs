@@ -18,7 +18,6 @@ mod record;
 pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 pub use self::record::Requested;
 use crate::agent::{Agent, AgentKind, Category, Classifier};
-use crate::config::Traps;
 use crate::identity::{Identify, Identity};
 use crate::robots::{ext::VisitTime, RobotsTxt, Rule, Selection};
 use crate::state::{BanKey, RateKey, SeenKey, State};
@@ -207,9 +206,7 @@ pub struct Decision<'s, 'r> {
     pub identity: Identity,
 }
 
-/// How long a robots.txt read counts: RFC 9309 2.4 lets crawlers cache the
-/// file for up to 24 hours.
-pub const ROBOTS_READ_WINDOW: Duration = Duration::from_secs(86_400);
+pub use crate::state::ROBOTS_READ_WINDOW;
 
 /// Decide a request.
 ///
@@ -522,6 +519,25 @@ fn rate_of(robots: &RobotsTxt, selection: &Selection) -> Option<Rate> {
         (a, b) => a.or(b),
     }
 }
+
+/// A site's traps: paths every group of its robots.txt disallows, which only
+/// a crawler that ignores robots.txt fetches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traps {
+    /// Path prefixes.
+    pub paths: Vec<String>,
+    /// How long a trapped client stays banned.
+    pub ban: Duration,
+    /// How long a path must have been served before a hit bans.
+    pub arm_after: Duration,
+    /// What a banned client gets.
+    pub action: Action,
+    /// Add a hidden link to the first trap in HTML pages.
+    pub inject_link: bool,
+}
+
+/// The default trap path.
+pub const DEFAULT_TRAP: &str = "/.well-known/robotgate/trap/";
 
 #[cfg(test)]
 mod tests {

@@ -36,7 +36,6 @@ use std::time::{Duration, Instant};
 
 pub use self::run::{run, Input, Options, Outcome as RunOutcome};
 pub use self::tally::{BotTally, Collateral, CollateralKind, SiteTally, Tally, UnjudgedPath};
-pub use self::view::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, Unreadable, LIMITS};
 use crate::accesslog::{Entry, Format};
 use crate::agent::{Agent, AgentKind, Classifier};
 use crate::config::Settings;
@@ -44,6 +43,7 @@ use crate::identity::{Identify, Identity};
 use crate::policy::{self, Action, Clock, Outcome, RequestFacts, Requested, SiteRules};
 use crate::record::time::rfc3339_ms;
 use crate::record::Record;
+pub use crate::report::replay::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, Unreadable, LIMITS};
 use crate::robots::lint::Diagnostic;
 use crate::state::MemoryState;
 use crate::target::{self, Gatekeep, TargetOptions};

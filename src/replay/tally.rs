@@ -10,6 +10,7 @@ use super::Site;
 use crate::agent::Agent;
 use crate::identity::Identity;
 use crate::record::Record;
+pub use crate::report::replay::{Collateral, CollateralKind, UnjudgedPath};
 
 /// Bot rows kept per site; the rest are counted under [`OTHER_BOTS`].
 pub const MAX_BOTS: usize = 2_000;
@@ -79,65 +80,6 @@ pub struct BotTally {
     pub other_rules: u64,
 }
 
-/// What kind of mistake a collateral finding suggests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CollateralKind {
-    /// A stylesheet or script: search engines render pages with them.
-    RenderResource,
-    /// A sitemap the robots.txt itself names, or one by its usual name.
-    Sitemap,
-    /// Any other page.
-    Page,
-}
-
-impl CollateralKind {
-    /// `render-resource`, `sitemap` or `page`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CollateralKind::RenderResource => "render-resource",
-            CollateralKind::Sitemap => "sitemap",
-            CollateralKind::Page => "page",
-        }
-    }
-}
-
-/// One rule that would refuse a robot the site served, and that keeps to
-/// robots.txt (verified by its operator's ranges, or a database robot known
-/// to obey it and not caught lying).
-#[derive(Debug, Clone, Serialize)]
-pub struct Collateral {
-    /// What it suggests.
-    pub kind: CollateralKind,
-    /// The rule's line in the effective robots.txt.
-    pub line: u32,
-    /// The rule's pattern.
-    pub pattern: String,
-    /// Requests it would have refused.
-    pub count: u64,
-    /// The first such path (cut to 200 bytes).
-    pub example: String,
-    /// Line of the log with the first one.
-    pub log_line: u64,
-    /// Robots it would have refused (the first few).
-    pub bots: Vec<String>,
-    /// `robotgate lint`'s findings on that line: `code: message`.
-    pub lint: Vec<String>,
-}
-
-/// Lines without a User-Agent that a rule of the `*` group disallows.
-#[derive(Debug, Clone, Serialize)]
-pub struct UnjudgedPath {
-    /// The rule's line.
-    pub line: u32,
-    /// The rule's pattern.
-    pub pattern: String,
-    /// Lines.
-    pub count: u64,
-    /// The first path.
-    pub example: String,
-}
-
 fn slot(identity: Identity) -> usize {
     match identity {
         Identity::Verified => 0,
@@ -149,7 +91,7 @@ fn slot(identity: Identity) -> usize {
 
 fn cut(s: &str) -> String {
     let mut s = s.to_owned();
-    crate::report::read::truncate_at_char(&mut s, MAX_EXAMPLE);
+    crate::lines::truncate_at_char(&mut s, MAX_EXAMPLE);
     s
 }
 

@@ -521,7 +521,7 @@ impl Summary {
                 break;
             }
             let mut source = source.to_owned();
-            super::read::truncate_at_char(&mut source, 256);
+            crate::lines::truncate_at_char(&mut source, 256);
             self.malformed_samples.push(MalformedSample { source, line: line.clone() });
         }
     }

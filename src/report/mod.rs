@@ -17,6 +17,7 @@
 pub mod aggregate;
 pub mod read;
 pub mod render;
+pub mod replay;
 pub mod sketch;
 mod view;
 

@@ -49,7 +49,7 @@ pub struct Report {
     /// What `robotgate replay` adds: requests per robot, identity,
     /// robots.txt fetches, collateral (absent from `robotgate report`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replay: Option<crate::replay::ReplayReport>,
+    pub replay: Option<crate::report::replay::ReplayReport>,
 }
 
 /// Violations over time, per category.

@@ -1,33 +1,24 @@
 //! The Pingora layer (feature `server`): the only module that names pingora,
-//! tokio, notify or arc-swap.
+//! tokio, notify or arc-swap. Its rooms, bottom up (each imports only rooms
+//! below it):
 //!
-//! * [`proxy`]: the `ProxyHttp` implementation.
-//! * [`dns`]: forward-confirmed reverse DNS (a bounded, cached resolver).
-//! * [`respond`]: responses robotgate writes itself.
-//! * [`snapshot`]: the immutable per-request view and its loader.
-//! * [`reload`]: file watching and SIGHUP.
-//! * [`violations`]: the violation log writer (aggregation, SIGUSR1 reopen, rotation).
 //! * [`telemetry`]: logging and metrics.
-//! * [`wba`]: Web Bot Auth key directories (fetch, SSRF limits, cache).
-//! * [`redis`]: state shared between instances in Redis or Valkey.
-//! * [`status`]: what the status page shows (the last violations, the last reload).
-//! * [`tls`]: HTTPS certificates per site, chosen by SNI.
+//! * [`snapshot`]: what `serve` holds behind an `ArcSwap`: the core's
+//!   [`crate::load::Snapshot`] plus prebuilt answers and certificates.
+//! * [`verify`]: identity adapters: reverse DNS, Web Bot Auth directories,
+//!   feed refresh, the proxy's `Identify`.
+//! * [`store`]: state shared between instances (Redis or Valkey).
+//! * [`ops`]: reload, the violation log, the status page, `config check`, the demo.
+//! * [`http`]: the proxy, its responses, the client address, TLS by SNI.
+//!
+//! This file wires them into one Pingora server.
 
-pub mod demo;
-pub mod dns;
-pub mod feeds;
-pub mod identity;
-pub mod proxy;
-pub mod redis;
-pub mod reload;
-pub mod respond;
+pub mod http;
+pub mod ops;
 pub mod snapshot;
-pub mod status;
+pub mod store;
 pub mod telemetry;
-pub mod tls;
-pub mod traps;
-pub mod violations;
-pub mod wba;
+pub mod verify;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -42,9 +33,12 @@ use pingora::server::{RunArgs, Server};
 use pingora::services::background::GenBackgroundService;
 use pingora::services::listening::Service;
 
-use self::proxy::Gate;
-use self::reload::Reloader;
-use self::violations::ViolationLog;
+use self::http::proxy::Gate;
+use self::http::tls;
+use self::ops::reload::{self, Reloader};
+use self::ops::{status, violations, violations::ViolationLog};
+use self::store::redis;
+use self::verify::{dns, feeds, wba};
 use crate::state::MemoryState;
 
 /// Options passed through to Pingora's server.
@@ -68,12 +62,12 @@ struct MetricsApp {
     status_page: bool,
 }
 
-fn answer(status: u16, content_type: &str, body: Vec<u8>) -> http::Response<Vec<u8>> {
-    http::Response::builder()
+fn answer(status: u16, content_type: &str, body: Vec<u8>) -> ::http::Response<Vec<u8>> {
+    ::http::Response::builder()
         .status(status)
-        .header(http::header::CONTENT_TYPE, content_type)
-        .header(http::header::CONTENT_LENGTH, body.len())
-        .header(http::header::CACHE_CONTROL, "no-store")
+        .header(::http::header::CONTENT_TYPE, content_type)
+        .header(::http::header::CONTENT_LENGTH, body.len())
+        .header(::http::header::CACHE_CONTROL, "no-store")
         .header("x-content-type-options", "nosniff")
         .body(body)
         .expect("a response of a status, two known headers and a body is valid")
@@ -81,7 +75,7 @@ fn answer(status: u16, content_type: &str, body: Vec<u8>) -> http::Response<Vec<
 
 #[async_trait]
 impl ServeHttp for MetricsApp {
-    async fn response(&self, session: &mut ServerSession) -> http::Response<Vec<u8>> {
+    async fn response(&self, session: &mut ServerSession) -> ::http::Response<Vec<u8>> {
         use prometheus::Encoder;
         let path = session.req_header().uri.path().to_owned();
         match path.as_str() {
@@ -163,7 +157,7 @@ pub fn serve_with(
     telemetry::init_logging(&snap.settings.log_level);
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
-    traps::persist(&snap);
+    reload::persist_traps(&snap);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
     let violations = Arc::new(

@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 
 pub use self::memory::{MemoryState, RateTable, TimeTable};
 
+/// How long a robots.txt read counts: RFC 9309 2.4 lets crawlers cache the
+/// file for up to 24 hours.
+pub const ROBOTS_READ_WINDOW: Duration = Duration::from_secs(86_400);
+
 /// Whose pace a rate limit measures: one bot, from one address, on one site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RateKey<'a> {

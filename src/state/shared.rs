@@ -110,7 +110,7 @@ impl Event {
         let ms = match self {
             Event::Ban { until_ms, .. } => until_ms.saturating_sub(now_ms),
             Event::RobotsRead { at_ms, .. } => {
-                (at_ms + crate::policy::ROBOTS_READ_WINDOW.as_millis() as u64).saturating_sub(now_ms)
+                (at_ms + crate::state::ROBOTS_READ_WINDOW.as_millis() as u64).saturating_sub(now_ms)
             }
         };
         Duration::from_millis(ms.max(1))
@@ -317,7 +317,7 @@ mod tests {
     fn robots_reads_travel_by_name_or_by_client() {
         let (a, b) = (MemoryState::new(64), MemoryState::new(64));
         let t = Instant::now();
-        let window = crate::policy::ROBOTS_READ_WINDOW;
+        let window = crate::state::ROBOTS_READ_WINDOW;
         for key in [
             SeenKey::Bot { site: "shop", name: "GPTBot" },
             SeenKey::Client { site: "shop", client: ip("198.51.100.4"), user_agent: b"odd-crawler/1.0" },

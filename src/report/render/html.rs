@@ -242,7 +242,7 @@ pub fn to_string(report: &Report) -> String {
 
 /// The replay's own part: per site, what the proxy would have done to
 /// each robot, and the collateral findings.
-fn replay_sections(o: &mut String, r: &crate::replay::ReplayReport) {
+fn replay_sections(o: &mut String, r: &crate::report::replay::ReplayReport) {
     let _ = writeln!(
         o,
         "<section data-testid=\"replay\">\n<h2>Replay of {} {} log lines</h2>\n<ul class=\"note\">",

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{is_invisible_control, short_time, thousands};
-use crate::replay::ReplayReport;
+use crate::report::replay::ReplayReport;
 use crate::report::{BotReport, Report, SiteReport};
 
 /// Bot rows shown per site.

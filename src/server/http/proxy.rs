@@ -15,25 +15,25 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::HeaderValue;
 use pingora::http::{Method, RequestHeader, ResponseHeader};
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use super::dns::DnsVerifier;
-use super::identity::{ServerIdentity, Settled};
-use super::redis::{unix_ms, SharedStore};
+use super::forwarded::{add_forwarded_headers, client_ip};
 use super::respond;
-use super::snapshot::{LiveSite, Snapshot};
-use super::telemetry::metrics;
-use super::violations::{now_rfc3339, Record, ViolationLog};
-use super::wba::{self, DirectoryCache};
 use crate::agent::{Agent, AgentKind, Category};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::identity::{Identify, Identity};
-use crate::net::Cidr;
+use crate::load::LiveSite;
 use crate::policy::{self, Action, Banned, Clock, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation};
+use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
+use crate::server::snapshot::{SiteAnswers, Snapshot};
+use crate::server::store::redis::{unix_ms, SharedStore};
+use crate::server::telemetry::metrics;
+use crate::server::verify::dns::DnsVerifier;
+use crate::server::verify::identity::{ServerIdentity, Settled};
+use crate::server::verify::wba::{self, DirectoryCache};
 use crate::state::shared::{Answer, Asking, Question};
 use crate::state::{MemoryState, State};
 use crate::target::{self, Gatekeep};
@@ -87,18 +87,6 @@ impl Ctx {
     }
 }
 
-/// The client address of a request; see [`crate::net::client_address`].
-pub fn client_ip(peer: Option<IpAddr>, req: &RequestHeader, trusted: &[Cidr]) -> Option<IpAddr> {
-    let peer = peer?;
-    // Most peers are not trusted proxies: their headers are not read, so do
-    // not look them up.
-    if !trusted.iter().any(|c| c.contains(peer)) {
-        return Some(peer);
-    }
-    let values = |name: &'static str| req.headers.get_all(name).into_iter().map(|v| v.as_bytes());
-    Some(crate::net::client_address(peer, values("forwarded"), values("x-forwarded-for"), trusted))
-}
-
 /// The peer for a site's origin: its address, TLS, and robotgate's timeouts
 /// (connect; every read and write; idle pooled connections). Public so that
 /// `examples/passthrough.rs` can set up the same peer.
@@ -116,81 +104,6 @@ pub fn upstream_peer(
     peer.options.write_timeout = Some(read_timeout);
     peer.options.idle_timeout = Some(Duration::from_secs(60));
     peer
-}
-
-/// Sets `X-Forwarded-For` (the socket peer, appended to the chain only when
-/// the peer is one of `trusted` proxies; otherwise the client's own header is
-/// replaced) and `X-Forwarded-Proto` on the request to the origin.
-///
-/// Runs for every proxied request, so it builds the values without the
-/// formatter: the address is written into a stack buffer and copied once into
-/// the header value, and the protocol is a static value.
-pub fn add_forwarded_headers(session: &Session, upstream_request: &mut RequestHeader, trusted: &[Cidr]) -> Result<()> {
-    let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-    if let Some(peer) = peer {
-        let mut text = [0u8; MAX_IP_TEXT];
-        let ip = ip_text(peer, &mut text);
-        // Keep the chain only when it came from a trusted proxy.
-        let prior = if trusted.iter().any(|c| c.contains(peer)) {
-            upstream_request.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok())
-        } else {
-            None
-        };
-        let value = match prior {
-            Some(p) if !p.trim().is_empty() => {
-                let mut chain = Vec::with_capacity(p.len() + 2 + ip.len());
-                chain.extend_from_slice(p.as_bytes());
-                chain.extend_from_slice(b", ");
-                chain.extend_from_slice(ip);
-                HeaderValue::from_bytes(&chain)
-            }
-            _ => HeaderValue::from_bytes(ip),
-        };
-        let value = value.expect("visible ASCII: a header value that was valid, `, ` and an address");
-        upstream_request.insert_header("x-forwarded-for", value)?;
-    }
-    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
-    let proto = HeaderValue::from_static(if tls { "https" } else { "http" });
-    upstream_request.insert_header("x-forwarded-proto", proto)?;
-    Ok(())
-}
-
-/// The longest text form of an address: IPv6 with an embedded IPv4
-/// (`ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`).
-const MAX_IP_TEXT: usize = 45;
-
-/// `ip` in its usual text form (as `Display` writes it), in `buf`. IPv4, the
-/// common case, is written digit by digit; IPv6 goes through `Display`.
-fn ip_text(ip: IpAddr, buf: &mut [u8; MAX_IP_TEXT]) -> &[u8] {
-    match ip {
-        IpAddr::V4(v4) => {
-            let mut n = 0;
-            for (i, octet) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    buf[n] = b'.';
-                    n += 1;
-                }
-                if octet >= 100 {
-                    buf[n] = b'0' + octet / 100;
-                    n += 1;
-                }
-                if octet >= 10 {
-                    buf[n] = b'0' + octet / 10 % 10;
-                    n += 1;
-                }
-                buf[n] = b'0' + octet % 10;
-                n += 1;
-            }
-            &buf[..n]
-        }
-        IpAddr::V6(v6) => {
-            use std::io::Write;
-            let mut rest = &mut buf[..];
-            write!(rest, "{v6}").expect("an IPv6 address fits in 45 bytes");
-            let n = MAX_IP_TEXT - rest.len();
-            &buf[..n]
-        }
-    }
 }
 
 fn host_of(req: &RequestHeader) -> &str {
@@ -339,7 +252,11 @@ impl Gate {
             return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
         }
         let category = agent.category;
-        if let Some(counter) = Category::ALL.iter().position(|c| *c == category).and_then(|i| site.requests.get(i)) {
+        if let Some(counter) = Category::ALL
+            .iter()
+            .position(|c| *c == category)
+            .and_then(|i| snap.answers[ctx.site.unwrap_or_default()].requests.get(i))
+        {
             if !second {
                 counter.inc();
             }
@@ -463,15 +380,119 @@ fn agent_host(url: &str) -> Option<String> {
 }
 
 /// Answer a violation whose action robotgate answers itself, with the
-/// answer the snapshot built for it at load time ([`LiveSite::refusal`]):
+/// answer the snapshot built for it at load time ([`SiteAnswers::refusal`]):
 /// nothing is formatted per request and nothing goes upstream. Returns the
 /// status sent, 0 for the actions that forward.
-async fn answer_violation(session: &mut Session, site: &LiveSite, action: &Action) -> Result<u16> {
+async fn answer_violation(session: &mut Session, site: &SiteAnswers, action: &Action) -> Result<u16> {
     match site.refusal(action) {
         Some(answer) => respond::send_prebuilt(session, answer).await,
         // Every refusing action of the site has its answer; one without is
         // a forwarding one (noindex, log).
         None => Ok(0),
+    }
+}
+
+impl Gate {
+    /// Decide the request, making at most one reverse-DNS lookup and
+    /// putting at most one question to the shared store on the way.
+    async fn settle<'s>(&self, session: &Session, snap: &'s Arc<Snapshot>, site: usize, ctx: &mut Ctx) -> Step<'s> {
+        let live = &snap.sites[site];
+        let signed_by = self.signature_agent(session, snap).await;
+        let mut looked_up = false;
+        // A rate question goes to the shared store only while it answers.
+        let mut rate = if self.shared.as_ref().is_some_and(|s| s.is_up()) { Answer::Ask } else { Answer::Local };
+        loop {
+            let identity =
+                ServerIdentity { snap: &snap.files, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
+            let step = if looked_up {
+                self.decide(session, snap, live, ctx, &Settled(identity), rate)
+            } else {
+                self.decide(session, snap, live, ctx, &identity, rate)
+            };
+            match step {
+                // At most one bounded lookup per request; browsers never get here.
+                Step::Pending(bot) if !looked_up => {
+                    looked_up = true;
+                    if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
+                        self.verify_dns(dns, ip, &snap.classifier.bot(bot).rdns).await;
+                    }
+                }
+                // At most one question per request (only `Ask` asks), bounded
+                // by `state.timeout_ms`; only robots whose group sets a pace get here.
+                Step::Ask(question) => {
+                    let answer = match &self.shared {
+                        Some(store) => store.admit(&question).await,
+                        None => None,
+                    };
+                    match answer {
+                        // Admitted: the pass this step stands for.
+                        Some(Ok(())) => return Step::Decided(Outcome::Pass),
+                        Some(wait) => rate = Answer::Given(wait),
+                        // Store out of reach: the local tables answer. The
+                        // first decision did not count a limit; this one may.
+                        None => rate = Answer::Local,
+                    }
+                }
+                step => return step,
+            }
+        }
+    }
+
+    /// The one place the outcome becomes a response. `Ok(true)`: answered here.
+    async fn carry_out(
+        &self,
+        session: &mut Session,
+        snap: &Snapshot,
+        site: usize,
+        ctx: &mut Ctx,
+        step: Step<'_>,
+    ) -> Result<bool> {
+        let (live, answers) = (&snap.sites[site], &snap.answers[site]);
+        match step {
+            // Not reached: a settled identity is never pending, an answered question not asked again.
+            Step::Pending(_) | Step::Ask(_) => Ok(false),
+            Step::Refuse(status, why) => {
+                ctx.status = status;
+                let body = Bytes::from(format!("{why}\n"));
+                respond::send(session, status, "text/plain; charset=utf-8", &[("connection", "close".into())], body)
+                    .await?;
+                session.set_keepalive(None);
+                Ok(true)
+            }
+            Step::Decided(Outcome::Pass) => Ok(false),
+            Step::Decided(Outcome::File(which)) => {
+                let file = match which {
+                    SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
+                    SiteFile::Humans => live.humans.as_ref(),
+                };
+                let Some(file) = file else { return Ok(false) };
+                metrics().served.with_label_values(&[live.conf.name.as_str(), which.as_str()]).inc();
+                ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
+                Ok(true)
+            }
+            Step::Decided(Outcome::Violation(Violation { action, .. }))
+            | Step::Decided(Outcome::Trap(TrapHit { banned: true, action, .. }))
+            | Step::Decided(Outcome::Banned(Banned { action, .. }))
+            | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
+                Action::Noindex { value } => {
+                    ctx.noindex = Some(value.clone());
+                    Ok(false)
+                }
+                Action::Log => Ok(false),
+                action => {
+                    ctx.status = answer_violation(session, answers, action).await?;
+                    Ok(true)
+                }
+            },
+            Step::Decided(Outcome::Trap(_)) => Ok(false), // Not armed, or a verified crawler: recorded only.
+            Step::Decided(Outcome::Limited(l)) if !l.enforce => Ok(false),
+            Step::Decided(Outcome::Limited(l)) => {
+                let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
+                ctx.status = 429;
+                respond::too_many_requests(session, retry, l.directive, l.line).await?;
+                Ok(true)
+            }
+        }
     }
 }
 
@@ -495,98 +516,15 @@ impl ProxyHttp for Gate {
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let snap = self.snapshot.load_full();
         ctx.snap = Some(snap.clone());
-        let Some(site_idx) = snap.settings.site_for_host(host_of(session.req_header())) else {
+        let Some(site) = snap.settings.site_for_host(host_of(session.req_header())) else {
             ctx.status = 421;
             let body = Bytes::from_static(b"No site is configured for this host.\n");
             respond::send(session, 421, "text/plain; charset=utf-8", &[], body).await?;
             return Ok(true);
         };
-        ctx.site = Some(site_idx);
-        let site = &snap.sites[site_idx];
-        let signed_by = self.signature_agent(session, &snap).await;
-        let mut looked_up = false;
-        // A rate question goes to the shared store only while it answers.
-        let mut rate = if self.shared.as_ref().is_some_and(|s| s.is_up()) { Answer::Ask } else { Answer::Local };
-        let step = loop {
-            let identity = ServerIdentity { snap: &snap, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
-            let step = if looked_up {
-                self.decide(session, &snap, site, ctx, &Settled(identity), rate)
-            } else {
-                self.decide(session, &snap, site, ctx, &identity, rate)
-            };
-            match step {
-                // At most one bounded lookup per request; browsers never get here.
-                Step::Pending(bot) if !looked_up => {
-                    looked_up = true;
-                    if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
-                        self.verify_dns(dns, ip, &snap.classifier.bot(bot).rdns).await;
-                    }
-                }
-                // At most one question per request (only `Ask` asks), bounded
-                // by `state.timeout_ms`; only robots whose group sets a pace get here.
-                Step::Ask(question) => {
-                    let answer = match &self.shared {
-                        Some(store) => store.admit(&question).await,
-                        None => None,
-                    };
-                    match answer {
-                        // Admitted: the pass this step stands for.
-                        Some(Ok(())) => break Step::Decided(Outcome::Pass),
-                        Some(wait) => rate = Answer::Given(wait),
-                        // Store out of reach: the local tables answer. The
-                        // first decision did not count a limit; this one may.
-                        None => rate = Answer::Local,
-                    }
-                }
-                step => break step,
-            }
-        };
-        // The one place the outcome becomes a response.
-        match step {
-            // Not reached: a settled identity is never pending, an answered question not asked again.
-            Step::Pending(_) | Step::Ask(_) => Ok(false),
-            Step::Refuse(status, why) => {
-                ctx.status = status;
-                let body = Bytes::from(format!("{why}\n"));
-                respond::send(session, status, "text/plain; charset=utf-8", &[("connection", "close".into())], body)
-                    .await?;
-                session.set_keepalive(None);
-                Ok(true)
-            }
-            Step::Decided(Outcome::Pass) => Ok(false),
-            Step::Decided(Outcome::File(which)) => {
-                let file = match which {
-                    SiteFile::Robots => site.robots.as_ref().map(|r| &r.file),
-                    SiteFile::Humans => site.humans.as_ref(),
-                };
-                let Some(file) = file else { return Ok(false) };
-                metrics().served.with_label_values(&[site.conf.name.as_str(), which.as_str()]).inc();
-                ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
-                Ok(true)
-            }
-            Step::Decided(Outcome::Violation(Violation { action, .. }))
-            | Step::Decided(Outcome::Trap(TrapHit { banned: true, action, .. }))
-            | Step::Decided(Outcome::Banned(Banned { action, .. }))
-            | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
-                Action::Noindex { value } => {
-                    ctx.noindex = Some(value.clone());
-                    Ok(false)
-                }
-                Action::Log => Ok(false),
-                action => {
-                    ctx.status = answer_violation(session, site, action).await?;
-                    Ok(true)
-                }
-            },
-            Step::Decided(Outcome::Trap(_)) => Ok(false), // Not armed, or a verified crawler: recorded only.
-            Step::Decided(Outcome::Limited(l)) if !l.enforce => Ok(false),
-            Step::Decided(Outcome::Limited(l)) => {
-                let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
-                ctx.status = 429;
-                respond::too_many_requests(session, retry, l.directive, l.line).await?;
-                Ok(true)
-            }
-        }
+        ctx.site = Some(site);
+        let step = self.settle(session, &snap, site, ctx).await;
+        self.carry_out(session, &snap, site, ctx, step).await
     }
 
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
@@ -704,7 +642,7 @@ impl ProxyHttp for Gate {
         record.time = now_rfc3339();
         record.status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());
         if self.status_page {
-            super::status::board().push(&record);
+            crate::server::ops::status::board().push(&record);
         }
         // Never waits: a full log queue folds the record into the aggregation table.
         self.violations.write(record);
@@ -728,7 +666,7 @@ mod tests {
             robots.display()
         );
         std::fs::write(&config, text).unwrap();
-        Arc::new(super::super::snapshot::load(&config).unwrap())
+        Arc::new(crate::server::snapshot::load(&config).unwrap())
     }
 
     #[test]
@@ -748,29 +686,5 @@ mod tests {
         assert!(!classify_and_remember(&b, &long).is_bot());
         assert!(!is_last_browser(&b, &long), "too long to remember");
         assert!(is_last_browser(&a, FIREFOX), "still the last one remembered");
-    }
-
-    #[test]
-    fn ip_text_is_display() {
-        let ips = [
-            "0.0.0.0",
-            "9.10.99.100",
-            "127.0.0.1",
-            "255.255.255.255",
-            "::",
-            "::1",
-            "2001:db8::8a2e:370:7334",
-            "::ffff:192.0.2.128",
-            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-            "1:2:3:4:5:6:7:8",
-        ];
-        for ip in ips {
-            let ip: IpAddr = ip.parse().expect("test address");
-            let mut buf = [0u8; MAX_IP_TEXT];
-            assert_eq!(ip_text(ip, &mut buf), ip.to_string().as_bytes(), "{ip}");
-        }
-        let ipv4_in_v6 = IpAddr::V6("::1.2.3.4".parse().expect("test address"));
-        let mut buf = [0u8; MAX_IP_TEXT];
-        assert_eq!(ip_text(ipv4_in_v6, &mut buf), ipv4_in_v6.to_string().as_bytes());
     }
 }

@@ -1,10 +1,13 @@
-//! The immutable snapshot every request reads, and the loader that builds it.
+//! Reads the operator's files into one immutable [`Snapshot`]: the config,
+//! the bot database, the feeds, every site's robots.txt, humans.txt and
+//! alternate content, compiled. No Pingora, no tokio: `serve` wraps the
+//! snapshot with what only the proxy needs (`server::snapshot`), and the
+//! CLI commands (`check`, `replay`, `robots show`, `config check`) use it as
+//! it is.
 //!
-//! Everything a request needs (config, classifier, compiled robots.txt, file
-//! bodies) is read and compiled here, off the request path, into one value
-//! that the proxy holds behind an `ArcSwap`. A request loads the snapshot once
-//! and uses that version throughout, so a reload in the middle of a request
-//! never mixes two versions.
+//! Everything is read and compiled here, off the request path. A request
+//! loads the snapshot once and uses that version throughout, so a reload in
+//! the middle of a request never mixes two versions.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,8 +17,8 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
-use super::respond::Prebuilt;
-use super::traps;
+pub mod traps;
+
 use crate::agent::{BotDb, Classifier};
 use crate::config::{self, Config, Settings, Site};
 use crate::identity::{ByRanges, FeedId, RangeTable};
@@ -34,7 +37,8 @@ pub struct ServedFile {
 }
 
 impl ServedFile {
-    fn new(body: Vec<u8>, mtime: SystemTime) -> ServedFile {
+    /// A file of `body`, last modified at `mtime`.
+    pub fn new(body: Vec<u8>, mtime: SystemTime) -> ServedFile {
         ServedFile {
             etag: format!("\"{:016x}\"", robots::fingerprint(&body)),
             last_modified: httpdate::fmt_http_date(mtime),
@@ -74,16 +78,10 @@ pub struct LiveSite {
     pub humans: Option<ServedFile>,
     /// Alternate-content files named in the policy, by path. Only these can be served.
     pub alternates: HashMap<PathBuf, ServedFile>,
-    /// `robotgate_requests_total{site, category}` handles, by [`Category::ALL`]
-    /// index, resolved once here rather than looked up per request.
-    pub requests: Vec<prometheus::IntCounter>,
     /// When each trap path is armed (Unix seconds), parallel to `conf.traps.paths`.
     pub armed_at: Vec<u64>,
     /// The link put into HTML pages, with `traps.inject_link`.
     pub trap_link: Option<Bytes>,
-    /// The answer of each action robotgate answers itself (block, alternate,
-    /// redirect), built at load time; see [`LiveSite::refusal`].
-    pub refusals: Vec<(Action, Prebuilt)>,
 }
 
 impl LiveSite {
@@ -99,16 +97,14 @@ impl LiveSite {
         }
     }
 
-    /// The prebuilt answer to `action`, when robotgate answers it itself.
-    /// Cost: one comparison per distinct refusing action of the site (a
-    /// status, then a short body or location), a handful in practice.
-    pub fn refusal(&self, action: &Action) -> Option<&Prebuilt> {
-        self.refusals.iter().find(|(a, _)| a == action).map(|(_, p)| p)
+    /// The actions a request to this site can be answered by: the policy's
+    /// (default, categories, bots, spoofed identities) and the traps' ban.
+    pub fn actions(&self) -> impl Iterator<Item = &Action> {
+        site_actions(&self.conf)
     }
 }
 
-/// The actions of `site` that a request can be answered by: the policy's
-/// (default, categories, bots, spoofed identities) and the traps' ban.
+/// The actions of `site` that a request can be answered by.
 fn site_actions(site: &Site) -> impl Iterator<Item = &Action> {
     let policy = &site.policy;
     std::iter::once(&policy.default)
@@ -118,31 +114,7 @@ fn site_actions(site: &Site) -> impl Iterator<Item = &Action> {
         .chain(site.traps.as_ref().map(|t| &t.action))
 }
 
-/// What robotgate answers `action` with, when it answers it itself: the
-/// block page or file, the alternate content, the redirect. `None` for the
-/// actions that forward (noindex, log), and for a file that was not loaded
-/// (a problem already).
-fn prebuild(action: &Action, alternates: &HashMap<PathBuf, ServedFile>) -> Option<Result<Prebuilt, String>> {
-    const TEXT: &str = "text/plain; charset=utf-8";
-    let file = |path: &PathBuf| alternates.get(path).map(|f| f.body.clone());
-    let no_store = [("cache-control", "no-store")];
-    let built = match action {
-        Action::Block { status, file: Some((path, ct)), .. } => Prebuilt::new(*status, ct, &no_store, file(path)?),
-        Action::Block { status, body, file: None } => {
-            Prebuilt::new(*status, TEXT, &no_store, Bytes::from(body.clone()))
-        }
-        Action::Alternate { status, file: path, content_type } => {
-            Prebuilt::new(*status, content_type, &no_store, file(path)?)
-        }
-        Action::Redirect { status, location } => {
-            Prebuilt::new(*status, TEXT, &[("location", location.as_str())], Bytes::from_static(b"Moved\n"))
-        }
-        Action::Noindex { .. } | Action::Log => return None,
-    };
-    Some(built.map_err(|e| e.to_string()))
-}
-
-/// Everything a request needs, immutable.
+/// Everything a request needs, immutable, as read from the operator's files.
 pub struct Snapshot {
     /// The settings that apply to the whole process.
     pub settings: Settings,
@@ -168,8 +140,6 @@ pub struct Snapshot {
     pub traps_first_served: traps::FirstServed,
     /// Where that is kept.
     pub traps_state: PathBuf,
-    /// The HTTPS certificates, chosen by SNI ([`super::tls`]).
-    pub certs: Arc<super::tls::CertSet>,
 }
 
 impl Snapshot {
@@ -291,13 +261,6 @@ pub fn load_config(
         sources.push(cert.clone());
         sources.push(key.clone());
     }
-    let certs = match super::tls::CertSet::load(&settings, &site_confs) {
-        Ok(c) => Arc::new(c),
-        Err(failed) => {
-            problems.extend(failed.into_iter().map(|(file, message)| Problem { file, line: None, message }));
-            Arc::new(super::tls::CertSet::default())
-        }
-    };
     let bots_body = match &settings.bots {
         None => None,
         Some(path) => {
@@ -353,10 +316,6 @@ pub fn load_config(
                 std::net::SocketAddr::from(([127, 0, 0, 1], 0))
             }
         };
-        let requests = crate::agent::Category::ALL
-            .iter()
-            .map(|c| super::telemetry::metrics().requests.with_label_values(&[site.name.as_str(), c.as_str()]))
-            .collect();
         let armed_at = site.traps.as_ref().map_or_else(Vec::new, |t| {
             let arm_after = t.arm_after.as_secs();
             let mut first = |p: &String| *traps_first_served.entry(traps::key(&site.name, p)).or_insert(now_unix);
@@ -374,10 +333,8 @@ pub fn load_config(
             robots: None,
             humans: None,
             alternates: HashMap::new(),
-            requests,
             armed_at,
             trap_link,
-            refusals: Vec::new(),
         };
         let site = &files.conf;
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
@@ -429,27 +386,7 @@ pub fn load_config(
                 }
             }
         }
-        let mut refusals: Vec<(Action, Prebuilt)> = Vec::new();
-        for action in site_actions(site) {
-            if refusals.iter().any(|(a, _)| a == action) {
-                continue;
-            }
-            match prebuild(action, &alternates) {
-                Some(Ok(answer)) => refusals.push((action.clone(), answer)),
-                Some(Err(e)) => problems.push(Problem {
-                    file: config_path.into(),
-                    line: None,
-                    message: format!(
-                        "site `{}`: cannot build the answer of action `{}`: {e}",
-                        site.name,
-                        action.name()
-                    ),
-                }),
-                None => {}
-            }
-        }
-        (files.robots, files.humans, files.alternates, files.refusals) =
-            (robots_file, humans_file, alternates, refusals);
+        (files.robots, files.humans, files.alternates) = (robots_file, humans_file, alternates);
         sites.push(files);
     }
     if !problems.is_empty() {
@@ -480,7 +417,6 @@ pub fn load_config(
         read_at,
         traps_first_served,
         traps_state,
-        certs,
     })
 }
 
@@ -526,52 +462,6 @@ fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Ve
         });
         RangeTable::builtin()
     })
-}
-
-/// What `robotgate config check` prints: problems, plus robots.txt lint errors
-/// as warnings (they do not stop the proxy: crawlers read such files leniently).
-pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
-    match load(config_path) {
-        Err(problems) => (problems, Vec::new()),
-        Ok(snapshot) => {
-            let mut warnings = Vec::new();
-            let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-            for (file, message) in snapshot.certs.warnings(now) {
-                warnings.push(Problem { file, line: None, message });
-            }
-            for site in &snapshot.sites {
-                if let (Some(path), Some(robots)) = (&site.conf.robots, &site.robots) {
-                    for d in robots::lint::lint(&robots.file.body) {
-                        if d.severity == robots::lint::Severity::Error {
-                            warnings.push(Problem {
-                                file: path.clone(),
-                                line: Some(d.line as usize),
-                                message: d.message,
-                            });
-                        }
-                    }
-                }
-            }
-            // A shared store that cannot be reached is an error: instances
-            // would silently stop sharing.
-            let mut problems = Vec::new();
-            if let Some(state) = &snapshot.settings.shared_state {
-                let tried = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(super::redis::SharedStore::try_connection(state)));
-                if let Err(e) = tried {
-                    problems.push(Problem {
-                        file: config_path.to_path_buf(),
-                        line: None,
-                        message: format!("state.redis: cannot reach the shared state store: {e}"),
-                    });
-                }
-            }
-            (problems, warnings)
-        }
-    }
 }
 
 #[cfg(test)]

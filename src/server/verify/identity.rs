@@ -1,6 +1,6 @@
 //! Who a client is, as the proxy can tell: the published ranges (core), the
-//! reverse-DNS cache ([`super::dns`]) and a verified Web Bot Auth signature
-//! ([`super::wba`]), combined behind the core's [`Identify`].
+//! reverse-DNS cache ([`crate::server::verify::dns`]) and a verified Web Bot Auth signature
+//! ([`crate::server::verify::wba`]), combined behind the core's [`Identify`].
 //!
 //! Deciding stays synchronous: a claim only reverse DNS can settle comes back
 //! as [`Identity::Pending`]; the proxy then awaits one bounded lookup
@@ -9,10 +9,10 @@
 
 use std::net::IpAddr;
 
-use super::dns::{DnsVerdict, DnsVerifier};
-use super::snapshot::Snapshot;
 use crate::identity::rdns::suffix_matches;
 use crate::identity::{Identify, Identity};
+use crate::load::Snapshot;
+use crate::server::verify::dns::{DnsVerdict, DnsVerifier};
 
 /// The proxy's identity check for one request.
 pub struct ServerIdentity<'a> {

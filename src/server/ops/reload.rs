@@ -20,8 +20,9 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tracing::{error, info, warn};
 
-use super::snapshot::{self, Snapshot};
-use super::telemetry::metrics;
+use crate::load::traps;
+use crate::server::snapshot::{self, Snapshot};
+use crate::server::telemetry::metrics;
 
 /// Quiet time after the last file event before reloading.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -46,6 +47,18 @@ pub fn publish_info(snap: &Snapshot) {
     }
 }
 
+/// Keep the snapshot's first-served times, when any site has traps; a
+/// failure is logged (arming then restarts with the process, which only
+/// delays bans).
+pub fn persist_traps(snap: &Snapshot) {
+    if snap.sites.iter().all(|s| s.conf.traps.is_none()) {
+        return;
+    }
+    if let Err(e) = traps::write(&snap.traps_state, &snap.traps_first_served) {
+        tracing::warn!(target: "robotgate::traps", file = %snap.traps_state.display(), error = %e, "cannot keep when traps were first served; arming restarts with the process");
+    }
+}
+
 impl Reloader {
     /// Reload now. Returns whether the new snapshot is in force.
     pub async fn reload(&self, why: &str) -> bool {
@@ -60,13 +73,13 @@ impl Reloader {
                     error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "reload refused; the last good configuration stays in force");
                 }
                 let why: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                super::status::board().reloaded(false, why.join("; "));
+                crate::server::ops::status::board().reloaded(false, why.join("; "));
                 metrics().reload_failures.inc();
                 return false;
             }
             Err(e) => {
                 error!(target: "robotgate::reload", error = %e, "reload task failed; the last good configuration stays in force");
-                super::status::board().reloaded(false, format!("reload task failed: {e}"));
+                crate::server::ops::status::board().reloaded(false, format!("reload task failed: {e}"));
                 metrics().reload_failures.inc();
                 return false;
             }
@@ -76,12 +89,12 @@ impl Reloader {
             warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
         }
         publish_info(&new);
-        super::traps::persist(&new);
+        persist_traps(&new);
         let hashes: Vec<String> =
             new.sites.iter().map(|s| s.robots.as_ref().map_or_else(String::new, |r| r.hash.clone())).collect();
         self.snapshot.store(Arc::new(new));
         metrics().reloads.inc();
-        super::status::board().reloaded(true, why.to_owned());
+        crate::server::ops::status::board().reloaded(true, why.to_owned());
         info!(target: "robotgate::reload", reason = why, robots = ?hashes, "reloaded");
         true
     }
@@ -152,7 +165,7 @@ fn is_source(event_path: &Path, sources: &[PathBuf]) -> bool {
         let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
         // `DIR/*.json` (the feeds directory): any JSON file in it counts,
         // so a feed that appears there is a change too.
-        let pattern = abs.file_name().is_some_and(|n| n == crate::server::snapshot::ANY_JSON)
+        let pattern = abs.file_name().is_some_and(|n| n == crate::load::ANY_JSON)
             && event_path.extension().is_some_and(|x| x == "json");
         abs == event_path
             || ((pattern || abs.file_name() == event_path.file_name()) && abs.parent() == event_path.parent())

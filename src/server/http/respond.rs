@@ -6,21 +6,8 @@ use pingora::http::{Method, ResponseHeader};
 use pingora::proxy::Session;
 use pingora::Result;
 
-use super::snapshot::ServedFile;
-
-/// The head of a complete response: status, `Content-Type`, `Content-Length`
-/// and `extra`. Without a case map ([`ResponseHeader::build_no_case`]): the
-/// names are lowercase either way, so the bytes on the wire are the same, and
-/// building and cloning it is cheaper.
-fn head(status: u16, content_type: &str, len: usize, extra: &[(&'static str, &str)]) -> Result<ResponseHeader> {
-    let mut resp = ResponseHeader::build_no_case(status, Some(2 + extra.len()))?;
-    resp.insert_header("content-type", content_type)?;
-    resp.insert_header("content-length", len)?;
-    for (name, value) in extra {
-        resp.insert_header(*name, *value)?;
-    }
-    Ok(resp)
-}
+use crate::load::ServedFile;
+use crate::server::snapshot::answer::{head, Prebuilt};
 
 /// Whether the answer to this request carries no body: `HEAD`, or a 304.
 fn no_body(session: &Session, status: u16) -> bool {
@@ -52,34 +39,6 @@ pub async fn send(
         resp.insert_header(*name, value.as_str())?;
     }
     write(session, Box::new(resp), body).await
-}
-
-/// A refusal that is the same for every request it answers (a block page,
-/// alternate content, a redirect), built once when the snapshot loads and
-/// cloned per request: cloning the header copies a few pointers and bumps
-/// reference counts, where building it parses and copies every value, and
-/// the body is shared.
-#[derive(Debug, Clone)]
-pub struct Prebuilt {
-    /// Status, `Content-Type`, `Content-Length` and the action's own headers.
-    pub header: ResponseHeader,
-    /// The body, shared between requests.
-    pub body: Bytes,
-}
-
-impl Prebuilt {
-    /// A response of `status` with `body`, typed `content_type`, and `extra` headers.
-    ///
-    /// # Errors
-    /// A status or a header value HTTP does not allow (the config validates both).
-    pub fn new(status: u16, content_type: &str, extra: &[(&'static str, &str)], body: Bytes) -> Result<Prebuilt> {
-        Ok(Prebuilt { header: head(status, content_type, body.len(), extra)?, body })
-    }
-
-    /// The status it answers with.
-    pub fn status(&self) -> u16 {
-        self.header.status.as_u16()
-    }
 }
 
 /// Answer with a prebuilt response. Returns the status sent.

@@ -30,10 +30,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::telemetry::metrics;
 use crate::config::{LogOptions, LogTarget};
 use crate::record::aggregate::{Aggregator, Folded, Line, Offer};
 pub use crate::record::Record;
+use crate::server::telemetry::metrics;
 
 /// Lines queued for the writer before requests fold into the table instead.
 pub const QUEUE: usize = 65_536;

@@ -18,14 +18,14 @@ use pingora::services::{Service as ServiceTrait, ServiceReadyNotifier, ServiceWi
 
 /// The demo site's pages, embedded so the demo runs from anywhere.
 const PAGES: &[(&str, &str, &str)] = &[
-    ("/", "text/html; charset=utf-8", include_str!("../../examples/demo/index.html")),
-    ("/index.html", "text/html; charset=utf-8", include_str!("../../examples/demo/index.html")),
-    ("/about.html", "text/html; charset=utf-8", include_str!("../../examples/demo/about.html")),
-    ("/private/report.html", "text/html; charset=utf-8", include_str!("../../examples/demo/private/report.html")),
+    ("/", "text/html; charset=utf-8", include_str!("../../../examples/demo/index.html")),
+    ("/index.html", "text/html; charset=utf-8", include_str!("../../../examples/demo/index.html")),
+    ("/about.html", "text/html; charset=utf-8", include_str!("../../../examples/demo/about.html")),
+    ("/private/report.html", "text/html; charset=utf-8", include_str!("../../../examples/demo/private/report.html")),
 ];
 
-const ROBOTS: &str = include_str!("../../examples/demo/robots.txt");
-const HUMANS: &str = include_str!("../../examples/demo/humans.txt");
+const ROBOTS: &str = include_str!("../../../examples/demo/robots.txt");
+const HUMANS: &str = include_str!("../../../examples/demo/humans.txt");
 
 /// The demo origin: serves [`PAGES`], 404 otherwise.
 struct StaticSite;
@@ -201,5 +201,5 @@ pub fn run(port: u16, dir: Option<PathBuf>) -> anyhow::Result<()> {
         dir.join("violations.jsonl").display(),
         dir.join("robots.txt").display(),
     ));
-    super::serve_with(&config, super::ServeOptions::default(), extra, Some(intro))
+    crate::server::serve_with(&config, crate::server::ServeOptions::default(), extra, Some(intro))
 }

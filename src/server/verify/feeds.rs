@@ -17,8 +17,8 @@ use pingora::connectors::http::v1::Connector;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use super::wba::{fetch_bytes, FetchLimits};
 use crate::identity::{Feed, FEED_URLS};
+use crate::server::verify::wba::{fetch_bytes, FetchLimits};
 
 /// The feeds to fetch: the operators' URLs, with `overrides` (name -> URL)
 /// in their place or added.
@@ -84,7 +84,10 @@ impl BackgroundService for Refresher {
                     }
                     Err(e) => {
                         tracing::warn!(target: "robotgate::feeds", feed = %name, url = %url, error = %e, "feed refresh failed; the last good feed stays");
-                        super::telemetry::metrics().feed_refresh_failures.with_label_values(&[name.as_str()]).inc();
+                        crate::server::telemetry::metrics()
+                            .feed_refresh_failures
+                            .with_label_values(&[name.as_str()])
+                            .inc();
                     }
                 }
             }

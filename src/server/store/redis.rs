@@ -43,10 +43,10 @@ use redis::AsyncConnectionConfig;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use super::dns::DnsVerdict;
-use super::telemetry::metrics;
 use crate::config::SharedState;
 use crate::identity::rdns::Failure;
+use crate::server::telemetry::metrics;
+use crate::server::verify::dns::DnsVerdict;
 use crate::state::shared::{fnv1a, Event, Question};
 use crate::state::MemoryState;
 

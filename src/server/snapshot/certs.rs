@@ -1,31 +1,16 @@
-//! HTTPS listeners: a certificate per site, chosen by SNI at each handshake,
-//! reloaded with everything else.
-//!
-//! The certificates are part of the snapshot ([`CertSet`], loaded by
-//! [`super::snapshot`]): a renewed pair written over the old files is in
-//! force for the next handshake once the watcher has reloaded, and a broken
-//! or mismatched pair refuses the reload, so the last good pair stays and
-//! the reason is logged. Established connections keep the certificate they
-//! were made with. Each HTTPS listener's rustls configuration asks
-//! [`SniResolver`], which reads the snapshot in force: the site whose hosts
-//! include the SNI name gives its certificate; otherwise the listener's own
-//! `tls:` does; otherwise the handshake fails.
-//!
-//! Protocols: TLS 1.2 and 1.3 (Pingora's rustls settings), rustls's default
-//! cipher suites (AEAD only, forward secrecy only); ALPN offers `h2` then
-//! `http/1.1` unless the listener says `http2: false`.
+//! The certificates of the HTTPS listeners and sites, loaded with the
+//! snapshot: a broken or mismatched pair refuses the reload, so the last
+//! good pair stays. [`crate::server::http::tls`] picks one per handshake.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use pingora::tls::sign::CertifiedKey;
-use pingora::tls::{ClientHello, CryptoProvider, ResolvesServerCert};
+use pingora::tls::CryptoProvider;
 
-use super::snapshot::Snapshot;
-use super::telemetry::metrics;
 use crate::config::Settings;
+use crate::server::telemetry::metrics;
 use crate::x509::{self, CertInfo};
 
 /// A certificate expiring sooner than this is a warning of `config check`.
@@ -83,7 +68,10 @@ impl CertSet {
     ///
     /// # Errors
     /// (file, reason) per pair that cannot be served.
-    pub fn load(settings: &Settings, sites: &[crate::config::Site]) -> Result<CertSet, Vec<(PathBuf, String)>> {
+    pub fn load<'a>(
+        settings: &Settings,
+        sites: impl IntoIterator<Item = &'a crate::config::Site>,
+    ) -> Result<CertSet, Vec<(PathBuf, String)>> {
         let mut set = CertSet::default();
         let mut problems = Vec::new();
         if !settings.listen.iter().any(|l| l.https) {
@@ -173,25 +161,5 @@ impl CertSet {
                 m.with_label_values(&[e.owner.as_str()]).set(info.not_after);
             }
         }
-    }
-}
-
-/// The certificate of each handshake on one listener, from the snapshot in force.
-pub struct SniResolver {
-    /// The live snapshot.
-    pub snapshot: Arc<ArcSwap<Snapshot>>,
-    /// The listener's address, as configured.
-    pub listener: String,
-}
-
-impl std::fmt::Debug for SniResolver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SniResolver").field("listener", &self.listener).finish_non_exhaustive()
-    }
-}
-
-impl ResolvesServerCert for SniResolver {
-    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.snapshot.load().certs.resolve(&self.listener, hello.server_name())
     }
 }

@@ -36,18 +36,6 @@ pub fn read(path: &Path) -> FirstServed {
     std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
-/// Keep the snapshot's first-served times, when any site has traps; a
-/// failure is logged (arming then restarts with the process, which only
-/// delays bans).
-pub fn persist(snap: &super::snapshot::Snapshot) {
-    if snap.sites.iter().all(|s| s.conf.traps.is_none()) {
-        return;
-    }
-    if let Err(e) = write(&snap.traps_state, &snap.traps_first_served) {
-        tracing::warn!(target: "robotgate::traps", file = %snap.traps_state.display(), error = %e, "cannot keep when traps were first served; arming restarts with the process");
-    }
-}
-
 /// Write the file (through a temporary file and a rename, so a crash never
 /// leaves half a file).
 ///

@@ -1,0 +1,9 @@
+//! The HTTP path: the proxy ([`proxy`]: gather a request's facts, let the
+//! core decide, translate the outcome), the responses robotgate writes
+//! itself ([`respond`]), the client address behind trusted proxies
+//! ([`forwarded`]), and certificates per handshake ([`tls`]).
+
+pub mod forwarded;
+pub mod proxy;
+pub mod respond;
+pub mod tls;

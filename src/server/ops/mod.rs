@@ -1,0 +1,13 @@
+//! Operations: what an operator runs and watches.
+//!
+//! * [`reload`]: file watching and SIGHUP.
+//! * [`violations`]: the violation log writer (aggregation, SIGUSR1 reopen, rotation).
+//! * [`status`]: what the status page shows (the last violations, the last reload).
+//! * [`check`]: `robotgate config check`.
+//! * [`demo`]: the demo site's origin.
+
+pub mod check;
+pub mod demo;
+pub mod reload;
+pub mod status;
+pub mod violations;

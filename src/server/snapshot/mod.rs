@@ -1,0 +1,125 @@
+//! The snapshot `serve` holds behind an `ArcSwap`: the operator's files as
+//! [`crate::load`] read and compiled them, plus what only the proxy needs:
+//! per site, its metric handles and the answers it gives itself
+//! ([`answer`]), and the HTTPS certificates ([`certs`]).
+//!
+//! It sits at the bottom of `server/`: it names the types of its parts and
+//! asks nobody above it (the HTTP path, the reloader) for theirs.
+
+pub mod answer;
+pub mod certs;
+
+use std::fmt;
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::Arc;
+
+use self::answer::{prebuild, Prebuilt};
+use self::certs::CertSet;
+use crate::agent::Category;
+use crate::load::{self, Problem};
+use crate::policy::Action;
+use crate::server::telemetry::metrics;
+
+/// Everything a request needs, immutable.
+pub struct Snapshot {
+    /// The operator's files, read and compiled (what the CLI commands see too).
+    pub files: load::Snapshot,
+    /// Per site, parallel to `files.sites`: what the proxy resolved for it.
+    pub answers: Vec<SiteAnswers>,
+    /// The HTTPS certificates, chosen by SNI ([`crate::server::http::tls`]).
+    pub certs: Arc<CertSet>,
+}
+
+impl Deref for Snapshot {
+    type Target = load::Snapshot;
+
+    fn deref(&self) -> &load::Snapshot {
+        &self.files
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.files.fmt(f)
+    }
+}
+
+/// What the proxy resolved for one site when the snapshot loaded.
+#[derive(Debug)]
+pub struct SiteAnswers {
+    /// `robotgate_requests_total{site, category}` handles, by [`Category::ALL`]
+    /// index, resolved once here rather than looked up per request.
+    pub requests: Vec<prometheus::IntCounter>,
+    /// The answer of each action robotgate answers itself (block, alternate,
+    /// redirect); see [`SiteAnswers::refusal`].
+    pub refusals: Vec<(Action, Prebuilt)>,
+}
+
+impl SiteAnswers {
+    /// The prebuilt answer to `action`, when robotgate answers it itself.
+    /// Cost: one comparison per distinct refusing action of the site (a
+    /// status, then a short body or location), a handful in practice.
+    pub fn refusal(&self, action: &Action) -> Option<&Prebuilt> {
+        self.refusals.iter().find(|(a, _)| a == action).map(|(_, p)| p)
+    }
+}
+
+/// Load the config file and everything it names.
+///
+/// # Errors
+/// Every problem [`load::load`] finds, then certificates that do not load and
+/// answers that cannot be built.
+pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
+    reload(config_path, None)
+}
+
+/// [`load`], reusing what has not changed since `previous`.
+///
+/// # Errors
+/// As [`load`].
+pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
+    let files = load::reload(config_path, previous.map(|p| &p.files))?;
+    build(files, config_path)
+}
+
+/// Add what the proxy needs to `files`.
+///
+/// # Errors
+/// As [`load`].
+pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let certs = match CertSet::load(&files.settings, files.sites.iter().map(|s| &s.conf)) {
+        Ok(c) => Arc::new(c),
+        Err(failed) => {
+            problems.extend(failed.into_iter().map(|(file, message)| Problem { file, line: None, message }));
+            Arc::new(CertSet::default())
+        }
+    };
+    let mut answers = Vec::with_capacity(files.sites.len());
+    for site in &files.sites {
+        let name = site.conf.name.as_str();
+        let requests =
+            Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[name, c.as_str()])).collect();
+        let mut refusals: Vec<(Action, Prebuilt)> = Vec::new();
+        for action in site.actions() {
+            if refusals.iter().any(|(a, _)| a == action) {
+                continue;
+            }
+            match prebuild(action, &site.alternates) {
+                Some(Ok(answer)) => refusals.push((action.clone(), answer)),
+                Some(Err(e)) => problems.push(Problem {
+                    file: config_path.into(),
+                    line: None,
+                    message: format!("site `{name}`: cannot build the answer of action `{}`: {e}", action.name()),
+                }),
+                None => {}
+            }
+        }
+        answers.push(SiteAnswers { requests, refusals });
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Snapshot { files, answers, certs })
+}
