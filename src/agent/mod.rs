@@ -26,12 +26,14 @@
 mod automaton;
 mod classify;
 mod db;
+mod memo;
 mod unknown;
 mod vocab;
 mod words;
 
 pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
 pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
+pub use memo::Remembered;
 
 use serde::Serialize;
 

@@ -3,6 +3,7 @@
 //! itself ([`respond`]), the client address behind trusted proxies
 //! ([`forwarded`]), and certificates per handshake ([`tls`]).
 
+pub mod decide;
 pub mod forwarded;
 pub mod proxy;
 pub mod respond;

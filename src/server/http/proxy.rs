@@ -6,37 +6,33 @@
 //! errors), so there is no fail-open path to take; upstream failures answer
 //! 502 (refused, reset) or 504 (timed out) and the proxy keeps serving.
 
-use std::borrow::Cow;
-use std::cell::RefCell;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
-use pingora::http::{Method, RequestHeader, ResponseHeader};
+use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use super::forwarded::{add_forwarded_headers, client_ip};
+use super::decide::Step;
+use super::forwarded::add_forwarded_headers;
 use super::respond;
-use crate::agent::{Agent, AgentKind, Category};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
-use crate::identity::{Identify, Identity};
 use crate::load::LiveSite;
-use crate::policy::{self, Action, Banned, Clock, Outcome, RequestFacts, SiteFile, Spoofed, TrapHit, Violation};
+use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, TrapHit, Violation};
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
-use crate::server::store::redis::{unix_ms, SharedStore};
+use crate::server::store::redis::SharedStore;
 use crate::server::telemetry::metrics;
 use crate::server::verify::dns::DnsVerifier;
 use crate::server::verify::identity::{ServerIdentity, Settled};
 use crate::server::verify::wba::{self, DirectoryCache};
-use crate::state::shared::{Answer, Asking, Question};
-use crate::state::{MemoryState, State};
-use crate::target::{self, Gatekeep};
+use crate::state::shared::Answer;
+use crate::state::MemoryState;
 
 /// The proxy application.
 pub struct Gate {
@@ -60,25 +56,25 @@ pub struct Gate {
 #[derive(Default)]
 pub struct Ctx {
     /// The snapshot this request is decided and proxied with.
-    snap: Option<Arc<Snapshot>>,
+    pub(super) snap: Option<Arc<Snapshot>>,
     /// The request's site, an index into `snap.sites`.
-    site: Option<usize>,
+    pub(super) site: Option<usize>,
     /// The client address, after trusted proxies.
-    client: Option<IpAddr>,
+    pub(super) client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
-    noindex: Option<String>,
+    pub(super) noindex: Option<String>,
     /// A page to put the trap link into: the link, and the body held so far.
-    inject: Option<(Bytes, Vec<u8>)>,
+    pub(super) inject: Option<(Bytes, Vec<u8>)>,
     /// The normalised target a robot was judged by, when it differs from
     /// what it sent: the origin gets exactly what was judged.
-    rewrite: Option<Vec<u8>>,
+    pub(super) rewrite: Option<Vec<u8>>,
     /// A violation's record, made when the decision is; its time and final
     /// status are filled in by `logging`.
-    pending: Option<Record>,
-    status: u16,
+    pub(super) pending: Option<Record>,
+    pub(super) status: u16,
     /// The request was counted by a first decision (a second one follows
     /// a shared store's answer).
-    counted: bool,
+    pub(super) counted: bool,
 }
 
 impl Ctx {
@@ -106,7 +102,7 @@ pub fn upstream_peer(
     peer
 }
 
-fn host_of(req: &RequestHeader) -> &str {
+pub(super) fn host_of(req: &RequestHeader) -> &str {
     req.headers.get("host").and_then(|h| h.to_str().ok()).or_else(|| req.uri.host()).unwrap_or("")
 }
 
@@ -121,192 +117,6 @@ fn injectable(resp: &ResponseHeader) -> Option<usize> {
     let plain = header("content-encoding").is_none_or(|e| e.trim().eq_ignore_ascii_case("identity"));
     let len = header("content-length")?.trim().parse::<usize>().ok()?;
     (resp.status.as_u16() == 200 && html && plain && len <= crate::managed::INJECT_MAX_BYTES).then_some(len)
-}
-
-/// Bot label for metrics: only database names, so clients cannot mint series.
-fn bot_label<'a>(agent: &Agent<'a>) -> &'a str {
-    match (agent.is_known(), agent.name) {
-        (true, Some(n)) => n,
-        _ => "other",
-    }
-}
-
-/// User-Agents longer than this are classified every time rather than remembered.
-const MEMO_MAX_UA: usize = 512;
-
-thread_local! {
-    /// The last User-Agent this thread classified as a browser, with the
-    /// snapshot whose classifier said so. A keep-alive connection repeats its
-    /// User-Agent on every request, and a browser's verdict carries nothing
-    /// but "browser" ([`Agent::browser`]), so it can be replayed without
-    /// changing a decision. The key is the exact bytes and the snapshot: a
-    /// reload brings a new classifier in a new snapshot, hence a miss. The
-    /// `Weak` keeps the snapshot's allocation, so no later snapshot can take
-    /// its address while it is remembered.
-    static LAST_BROWSER: RefCell<(Weak<Snapshot>, Vec<u8>)> = const { RefCell::new((Weak::new(), Vec::new())) };
-}
-
-/// Whether `ua` is the User-Agent this thread last classified as a browser
-/// with `snap`'s classifier. Cost: a pointer and a byte comparison.
-fn is_last_browser(snap: &Arc<Snapshot>, ua: &[u8]) -> bool {
-    LAST_BROWSER.with_borrow(|(seen_by, last)| seen_by.as_ptr() == Arc::as_ptr(snap) && last.as_slice() == ua)
-}
-
-/// Classify `ua` with `snap`'s classifier, and remember it if it is a browser.
-fn classify_and_remember<'a>(snap: &'a Arc<Snapshot>, ua: &'a [u8]) -> Agent<'a> {
-    let agent = snap.classifier.classify(ua);
-    if agent.kind == AgentKind::Browser && ua.len() <= MEMO_MAX_UA {
-        LAST_BROWSER.with_borrow_mut(|(seen_by, last)| {
-            if seen_by.as_ptr() != Arc::as_ptr(snap) {
-                *seen_by = Arc::downgrade(snap);
-            }
-            last.clear();
-            last.extend_from_slice(ua);
-        });
-    }
-    agent
-}
-
-/// What the decision leaves the proxy to do, detached from the request's bytes.
-enum Step<'s> {
-    /// Refuse the request itself, before any judging: status and reason.
-    Refuse(u16, Cow<'static, str>),
-    /// Only reverse DNS can tell whether the client is this database robot:
-    /// look it up, then decide again. Nothing was counted or changed.
-    Pending(usize),
-    /// The shared store is to answer this rate question; then decide again
-    /// with its answer. Nothing was counted or changed.
-    Ask(Question),
-    /// What the core decided.
-    Decided(Outcome<'s>),
-}
-
-impl Gate {
-    /// Decide a request: gather its facts, ask the core, count it, and keep
-    /// what the record will need. Borrows the request only inside.
-    fn decide<'s>(
-        &self,
-        session: &Session,
-        snap: &'s Arc<Snapshot>,
-        site: &'s LiveSite,
-        ctx: &mut Ctx,
-        identify: &dyn Identify,
-        rate: Answer,
-    ) -> Step<'s> {
-        let req = session.req_header();
-        let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-        ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
-        // What is judged is what the origin serves: the normalised target
-        // (`crate::target`). A target no single reading fits is refused.
-        let target = match target::gatekeep(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
-            Gatekeep::Judge(t) => t,
-            Gatekeep::Pass => return Step::Decided(Outcome::Pass),
-            Gatekeep::Refuse(status, why) => return Step::Refuse(status, why),
-        };
-        // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
-        // client could show a browser to one reader and a bot to another.
-        let mut uas = req.headers.get_all("user-agent").into_iter();
-        let user_agent = uas.next().map_or(&b""[..], |v| v.as_bytes());
-        if uas.next().is_some() {
-            return Step::Refuse(400, "more than one User-Agent header".into());
-        }
-        let facts = RequestFacts {
-            fetch: matches!(req.method, Method::GET | Method::HEAD),
-            target: &target,
-            user_agent,
-            client: ctx.client,
-        };
-        let started = Instant::now();
-        let classify = |ua| if is_last_browser(snap, ua) { Agent::browser() } else { classify_and_remember(snap, ua) };
-        // With a shared store, the decision goes through `Asking`: its rate
-        // question comes back to be put to the store, and its ban or
-        // robots.txt read is announced to the other instances.
-        let mut asking = self.shared.as_ref().map(|_| Asking::new(&*self.state, rate, (Instant::now(), unix_ms())));
-        let state: &dyn State = match &asking {
-            Some(a) => a,
-            None => &*self.state,
-        };
-        let decision = policy::decide_with(&facts, &site.rules(), classify, state, identify, Clock::System);
-        if decision.identity == Identity::Pending {
-            if let Some(AgentKind::Known(bot)) = decision.agent.as_ref().map(|a| a.kind) {
-                return Step::Pending(bot);
-            }
-        }
-        // A question asked means the outcome is a pass if the store admits:
-        // everything below is done as for a pass, and the question goes out
-        // in its place. Only a "wait" brings the request back here, as the
-        // second decision (`Answer::Given`), which counts nothing again.
-        let mut question = None;
-        if let (Some(asking), Some(store)) = (asking.as_mut(), self.shared.as_ref()) {
-            question = asking.question();
-            if let Some(event) = asking.event() {
-                store.announce(event);
-            }
-        }
-        let second = std::mem::replace(&mut ctx.counted, true);
-        let outcome = decision.outcome;
-        let Some(agent) = decision.agent.as_ref() else {
-            return Step::Decided(outcome);
-        };
-        if let Outcome::File(f) = outcome {
-            return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
-        }
-        let category = agent.category;
-        if let Some(counter) = Category::ALL
-            .iter()
-            .position(|c| *c == category)
-            .and_then(|i| snap.answers[ctx.site.unwrap_or_default()].requests.get(i))
-        {
-            if !second {
-                counter.inc();
-            }
-        }
-        if matches!(outcome, Outcome::Pass) && !agent.is_bot() {
-            return Step::Decided(Outcome::Pass);
-        }
-        // A pass makes no record, and copies nothing.
-        if !matches!(outcome, Outcome::Pass) {
-            let site_name = site.conf.name.as_str();
-            let client = ctx.client.map(|c| c.to_string()).unwrap_or_default();
-            let requested = policy::Requested {
-                site: site_name,
-                client: &client,
-                method: req.method.as_str(),
-                path: &String::from_utf8_lossy(req.raw_path()),
-                host: host_of(req),
-                user_agent: &String::from_utf8_lossy(user_agent),
-                robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
-                file_lines: site.robots.as_ref().map_or(0, |r| r.file_lines),
-            };
-            ctx.pending = decision.record(&requested);
-            if let Some(r) = &ctx.pending {
-                let bot = bot_label(agent);
-                match outcome {
-                    Outcome::Limited(l) => {
-                        metrics().rate_limited.with_label_values(&[site_name, bot, l.directive]).inc()
-                    }
-                    _ => {
-                        let seen = if r.robots_seen == Some(true) { "true" } else { "false" };
-                        let identity = r.identity.unwrap_or("not-claimed");
-                        let labels = [site_name, bot, category.as_str(), r.action, seen, identity];
-                        metrics().violations.with_label_values(&labels).inc();
-                    }
-                }
-            }
-        }
-        let step = Step::Decided(outcome);
-        if !second {
-            metrics().decision_seconds.observe(started.elapsed().as_secs_f64());
-        }
-        drop(decision); // It borrows the target, which is free to move once it is gone.
-        if let Cow::Owned(t) = target {
-            ctx.rewrite = Some(t);
-        }
-        match (question, step) {
-            (Some(q), Step::Decided(Outcome::Pass)) => Step::Ask(q),
-            (_, step) => step,
-        }
-    }
 }
 
 impl Gate {
@@ -650,41 +460,5 @@ impl ProxyHttp for Gate {
 
     fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn snapshot(dir: &std::path::Path) -> Arc<Snapshot> {
-        let robots = dir.join("robots.txt");
-        std::fs::write(&robots, "User-agent: GPTBot\nDisallow: /\n").unwrap();
-        let config = dir.join("robotgate.yaml");
-        let text = format!(
-            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {}\n",
-            robots.display()
-        );
-        std::fs::write(&config, text).unwrap();
-        Arc::new(crate::server::snapshot::load(&config).unwrap())
-    }
-
-    #[test]
-    fn the_browser_memo_replays_only_the_same_bytes_with_the_same_classifier() {
-        const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
-        const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (snapshot(dir.path()), snapshot(dir.path()));
-        assert!(!is_last_browser(&a, FIREFOX), "nothing remembered yet");
-        assert!(!classify_and_remember(&a, FIREFOX).is_bot());
-        assert!(is_last_browser(&a, FIREFOX));
-        assert!(!is_last_browser(&b, FIREFOX), "another snapshot's classifier");
-        assert!(!is_last_browser(&a, &FIREFOX[..FIREFOX.len() - 1]), "other bytes");
-        assert!(classify_and_remember(&a, GPTBOT).is_bot());
-        assert!(!is_last_browser(&a, GPTBOT), "robots are not remembered");
-        let long = [FIREFOX, &[b'x'; MEMO_MAX_UA][..]].concat();
-        assert!(!classify_and_remember(&b, &long).is_bot());
-        assert!(!is_last_browser(&b, &long), "too long to remember");
-        assert!(is_last_browser(&a, FIREFOX), "still the last one remembered");
     }
 }

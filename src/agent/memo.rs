@@ -1,0 +1,144 @@
+//! A classification kept without borrowing, so the same [`Agent`] can be
+//! rebuilt for the same User-Agent bytes without classifying again.
+//!
+//! A keep-alive connection, and a crawler or scraper in a loop, repeat one
+//! User-Agent on every request. Classifying a robot's User-Agent costs about
+//! 10,000 instructions; rebuilding it from a [`Remembered`] costs a few
+//! slices. An [`Agent`] borrows its strings from two places only: the
+//! User-Agent itself (an unknown robot's name, announced product tokens) and
+//! the classifier's database entry (name, operator, robots.txt tokens).
+//! [`Remembered`] names each string by where it came from, so rebuilding is
+//! plain safe slicing; a string from anywhere else (none today) means the
+//! agent is not remembered, which only costs the next classification.
+
+use super::{Agent, AgentKind, Category, Classifier};
+
+/// Where one string of an [`Agent`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Text {
+    /// Bytes `start..start + len` of the User-Agent.
+    Ua { start: u32, len: u32 },
+    /// The database entry's name.
+    Name,
+    /// The database entry's operator.
+    Operator,
+    /// The database entry's robots.txt token at this index.
+    Token(u32),
+}
+
+/// An [`Agent`], without its borrows; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remembered {
+    kind: AgentKind,
+    category: Category,
+    obeys_robots: Option<bool>,
+    name: Option<Text>,
+    announced: Option<Text>,
+    operator: Option<Text>,
+    tokens: Vec<Text>,
+}
+
+fn within(s: &str, outer: &[u8]) -> Option<(u32, u32)> {
+    let (start, end) = (outer.as_ptr() as usize, outer.as_ptr() as usize + outer.len());
+    let p = s.as_ptr() as usize;
+    (p >= start && p + s.len() <= end).then(|| ((p - start) as u32, s.len() as u32))
+}
+
+fn same(a: &str, b: &str) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
+}
+
+impl Remembered {
+    /// What `agent`, the classification of `ua` by `classifier`, is made of;
+    /// `None` if one of its strings came from somewhere this cannot name.
+    pub fn of(agent: &Agent<'_>, ua: &[u8], classifier: &Classifier) -> Option<Remembered> {
+        let entry = match agent.kind {
+            AgentKind::Known(i) => Some(classifier.bot(i)),
+            _ => None,
+        };
+        let text = |s: &str| -> Option<Text> {
+            if let Some((start, len)) = within(s, ua) {
+                return Some(Text::Ua { start, len });
+            }
+            let bot = entry?;
+            if same(s, &bot.name) {
+                return Some(Text::Name);
+            }
+            if same(s, &bot.operator) {
+                return Some(Text::Operator);
+            }
+            bot.robots_tokens.iter().position(|t| same(s, t)).map(|i| Text::Token(i as u32))
+        };
+        let optional = |s: Option<&str>| -> Option<Option<Text>> {
+            match s {
+                None => Some(None),
+                Some(s) => text(s).map(Some),
+            }
+        };
+        Some(Remembered {
+            kind: agent.kind,
+            category: agent.category,
+            obeys_robots: agent.obeys_robots,
+            name: optional(agent.name)?,
+            announced: optional(agent.announced)?,
+            operator: optional(agent.operator)?,
+            tokens: agent.tokens.iter().map(|t| text(t)).collect::<Option<Vec<_>>>()?,
+        })
+    }
+
+    /// The agent again, for the same `ua` bytes and the same `classifier`
+    /// it was remembered from (the caller keys on both). Cost: one slice and
+    /// a UTF-8 check per string, and the `tokens` vector.
+    pub fn recall<'a>(&self, ua: &'a [u8], classifier: &'a Classifier) -> Agent<'a> {
+        let entry = match self.kind {
+            AgentKind::Known(i) => Some(classifier.bot(i)),
+            _ => None,
+        };
+        let text = |t: &Text| -> &'a str {
+            match (*t, entry) {
+                (Text::Ua { start, len }, _) => {
+                    let bytes = ua.get(start as usize..(start + len) as usize).unwrap_or_default();
+                    std::str::from_utf8(bytes).unwrap_or_default()
+                }
+                (Text::Name, Some(bot)) => &bot.name,
+                (Text::Operator, Some(bot)) => &bot.operator,
+                (Text::Token(i), Some(bot)) => bot.robots_tokens.get(i as usize).map_or("", String::as_str),
+                (_, None) => "",
+            }
+        };
+        Agent {
+            kind: self.kind,
+            name: self.name.as_ref().map(text),
+            announced: self.announced.as_ref().map(text),
+            category: self.category,
+            tokens: self.tokens.iter().map(text).collect(),
+            obeys_robots: self.obeys_robots,
+            operator: self.operator.as_ref().map(text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recalling_gives_the_same_agent_for_robots_libraries_and_browsers() {
+        let classifier = Classifier::builtin();
+        let uas: &[&[u8]] = &[
+            b"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)",
+            b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            b"Mozilla/5.0 (compatible; SomeNewCrawler/0.3; +https://crawler.example/)",
+            b"python-requests/2.31.0",
+            b"curl/8.5.0 PHP-Curl-Class/9.0",
+            b"",
+            b"Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
+            b"\xff\xfe bot \x00",
+        ];
+        for ua in uas {
+            let agent = classifier.classify(ua);
+            let kept = Remembered::of(&agent, ua, &classifier).expect("every string has a known home");
+            assert_eq!(kept.recall(ua, &classifier), agent, "{}", String::from_utf8_lossy(ua));
+        }
+    }
+}
