@@ -1,15 +1,25 @@
-//! A UDP DNS server on loopback for tests: answers from a table, stays
-//! silent on demand, counts what it is asked. A few dozen lines rather than
-//! a DNS server crate: it can also build answers a real server refuses to
-//! serve (a dot inside a label).
+//! A UDP DNS server on loopback for tests, on `hickory-server`: answers from
+//! a table, stays silent or slow on demand, counts what it is asked.
+//!
+//! hickory does the wire format and the socket; the request handler is ours
+//! rather than its in-memory zone, because the tests want what a zone does
+//! not offer: an RCODE per name (SERVFAIL), silence (a handler that sends
+//! nothing), a delay, and a count of the questions. A PTR name is built
+//! label by label from raw bytes, so a label may hold a dot: hickory
+//! encodes it as given.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use hickory_server::net::runtime::Time;
+use hickory_server::proto::op::{Header, HeaderCounts, Metadata, ResponseCode};
+use hickory_server::proto::rr::{rdata, Name, RData, Record, RecordType};
+use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
+use hickory_server::zone_handler::MessageResponseBuilder;
 
 pub const PTR: u16 = 12;
 pub const A: u16 = 1;
@@ -28,41 +38,38 @@ pub enum Answer {
 /// A UDP DNS server on 127.0.0.1 answering from `table` (name without the
 /// trailing dot, lower case -> answers); an unknown name is NXDOMAIN, a known
 /// name without records of the asked type is an empty NOERROR. `silent`: it
-/// reads queries and never answers. Stops when dropped.
+/// reads queries and never answers; `delay`: it waits that long before each
+/// answer. Runs on its own thread and runtime; stops when dropped.
 pub struct Server {
     pub addr: SocketAddr,
     queries: Arc<Mutex<Vec<(String, u16)>>>,
-    stop: Arc<AtomicBool>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Server {
     pub fn start(table: &[(&str, Answer)], silent: bool, delay: Duration) -> Server {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        // Bound here, so queries sent as soon as `start` returns are queued.
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_nonblocking(true).unwrap();
         let addr = socket.local_addr().unwrap();
         let mut map: HashMap<String, Vec<Answer>> = HashMap::new();
         for (name, a) in table {
             map.entry(name.to_ascii_lowercase()).or_default().push(a.clone());
         }
         let queries = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (q, s) = (queries.clone(), stop.clone());
+        let handler = Table { map, queries: queries.clone(), silent, delay };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while !s.load(Ordering::Relaxed) {
-                let Ok((n, peer)) = socket.recv_from(&mut buf) else { continue };
-                let Some((name, qtype, qend)) = question(&buf[..n]) else { continue };
-                q.lock().unwrap().push((name.clone(), qtype));
-                if silent {
-                    continue;
-                }
-                std::thread::sleep(delay);
-                let reply = answer(&buf[..qend], &name, qtype, map.get(&name));
-                let _ = socket.send_to(&reply, peer);
-            }
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let mut server = hickory_server::Server::new(handler);
+                server.register_socket(tokio::net::UdpSocket::from_std(socket).unwrap());
+                let _ = stopped.await;
+                let _ = server.shutdown_gracefully().await;
+            });
         });
-        Server { addr, queries, stop, thread: Some(thread) }
+        Server { addr, queries, stop: Some(stop), thread: Some(thread) }
     }
 
     pub fn answering(table: &[(&str, Answer)]) -> Server {
@@ -80,67 +87,65 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// The question's name (lower case, no trailing dot), type, and where it ends.
-fn question(msg: &[u8]) -> Option<(String, u16, usize)> {
-    if msg.len() < 12 || u16::from_be_bytes([msg[4], msg[5]]) != 1 {
-        return None;
-    }
-    let mut i = 12;
-    let mut labels = Vec::new();
-    loop {
-        let len = usize::from(*msg.get(i)?);
-        i += 1;
-        if len == 0 {
-            break;
-        }
-        labels.push(String::from_utf8_lossy(msg.get(i..i + len)?).to_ascii_lowercase());
-        i += len;
-    }
-    let qtype = u16::from_be_bytes([*msg.get(i)?, *msg.get(i + 1)?]);
-    Some((labels.join("."), qtype, i + 4))
+struct Table {
+    map: HashMap<String, Vec<Answer>>,
+    queries: Arc<Mutex<Vec<(String, u16)>>>,
+    silent: bool,
+    delay: Duration,
 }
 
-/// A response to the query whose header and question are `query`.
-fn answer(query: &[u8], _name: &str, qtype: u16, entry: Option<&Vec<Answer>>) -> Vec<u8> {
-    let mut rcode = if entry.is_none() { 3 } else { 0 };
-    let mut records: Vec<(u16, Vec<u8>)> = Vec::new();
-    for a in entry.into_iter().flatten() {
-        match a {
-            Answer::Ptr(labels) if qtype == PTR => {
-                let mut rdata = Vec::new();
-                for l in labels {
-                    rdata.push(l.len() as u8);
-                    rdata.extend_from_slice(l.as_bytes());
+#[async_trait::async_trait]
+impl RequestHandler for Table {
+    async fn handle_request<R: ResponseHandler, T: Time>(&self, request: &Request, mut response: R) -> ResponseInfo {
+        // Flags as an authoritative server that also offers recursion: AA, RA, RD copied.
+        let mut meta = Metadata::response_from_request(&request.metadata);
+        meta.authoritative = true;
+        meta.recursion_available = true;
+        let Ok(info) = request.request_info() else {
+            meta.response_code = ResponseCode::FormErr;
+            return ResponseInfo::from(Header { metadata: meta, counts: HeaderCounts::default() });
+        };
+        // The question's name as the table spells it: labels joined by dots, no trailing dot.
+        let qname = Name::from(info.query.name().clone());
+        let key = qname.iter().map(String::from_utf8_lossy).collect::<Vec<_>>().join(".");
+        let qtype = info.query.query_type();
+        self.queries.lock().unwrap().push((key.clone(), u16::from(qtype)));
+        if self.silent {
+            return ResponseInfo::from(Header { metadata: meta, counts: HeaderCounts::default() });
+        }
+        tokio::time::sleep(self.delay).await;
+
+        let entry = self.map.get(&key);
+        meta.response_code = if entry.is_some() { ResponseCode::NoError } else { ResponseCode::NXDomain };
+        let mut records = Vec::new();
+        for a in entry.into_iter().flatten() {
+            let rdata = match a {
+                Answer::Ptr(labels) if qtype == RecordType::PTR => {
+                    RData::PTR(rdata::PTR(Name::from_labels(labels.iter().map(|l| l.as_bytes())).unwrap()))
                 }
-                rdata.push(0);
-                records.push((PTR, rdata));
-            }
-            Answer::A(ip) if qtype == A => records.push((A, ip.octets().to_vec())),
-            Answer::Aaaa(ip) if qtype == AAAA => records.push((AAAA, ip.octets().to_vec())),
-            Answer::Rcode(r) => rcode = *r,
-            _ => {}
+                Answer::A(ip) if qtype == RecordType::A => RData::A(rdata::A(*ip)),
+                Answer::Aaaa(ip) if qtype == RecordType::AAAA => RData::AAAA(rdata::AAAA(*ip)),
+                Answer::Rcode(r) => {
+                    meta.response_code = ResponseCode::from_low(*r);
+                    continue;
+                }
+                _ => continue,
+            };
+            records.push(Record::from_rdata(qname.clone(), 3600, rdata));
+        }
+        let reply = MessageResponseBuilder::from_message_request(request).build(meta, &records, [], [], []);
+        match response.send_response(reply).await {
+            Ok(sent) => sent,
+            Err(_) => ResponseInfo::from(Header { metadata: meta, counts: HeaderCounts::default() }),
         }
     }
-    let mut out = query.to_vec();
-    // QR, opcode 0, AA, RD copied, RA; RCODE.
-    out[2] = 0x84 | (query[2] & 0x01);
-    out[3] = 0x80 | rcode;
-    out[6..8].copy_from_slice(&(records.len() as u16).to_be_bytes());
-    out[8..12].fill(0); // no authority, no additional (the query's OPT is not echoed)
-    for (t, rdata) in records {
-        out.extend_from_slice(&[0xc0, 12]); // the question's name
-        out.extend_from_slice(&t.to_be_bytes());
-        out.extend_from_slice(&1u16.to_be_bytes()); // IN
-        out.extend_from_slice(&3600u32.to_be_bytes());
-        out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        out.extend_from_slice(&rdata);
-    }
-    out
 }
