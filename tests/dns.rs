@@ -1,10 +1,9 @@
 //! Forward-confirmed reverse DNS against a real DNS server on loopback.
 //!
-//! The server is a few dozen lines below, not a DNS server crate: it answers
-//! from a table, stays silent on demand, counts what it is asked, and builds
-//! answers a real server would refuse to serve (a dot inside a label), all
-//! without another dependency to compile. Every test is bounded by the
-//! verifier's own timeout.
+//! The server (`tests/common/dns_server.rs`) is `hickory-server` with a
+//! handler of ours: it answers from a table, stays silent on demand, counts
+//! what it is asked, and sends names a zone file could not hold (a dot inside
+//! a label). Every test is bounded by the verifier's own timeout.
 
 #![cfg(feature = "server")]
 
