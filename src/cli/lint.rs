@@ -1,0 +1,35 @@
+//! `robotgate lint`: lint robots.txt files.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::Format;
+
+pub fn run(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
+    use robotgate::robots::lint::{lint, Severity};
+    let mut out = io::stdout().lock();
+    let mut errors = 0usize;
+    let mut json = Vec::new();
+    for file in files {
+        let body = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        for d in lint(&body) {
+            errors += usize::from(d.severity == Severity::Error);
+            match format {
+                Format::Text => {
+                    writeln!(out, "{}:{}: {}: {} [{}]", file.display(), d.line, d.severity.as_str(), d.message, d.code)?
+                }
+                Format::Json => json.push(serde_json::json!({
+                    "file": file.display().to_string(), "line": d.line, "severity": d.severity.as_str(),
+                    "code": d.code, "message": d.message,
+                })),
+            }
+        }
+    }
+    if format == Format::Json {
+        writeln!(out, "{}", serde_json::Value::Array(json))?;
+    }
+    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

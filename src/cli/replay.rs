@@ -1,0 +1,217 @@
+//! `robotgate replay`: existing access logs through the policy.
+
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+/// `robotgate replay`'s options, as given.
+pub struct ReplayArgs {
+    pub site: Option<String>,
+    pub format: String,
+    pub fields: Vec<String>,
+    pub since: Option<String>,
+    pub threads: Option<usize>,
+    pub dns: bool,
+    pub emit: Option<String>,
+    pub output: String,
+    pub out: Option<PathBuf>,
+}
+
+/// Opens a log (or stdin for `-`), decompressing gzip.
+fn open_log(path: &std::path::Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+    let name = path.display().to_string();
+    let input: Box<dyn BufRead + Send> = if name == "-" {
+        Box::new(io::BufReader::with_capacity(1 << 16, io::stdin()))
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
+        Box::new(io::BufReader::with_capacity(1 << 16, file))
+    };
+    robotgate::report::decoder(input).with_context(|| format!("cannot read {name}"))
+}
+
+/// `robotgate replay`: the logs through the config's policy, then the report.
+pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    use robotgate::accesslog::{Format, JsonFields};
+    use robotgate::identity::{ByRanges, RangesOnly};
+    use robotgate::record::aggregate::{Aggregator, Line, Offer};
+    use robotgate::replay::{self, Input, ReplayReport, Setup};
+    use robotgate::report::render::{self, Format as Output};
+    use robotgate::report::{Filter, RecordView, Report, Summary};
+    let output = Output::from_name(&args.output)
+        .with_context(|| format!("--output {}: not one of text, json, html", args.output))?;
+    let emit = match args.emit.as_deref() {
+        None => false,
+        Some("violations") => true,
+        Some(other) => anyhow::bail!("--emit {other}: only `violations` can be emitted"),
+    };
+    let snap = robotgate::load::load(config).map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{}", lines.join("\n"))
+    })?;
+    let only_site = match &args.site {
+        None => None,
+        Some(name) => Some(
+            snap.sites
+                .iter()
+                .position(|s| &s.conf.name == name)
+                .with_context(|| format!("--site {name}: no such site"))?,
+        ),
+    };
+    let mut inputs: Vec<Input> = Vec::with_capacity(logs.len());
+    for path in logs {
+        inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
+    }
+    let format = match args.format.as_str() {
+        "combined" => Format::Combined,
+        "common" => Format::Common,
+        "json" => Format::Json(JsonFields::default()),
+        "auto" => {
+            // Sniff the first lines of the first log; they stay in its buffer.
+            let first = inputs.first_mut().context("no log given")?;
+            let buf = first.reader.fill_buf()?;
+            let text = String::from_utf8_lossy(buf);
+            let mut lines: Vec<&str> = text.lines().take(20).collect();
+            if lines.len() > 1 && !buf.ends_with(b"\n") {
+                lines.pop(); // Cut by the buffer.
+            }
+            Format::sniff(&lines)
+                .context("--format auto: cannot tell the format from the first lines; give --format")?
+        }
+        other => anyhow::bail!("--format {other}: not one of combined, common, json, auto"),
+    };
+    let format = match (format, args.fields.is_empty()) {
+        (f, true) => f,
+        (Format::Json(mut fields), false) => {
+            for f in &args.fields {
+                let (name, key) = f.split_once('=').with_context(|| format!("--field {f}: not NAME=KEY"))?;
+                fields.set(name, key).map_err(|e| anyhow::anyhow!("--field {f}: {e}"))?;
+            }
+            Format::Json(fields)
+        }
+        (f, false) => anyhow::bail!("--field applies to JSON logs, not {}", f.name()),
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let since_unix = match &args.since {
+        None => None,
+        Some(text) => {
+            let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
+            Some(now.saturating_sub(back).as_secs() as i64)
+        }
+    };
+    let ranges_only = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, has_rdns: &snap.bot_rdns });
+    let lookups = match args.dns {
+        false => None,
+        true => {
+            use robotgate::server::verify::dns::{DnsConfig, DnsVerifier};
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+            let resolver = DnsVerifier::new(&DnsConfig::from(&snap.settings.dns))
+                .map_err(|e| anyhow::anyhow!("--dns: cannot set up the resolver: {e}"))?;
+            Some((runtime, resolver))
+        }
+    };
+    let looking_up = lookups.as_ref().map(|(runtime, dns)| robotgate::server::verify::identity::LookingUp {
+        snap: &snap,
+        dns,
+        runtime: runtime.handle(),
+    });
+    let identify: &(dyn robotgate::identity::Identify + Sync) = match &looking_up {
+        Some(l) => l,
+        None => &ranges_only,
+    };
+    let sites = snap
+        .sites
+        .iter()
+        .map(|s| {
+            let robots = s.robots.as_ref();
+            replay::Site {
+                // Traps are not judged from the past (see `robotgate::replay`).
+                rules: robotgate::policy::SiteRules { traps: None, ..s.rules() },
+                target: &s.conf.target,
+                robots_hash: robots.map_or("", |r| r.hash.as_str()),
+                file_lines: robots.map_or(0, |r| r.file_lines),
+                sitemaps: robots.map_or_else(Vec::new, |r| replay::sitemap_paths(&r.compiled)),
+                lint: robots.map_or_else(Vec::new, |r| robotgate::robots::lint::lint(&r.file.body)),
+            }
+        })
+        .collect();
+    let setup = Setup {
+        sites,
+        settings: &snap.settings,
+        classifier: &snap.classifier,
+        identify,
+        bot_feeds: &snap.bot_feeds,
+        only_site,
+        since_unix,
+        format: format.clone(),
+    };
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    // Every record is of the chosen site and period already; the filter
+    // only names them in the report.
+    let since_text = since_unix.map(|s| robotgate::record::time::rfc3339_ms(s.max(0) as u64 * 1000));
+    let mut summary = Summary::new(Filter { since: since_text, site: args.site.clone() });
+    // Emitted records are folded like the proxy's log (`log.aggregate_window`),
+    // on the log's clock.
+    let log = &snap.settings.violation_log;
+    let mut folding = Aggregator::new(log.aggregate_window.as_millis() as u64, log.aggregate_max_keys, 64 << 20);
+    let mut stdout = io::BufWriter::new(io::stdout());
+    let mut write_error: Option<io::Error> = None;
+    let mut latest = 0u64;
+    let write_line = |line: &Line, out: &mut io::BufWriter<io::Stdout>, err: &mut Option<io::Error>| {
+        if err.is_none() {
+            let written =
+                serde_json::to_writer(&mut *out, line).map_err(io::Error::from).and_then(|()| out.write_all(b"\n"));
+            if let Err(e) = written {
+                *err = Some(e);
+            }
+        }
+    };
+    let mut sink = |record: robotgate::record::Record| {
+        summary.add(&RecordView::from_record(&record));
+        if emit {
+            let at = robotgate::record::time::parse_rfc3339_ms(&record.time).unwrap_or(latest);
+            latest = latest.max(at);
+            for line in folding.close_due(latest) {
+                write_line(&line, &mut stdout, &mut write_error);
+            }
+            if let Offer::Write(r) = folding.offer(record, at) {
+                write_line(&Line::Record(r), &mut stdout, &mut write_error);
+            }
+        }
+    };
+    let outcome = replay::run(&setup, inputs, &replay::Options { threads }, &mut sink);
+    if emit {
+        for line in folding.drain() {
+            write_line(&line, &mut stdout, &mut write_error);
+        }
+        if let Some(e) = write_error {
+            return Err(e).context("writing the records");
+        }
+    }
+    stdout.flush()?;
+    for (source, m) in &outcome.malformed {
+        summary.add_malformed(source, m);
+    }
+    let names: Vec<&str> = snap.sites.iter().map(|s| s.conf.name.as_str()).collect();
+    let mut report = Report::from_summary(&summary);
+    report.replay = Some(ReplayReport::new(&outcome, &names, format.name()));
+    for (source, after, error) in &outcome.unreadable {
+        eprintln!("robotgate: {source}: read error after line {after} (the lines before it were judged): {error}");
+    }
+    match (&args.out, emit) {
+        (Some(path), _) => {
+            let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+            let mut w = io::BufWriter::new(file);
+            render::write_report(&report, output, &mut w)?;
+            w.flush()?;
+        }
+        (None, true) => {} // stdout has the records.
+        (None, false) => {
+            let mut w = io::BufWriter::new(io::stdout().lock());
+            render::write_report(&report, output, &mut w)?;
+            w.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,42 @@
+//! `robotgate robots show`: the robots.txt each site serves.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use super::RobotsCommand;
+
+pub fn run(command: RobotsCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        RobotsCommand::Show { config, site } => show(&config, site.as_deref()),
+    }
+}
+
+fn show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<ExitCode> {
+    let snap = robotgate::load::load(config).map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{}", lines.join("\n"))
+    })?;
+    let mut out = io::stdout().lock();
+    let mut shown = 0;
+    for site in snap.sites.iter().filter(|s| only.is_none_or(|n| s.conf.name == n)) {
+        shown += 1;
+        writeln!(out, "# ---- site {} ----", site.conf.name)?;
+        let Some(robots) = &site.robots else {
+            writeln!(out, "# no robots.txt: /robots.txt goes to the origin\n")?;
+            continue;
+        };
+        let body = String::from_utf8_lossy(&robots.file.body);
+        for (i, line) in body.lines().enumerate() {
+            let n = i as u32 + 1;
+            match robots.notes.iter().find(|(l, _)| *l == n) {
+                Some((_, why)) => writeln!(out, "{line}  # robotgate: {why}")?,
+                None => writeln!(out, "{line}")?,
+            }
+        }
+        writeln!(out)?;
+    }
+    if shown == 0 {
+        anyhow::bail!("no site named `{}`", only.unwrap_or_default());
+    }
+    Ok(ExitCode::SUCCESS)
+}
