@@ -4,27 +4,41 @@
 
 use std::net::IpAddr;
 
-/// An IPv4 or IPv6 network.
+use ipnet::IpNet;
+
+/// An IPv4 or IPv6 network: an [`IpNet`] read the way a configuration
+/// writes it, and matched the way a dual-stack socket reports addresses.
+///
+/// What [`IpNet`] does here: holding the network and deciding containment
+/// (`IpNet::contains`). What stays ours, and why:
+///
+/// * Reading the text. `IpNet`'s parser accepts IPv4 octets with leading
+///   zeros (`010.0.0.0/8`), which some tools read as octal: the address
+///   part is read with `std`'s `IpAddr` parser instead, which refuses them,
+///   as the rest of robotgate does. `IpNet` also takes neither a bare
+///   address (a /32 or /128 here) nor spaces around the parts.
+/// * IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`, what a dual-stack
+///   socket reports for an IPv4 peer): `IpNet::contains` keeps the families
+///   apart, so such an address is turned into the IPv4 address it carries
+///   before the lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
+pub struct Cidr(IpNet);
 
 impl Cidr {
     /// Parse `10.0.0.0/8`, `::1/128` or a bare address (a /32 or /128).
+    /// Host bits may be set (`10.1.2.3/8` is `10.0.0.0/8`).
     pub fn parse(s: &str) -> Option<Cidr> {
         let (a, p) = match s.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
         };
         let addr: IpAddr = a.trim().parse().ok()?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match p {
-            Some(p) => p.trim().parse::<u8>().ok().filter(|&p| p <= max)?,
-            None => max,
+        let net = match p {
+            // `IpNet::new` refuses a length past the family's width.
+            Some(p) => IpNet::new(addr, p.trim().parse::<u8>().ok()?).ok()?,
+            None => IpNet::from(addr),
         };
-        Some(Cidr { addr, prefix })
+        Some(Cidr(net))
     }
 
     /// Whether `ip` lies in the network (IPv4-mapped IPv6 addresses count as IPv4).
@@ -33,17 +47,7 @@ impl Cidr {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
             v4 => v4,
         };
-        match (self.addr, ip) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(self.prefix)) };
-                u32::from(n) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = if self.prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(self.prefix)) };
-                u128::from(n) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
+        self.0.contains(&ip)
     }
 }
 
@@ -131,6 +135,25 @@ mod tests {
         assert!(Cidr::parse("0.0.0.0/0").unwrap().contains("8.8.8.8".parse().unwrap()));
         assert!(Cidr::parse("10.0.0.0/33").is_none());
         assert!(Cidr::parse("banana").is_none());
+    }
+
+    #[test]
+    fn cidr_text_is_read_by_std_and_matched_by_ipnet() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // Octal-looking octets are refused, as `std` refuses them.
+        assert!(Cidr::parse("010.0.0.0/8").is_none());
+        // Spaces around the parts, host bits, and a bare address.
+        let c = Cidr::parse(" 10.1.2.3 / 8 ").unwrap();
+        assert!(c.contains(ip("10.200.0.1")) && !c.contains(ip("11.0.0.0")));
+        assert!(Cidr::parse("192.0.2.7").unwrap().contains(ip("::ffff:192.0.2.7")));
+        assert!(!Cidr::parse("192.0.2.7").unwrap().contains(ip("192.0.2.8")));
+        // IPv6, and the families kept apart.
+        let v6 = Cidr::parse("2001:db8::/32").unwrap();
+        assert!(v6.contains(ip("2001:db8:ffff::1")) && !v6.contains(ip("2001:db9::1")));
+        assert!(Cidr::parse("::/0").unwrap().contains(ip("2001:db8::1")));
+        assert!(!Cidr::parse("::/0").unwrap().contains(ip("10.0.0.1")));
+        assert!(!Cidr::parse("0.0.0.0/0").unwrap().contains(ip("2001:db8::1")));
+        assert!(Cidr::parse("::1/129").is_none() && Cidr::parse("10.0.0.0/").is_none());
     }
 
     #[test]

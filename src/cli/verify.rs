@@ -38,7 +38,8 @@ pub fn run(
             cache_entries: 16,
         };
         let resolver = DnsVerifier::new(&cfg).ok();
-        robotgate::server::verify::identity::report(&classifier, &ranges, resolver.as_ref(), ip, user_agent.as_bytes()).await
+        robotgate::server::verify::identity::report(&classifier, &ranges, resolver.as_ref(), ip, user_agent.as_bytes())
+            .await
     });
     if json {
         let v = serde_json::json!({"ip": ip.to_string(), "user_agent": user_agent, "bot": report.bot, "identity": report.outcome, "evidence": report.evidence});

@@ -11,8 +11,8 @@ pub mod ext;
 pub mod lint;
 pub mod parse;
 pub mod pattern;
+mod query;
 
-pub use build::{
-    fingerprint, AgentLine, Group, GroupMatch, Located, Options, RobotsTxt, Rule, Selection, Verdict, DEFAULT_MAX_BYTES,
-};
+pub use build::{fingerprint, AgentLine, Group, Located, Options, RobotsTxt, Rule, DEFAULT_MAX_BYTES};
 pub use pattern::RuleKind;
+pub use query::{GroupMatch, Selection, Verdict};

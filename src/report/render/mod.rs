@@ -8,6 +8,7 @@
 
 pub mod html;
 pub mod json;
+pub mod markup;
 pub mod status;
 pub mod text;
 

@@ -3,14 +3,14 @@
 //! no log is read.
 //!
 //! The page refreshes itself with a meta refresh (no script at all), and its
-//! Content-Security-Policy allows only its own inline style. Every string
-//! from a request (User-Agent, path, client) is escaped as in the report.
+//! Content-Security-Policy allows only its own inline style. It is a `maud`
+//! template like the report, and every string from a request (User-Agent,
+//! path, client) goes through [`Text`] as in the report.
 
-use std::fmt::Write as _;
-
+use maud::{html, Markup};
 use serde::Serialize;
 
-use super::html::{csp_hash, escape, STYLE};
+use super::markup::{document, Text};
 use super::thousands;
 use crate::record::Record;
 
@@ -88,116 +88,127 @@ pub struct BotCount {
 
 /// The page, as one HTML document.
 pub fn html(view: &StatusView) -> String {
-    let mut o = String::with_capacity(32 * 1024);
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta http-equiv=\"refresh\" content=\"{REFRESH_SECS}\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src {}; img-src data:\">\n\
-         <link rel=\"icon\" href=\"data:,\">\n<title>robotgate status</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        csp_hash(STYLE)
-    );
-    let _ = writeln!(o, "<header><h1>robotgate status</h1>");
-    let _ = writeln!(
-        o,
-        "<p class=\"note\">robotgate {} &middot; started {} &middot; now {} &middot; refreshes every {REFRESH_SECS} s \
-         &middot; <a href=\"/status.json\">JSON</a></p>",
-        escape(view.version),
-        escape(&view.started),
-        escape(&view.now)
-    );
-    let reload = match &view.last_reload {
-        None => "no reload since start".to_owned(),
-        Some(r) if r.ok => format!("{}: in force ({})", escape(&r.at), escape(&r.message)),
-        Some(r) => format!(
-            "{}: <strong>refused</strong>, the last good configuration stays: {}",
-            escape(&r.at),
-            escape(&r.message)
-        ),
-    };
-    let state = match (view.state.up, &view.state.url) {
-        (Some(up), Some(url)) => format!(
-            "{} at <code>{}</code>: <strong>{}</strong>, {} errors since start",
-            escape(view.state.backend),
-            escape(url),
-            if up { "up" } else { "down (serving from memory)" },
-            thousands(view.state.errors)
-        ),
-        _ => format!("{} (this instance only)", escape(view.state.backend)),
-    };
-    let _ = writeln!(
-        o,
-        "<table id=\"process\"><tbody><tr><th>Last reload</th><td>{reload}</td></tr>\
-         <tr><th>State</th><td id=\"state\">{state}</td></tr></tbody></table></header>"
-    );
-    for (i, site) in view.sites.iter().enumerate() {
-        let _ = writeln!(o, "<section id=\"site-{i}\"><h2>Site <code>{}</code></h2>", escape(&site.name));
-        let hash = if site.robots_hash.is_empty() {
-            "none".to_owned()
-        } else {
-            format!("<code>{}</code>", escape(&site.robots_hash))
-        };
-        let _ = writeln!(o, "<p>robots.txt in force: {hash}, loaded {}.</p>", escape(&site.loaded_at));
-        let _ = writeln!(o, "<h3>Violations since start</h3>");
-        if site.bots.is_empty() {
-            let _ = writeln!(o, "<p class=\"note\">None.</p>");
-        } else {
-            let _ = writeln!(
-                o,
-                "<table class=\"bots\"><thead><tr><th>Bot</th><th>Category</th><th class=\"n\">Violations</th></tr></thead><tbody>"
-            );
-            for b in &site.bots {
-                let _ = writeln!(
-                    o,
-                    "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
-                    escape(&b.bot),
-                    escape(&b.category),
-                    thousands(b.violations)
-                );
+    let body = html! {
+        header {
+            h1 { "robotgate status" }
+            p.note {
+                "robotgate " (Text(view.version)) " · started " (Text(&view.started)) " · now " (Text(&view.now))
+                " · refreshes every " (REFRESH_SECS) " s · " a href="/status.json" { "JSON" }
             }
-            let _ = writeln!(o, "</tbody></table>");
-        }
-        let _ = writeln!(o, "<h3>Last violations</h3>");
-        if site.recent.is_empty() {
-            let _ = writeln!(o, "<p class=\"note\">None since start.</p>");
-        } else {
-            let _ = writeln!(
-                o,
-                "<table class=\"recent\"><thead><tr><th>Time</th><th>Client</th><th>Bot</th><th>Request</th>\
-                 <th>Rule</th><th>Action</th><th class=\"n\">Status</th><th class=\"n\">Count</th><th>User-Agent</th></tr></thead><tbody>"
-            );
-            for r in &site.recent {
-                let rule = match (r.line, &r.pattern) {
-                    (Some(line), Some(p)) => format!("line {line}: {} {}", r.directive, escape(p)),
-                    (Some(line), None) => format!("line {line}: {}", r.directive),
-                    (None, Some(p)) => format!("{} {}", r.directive, escape(p)),
-                    (None, None) => r.directive.to_owned(),
-                };
-                let bot = r.bot.as_deref().unwrap_or("-");
-                let identity = r.identity.map(|i| format!(" ({i})")).unwrap_or_default();
-                let _ = writeln!(
-                    o,
-                    "<tr><td>{}</td><td>{}</td><td>{}{identity}<br><span class=\"note\">{}</span></td><td class=\"w\">{} {}</td>\
-                     <td class=\"w\">{rule}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"w\">{}</td></tr>",
-                    escape(&r.time),
-                    escape(&r.client),
-                    escape(bot),
-                    escape(r.category),
-                    escape(&r.method),
-                    escape(&r.path),
-                    escape(r.action),
-                    r.status,
-                    thousands(r.count),
-                    escape(&r.user_agent)
-                );
+            table #process {
+                tbody {
+                    tr { th { "Last reload" } td { (reload(view.last_reload.as_ref())) } }
+                    tr { th { "State" } td #state { (state(&view.state)) } }
+                }
             }
-            let _ = writeln!(o, "</tbody></table>");
         }
-        let _ = writeln!(o, "</section>");
+        @for (i, site) in view.sites.iter().enumerate() {
+            (site_section(i, site))
+        }
+    };
+    let mut page = document("robotgate status", Some(REFRESH_SECS), None, body).into_string();
+    page.push('\n');
+    page
+}
+
+/// The last reload: in force, or refused and why.
+fn reload(r: Option<&ReloadStatus>) -> Markup {
+    html! {
+        @match r {
+            None => "no reload since start",
+            Some(r) if r.ok => { (Text(&r.at)) ": in force (" (Text(&r.message)) ")" }
+            Some(r) => {
+                (Text(&r.at)) ": " strong { "refused" } ", the last good configuration stays: " (Text(&r.message))
+            }
+        }
     }
-    o.push_str("</body>\n</html>\n");
-    o
+}
+
+/// The state backend: this instance's memory, or a shared store and its health.
+fn state(s: &StateStatus) -> Markup {
+    html! {
+        @match (s.up, &s.url) {
+            (Some(up), Some(url)) => {
+                (Text(s.backend)) " at " code { (Text(url)) } ": "
+                strong { @if up { "up" } @else { "down (serving from memory)" } }
+                ", " (thousands(s.errors)) " errors since start"
+            }
+            _ => { (Text(s.backend)) " (this instance only)" }
+        }
+    }
+}
+
+/// One site: its robots.txt, its bots' violations, its last violations.
+fn site_section(i: usize, site: &SiteStatus) -> Markup {
+    html! {
+        section id=(format!("site-{i}")) {
+            h2 { "Site " code { (Text(&site.name)) } }
+            p {
+                "robots.txt in force: "
+                @if site.robots_hash.is_empty() { "none" } @else { code { (Text(&site.robots_hash)) } }
+                ", loaded " (Text(&site.loaded_at)) "."
+            }
+            h3 { "Violations since start" }
+            @if site.bots.is_empty() {
+                p.note { "None." }
+            } @else {
+                table.bots {
+                    thead { tr { th { "Bot" } th { "Category" } th.n { "Violations" } } }
+                    tbody {
+                        @for b in &site.bots {
+                            tr { td { (Text(&b.bot)) } td { (Text(&b.category)) } td.n { (thousands(b.violations)) } }
+                        }
+                    }
+                }
+            }
+            h3 { "Last violations" }
+            @if site.recent.is_empty() {
+                p.note { "None since start." }
+            } @else {
+                table.recent {
+                    thead {
+                        tr {
+                            th { "Time" } th { "Client" } th { "Bot" } th { "Request" } th { "Rule" } th { "Action" }
+                            th.n { "Status" } th.n { "Count" } th { "User-Agent" }
+                        }
+                    }
+                    tbody {
+                        @for r in &site.recent {
+                            (recent_row(r))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One violation of the ring.
+fn recent_row(r: &Record) -> Markup {
+    let rule = match (r.line, &r.pattern) {
+        (Some(line), Some(p)) => format!("line {line}: {} {p}", r.directive),
+        (Some(line), None) => format!("line {line}: {}", r.directive),
+        (None, Some(p)) => format!("{} {p}", r.directive),
+        (None, None) => r.directive.to_owned(),
+    };
+    html! {
+        tr {
+            td { (Text(&r.time)) }
+            td { (Text(&r.client)) }
+            td {
+                (Text(r.bot.as_deref().unwrap_or("-")))
+                @if let Some(i) = r.identity { " (" (i) ")" }
+                br;
+                span.note { (Text(r.category)) }
+            }
+            td.w { (Text(&r.method)) " " (Text(&r.path)) }
+            td.w { (Text(&rule)) }
+            td { (Text(r.action)) }
+            td.n { (r.status) }
+            td.n { (thousands(r.count)) }
+            td.w { (Text(&r.user_agent)) }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -246,6 +257,16 @@ mod tests {
         assert!(html.contains("<strong>refused</strong>") && html.contains("robots.txt: &lt;bad&gt;"));
         assert!(html.contains("down (serving from memory)") && html.contains("1,234"));
         assert!(html.contains("(spoofed)"));
+    }
+
+    #[test]
+    fn issue_26_a_hostile_user_agent_and_path_come_out_escaped() {
+        let ua = "Evil<script>alert(\"ua\")</script>'&Bot/1.0";
+        let path = "/p?<script>alert('path')</script>&q=\"x\"";
+        let html = html(&view(ua, path));
+        assert!(html.contains("Evil&lt;script&gt;alert(&quot;ua&quot;)&lt;/script&gt;&#39;&amp;Bot/1.0"), "{html}");
+        assert!(html.contains("/p?&lt;script&gt;alert(&#39;path&#39;)&lt;/script&gt;&amp;q=&quot;x&quot;"), "{html}");
+        assert!(!html.contains("<script"), "no script element at all");
     }
 
     #[test]

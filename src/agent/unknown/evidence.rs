@@ -1,0 +1,292 @@
+//! Robot evidence in words: robot words, HTTP libraries and runtimes,
+//! contact addresses; and the one pass over a UA's words that collects the
+//! evidence and the candidates for a name.
+
+use super::name::{is_generic, is_nameable, is_numbered_name, trim_name};
+use crate::agent::vocab::{sets, STRONG_BOT_WORDS, WEAK_BOT_WORDS};
+use crate::agent::words::{
+    contains, email_at, find_ci, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at, DeviceModel,
+    Word, Words, MAX_WORD,
+};
+
+/// What kind of robot evidence a word carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WordEvidence {
+    None,
+    /// A robot word; `strong` for bot/crawler/spider-like words.
+    Robot {
+        strong: bool,
+    },
+    /// An HTTP library, runtime or CLI; `bare_lang` for a runtime name alone
+    /// (`Java/1.8.0`), a worse name than a library's.
+    Library {
+        bare_lang: bool,
+    },
+}
+
+/// `bot` as a word ending, a camel-case part or before a non-letter:
+/// `Googlebot`, `AI2Bot`, `BotLink`, `bot-1`, `bots`, but not `Robotics` or
+/// `Botswana`.
+pub(super) fn has_bot(word: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(i) = find_ci(word, "bot", from) {
+        let after = &word[i + 3..];
+        let ok = match after.first() {
+            None => true,
+            Some(c) if !c.is_ascii_lowercase() => true,
+            Some(b's') => after.get(1).is_none_or(|c| !c.is_ascii_alphabetic()),
+            Some(_) => false,
+        };
+        if ok {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
+}
+
+pub(super) fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {
+    let word = &ua[w.start..w.end];
+    let mut buf = [0u8; MAX_WORD];
+    let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
+    if has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n)) {
+        return WordEvidence::Robot { strong: true };
+    }
+    if WEAK_BOT_WORDS.iter().any(|n| contains(low, n)) {
+        return WordEvidence::Robot { strong: false };
+    }
+    // Automation conventions: `ips-agent`, `GomezAgent` (not `User-Agent` or
+    // a bare "Agent"), `CookieHubScan`, `l9scan` (not `Franciscans`), an
+    // `SEO` part.
+    let agent = low.len() > 5 && low.ends_with(b"agent") && !matches!(low, b"useragent" | b"user-agent");
+    let scan = low.len() > 4 && low.ends_with(b"scan");
+    if agent || scan || parts(low).any(|p| p == b"seo") {
+        return WordEvidence::Robot { strong: false };
+    }
+    // `http` inside a word: Go-http-client, HttpClient, GuzzleHttp, okhttp.
+    // A bare `HTTP` or `HTTPS` is a protocol name (`HTTP/1.1 SonyEricsson...`).
+    if contains(low, "http") && low != b"http" && low != b"https" {
+        return WordEvidence::Library { bare_lang: false };
+    }
+    let compound = parts(word).nth(1).is_some();
+    let numeric_version =
+        ua.get(w.end) == Some(&b'/') && ua.get(w.end + 1).is_some_and(|c| c.is_ascii_digit() || *c == b'v');
+    let sets = sets();
+    for p in parts(word) {
+        if sets.lib.contains(p) {
+            return WordEvidence::Library { bare_lang: false };
+        }
+        if (compound || numeric_version) && sets.lang.contains(p) {
+            return WordEvidence::Library { bare_lang: !compound };
+        }
+    }
+    WordEvidence::None
+}
+
+/// [`word_evidence`], skipped when `hits` (the end offsets of every suspect
+/// needle in the UA, or `None` if unknown) shows no needle ending inside the
+/// word (or, for `go/`, right after it): no word can carry evidence without one
+/// (`evidence_implies_suspect_needle` checks this).
+pub(super) fn evidence_if_hit(ua: &[u8], w: &Word, hits: Option<&[u32]>) -> WordEvidence {
+    let hit = hits.is_none_or(|h| h.iter().any(|&e| (w.start + 1..=w.end + 1).contains(&(e as usize))));
+    if hit {
+        word_evidence(ua, w)
+    } else {
+        WordEvidence::None
+    }
+}
+
+/// What one pass of the word rules found: robot evidence and name candidates.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Findings {
+    /// Some robot evidence anywhere (robot word, library, contact address).
+    pub(super) evidence: bool,
+    /// First distinctive strong robot word (`ExampleBot`, `FooCrawler`).
+    pub(super) robot: Option<Word>,
+    /// First distinctive weak robot word (`HeadlessChrome`, `LinkCheck`).
+    pub(super) weak: Option<Word>,
+    /// First generic robot word (`crawler`, `Spider`, `Monitoring`), a strong
+    /// one preferred.
+    pub(super) generic: Option<Word>,
+    /// Whether `generic` is a strong robot word.
+    pub(super) generic_strong: bool,
+    /// First library word (`python-requests`, `okhttp`).
+    pub(super) library: Option<Word>,
+    /// First bare runtime name with a version (`Java/1.8.0`).
+    pub(super) lang: Option<Word>,
+    /// The UA's first word, if it is a product (`name/`) and nameable.
+    pub(super) first_product: Option<Word>,
+    /// The UA's first word, if nameable.
+    pub(super) first_word: Option<Word>,
+    /// The word after `compatible;`, if nameable (`(compatible; Foo)`).
+    pub(super) compat: Option<Word>,
+    /// First nameable product (`name/`) outside parentheses.
+    pub(super) product: Option<Word>,
+    /// First nameable product inside parentheses.
+    pub(super) product_paren: Option<Word>,
+    /// Start of the first contact address, if any.
+    pub(super) contact: Option<usize>,
+}
+
+/// One pass over the words: evidence and every name candidate.
+///
+/// `marker`: the UA has browser platform/engine words; then a library word
+/// inside a comment is not evidence (`(...+HAS_CMD_HTTP_SERVER)` in a TV's
+/// capability list), and words of an Android device model never are.
+///
+/// Cost: O(len × needles) with short needles; run only when the automaton saw
+/// a [`SUSPECT_NEEDLES`](super::vocab::SUSPECT_NEEDLES) substring, or to
+/// name a robot.
+pub(super) fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]>) -> Findings {
+    let mut f = Findings::default();
+    let mut devices = DeviceModel::new(ua);
+    let mut skip_until = 0;
+    let mut compat_end: Option<usize> = None;
+    // The product a comment annotates (RFC 9110 10.1.5: a comment follows
+    // the product it describes): the last nameable product outside comments,
+    // kept across its version.
+    let mut owner: Option<Word> = None;
+    for w in Words::new(ua) {
+        if w.start < skip_until {
+            continue;
+        }
+        if let Some(end) = url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) {
+            f.evidence = true;
+            f.contact.get_or_insert(w.start);
+            skip_until = end;
+            continue;
+        }
+        if obfuscated_at(ua, &w) {
+            f.evidence = true;
+            f.contact.get_or_insert(w.start);
+            continue;
+        }
+        if f.evidence && !names {
+            break; // evidence is all the caller wants
+        }
+        let evidence = evidence_if_hit(ua, &w, hits);
+        if !names && evidence == WordEvidence::None {
+            continue;
+        }
+        let word = &ua[w.start..w.end];
+        let name = trim_name(word);
+        let after_slash = w.start > 0 && ua[w.start - 1] == b'/';
+        let product = ua.get(w.end) == Some(&b'/');
+        let device = devices.contains(&w);
+        // Only the name rules need this, and only for a few words.
+        let nameable = || !after_slash && !device && is_nameable(name);
+        // A product token all of digits, with its version, where a name
+        // stands (first, or after `compatible;`) is a name too: `008/0.83`.
+        // Elsewhere digits are versions, build numbers and model numbers.
+        let named_product = || nameable() || (product && !after_slash && !device && is_numbered_name(name));
+        if w.depth == 0 && !after_slash {
+            owner = (product && nameable()).then_some(w);
+        }
+        match evidence {
+            WordEvidence::None => {}
+            _ if device => {}
+            WordEvidence::Robot { strong } => {
+                f.evidence = true;
+                if !after_slash && !preceded_by_like(ua, w.start) && name.len() >= 2 {
+                    let slot = if is_generic(name) {
+                        if strong && !f.generic_strong {
+                            f.generic = None;
+                            f.generic_strong = true;
+                        }
+                        &mut f.generic
+                    } else if strong {
+                        &mut f.robot
+                    } else {
+                        &mut f.weak
+                    };
+                    // A distinctive robot word in a product's comment
+                    // describes that product, which is the robot's name:
+                    // `PingdomPageSpeed/1.0 (pingbot/2.0; ...)`.
+                    let described = if strong && w.depth > 0 && !is_generic(name) { owner } else { None };
+                    slot.get_or_insert(described.unwrap_or(w));
+                }
+            }
+            WordEvidence::Library { .. } if marker && w.depth > 0 => {}
+            WordEvidence::Library { bare_lang } => {
+                f.evidence = true;
+                let slot = if bare_lang { &mut f.lang } else { &mut f.library };
+                slot.get_or_insert(w);
+            }
+        }
+        if !names {
+            continue;
+        }
+        if w.start == 0 && nameable() {
+            f.first_word = Some(w);
+        }
+        if w.start == 0 && product && named_product() {
+            f.first_product = Some(w);
+        }
+        if let Some(end) = compat_end.take() {
+            let gap = &ua[end..w.start];
+            let named = if product { named_product() } else { nameable() };
+            if f.compat.is_none() && gap.iter().all(|b| matches!(b, b' ' | b';' | b',' | b'+')) && named {
+                f.compat = Some(w);
+            }
+        }
+        if word.eq_ignore_ascii_case(b"compatible") {
+            compat_end = Some(w.end);
+            owner = None; // `(compatible; X)` names the client, not the product before it
+        }
+        if product {
+            let slot = if w.depth == 0 { &mut f.product } else { &mut f.product_paren };
+            if slot.is_none() && nameable() {
+                *slot = Some(w);
+            }
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{analyze, Signals};
+    use super::*;
+    use crate::agent::vocab;
+
+    fn slow(ua: &str) -> Option<Option<&str>> {
+        let b = ua.as_bytes();
+        analyze(b, &Signals::of(b)).map(|u| u.name)
+    }
+
+    #[test]
+    fn bot_word_rule() {
+        for w in ["Googlebot", "AI2Bot", "BotLink", "bot-1", "bots", "bot", "msnbot-media"] {
+            assert!(has_bot(w.as_bytes()), "{w}");
+        }
+        for w in ["Robotics", "Botswana", "abbotsford"] {
+            assert!(!has_bot(w.as_bytes()), "{w}");
+        }
+    }
+
+    #[test]
+    fn evidence_implies_suspect_needle() {
+        // The fast path skips `evidence` when no suspect needle occurs.
+        for ua in [
+            "Mozilla/5.0 (compatible; ExampleBot/2.1)",
+            "curl/8.0",
+            "x a@b.org",
+            "see www.example.com",
+            "Go-http-client/1.1",
+            "Foo/1.0 (+example.org)",
+            "Foo (admin (at) example.org)",
+            "Mozilla/5.0 (compatible; Reader; 3 subscribers)",
+        ] {
+            assert!(findings(ua.as_bytes(), false, false, None).evidence, "{ua}");
+            assert!(vocab::has_suspect(ua.as_bytes()), "{ua}");
+        }
+    }
+
+    #[test]
+    fn a_robot_word_in_a_comment_names_the_product_it_follows() {
+        assert_eq!(slow("Quuxmon/1.0 (quuxbot/2.0; +https://x.example/)"), Some(Some("Quuxmon")));
+        // ... but `compatible;` introduces the client itself.
+        assert_eq!(slow("Frob/2.0 (compatible; BarBot/1.0)"), Some(Some("BarBot")));
+        assert_eq!(slow("Mozilla/5.0 (compatible; BarBot/1.0; +https://x.example/)"), Some(Some("BarBot")));
+    }
+}

@@ -1,0 +1,218 @@
+//! The rules for User-Agents that no database entry matches: is it a robot
+//! anyway, and what does it call itself? Also the product names any robot's
+//! UA announces, for robots.txt group selection.
+//!
+//! Browsers follow a handful of conventions (`Mozilla/5.0 (platform)
+//! engine/version browser/version`, or a handset name followed by
+//! `Profile/MIDP-2.0 Configuration/CLDC-1.1`); robots announce themselves with
+//! a product name containing "bot", "crawler", "spider"..., a contact URL or
+//! e-mail address, or an HTTP library's name. The rules, in order (first that
+//! applies wins):
+//!
+//! 1. empty or whitespace-only UA: robot;
+
+//! 2. robot evidence (see `evidence`): robot;
+
+//! 3. a browser platform/engine marker, or a first word that is a handset
+//!    vendor or browser name: browser, unless it is a modern desktop browser
+//!    string holding a word no such browser sends (see `browser`): robot;
+
+//! 4. anything else does not start like a browser at all: robot.
+//!
+//! The words come from `words`, their meaning from `vocab`; the automaton's
+//! findings arrive as [`Signals`], so nothing here knows about automata.
+//!
+//! Cost: every function here is linear in the (capped) UA length times a
+//! bounded factor: words are compared through a lowercase copy of at most
+//! [`MAX_WORD`] bytes against word sets or a fixed number of short needles.
+//!
+//! One concern per file, by what the rules look at: `evidence` (a word's
+//! robot evidence, and one pass over the words for evidence and name
+//! candidates), `browser` (whether a browser-shaped string carries a word no
+//! browser sends) and `name` (which word names the robot).
+
+mod browser;
+mod evidence;
+mod name;
+
+use self::browser::foreign_word;
+use self::evidence::{evidence_if_hit, findings, has_bot, WordEvidence};
+use self::name::{as_str, name_ok, pick_name, trim_name};
+use super::vocab::{first_word_is_browser, is_browser_vocabulary, STRONG_BOT_WORDS};
+use super::words::{contains, email_at, lower, plus_domain_at, url_at, DeviceModel, Words, MAX_WORD};
+
+/// The word rules look at this many bytes of a UA at most (the automaton
+/// looks at [`crate::agent::MAX_UA_LEN`]). Real UAs are under 600 bytes; the
+/// cap bounds the worst case of the per-word rules on hostile input.
+const MAX_WORDS_LEN: usize = 1024;
+
+/// The automaton's signals for [`analyze`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Signals<'h> {
+    /// Some [`SUSPECT_NEEDLES`](super::vocab::SUSPECT_NEEDLES) substring occurs.
+    pub suspect: bool,
+    /// End offsets of the suspect needles, if all were recorded; `None` means
+    /// unknown (examine every word).
+    pub suspect_ends: Option<&'h [u32]>,
+    /// Some [`MARKER_NEEDLES`](super::vocab::MARKER_NEEDLES) substring occurs.
+    pub marker: bool,
+}
+
+impl Signals<'_> {
+    /// Signals computed without the automaton (slow; for tests).
+    #[cfg(test)]
+    pub(super) fn of(ua: &[u8]) -> Signals<'static> {
+        Signals { suspect: super::vocab::has_suspect(ua), suspect_ends: None, marker: super::vocab::has_marker(ua) }
+    }
+}
+
+/// The result of the word-level rules for a UA the database did not match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Unknown<'a> {
+    /// The product name the robot announces, if one could be picked.
+    pub name: Option<&'a str>,
+}
+
+/// Decides a UA the database did not match, given the automaton's signals.
+/// Returns `None` for a browser.
+///
+/// Only the first [`MAX_WORDS_LEN`] bytes are examined word by word.
+pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>> {
+    let ua = &ua[..ua.len().min(MAX_WORDS_LEN)];
+    if ua.iter().all(u8::is_ascii_whitespace) {
+        return Some(Unknown { name: None });
+    }
+    // No suspect needle at all: no word can carry evidence.
+    let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
+    if sig.suspect && findings(ua, sig.marker, false, hits).evidence {
+        return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
+    }
+    if sig.marker || first_word_is_browser(ua) {
+        return foreign_word(ua).map(|name| Unknown { name });
+    }
+    Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) })
+}
+
+/// Whether `name` is a robot word (`ExampleBot`, `FooCrawler`): a name a
+/// robot gives itself, as opposed to a library's or an app's.
+pub(super) fn is_robot_name(name: &str) -> bool {
+    let word = name.as_bytes();
+    let mut buf = [0u8; MAX_WORD];
+    let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
+    has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n))
+}
+
+/// Product names a UA announces, for robots.txt group selection: words before
+/// a `/` and robot words, minus browser vocabulary, URLs and versions. At most
+/// `max` names are pushed to `out`; duplicates (ASCII case-insensitive) of
+/// names already in `out` are skipped. `sig` are the automaton's signals for
+/// `ua` (they spare the robot-word search in words without a suspect needle).
+pub(super) fn product_tokens<'a>(ua: &'a [u8], sig: &Signals<'_>, out: &mut Vec<&'a str>, max: usize) {
+    let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
+    let ua = &ua[..ua.len().min(MAX_WORDS_LEN)];
+    let mut devices = DeviceModel::new(ua);
+    let mut skip_until = 0;
+    for w in Words::new(ua) {
+        if out.len() >= max {
+            break;
+        }
+        if w.start < skip_until {
+            continue;
+        }
+        if let Some(end) = url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) {
+            skip_until = end;
+            continue;
+        }
+        // Cheapest tests first: most words are neither a product name nor a
+        // robot word, and are dropped before the word-list lookups.
+        let after_slash = w.start > 0 && ua[w.start - 1] == b'/';
+        let product = ua.get(w.end) == Some(&b'/');
+        if after_slash {
+            continue;
+        }
+        let robot_word = matches!(evidence_if_hit(ua, &w, hits), WordEvidence::Robot { .. });
+        if !(product || robot_word) {
+            continue;
+        }
+        let word = trim_name(&ua[w.start..w.end]);
+        if !name_ok(word) || is_browser_vocabulary(word) {
+            continue;
+        }
+        if !product && devices.contains(&w) {
+            continue;
+        }
+        if let Some(s) = as_str(word) {
+            if !out.iter().any(|t| t.eq_ignore_ascii_case(s)) {
+                out.push(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slow(ua: &str) -> Option<Option<&str>> {
+        let b = ua.as_bytes();
+        analyze(b, &Signals::of(b)).map(|u| u.name)
+    }
+
+    #[test]
+    fn browsers_are_browsers() {
+        for ua in [
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+            "Mozilla/5.0 (Linux; Android 4.2.1; CUBOT ONE Build/JOP40D) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/30.0 Mobile Safari/537.36",
+            "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 4.0; 3COM U.S. Robotics)",
+            "Nokia3360/1.2.1 (1.04)",
+            "LG-S365/V100 Obigo/WAP2.0 Profile/MIDP-2.1 Configuration/CLDC-1.1",
+            "HTTP/1.1 SonyEricssonK510i/R4CJ+Browser/NetFront/3.3",
+            "Mozilla/5.0 (Java; U; Id; lg-t300) UCBrowser8.2.1.144/69/444/UCWEB Mobile UNTRUSTED/1.0",
+            "Mozilla/5.0 (Linux; Android 4.0.3; ARCHOS 101G9 Build/ICS@ROM_04.06.2012) AppleWebKit/535.19",
+        ] {
+            assert_eq!(slow(ua), None, "{ua}");
+        }
+    }
+
+    #[test]
+    fn robots_and_their_names() {
+        let cases = [
+            ("Mozilla/5.0 (compatible; ExampleBot/2.1; +http://example.com/bot)", Some("ExampleBot")),
+            ("Screaming Frog SEO Spider/2,01", Some("Screaming Frog SEO Spider")),
+            ("python-requests/2.31.0", Some("python-requests")),
+            ("Boto/2.48.0 Python/2.7.14 Linux/4.2.0-41-generic", Some("Boto")),
+            ("MinIO (darwin; amd64) minio-go/v6.0.45 mc/2019", Some("minio-go")),
+            ("Java/1.8.0_151", Some("Java")),
+            ("TLSProber/0.8", Some("TLSProber")),
+            ("Mozilla/5.0 (compatible; Thumbnailer/2.2; Thumbs; +http://x.example)", Some("Thumbnailer")),
+            ("Altresium/4.6 (+http://www.example.com/bot.html)", Some("Altresium")),
+            ("FooSpider1.0 (http://x.example)", Some("FooSpider")),
+            ("TheUsefulbot_2.3.62 (bot@example.net)", Some("TheUsefulbot")),
+            ("Go-http-client/1.1", Some("Go-http-client")),
+            ("Claude-Like/1.0 (web crawler; +https://x.example/)", Some("Claude-Like")),
+            ("Sogou web spider/3.0(+http://x.example)", Some("Sogou web spider")),
+            ("Mozilla/5.0 (compatible; Newsy/1.0; +https://x.example)", Some("Newsy")),
+            ("Mozilla/5.0 (compatible; Feedy/1.0 (+https://x.example/fetcher; like FeedFetcher-Google)", Some("Feedy")),
+            ("Mozilla/5.0 (compatible; Attracta)", Some("Attracta")),
+            // A name of digits, where names stand: first, or after `compatible;`.
+            ("42/1.3 (https://x.example/robot)", Some("42")),
+            ("Mozilla/5.0 (compatible; 0815/2.0; +https://x.example)", Some("0815")),
+            // Not from a version, a bare number or a model number.
+            ("Mozilla/5.0 (compatible; 1999; +https://x.example)", None),
+            ("Mozilla/5.0", None),
+            ("   ", None),
+            ("", None),
+        ];
+        for (ua, name) in cases {
+            assert_eq!(slow(ua), Some(name), "{ua}");
+        }
+    }
+
+    #[test]
+    fn product_tokens_skip_browser_vocabulary() {
+        let ua = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ExampleBot/1.0; +http://x.example/a/b) Chrome/120 Safari/537.36 Other/1";
+        let mut out = Vec::new();
+        product_tokens(ua, &Signals::of(ua), &mut out, 8);
+        assert_eq!(out, ["ExampleBot", "Other"]);
+    }
+}

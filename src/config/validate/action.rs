@@ -1,0 +1,148 @@
+//! The responses a policy chooses (`action:` blocks), and a site's
+//! `policy:` made of them.
+
+use super::super::{ConfigError, RawAction, RawPolicy};
+use super::fields::header_value;
+use crate::agent::Category;
+use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+
+pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
+    let name = raw.action.as_deref().unwrap_or("block");
+    let status = |default: u16, errors: &mut Vec<ConfigError>| -> u16 {
+        match raw.status {
+            Some(s) if (200..=599).contains(&s) => s,
+            Some(s) => {
+                errors
+                    .push(ConfigError::new(format!("{field}.status"), format!("{s} is not an HTTP status (200-599)")));
+                default
+            }
+            None => default,
+        }
+    };
+    let unused = |keys: &[(&str, bool)], errors: &mut Vec<ConfigError>| {
+        for (key, set) in keys {
+            if *set {
+                errors
+                    .push(ConfigError::new(format!("{field}.{key}"), format!("has no meaning with `action: {name}`")));
+            }
+        }
+    };
+    let a = match name {
+        "block" => {
+            unused(&[("redirect", raw.redirect.is_some()), ("header", raw.header.is_some())], errors);
+            if raw.body.is_some() && raw.file.is_some() {
+                errors.push(ConfigError::new(field, "`action: block` takes `body` or `file`, not both"));
+            }
+            let body = raw.body.clone().unwrap_or_else(|| DEFAULT_BLOCK_BODY.into());
+            if body.contains('\0') {
+                errors.push(ConfigError::new(format!("{field}.body"), "must not contain NUL"));
+            }
+            let content_type = raw.content_type.clone().unwrap_or_else(|| "text/html; charset=utf-8".into());
+            header_value(&format!("{field}.content_type"), &content_type, errors);
+            let file = raw.file.clone().map(|f| (f, content_type));
+            Action::Block { status: status(403, errors), body, file }
+        }
+        "alternate" => {
+            unused(&[("body", raw.body.is_some()), ("header", raw.header.is_some())], errors);
+            match (&raw.file, &raw.redirect) {
+                (Some(file), None) => {
+                    let content_type = raw.content_type.clone().unwrap_or_else(|| "text/html; charset=utf-8".into());
+                    header_value(&format!("{field}.content_type"), &content_type, errors);
+                    Action::Alternate { status: status(200, errors), file: file.clone(), content_type }
+                }
+                (None, Some(location)) => {
+                    header_value(&format!("{field}.redirect"), location, errors);
+                    let s = status(302, errors);
+                    if !(300..400).contains(&s) {
+                        errors.push(ConfigError::new(format!("{field}.status"), "a redirect needs a 3xx status"));
+                    }
+                    Action::Redirect { status: s, location: location.clone() }
+                }
+                _ => {
+                    errors
+                        .push(ConfigError::new(field, "`action: alternate` needs exactly one of `file` or `redirect`"));
+                    return None;
+                }
+            }
+        }
+        "noindex" => {
+            unused(
+                &[
+                    ("file", raw.file.is_some()),
+                    ("redirect", raw.redirect.is_some()),
+                    ("body", raw.body.is_some()),
+                    ("status", raw.status.is_some()),
+                ],
+                errors,
+            );
+            let value = raw.header.clone().unwrap_or_else(|| DEFAULT_NOINDEX.into());
+            header_value(&format!("{field}.header"), &value, errors);
+            Action::Noindex { value }
+        }
+        "log" => {
+            unused(
+                &[
+                    ("file", raw.file.is_some()),
+                    ("redirect", raw.redirect.is_some()),
+                    ("body", raw.body.is_some()),
+                    ("status", raw.status.is_some()),
+                    ("header", raw.header.is_some()),
+                ],
+                errors,
+            );
+            Action::Log
+        }
+        other => {
+            errors.push(ConfigError::new(
+                format!("{field}.action"),
+                format!("`{other}` is not one of block, alternate, noindex, log"),
+            ));
+            return None;
+        }
+    };
+    Some(a)
+}
+
+/// `sites[i].policy`: the default action, per category and per bot, and
+/// what to do with spoofed robots.
+pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigError>) -> PolicyConfig {
+    let field = format!("{site_field}.policy");
+    let default = action(&field, &raw.default, errors).unwrap_or_else(|| PolicyConfig::default().default);
+    let mut categories = Vec::new();
+    for (name, a) in &raw.categories {
+        let f = format!("{field}.categories.{name}");
+        match Category::from_name(name) {
+            Some(c) => {
+                if let Some(a) = action(&f, a, errors) {
+                    categories.push((c, a));
+                }
+            }
+            None => errors.push(ConfigError::new(
+                f,
+                format!("`{name}` is not a category ({})", Category::ALL.map(|c| c.as_str()).join(", ")),
+            )),
+        }
+    }
+    let mut bots = Vec::new();
+    for (name, a) in &raw.bots {
+        if let Some(a) = action(&format!("{field}.bots.{name}"), a, errors) {
+            bots.push((name.to_ascii_lowercase(), a));
+        }
+    }
+    PolicyConfig {
+        default,
+        categories,
+        bots,
+        enforce_ai_user: raw.enforce_ai_user,
+        rate_limit: raw.rate_limit.unwrap_or(true),
+        visit_time: raw.visit_time.unwrap_or(true),
+        spoofed: match &raw.spoofed {
+            None => PolicyConfig::default().spoofed,
+            Some(a) => {
+                let a = RawAction { body: a.body.clone().or_else(|| Some(DEFAULT_SPOOFED_BODY.into())), ..a.clone() };
+                let a = if a.file.is_some() { RawAction { body: None, ..a } } else { a };
+                action(&format!("{field}.spoofed"), &a, errors).unwrap_or_else(|| PolicyConfig::default().spoofed)
+            }
+        },
+    }
+}

@@ -1,0 +1,94 @@
+//! From the YAML shape to the runtime form: every check, every default, and
+//! every problem reported at once with the field it is in.
+//!
+//! One concern per file: this file walks the whole configuration in order;
+//! `settings` checks what applies to the process (listeners, logs, proxies,
+//! verification), `site` each entry of `sites:`, `action` the responses a
+//! policy chooses, and `fields` the value syntaxes shared by all (durations,
+//! sizes, header values, `host:port`).
+
+mod action;
+mod fields;
+mod settings;
+mod site;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use self::fields::host_port;
+pub use self::fields::parse_duration;
+use super::RawConfig;
+use super::{Config, ConfigError, LogTarget, Settings, Verify};
+
+impl RawConfig {
+    /// Check everything and build the runtime form.
+    ///
+    /// # Errors
+    /// Every problem found, each naming its field.
+    pub fn validate(self) -> Result<Config, Vec<ConfigError>> {
+        let mut errors = Vec::new();
+        let listen = settings::listeners(&self, &mut errors);
+        let threads = self.threads.unwrap_or(1);
+        if threads == 0 || threads > 1024 {
+            errors.push(ConfigError::new("threads", format!("must be between 1 and 1024, not {threads}")));
+        }
+        let site::Sites { sites, default_site, hosts: seen_hosts } = site::sites(&self, &mut errors);
+        let trusted_proxies = settings::trusted_proxies(&self.trusted_proxies, &mut errors);
+        let violations = match self.log.violations.trim() {
+            "" => {
+                errors.push(ConfigError::new("log.violations", "must be `stdout` or a file path"));
+                LogTarget::Stdout
+            }
+            "stdout" | "-" => LogTarget::Stdout,
+            path => LogTarget::File(PathBuf::from(path)),
+        };
+        if !["error", "warn", "info", "debug", "trace"].contains(&self.log.level.as_str()) {
+            errors.push(ConfigError::new(
+                "log.level",
+                format!("`{}` is not one of error, warn, info, debug, trace", self.log.level),
+            ));
+        }
+        let violation_log = settings::log_options(&self.log, &violations, &mut errors);
+        let metrics = self.metrics.as_ref().and_then(|m| host_port("metrics.listen", &m.listen, &mut errors));
+        if let Some(m) = &metrics {
+            if listen.iter().any(|l| l.address == *m) {
+                errors.push(ConfigError::new("metrics.listen", format!("{m} is also a proxy listener")));
+            }
+        }
+        if self.limits.max_clients == 0 {
+            errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
+        }
+        let dns = settings::dns("verify.dns", &self.verify.dns, &mut errors);
+        let refresh_every = settings::feed_sources(&self.verify, &mut errors);
+        let shared_state = self.state.as_ref().map(|s| settings::shared_state(s, &mut errors));
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let hosts = seen_hosts.into_iter().collect::<Vec<_>>();
+        let settings = Settings {
+            listen,
+            threads,
+            hosts,
+            default_site,
+            trusted_proxies,
+            violations,
+            violation_log,
+            log_level: self.log.level,
+            metrics,
+            status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
+            bots: self.bots,
+            bots_replace: self.bots_replace,
+            max_clients: self.limits.max_clients,
+            grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
+            verify_feeds: self.verify.feeds.clone(),
+            dns,
+            verify: Verify {
+                allow_private_directories: self.verify.allow_private_directories,
+                refresh: refresh_every,
+                feed_urls: self.verify.feed_urls.clone().into_iter().collect(),
+            },
+            shared_state,
+        };
+        Ok(Config { settings, sites })
+    }
+}

@@ -1,0 +1,184 @@
+//! What applies to the whole process: listeners, trusted proxies, the
+//! violation log, the DNS resolver, feed refreshes and shared state.
+
+use std::time::Duration;
+
+use super::super::{
+    ConfigError, DnsSettings, Listen, LogOptions, LogTarget, RawConfig, RawDns, RawListen, RawListenTls, RawLog,
+    RawState, RawVerify, SharedState, DEFAULT_DNS_TIMEOUT_MS, DEFAULT_STATE_TIMEOUT_MS,
+};
+use super::fields::{duration, host_port, size};
+use crate::net::Cidr;
+
+/// `listen:`: each listener's address and protocols.
+pub(super) fn listeners(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Vec<Listen> {
+    if raw.listen.is_empty() {
+        errors.push(ConfigError::new("listen", "needs at least one address"));
+    }
+    let mut listen = Vec::new();
+    for (i, l) in raw.listen.iter().enumerate() {
+        let field = format!("listen[{i}]");
+        let (address, https, tls, http2, h2c) = match l {
+            RawListen::Plain(a) => (a.as_str(), false, None, None, false),
+            RawListen::Full { address, tls, http2, h2c } => {
+                let (https, pair) = match tls {
+                    None | Some(RawListenTls::On(false)) => (false, None),
+                    Some(RawListenTls::On(true)) => (true, None),
+                    Some(RawListenTls::Pair(t)) => (true, Some((t.cert.clone(), t.key.clone()))),
+                };
+                (address.as_str(), https, pair, *http2, *h2c)
+            }
+        };
+        if http2.is_some() && !https {
+            errors.push(ConfigError::new(
+                format!("{field}.http2"),
+                "is for HTTPS listeners (ALPN); a plain listener takes `h2c: true`",
+            ));
+        }
+        if h2c && https {
+            errors
+                .push(ConfigError::new(format!("{field}.h2c"), "is for plain listeners; HTTPS offers HTTP/2 by ALPN"));
+        }
+        if https && tls.is_none() && !raw.sites.iter().any(|s| s.tls.is_some()) {
+            errors.push(ConfigError::new(
+                format!("{field}.tls"),
+                "`true` needs certificates: give the listener `tls: {cert, key}`, or sites their own `tls:`",
+            ));
+        }
+        if let Some(address) = host_port(&field, address, errors) {
+            if listen.iter().any(|l: &Listen| l.address == address) {
+                errors.push(ConfigError::new(&field, format!("{address} is listed twice")));
+            }
+            listen.push(Listen { address, https, tls, http2: https && http2.unwrap_or(true), h2c });
+        }
+    }
+    let plain: Vec<&Listen> = listen.iter().filter(|l| !l.https).collect();
+    if plain.iter().any(|l| l.h2c) && !plain.iter().all(|l| l.h2c) {
+        errors.push(ConfigError::new(
+            "listen",
+            "`h2c: true` must be on every plain listener or none (one HTTP service serves them all)",
+        ));
+    }
+    listen
+}
+
+/// `trusted_proxies:`, each a CIDR.
+pub(super) fn trusted_proxies(raw: &[String], errors: &mut Vec<ConfigError>) -> Vec<Cidr> {
+    let mut trusted_proxies = Vec::new();
+    for (i, c) in raw.iter().enumerate() {
+        match Cidr::parse(c) {
+            Some(c) => trusted_proxies.push(c),
+            None => errors.push(ConfigError::new(
+                format!("trusted_proxies[{i}]"),
+                format!("`{c}` is not a CIDR such as 10.0.0.0/8 or ::1/128"),
+            )),
+        }
+    }
+    trusted_proxies
+}
+
+/// `log:` past its target: aggregation and rotation.
+pub(super) fn log_options(log: &RawLog, target: &LogTarget, errors: &mut Vec<ConfigError>) -> LogOptions {
+    if log.aggregate_max_keys == 0 {
+        errors.push(ConfigError::new("log.aggregate_max_keys", "must be at least 1"));
+    }
+    if log.aggregate_window > 86_400 {
+        errors.push(ConfigError::new("log.aggregate_window", "must be at most 86400 seconds"));
+    }
+    let max_size = log.max_size.as_ref().and_then(|s| match size(s) {
+        Ok(0) => {
+            errors.push(ConfigError::new("log.max_size", "must be more than 0 bytes"));
+            None
+        }
+        Ok(n) => Some(n),
+        Err(reason) => {
+            errors.push(ConfigError::new("log.max_size", reason));
+            None
+        }
+    });
+    if max_size.is_some() && *target == LogTarget::Stdout {
+        errors.push(ConfigError::new("log.max_size", "needs `log.violations` to be a file"));
+    }
+    LogOptions {
+        aggregate_window: Duration::from_secs(log.aggregate_window),
+        aggregate_max_keys: log.aggregate_max_keys,
+        max_size,
+        keep: log.keep,
+    }
+}
+
+pub(super) fn dns(field: &str, raw: &RawDns, errors: &mut Vec<ConfigError>) -> DnsSettings {
+    let mut nameservers = Vec::new();
+    for (i, ns) in raw.nameservers.iter().enumerate() {
+        match ns.trim().parse::<std::net::SocketAddr>() {
+            Ok(a) if a.port() != 0 => {
+                if nameservers.contains(&a) {
+                    errors.push(ConfigError::new(format!("{field}.nameservers[{i}]"), format!("{a} is listed twice")));
+                }
+                nameservers.push(a);
+            }
+            _ => errors.push(ConfigError::new(
+                format!("{field}.nameservers[{i}]"),
+                format!("`{ns}` is not an address of the form IP:port (127.0.0.1:53, [::1]:53)"),
+            )),
+        }
+    }
+    let ms = raw.timeout_ms.unwrap_or(DEFAULT_DNS_TIMEOUT_MS);
+    if !(10..=30_000).contains(&ms) {
+        errors.push(ConfigError::new(
+            format!("{field}.timeout_ms"),
+            format!("must be between 10 and 30000 milliseconds, not {ms}"),
+        ));
+    }
+    DnsSettings { nameservers, timeout: Duration::from_millis(ms.clamp(10, 30_000)) }
+}
+
+/// `verify.refresh` and `verify.feed_urls`: how often fresh feeds are
+/// fetched, and from where. The refresh period, if one is set.
+pub(super) fn feed_sources(raw: &RawVerify, errors: &mut Vec<ConfigError>) -> Option<Duration> {
+    let refresh_every = match &raw.refresh {
+        None => None,
+        Some(raw) => match duration(raw) {
+            Ok(d) if d.as_secs() >= 1 && d.as_secs() <= 30 * 86_400 => Some(d),
+            Ok(_) => {
+                errors.push(ConfigError::new("verify.refresh", "must be between 1 second and 30 days"));
+                None
+            }
+            Err(e) => {
+                errors.push(ConfigError::new("verify.refresh", e));
+                None
+            }
+        },
+    };
+    if refresh_every.is_some() && raw.feeds.is_none() {
+        errors.push(ConfigError::new("verify.refresh", "needs `verify.feeds`: the directory the feeds are written to"));
+    }
+    for (name, url) in &raw.feed_urls {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            errors.push(ConfigError::new(format!("verify.feed_urls.{name}"), format!("`{url}` is not an http(s) URL")));
+        }
+    }
+    refresh_every
+}
+
+pub(super) fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> SharedState {
+    let url = raw.redis.trim().to_owned();
+    let host = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://"));
+    match host {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {}
+        _ => errors.push(ConfigError::new(
+            "state.redis",
+            "must be a URL of the form redis://host:port/db or rediss://host:port/db",
+        )),
+    }
+    let prefix = raw.prefix.clone().unwrap_or_else(|| "robotgate:".to_owned());
+    if prefix.len() > 64 || prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        errors.push(ConfigError::new("state.prefix", "must be at most 64 characters, without spaces"));
+    }
+    let ms = raw.timeout_ms.unwrap_or(DEFAULT_STATE_TIMEOUT_MS);
+    if !(1..=10_000).contains(&ms) {
+        errors
+            .push(ConfigError::new("state.timeout_ms", format!("must be between 1 and 10000 milliseconds, not {ms}")));
+    }
+    SharedState { url, prefix, timeout: Duration::from_millis(ms.clamp(1, 10_000)) }
+}

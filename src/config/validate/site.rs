@@ -1,0 +1,196 @@
+//! Each entry of `sites:`: its hosts, origin, policy, request-target
+//! options, traps and managed robots.txt lines.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::super::{
+    ConfigError, Managed, RawConfig, RawManaged, RawTarget, RawTraps, RawUpstream, RawUpstreamFull, Site, Traps,
+    Upstream, DEFAULT_TRAP,
+};
+use super::action::{action, policy};
+use super::fields::{header_value, no_crlf, seconds};
+use crate::target::{EncodedSlash, TargetOptions};
+
+/// The sites, and what the process needs to route to them.
+pub(super) struct Sites {
+    /// In file order.
+    pub(super) sites: Vec<Site>,
+    /// The index of the site marked `default: true`.
+    pub(super) default_site: Option<usize>,
+    /// Every host name (lowercase), with its site's index.
+    pub(super) hosts: BTreeMap<String, usize>,
+}
+
+/// `sites:`, each checked; host names must be unique over all sites.
+pub(super) fn sites(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Sites {
+    if raw.sites.is_empty() {
+        errors.push(ConfigError::new("sites", "needs at least one site"));
+    }
+    let mut sites = Vec::new();
+    let mut default_site = None;
+    let mut seen_hosts: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, s) in raw.sites.iter().enumerate() {
+        let field = format!("sites[{i}]");
+        if s.hosts.is_empty() && !s.default {
+            errors.push(ConfigError::new(
+                format!("{field}.hosts"),
+                "a site that is not the default needs at least one host",
+            ));
+        }
+        let mut hosts = Vec::new();
+        for h in &s.hosts {
+            let h = h.trim().to_ascii_lowercase();
+            if h.is_empty() || h.contains(['/', ' ', '\r', '\n']) {
+                errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is not a host name")));
+                continue;
+            }
+            if let Some(other) = seen_hosts.insert(h.clone(), i) {
+                errors.push(ConfigError::new(
+                    format!("{field}.hosts"),
+                    format!("`{h}` is also a host of sites[{other}]"),
+                ));
+            }
+            hosts.push(h);
+        }
+        if s.default {
+            if let Some(d) = default_site {
+                errors.push(ConfigError::new(format!("{field}.default"), format!("sites[{d}] is already the default")));
+            }
+            default_site = Some(i);
+        }
+        let upstream = match &s.upstream {
+            RawUpstream::Plain(a) => RawUpstreamFull {
+                address: a.clone(),
+                tls: false,
+                sni: None,
+                connect_timeout: None,
+                read_timeout: None,
+                h2: false,
+            },
+            RawUpstream::Full(f) => f.clone(),
+        };
+        let ufield = format!("{field}.upstream");
+        let host_part = upstream.address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("");
+        let port_ok = upstream.address.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok_and(|p| p > 0));
+        if host_part.is_empty() || !port_ok {
+            errors.push(ConfigError::new(
+                &ufield,
+                format!("`{}` is not an address of the form host:port", upstream.address),
+            ));
+        }
+        let sni = upstream.sni.clone().unwrap_or_else(|| host_part.to_owned());
+        header_value(&format!("{ufield}.sni"), &sni, errors);
+        let connect_timeout = seconds(&format!("{ufield}.connect_timeout"), upstream.connect_timeout, 5.0, errors);
+        let read_timeout = seconds(&format!("{ufield}.read_timeout"), upstream.read_timeout, 60.0, errors);
+        let policy = policy(&field, &s.policy, errors);
+        let name = s.name.clone().or_else(|| hosts.first().cloned()).unwrap_or_else(|| format!("site{i}"));
+        no_crlf(&format!("{field}.name"), &name, errors);
+        sites.push(Site {
+            name,
+            hosts,
+            upstream: Upstream {
+                address: upstream.address.clone(),
+                tls: upstream.tls,
+                sni,
+                connect_timeout,
+                read_timeout,
+                h2: upstream.h2,
+            },
+            tls: s.tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())),
+            robots: s.robots.clone(),
+            humans: s.humans.clone(),
+            policy,
+            target: target(&format!("{field}.target"), &s.target, errors),
+            traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, errors)),
+            managed: managed(&format!("{field}.managed"), &s.managed, errors),
+        });
+        if s.traps.is_some() && s.robots.is_none() {
+            errors.push(ConfigError::new(
+                format!("{field}.traps"),
+                "traps need a `robots:` file to be disallowed in (a compliant crawler must be told)",
+            ));
+        }
+    }
+    Sites { sites, default_site, hosts: seen_hosts }
+}
+
+fn target(field: &str, raw: &RawTarget, errors: &mut Vec<ConfigError>) -> TargetOptions {
+    let default = TargetOptions::default();
+    let encoded_slash = match raw.encoded_slash.as_deref() {
+        None | Some("decode") => EncodedSlash::Decode,
+        Some("reject") => EncodedSlash::Reject,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                format!("{field}.encoded_slash"),
+                format!("`{other}` is not one of decode, reject"),
+            ));
+            default.encoded_slash
+        }
+    };
+    let max_len = raw.max_len.unwrap_or(default.max_len);
+    if !(256..=1 << 20).contains(&max_len) {
+        errors.push(ConfigError::new(
+            format!("{field}.max_len"),
+            format!("must be between 256 and 1048576 bytes, not {max_len}"),
+        ));
+    }
+    TargetOptions { merge_slashes: raw.merge_slashes.unwrap_or(default.merge_slashes), encoded_slash, max_len }
+}
+
+fn traps(field: &str, raw: &RawTraps, errors: &mut Vec<ConfigError>) -> Option<Traps> {
+    let paths = raw.paths.clone().unwrap_or_else(|| vec![DEFAULT_TRAP.to_owned()]);
+    if paths.is_empty() {
+        errors.push(ConfigError::new(format!("{field}.paths"), "needs at least one path"));
+    }
+    for p in &paths {
+        // Written into robots.txt as a literal rule, and matched as a prefix
+        // of the normalised target: it must be a plain, normal path.
+        let normal = crate::target::normalise(b"GET", p.as_bytes(), &Default::default())
+            .is_ok_and(|t| matches!(t, crate::target::Target::Path(std::borrow::Cow::Borrowed(_))));
+        if !p.starts_with('/') || p == "/" || p.contains(['*', '$', '?', '#']) || !normal {
+            errors.push(ConfigError::new(
+                format!("{field}.paths"),
+                format!("`{p}` must be a normalised path below `/`, without `*`, `$`, `?` or `#`"),
+            ));
+        }
+    }
+    let secs = |key: &str, v: Option<u64>, default: u64, errors: &mut Vec<ConfigError>| {
+        let v = v.unwrap_or(default);
+        if v > 365 * 86_400 {
+            errors.push(ConfigError::new(format!("{field}.{key}"), format!("{v} seconds is more than a year")));
+        }
+        Duration::from_secs(v)
+    };
+    let ban = secs("ban", raw.ban, 3600, errors);
+    if ban.is_zero() {
+        errors.push(ConfigError::new(format!("{field}.ban"), "must be at least 1 second"));
+    }
+    let arm_after = secs("arm_after", raw.arm_after, 86_400, errors);
+    let action = action(field, &raw.action, errors)?;
+    Some(Traps { paths, ban, arm_after, action, inject_link: raw.inject_link })
+}
+
+fn managed(field: &str, raw: &RawManaged, errors: &mut Vec<ConfigError>) -> Managed {
+    let ai_training_disallow = match raw.ai_training.as_deref() {
+        None | Some("allow") => false,
+        Some("disallow") => true,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                format!("{field}.ai_training"),
+                format!("`{other}` is not one of allow, disallow"),
+            ));
+            false
+        }
+    };
+    if let Some(v) = &raw.content_signal {
+        no_crlf(&format!("{field}.content_signal"), v, errors);
+        if crate::robots::ext::parse_content_signal(v).is_none() {
+            errors.push(ConfigError::new(
+                format!("{field}.content_signal"),
+                format!("`{v}` is not a list of `name=yes|no` (contentsignals.org), e.g. \"search=yes, ai-train=no\""),
+            ));
+        }
+    }
+    Managed { ai_training_disallow, content_signal: raw.content_signal.clone() }
+}
