@@ -53,7 +53,7 @@ impl ProxyHttp for Passthrough {
         _ctx: &mut (),
     ) -> Result<()> {
         if self.forward {
-            add_forwarded_headers(session, upstream_request, &[])?;
+            add_forwarded_headers(session, upstream_request, Default::default(), &[])?;
         }
         Ok(())
     }

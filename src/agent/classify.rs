@@ -22,7 +22,7 @@ use super::db::{Bot, BotDb, Category, DbError};
 use super::unknown::{self, Signals};
 use super::vocab::REFERENCE_BROWSERS;
 use super::words::{in_url, preceded_by_like};
-use super::{Agent, AgentKind};
+use super::{Agent, AgentKind, Claim};
 
 /// Only the first this many bytes of a User-Agent are examined.
 ///
@@ -167,8 +167,9 @@ impl Classifier {
     pub fn classify<'a>(&'a self, ua: &'a [u8]) -> Agent<'a> {
         let ua = &ua[..ua.len().min(MAX_UA_LEN)];
         let scan = self.automata.scan(ua);
-        if let Some(index) = self.pick(ua, &scan) {
+        if let Some((index, others)) = self.pick(ua, &scan) {
             let bot = &self.db.bots()[index];
+            let also = self.claims(bot, &others);
             let mut from_ua = Vec::with_capacity(MAX_UA_TOKENS);
             unknown::product_tokens(ua, &signals(&scan), &mut from_ua, MAX_UA_TOKENS);
             let announced = announced_name(ua, bot, &from_ua, &scan);
@@ -187,6 +188,7 @@ impl Classifier {
                 tokens,
                 obeys_robots: Some(bot.obeys_robots),
                 operator: Some(&bot.operator),
+                also,
             };
         }
         match unknown::analyze(ua, &signals(&scan)) {
@@ -205,29 +207,85 @@ impl Classifier {
                     tokens,
                     obeys_robots: None,
                     operator: None,
+                    also: Vec::new(),
                 }
             }
         }
     }
 
+    /// The other robots a User-Agent names beside `chosen`: each entry of
+    /// `others` of another operator, once. An operator's own names are one
+    /// claim (`Googlebot` inside `Googlebot-Image`, `ChatGPT-Agent` beside
+    /// `ChatGPT-User`): the chosen entry stands for them.
+    fn claims(&self, chosen: &Bot, others: &Others) -> Vec<Claim<'_>> {
+        let mut also: Vec<Claim<'_>> = Vec::new();
+        for &entry in &others.entries[..others.n] {
+            let bot = &self.db.bots()[entry as usize];
+            let same_operator = bot.operator.eq_ignore_ascii_case(&chosen.operator);
+            if same_operator || also.iter().any(|c| c.index == entry as usize) {
+                continue;
+            }
+            also.push(Claim::of(entry as usize, bot));
+        }
+        also
+    }
+
     /// The winning entry (see the module documentation), resolving each
     /// literal end found by the forward pass with the reverse DFA.
-    fn pick(&self, ua: &[u8], scan: &Scan) -> Option<usize> {
-        let mut best = scan.regex;
+    ///
+    /// Also returns the other entries named in plain text (not in a URL, not
+    /// after `like`), except those whose name lies inside the winner's
+    /// (`Googlebot` in `Googlebot-Image`): each is a claim of its own
+    /// (issue #32: a robot's token appended to a User-Agent must not turn
+    /// the request into that robot's).
+    fn pick(&self, ua: &[u8], scan: &Scan) -> Option<(usize, Others)> {
+        let mut best = scan.regex.map(|(rank, entry)| (rank, entry, 0..0));
+        let mut hits = Others::default();
+        let mut spans: [(u32, std::ops::Range<usize>); MAX_OTHERS] = std::array::from_fn(|_| (0, 0..0));
         for &end in &scan.ends[..scan.n_ends] {
             self.automata.literals_ending_at(ua, end as usize, |lit, start| {
                 if preceded_by_like(ua, start) {
                     return;
                 }
                 let place = if in_url(ua, start) { Place::InUrl } else { Place::Clean };
+                let span = start..start + lit.len as usize;
+                if place == Place::Clean && hits.n < MAX_OTHERS {
+                    spans[hits.n] = (lit.entry, span.clone());
+                    hits.entries[hits.n] = lit.entry;
+                    hits.n += 1;
+                }
                 let rank = rank(self.db.bots(), lit.entry, place, lit.len);
-                if best.is_none_or(|(b, _)| rank < b) {
-                    best = Some((rank, lit.entry as usize));
+                if best.as_ref().is_none_or(|(b, _, _)| rank < *b) {
+                    best = Some((rank, lit.entry as usize, span));
                 }
             });
         }
-        best.map(|(_, entry)| entry)
+        let (_, entry, won) = best?;
+        let mut others = Others::default();
+        if let Some((_, regex_entry)) = scan.regex.filter(|(_, e)| *e != entry) {
+            others.entries[0] = regex_entry as u32;
+            others.n = 1;
+        }
+        for (e, span) in &spans[..hits.n] {
+            let inside = won.start <= span.start && span.end <= won.end;
+            if *e as usize != entry && !inside && others.n < MAX_OTHERS {
+                others.entries[others.n] = *e;
+                others.n += 1;
+            }
+        }
+        Some((entry, others))
     }
+}
+
+/// At most this many other robots named in one User-Agent are claims; more
+/// is no crawler's User-Agent, and the first ones already make it strict.
+const MAX_OTHERS: usize = 8;
+
+/// The other entries [`Classifier::pick`] found, without allocating.
+#[derive(Default)]
+struct Others {
+    entries: [u32; MAX_OTHERS],
+    n: usize,
 }
 
 #[cfg(test)]

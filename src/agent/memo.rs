@@ -11,7 +11,7 @@
 //! plain safe slicing; a string from anywhere else (none today) means the
 //! agent is not remembered, which only costs the next classification.
 
-use super::{Agent, AgentKind, Category, Classifier};
+use super::{Agent, AgentKind, Category, Claim, Classifier};
 
 /// Where one string of an [`Agent`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,7 @@ pub struct Remembered {
     announced: Option<Text>,
     operator: Option<Text>,
     tokens: Vec<Text>,
+    also: Vec<usize>,
 }
 
 fn within(s: &str, outer: &[u8]) -> Option<(u32, u32)> {
@@ -83,6 +84,7 @@ impl Remembered {
             announced: optional(agent.announced)?,
             operator: optional(agent.operator)?,
             tokens: agent.tokens.iter().map(|t| text(t)).collect::<Option<Vec<_>>>()?,
+            also: agent.also.iter().map(|c| c.index).collect(),
         })
     }
 
@@ -114,6 +116,7 @@ impl Remembered {
             tokens: self.tokens.iter().map(text).collect(),
             obeys_robots: self.obeys_robots,
             operator: self.operator.as_ref().map(text),
+            also: self.also.iter().map(|&i| Claim::of(i, classifier.bot(i))).collect(),
         }
     }
 }
@@ -134,6 +137,7 @@ mod tests {
             b"",
             b"Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
             b"\xff\xfe bot \x00",
+            b"Mozilla/5.0 (compatible; GPTBot/1.2) Perplexity-User/1.0 Claude-User/1.0",
         ];
         for ua in uas {
             let agent = classifier.classify(ua);

@@ -81,6 +81,54 @@ pub struct Agent<'a> {
     pub obeys_robots: Option<bool>,
     /// The operator, for database entries.
     pub operator: Option<&'a str>,
+    /// Other database robots, of other operators, that the User-Agent names
+    /// too (`GPTBot/1.2 Perplexity-User/1.0`). Each is a claim the policy
+    /// checks and judges (the strictest wins); empty for almost every
+    /// User-Agent, and then allocates nothing.
+    pub also: Vec<Claim<'a>>,
+}
+
+/// One more database robot a User-Agent names ([`Agent::also`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim<'a> {
+    /// Index into [`Classifier::db`]`.bots()`.
+    pub index: usize,
+    /// Its name.
+    pub name: &'a str,
+    /// Its category.
+    pub category: Category,
+    /// Its robots.txt tokens.
+    pub tokens: &'a [String],
+}
+
+impl<'a> Claim<'a> {
+    /// The claim of database entry `index`, `bot`.
+    pub fn of(index: usize, bot: &'a Bot) -> Claim<'a> {
+        Claim { index, name: &bot.name, category: bot.category, tokens: &bot.robots_tokens }
+    }
+}
+
+impl<'a> Agent<'a> {
+    /// This agent as the one robot `index` it names (the chosen entry or
+    /// one of [`Agent::also`]), with the others dropped: what a client
+    /// verified as that robot is judged as.
+    pub fn narrowed_to(mut self, index: usize) -> Agent<'a> {
+        if self.kind == AgentKind::Known(index) {
+            self.also.clear();
+            return self;
+        }
+        let Some(claim) = self.also.iter().find(|c| c.index == index).cloned() else { return self };
+        Agent {
+            kind: AgentKind::Known(index),
+            name: Some(claim.name),
+            announced: None,
+            category: claim.category,
+            tokens: claim.tokens.iter().map(String::as_str).collect(),
+            obeys_robots: self.obeys_robots,
+            operator: None,
+            also: Vec::new(),
+        }
+    }
 }
 
 impl Agent<'_> {
@@ -94,6 +142,7 @@ impl Agent<'_> {
             tokens: Vec::new(),
             obeys_robots: None,
             operator: None,
+            also: Vec::new(),
         }
     }
 

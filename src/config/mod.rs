@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use self::raw::*;
 pub use self::validate::parse_duration;
-use crate::net::{strip_port, Cidr};
+use crate::net::{strip_port, Cidr, ClientHeader};
 use crate::policy::PolicyConfig;
 pub use crate::policy::{Traps, DEFAULT_TRAP};
 use crate::target::TargetOptions;
@@ -80,6 +80,8 @@ pub struct Settings {
     pub default_site: Option<usize>,
     /// Trusted proxy networks.
     pub trusted_proxies: Vec<Cidr>,
+    /// The header they write the client's address in.
+    pub client_header: ClientHeader,
     /// Violation log destination.
     pub violations: LogTarget,
     /// How the violation log aggregates and rotates.

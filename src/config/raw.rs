@@ -290,11 +290,13 @@ fn default_metrics_listen() -> String {
 pub struct RawLimits {
     /// Clients (address + bot) tracked for rate limits; the least recently seen are forgotten.
     pub max_clients: usize,
+    /// The prefix an IPv6 client is banned and rate-limited by (default 64).
+    pub ipv6_prefix: u8,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
-        RawLimits { max_clients: 100_000 }
+        RawLimits { max_clients: 100_000, ipv6_prefix: crate::net::BAN_PREFIX_V6 }
     }
 }
 
@@ -341,9 +343,13 @@ pub struct RawConfig {
     pub threads: Option<usize>,
     /// Sites.
     pub sites: Vec<RawSite>,
-    /// CIDRs whose `X-Forwarded-For` / `Forwarded` headers are believed.
+    /// CIDRs whose client-address header is believed.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// The one header the trusted proxies write the client's address in:
+    /// `X-Forwarded-For` (default), `Forwarded` or `X-Real-IP`.
+    #[serde(default)]
+    pub client_header: Option<String>,
     /// Logging.
     #[serde(default)]
     pub log: RawLog,

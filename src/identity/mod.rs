@@ -140,9 +140,13 @@ pub struct ByRanges<'a> {
 
 impl Identify for ByRanges<'_> {
     fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
-        let Some(ip) = client else { return Identity::Unverifiable };
         let feeds = self.feeds.get(bot).map_or(&[][..], |f| &f[..]);
         let rdns = self.has_rdns.get(bot).copied().unwrap_or(false);
+        // No known client address (a trusted proxy named none): a robot that
+        // can be checked cannot be this one (issue #32).
+        let Some(ip) = client else {
+            return if feeds.is_empty() && !rdns { Identity::Unverifiable } else { Identity::Spoofed };
+        };
         match check(feeds, self.table, ip) {
             Evidence::InRange { .. } => Identity::Verified,
             _ if rdns => Identity::Pending,

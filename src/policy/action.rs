@@ -77,11 +77,29 @@ pub struct PolicyConfig {
     pub visit_time: bool,
     /// What a client gets whose User-Agent names a robot it is not.
     pub spoofed: Action,
+    /// The prefix an IPv6 client is banned and rate-limited by
+    /// ([`crate::net::client_key`]); the config's `limits.ipv6_prefix`.
+    pub ipv6_prefix: u8,
 }
 
 /// The default body of the answer to a spoofed identity.
 pub const DEFAULT_SPOOFED_BODY: &str =
     "Forbidden: this client is not the crawler its User-Agent names (checked against the operator's published addresses).\n";
+
+impl Action {
+    /// How much of the request the action takes away, for choosing the
+    /// strictest of several: refusing, then other content, then a redirect,
+    /// then marking the page, then only logging.
+    pub fn strictness(&self) -> u8 {
+        match self {
+            Action::Block { .. } => 4,
+            Action::Alternate { .. } => 3,
+            Action::Redirect { .. } => 2,
+            Action::Noindex { .. } => 1,
+            Action::Log => 0,
+        }
+    }
+}
 
 impl Default for PolicyConfig {
     fn default() -> Self {
@@ -93,6 +111,7 @@ impl Default for PolicyConfig {
             rate_limit: true,
             visit_time: true,
             spoofed: Action::Block { status: 403, body: DEFAULT_SPOOFED_BODY.into(), file: None },
+            ipv6_prefix: crate::net::BAN_PREFIX_V6,
         }
     }
 }

@@ -9,6 +9,7 @@
 //! [`judge`] is the robots.txt part alone (group, rule, action, pace), for
 //! callers that keep no rate state.
 
+use crate::net::client_key;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -204,6 +205,8 @@ pub struct Decision<'s, 'r> {
     /// nothing was decided or changed yet; the caller makes the lookup and
     /// decides again.
     pub identity: Identity,
+    /// With [`Identity::Pending`]: the database robot to look up.
+    pub lookup: Option<usize>,
 }
 
 pub use crate::state::ROBOTS_READ_WINDOW;
@@ -244,13 +247,15 @@ pub fn decide_with<'s: 'r, 'r>(
     clock: Clock,
 ) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
-    let decided = |outcome| Decision { agent: None, outcome, robots_seen: None, identity: Identity::NotClaimed };
-    let identity_of = |agent: &Agent<'_>| match agent.kind {
-        AgentKind::Known(i) => identify.identify(i, facts.client),
-        _ => Identity::NotClaimed,
+    let decided =
+        |outcome| Decision { agent: None, outcome, robots_seen: None, identity: Identity::NotClaimed, lookup: None };
+    let pending = |agent, bot| Decision {
+        agent: Some(agent),
+        outcome: Outcome::Pass,
+        robots_seen: None,
+        identity: Identity::Pending,
+        lookup: Some(bot),
     };
-    let pending =
-        |agent| Decision { agent: Some(agent), outcome: Outcome::Pass, robots_seen: None, identity: Identity::Pending };
     if facts.fetch && path == b"/robots.txt" {
         let Some(_) = site.robots else { return decided(Outcome::Pass) };
         let agent = classify(facts.user_agent);
@@ -260,39 +265,57 @@ pub fn decide_with<'s: 'r, 'r>(
             }
         }
         let identity = Identity::NotClaimed;
-        return Decision { agent: Some(agent), outcome: Outcome::File(SiteFile::Robots), robots_seen: None, identity };
+        let outcome = Outcome::File(SiteFile::Robots);
+        return Decision { agent: Some(agent), outcome, robots_seen: None, identity, lookup: None };
     }
+    let mut classify = Some(classify);
+    let mut agent: Option<Agent<'r>> = None;
     if let (Some(traps), Some(client)) = (site.traps, facts.client) {
-        let key = BanKey { client, site: site.name };
-        if let Some(remaining) = state.banned(&key, clock.instant()) {
-            let agent = classify(facts.user_agent);
-            let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
-            let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
-            return Decision { agent: Some(agent), outcome, robots_seen, identity: Identity::NotClaimed };
-        }
-        if let Some(i) = traps.paths.iter().position(|t| path.starts_with(t.as_bytes())) {
-            let agent = classify(facts.user_agent);
-            let identity = identity_of(&agent);
-            if identity == Identity::Pending {
-                return pending(agent);
-            }
-            let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
-            let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
-            // A verified crawler is logged, never banned.
-            let verified = identity == Identity::Verified;
-            let banned = armed && !verified;
-            if banned {
-                state.ban(&key, clock.instant() + traps.ban);
-            }
-            let why = if banned {
-                "banned"
-            } else if verified {
-                "verified-crawler"
-            } else {
-                "not-armed"
+        let key = BanKey { client: client_key(client, site.policy.ipv6_prefix), site: site.name };
+        let banned = state.banned(&key, clock.instant());
+        let trap = traps.paths.iter().position(|t| path.starts_with(t.as_bytes()));
+        if banned.is_some() || trap.is_some() {
+            let a = agent.insert(match classify.take() {
+                Some(c) => c(facts.user_agent),
+                None => Agent::browser(),
+            });
+            // A verified crawler is never banned, nor held by a ban: its
+            // address is its operator's, whatever shared it before. Checked
+            // here, before either, so no order of the two can forget it.
+            let claimed = match claims(a, identify, facts.client) {
+                Claimed::Pending(bot) => return pending(agent.take().unwrap_or_else(|| Agent::browser()), bot),
+                Claimed::Settled(c) => c,
             };
-            let hit = TrapHit { path: &traps.paths[i], banned, why, action: &traps.action };
-            return Decision { agent: Some(agent), outcome: Outcome::Trap(hit), robots_seen, identity };
+            let verified = claimed.identity == Identity::Verified;
+            if let Some(remaining) = banned.filter(|_| !verified) {
+                let a = agent.take().unwrap_or_else(|| Agent::browser());
+                let robots_seen = Some(read_robots(state, site, &a, facts, clock));
+                let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
+                return Decision { agent: Some(a), outcome, robots_seen, identity: Identity::NotClaimed, lookup: None };
+            }
+            let armed = trap.is_some_and(|i| site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at));
+            // An armed trap fetched by a verified crawler is a violation of
+            // the trap's line like any other (judged below, with the site's
+            // action), never a ban: a ban would cut a search engine off for
+            // its whole duration.
+            if let Some(i) = trap.filter(|_| !(armed && verified)) {
+                let a = agent.take().unwrap_or_else(|| Agent::browser());
+                let robots_seen = Some(read_robots(state, site, &a, facts, clock));
+                let banned = armed && !verified;
+                if banned {
+                    state.ban(&key, clock.instant() + traps.ban);
+                }
+                let why = if banned {
+                    "banned"
+                } else if verified {
+                    "verified-crawler"
+                } else {
+                    "not-armed"
+                };
+                let hit = TrapHit { path: &traps.paths[i], banned, why, action: &traps.action };
+                let identity = claimed.identity;
+                return Decision { agent: Some(a), outcome: Outcome::Trap(hit), robots_seen, identity, lookup: None };
+            }
         }
     }
     if facts.fetch && site.humans && path == b"/humans.txt" {
@@ -301,33 +324,47 @@ pub fn decide_with<'s: 'r, 'r>(
     let Some(robots) = site.robots else {
         return decided(Outcome::Pass);
     };
-    let agent = classify(facts.user_agent);
+    let agent = match agent.take() {
+        Some(a) => a,
+        None => match classify.take() {
+            Some(c) => c(facts.user_agent),
+            None => Agent::browser(),
+        },
+    };
     if !agent.is_bot() {
         return Decision {
             agent: Some(agent),
             outcome: Outcome::Pass,
             robots_seen: None,
             identity: Identity::NotClaimed,
+            lookup: None,
         };
     }
-    let identity = identity_of(&agent);
-    if identity == Identity::Pending {
-        return pending(agent);
-    }
+    let claimed = match claims(&agent, identify, facts.client) {
+        Claimed::Pending(bot) => return pending(agent, bot),
+        Claimed::Settled(c) => c,
+    };
+    // A client verified as one of the robots it names is that robot alone.
+    let agent = match claimed.verified {
+        Some(i) => agent.narrowed_to(i),
+        None => agent,
+    };
+    let identity = claimed.identity;
     let spoofed = identity == Identity::Spoofed;
     if spoofed && !matches!(site.policy.spoofed, Action::Log | Action::Noindex { .. }) {
         let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
         let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });
-        return Decision { agent: Some(agent), outcome, robots_seen, identity };
+        return Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None };
     }
     // A spoofed claim that is only logged is judged as what it is: an unknown
     // robot, held to the `*` group.
-    let who = if spoofed {
-        Requester { is_bot: true, name: None, category: Category::OtherBot, tokens: &[][..] }
+    let j = if spoofed {
+        let who: Requester<'_, &str> =
+            Requester { is_bot: true, name: None, category: Category::OtherBot, tokens: &[] };
+        judge(site.policy, robots, &who, facts.target)
     } else {
-        Requester { is_bot: true, name: agent.name, category: agent.category, tokens: &agent.tokens[..] }
+        judge_claims(site.policy, robots, &agent, facts.target)
     };
-    let j = judge(site.policy, robots, &who, facts.target);
     let outcome = match (j.rule, j.action) {
         (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
         _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
@@ -338,7 +375,72 @@ pub fn decide_with<'s: 'r, 'r>(
     };
     let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_))
         .then(|| read_robots(state, site, &agent, facts, clock));
-    Decision { agent: Some(agent), outcome, robots_seen, identity }
+    Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None }
+}
+
+/// What the robots a User-Agent names come to.
+struct Settled {
+    /// Verified if one claim is; else spoofed if one is; else unverifiable,
+    /// or not claimed (no database robot named).
+    identity: Identity,
+    /// The database index of the verified claim.
+    verified: Option<usize>,
+}
+
+enum Claimed {
+    /// Only a lookup can tell about this database robot; nothing was decided.
+    Pending(usize),
+    Settled(Settled),
+}
+
+/// Check every database robot `agent` names (issue #32): a verified one
+/// decides; otherwise one that can be checked and fails makes the request
+/// spoofed. Cost: one identity check per claim (one, for almost every
+/// User-Agent).
+fn claims(agent: &Agent<'_>, identify: &dyn Identify, client: Option<IpAddr>) -> Claimed {
+    let AgentKind::Known(first) = agent.kind else {
+        return Claimed::Settled(Settled { identity: Identity::NotClaimed, verified: None });
+    };
+    let mut identity = Identity::Unverifiable;
+    for bot in std::iter::once(first).chain(agent.also.iter().map(|c| c.index)) {
+        match identify.identify(bot, client) {
+            Identity::Verified => {
+                return Claimed::Settled(Settled { identity: Identity::Verified, verified: Some(bot) });
+            }
+            Identity::Pending => return Claimed::Pending(bot),
+            Identity::Spoofed => identity = Identity::Spoofed,
+            Identity::Unverifiable | Identity::NotClaimed => {}
+        }
+    }
+    Claimed::Settled(Settled { identity, verified: None })
+}
+
+/// Judge every robot `agent` names by its own group: the request passes
+/// only if every group allows it, and a refusal takes the strictest action
+/// among the groups that refuse. "Only logged" for `ai-user` fetchers
+/// (`enforce_ai_user: false`) therefore holds only when every refusing
+/// claim is one. Pace and hours are the named robot's (the first claim).
+fn judge_claims<'s>(
+    policy: &'s PolicyConfig,
+    robots: &'s RobotsTxt,
+    agent: &Agent<'_>,
+    target: &[u8],
+) -> Judgement<'s> {
+    let first = Requester { is_bot: true, name: agent.name, category: agent.category, tokens: &agent.tokens[..] };
+    let mut j = judge(policy, robots, &first, target);
+    for claim in &agent.also {
+        let who = Requester { is_bot: true, name: Some(claim.name), category: claim.category, tokens: claim.tokens };
+        let other = judge(policy, robots, &who, target);
+        let stricter = match (other.action, j.action) {
+            (Some(a), Some(b)) => a.strictness() > b.strictness(),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if stricter {
+            j = other;
+        }
+    }
+    j
 }
 
 /// Who a robots.txt read is remembered as: a database bot by name, anyone
@@ -346,7 +448,11 @@ pub fn decide_with<'s: 'r, 'r>(
 fn seen_key<'a>(site: &SiteRules<'a>, agent: &'a Agent<'_>, facts: &RequestFacts<'a>) -> Option<SeenKey<'a>> {
     match (agent.is_known(), agent.name) {
         (true, Some(name)) => Some(SeenKey::Bot { site: site.name, name }),
-        _ => facts.client.map(|client| SeenKey::Client { site: site.name, client, user_agent: facts.user_agent }),
+        _ => facts.client.map(|client| SeenKey::Client {
+            site: site.name,
+            client: client_key(client, site.policy.ipv6_prefix),
+            user_agent: facts.user_agent,
+        }),
     }
 }
 
@@ -379,7 +485,7 @@ fn pace<'s>(
     }
     let (rate, client) = (j.rate?, client?);
     let bot = agent.name.or_else(|| agent.tokens.first().copied()).unwrap_or("");
-    let key = RateKey { client, site: site.name, bot };
+    let key = RateKey { client: client_key(client, site.policy.ipv6_prefix), site: site.name, bot };
     state.admit(&key, rate.interval, clock.instant()).err().map(|wait| limited(rate.directive, rate.line, wait))
 }
 

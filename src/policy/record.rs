@@ -64,6 +64,7 @@ impl Decision<'_, '_> {
             host: req.host.to_owned(),
             user_agent: req.user_agent.to_owned(),
             bot: agent.name.map(str::to_owned),
+            claims: agent.also.iter().map(|c| c.name.to_owned()).collect(),
             category: agent.category.as_str(),
             group: group.map(str::to_owned),
             directive,

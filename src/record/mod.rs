@@ -32,6 +32,10 @@ pub struct Record {
     pub user_agent: String,
     /// Bot name.
     pub bot: Option<String>,
+    /// The other robots the User-Agent names, each a claim that was checked
+    /// and judged too (issue #32); absent when it names one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<String>,
     /// Category.
     pub category: &'static str,
     /// robots.txt group obeyed.
@@ -99,6 +103,7 @@ pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time
         host: "h".into(),
         user_agent: user_agent.into(),
         bot: Some("GPTBot".into()),
+        claims: Vec::new(),
         category: "ai-crawler",
         group: Some("*".into()),
         directive: "disallow",

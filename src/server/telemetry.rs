@@ -16,6 +16,9 @@ use prometheus::{
 
 /// All of robotgate's metrics.
 pub struct Metrics {
+    /// `robotgate_client_unknown_total{reason}`: requests through a trusted
+    /// proxy that named no client address.
+    pub client_unknown: IntCounterVec,
     /// `robotgate_requests_total{site,category}`.
     pub requests: IntCounterVec,
     /// `robotgate_violations_total{site,bot,category,action}`.
@@ -58,6 +61,12 @@ pub struct Metrics {
 pub fn metrics() -> &'static Metrics {
     static M: OnceLock<Metrics> = OnceLock::new();
     M.get_or_init(|| Metrics {
+        client_unknown: register_int_counter_vec!(
+            "robotgate_client_unknown_total",
+            "Requests through a trusted proxy whose forwarded header named no client address, by reason",
+            &["reason"]
+        )
+        .expect("metric registers once"),
         requests: register_int_counter_vec!(
             "robotgate_requests_total",
             "Requests by site and requester category",

@@ -144,5 +144,6 @@ pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigE
                 action(&format!("{field}.spoofed"), &a, errors).unwrap_or_else(|| PolicyConfig::default().spoofed)
             }
         },
+        ipv6_prefix: crate::net::BAN_PREFIX_V6,
     }
 }

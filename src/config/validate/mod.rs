@@ -19,6 +19,7 @@ use self::fields::host_port;
 pub use self::fields::parse_duration;
 use super::RawConfig;
 use super::{Config, ConfigError, LogTarget, Settings, Verify};
+use crate::net::ClientHeader;
 
 impl RawConfig {
     /// Check everything and build the runtime form.
@@ -32,8 +33,28 @@ impl RawConfig {
         if threads == 0 || threads > 1024 {
             errors.push(ConfigError::new("threads", format!("must be between 1 and 1024, not {threads}")));
         }
-        let site::Sites { sites, default_site, hosts: seen_hosts } = site::sites(&self, &mut errors);
+        let site::Sites { mut sites, default_site, hosts: seen_hosts } = site::sites(&self, &mut errors);
+        // One limit for every site: the sites share the state tables.
+        for site in &mut sites {
+            site.policy.ipv6_prefix = self.limits.ipv6_prefix;
+        }
         let trusted_proxies = settings::trusted_proxies(&self.trusted_proxies, &mut errors);
+        let client_header = match self.client_header.as_deref().map(str::trim) {
+            None => ClientHeader::default(),
+            Some(name) => ClientHeader::from_name(name).unwrap_or_else(|| {
+                errors.push(ConfigError::new(
+                    "client_header",
+                    format!("`{name}` is not one of X-Forwarded-For, Forwarded, X-Real-IP"),
+                ));
+                ClientHeader::default()
+            }),
+        };
+        if !(8..=128).contains(&self.limits.ipv6_prefix) {
+            errors.push(ConfigError::new(
+                "limits.ipv6_prefix",
+                format!("must be between 8 and 128, not {}", self.limits.ipv6_prefix),
+            ));
+        }
         let violations = match self.log.violations.trim() {
             "" => {
                 errors.push(ConfigError::new("log.violations", "must be `stdout` or a file path"));
@@ -71,6 +92,7 @@ impl RawConfig {
             hosts,
             default_site,
             trusted_proxies,
+            client_header,
             violations,
             violation_log,
             log_level: self.log.level,

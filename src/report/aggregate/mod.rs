@@ -399,6 +399,7 @@ mod tests {
             let r = Record {
                 site: format!("site{}", i % 7),
                 bot: Some(format!("Tok{i}")),
+                claims: Vec::new(),
                 category: if i % 3 == 0 { "ai-crawler" } else { "other-bot" },
                 action: ["block", "log", "ban", "redirect", "noindex"][i as usize % 5],
                 time: format!("2025-{:02}-{:02}T{:02}:00:00Z", 1 + i % 12, 1 + i % 28, i % 24),

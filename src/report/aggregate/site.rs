@@ -282,6 +282,7 @@ mod tests {
             &mut s,
             &Record {
                 bot: Some("Zzbot".into()),
+                claims: Vec::new(),
                 category: "other-bot",
                 ..sample("198.51.100.7", "Zzbot", "/p", 1, at(0))
             },
@@ -309,6 +310,7 @@ mod tests {
             &mut s,
             &Record {
                 bot: Some(long.clone()),
+                claims: Vec::new(),
                 client: long.clone(),
                 category: "other-bot",
                 ..sample("c", "u", "/p", 1, at(0))

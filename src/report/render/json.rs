@@ -29,6 +29,7 @@ mod tests {
         let mut s = Summary::new(Filter::default());
         let r = Record {
             bot: Some(evil.into()),
+            claims: Vec::new(),
             category: "other-bot",
             client: evil.into(),
             identity: Some("spoofed"),

@@ -424,6 +424,7 @@ mod tests {
         let evil = "Evil\x1b]0;pwned\x07\x1b[2J\r\nFAKE ROW\u{202e}";
         let r = Record {
             bot: Some(evil.into()),
+            claims: Vec::new(),
             category: "other-bot",
             client: evil.into(),
             pattern: Some(evil.into()),

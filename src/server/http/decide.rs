@@ -14,7 +14,7 @@ use prometheus::{IntCounter, IntCounterVec};
 
 use super::forwarded::client_ip;
 use super::proxy::{host_of, Ctx, Gate};
-use crate::agent::{Agent, AgentKind, Category, Remembered};
+use crate::agent::{Agent, Category, Remembered};
 use crate::identity::{Identify, Identity};
 use crate::load::LiveSite;
 use crate::policy::{self, Clock, Outcome, RequestFacts};
@@ -133,7 +133,7 @@ impl Gate {
     ) -> Step<'s> {
         let req = session.req_header();
         let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-        ctx.client = client_ip(peer, req, &snap.settings.trusted_proxies);
+        ctx.client = client_ip(peer, req, snap.settings.client_header, &snap.settings.trusted_proxies).ok();
         // What is judged is what the origin serves: the normalised target
         // (`crate::target`). A target no single reading fits is refused.
         let target = match target::gatekeep(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
@@ -165,10 +165,8 @@ impl Gate {
             None => &*self.state,
         };
         let decision = policy::decide_with(&facts, &site.rules(), classify, state, identify, Clock::System);
-        if decision.identity == Identity::Pending {
-            if let Some(AgentKind::Known(bot)) = decision.agent.as_ref().map(|a| a.kind) {
-                return Step::Pending(bot);
-            }
+        if let (Identity::Pending, Some(bot)) = (decision.identity, decision.lookup) {
+            return Step::Pending(bot);
         }
         // A question asked means the outcome is a pass if the store admits:
         // everything below is done as for a pass, and the question goes out

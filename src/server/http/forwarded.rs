@@ -8,55 +8,109 @@ use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 use pingora::Result;
 
-use crate::net::Cidr;
+use crate::net::{Cidr, ClientHeader, Unknown};
+use crate::server::telemetry::metrics;
 
 /// The client address of a request; see [`crate::net::client_address`].
-pub fn client_ip(peer: Option<IpAddr>, req: &RequestHeader, trusted: &[Cidr]) -> Option<IpAddr> {
-    let peer = peer?;
+/// `Err` when it came through a trusted proxy that names no client (counted
+/// in `robotgate_client_unknown_total{reason}`): such a request is verified
+/// as no crawler, and keyed to no address for bans and rates.
+pub fn client_ip(
+    peer: Option<IpAddr>,
+    req: &RequestHeader,
+    header: ClientHeader,
+    trusted: &[Cidr],
+) -> Result<IpAddr, Unknown> {
+    let Some(peer) = peer else { return Err(Unknown::NotAnAddress) };
     // Most peers are not trusted proxies: their headers are not read, so do
-    // not look them up.
-    if !trusted.iter().any(|c| c.contains(peer)) {
-        return Some(peer);
+    // not look them up. `get_all` cannot run backwards; the walk must.
+    let fields: Vec<&[u8]> = if trusted.iter().any(|c| c.contains(peer)) {
+        req.headers.get_all(header.name()).into_iter().map(|v| v.as_bytes()).collect()
+    } else {
+        Vec::new()
+    };
+    let walked = crate::net::client_address(peer, header, fields, trusted);
+    if let Err(why) = walked {
+        metrics().client_unknown.with_label_values(&[why.as_str()]).inc();
     }
-    let values = |name: &'static str| req.headers.get_all(name).into_iter().map(|v| v.as_bytes());
-    Some(crate::net::client_address(peer, values("forwarded"), values("x-forwarded-for"), trusted))
+    walked
 }
 
-/// Sets `X-Forwarded-For` (the socket peer, appended to the chain only when
-/// the peer is one of `trusted` proxies; otherwise the client's own header is
-/// replaced) and `X-Forwarded-Proto` on the request to the origin.
+/// Sets the forwarding headers of the request to the origin, so that the
+/// origin's own real-IP module reaches the client robotgate judged:
+///
+/// * `X-Forwarded-For`: the chain exactly as it came (every field, bytes
+///   included, joined by `, `) with the socket peer appended, when the peer
+///   is one of the `trusted` proxies; otherwise the peer alone (a client's
+///   own header is replaced).
+/// * With `header: Forwarded`, the same for `Forwarded`, with `for=` the peer.
+/// * With `header: X-Real-IP`, the peer replaces a client's own value; a
+///   trusted proxy's value goes on as it came.
+/// * `X-Forwarded-Proto`.
 ///
 /// Runs for every proxied request, so it builds the values without the
 /// formatter: the address is written into a stack buffer and copied once into
 /// the header value, and the protocol is a static value.
-pub fn add_forwarded_headers(session: &Session, upstream_request: &mut RequestHeader, trusted: &[Cidr]) -> Result<()> {
-    let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+pub fn add_forwarded_headers(
+    session: &Session,
+    upstream_request: &mut RequestHeader,
+    header: ClientHeader,
+    trusted: &[Cidr],
+) -> Result<()> {
+    let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| crate::net::canonical(a.ip()));
     if let Some(peer) = peer {
         let mut text = [0u8; MAX_IP_TEXT];
         let ip = ip_text(peer, &mut text);
-        // Keep the chain only when it came from a trusted proxy.
-        let prior = if trusted.iter().any(|c| c.contains(peer)) {
-            upstream_request.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok())
-        } else {
-            None
-        };
-        let value = match prior {
-            Some(p) if !p.trim().is_empty() => {
-                let mut chain = Vec::with_capacity(p.len() + 2 + ip.len());
-                chain.extend_from_slice(p.as_bytes());
-                chain.extend_from_slice(b", ");
-                chain.extend_from_slice(ip);
-                HeaderValue::from_bytes(&chain)
+        let from_trusted = trusted.iter().any(|c| c.contains(peer));
+        let v6 = peer.is_ipv6();
+        append(upstream_request, "x-forwarded-for", from_trusted, &[ip])?;
+        match header {
+            ClientHeader::Forwarded => {
+                let node: &[&[u8]] = if v6 { &[b"for=\"[", ip, b"]\""] } else { &[b"for=", ip] };
+                append(upstream_request, "forwarded", from_trusted, node)?;
             }
-            _ => HeaderValue::from_bytes(ip),
-        };
-        let value = value.expect("visible ASCII: a header value that was valid, `, ` and an address");
-        upstream_request.insert_header("x-forwarded-for", value)?;
+            ClientHeader::XRealIp if !from_trusted => {
+                upstream_request.insert_header("x-real-ip", value(&[ip]))?;
+            }
+            _ => {}
+        }
     }
     let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
     let proto = HeaderValue::from_static(if tls { "https" } else { "http" });
     upstream_request.insert_header("x-forwarded-proto", proto)?;
     Ok(())
+}
+
+/// Set `name` to its fields as they came joined by `, `, then `node`, when
+/// `keep`; else to `node` alone.
+fn append(req: &mut RequestHeader, name: &'static str, keep: bool, node: &[&[u8]]) -> Result<()> {
+    let mut chain: Vec<u8> = Vec::new();
+    if keep {
+        for field in req.headers.get_all(name) {
+            let field = field.as_bytes();
+            if field.iter().all(|b| matches!(b, b' ' | b'\t')) {
+                continue;
+            }
+            if !chain.is_empty() {
+                chain.extend_from_slice(b", ");
+            }
+            chain.extend_from_slice(field);
+        }
+    }
+    if !chain.is_empty() {
+        chain.extend_from_slice(b", ");
+    }
+    for part in node {
+        chain.extend_from_slice(part);
+    }
+    req.insert_header(name, value(&[&chain]))
+}
+
+/// A header value of `parts`: fields that were valid values, `, ` and an
+/// address are a valid value.
+fn value(parts: &[&[u8]]) -> HeaderValue {
+    let bytes: Vec<u8> = parts.concat();
+    HeaderValue::from_bytes(&bytes).expect("header bytes that were valid, `, `, `for=` and an address")
 }
 
 /// The longest text form of an address: IPv6 with an embedded IPv4

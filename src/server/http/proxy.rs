@@ -360,8 +360,11 @@ impl ProxyHttp for Gate {
         if let Some(target) = ctx.rewrite.take() {
             upstream_request.set_raw_path(&target)?;
         }
-        let trusted = ctx.snap.as_ref().map_or(&[][..], |s| &s.settings.trusted_proxies[..]);
-        add_forwarded_headers(session, upstream_request, trusted)
+        let (header, trusted) = match ctx.snap.as_ref() {
+            Some(s) => (s.settings.client_header, &s.settings.trusted_proxies[..]),
+            None => (Default::default(), &[][..]),
+        };
+        add_forwarded_headers(session, upstream_request, header, trusted)
     }
 
     async fn response_filter(

@@ -160,6 +160,7 @@ mod tests {
             host: "h".into(),
             user_agent: "GPTBot".into(),
             bot: Some("GPTBot".into()),
+            claims: Vec::new(),
             category: "ai-crawler",
             group: None,
             directive: "disallow",

@@ -240,6 +240,7 @@ mod tests {
         for (i, e) in evil.iter().enumerate() {
             records.push(Record {
                 bot: Some((*e).into()),
+                claims: Vec::new(),
                 category: "other-bot",
                 client: (*e).into(),
                 site: (*e).into(),
@@ -264,6 +265,7 @@ mod tests {
         let path = "/p?<script>alert('path')</script>&q=\"x\"";
         let r = Record {
             bot: Some("EvilBot".into()),
+            claims: Vec::new(),
             category: "other-bot",
             pattern: Some(path.into()),
             ..sample("192.0.2.1", ua, path, 1, "2025-01-01T00:00:00Z".into())

@@ -1,10 +1,15 @@
 //! Network names and numbers, as plain data: networks (CIDRs), `host:port`
-//! syntax, and `Host` header ports. No resolution happens here: the core
+//! syntax, `Host` header ports, and the client address behind trusted
+//! proxies ([`client_address`]). No resolution happens here: the core
 //! never does I/O, so names are resolved by the loader (`server::snapshot`).
+
+mod client;
 
 use std::net::IpAddr;
 
 use ipnet::IpNet;
+
+pub use self::client::{canonical, client_address, client_key, ClientHeader, Unknown, BAN_PREFIX_V6};
 
 /// An IPv4 or IPv6 network: an [`IpNet`] read the way a configuration
 /// writes it, and matched the way a dual-stack socket reports addresses.
@@ -78,49 +83,6 @@ pub fn is_host_port(s: &str) -> bool {
     port_ok && host_ok
 }
 
-/// The client address of a request: the socket `peer`, or, when the peer is
-/// one of the `trusted` proxies, the right-most untrusted address of the
-/// `Forwarded: for=` values (RFC 7239), else of `X-Forwarded-For`. Headers
-/// from anyone else are ignored, so a client cannot choose its address.
-///
-/// Cost: linear in the header bytes; allocates only when the peer is trusted.
-pub fn client_address<'h>(
-    peer: IpAddr,
-    forwarded: impl Iterator<Item = &'h [u8]>,
-    x_forwarded_for: impl Iterator<Item = &'h [u8]>,
-    trusted: &[Cidr],
-) -> IpAddr {
-    let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
-    if !is_trusted(peer) {
-        return peer;
-    }
-    let text = |v: &'h [u8]| std::str::from_utf8(v).unwrap_or("");
-    let mut hops: Vec<IpAddr> = Vec::new();
-    for v in forwarded {
-        for elem in text(v).split(',') {
-            for pair in elem.split(';') {
-                let Some((k, val)) = pair.trim().split_once('=') else { continue };
-                if !k.trim().eq_ignore_ascii_case("for") {
-                    continue;
-                }
-                let val = val.trim().trim_matches('"');
-                let val = val.strip_prefix('[').map_or(val, |v| v.split(']').next().unwrap_or(v));
-                let val = if val.matches(':').count() == 1 { val.split(':').next().unwrap_or(val) } else { val };
-                if let Ok(ip) = val.parse() {
-                    hops.push(ip);
-                }
-            }
-        }
-    }
-    if hops.is_empty() {
-        for v in x_forwarded_for {
-            hops.extend(text(v).split(',').filter_map(|s| s.trim().parse::<IpAddr>().ok()));
-        }
-    }
-    // Walk from the nearest hop outwards; the first untrusted one is the client.
-    hops.iter().rev().copied().find(|ip| !is_trusted(*ip)).unwrap_or_else(|| hops.first().copied().unwrap_or(peer))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,24 +134,5 @@ mod tests {
         for bad in ["nowhere", "host:0", "host:65536", ":80", "a b:80", "http://x:80"] {
             assert!(!is_host_port(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn forwarded_headers_are_believed_only_from_trusted_proxies() {
-        let trusted = vec![Cidr::parse("10.0.0.0/8").unwrap()];
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        let client = |peer: &str, fwd: &[&str], xff: &[&str]| {
-            client_address(ip(peer), fwd.iter().map(|v| v.as_bytes()), xff.iter().map(|v| v.as_bytes()), &trusted)
-        };
-        assert_eq!(client("203.0.113.9", &[], &["1.2.3.4"]), ip("203.0.113.9"), "untrusted peer: header ignored");
-        assert_eq!(
-            client("10.0.0.2", &[], &["1.2.3.4, 198.51.100.7, 10.0.0.3"]),
-            ip("198.51.100.7"),
-            "right-most untrusted hop"
-        );
-        assert_eq!(client("10.0.0.2", &["for=\"[2001:db8::1]:4711\";proto=https"], &[]), ip("2001:db8::1"));
-        assert_eq!(client("10.0.0.2", &["for=192.0.2.60:8080"], &["1.1.1.1"]), ip("192.0.2.60"), "Forwarded first");
-        assert_eq!(client("10.0.0.2", &[], &[]), ip("10.0.0.2"), "no header: the proxy itself");
-        assert_eq!(client("10.0.0.2", &[], &["\u{ff}junk"]), ip("10.0.0.2"), "garbage is no address");
     }
 }
