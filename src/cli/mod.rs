@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod check;
 pub mod classify;
+pub mod common;
 pub mod config;
 pub mod demo;
 pub mod feeds;

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::common::{load_snapshot, open_log};
+
 /// `robotgate replay`'s options, as given.
 pub struct ReplayArgs {
     pub site: Option<String>,
@@ -17,18 +19,6 @@ pub struct ReplayArgs {
     pub emit: Option<String>,
     pub output: String,
     pub out: Option<PathBuf>,
-}
-
-/// Opens a log (or stdin for `-`), decompressing gzip.
-fn open_log(path: &std::path::Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
-    let name = path.display().to_string();
-    let input: Box<dyn BufRead + Send> = if name == "-" {
-        Box::new(io::BufReader::with_capacity(1 << 16, io::stdin()))
-    } else {
-        let file = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
-        Box::new(io::BufReader::with_capacity(1 << 16, file))
-    };
-    robotgate::report::decoder(input).with_context(|| format!("cannot read {name}"))
 }
 
 /// `robotgate replay`: the logs through the config's policy, then the report.
@@ -46,10 +36,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
         Some("violations") => true,
         Some(other) => anyhow::bail!("--emit {other}: only `violations` can be emitted"),
     };
-    let snap = robotgate::load::load(config).map_err(|problems| {
-        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        anyhow::anyhow!("{}", lines.join("\n"))
-    })?;
+    let snap = load_snapshot(config)?;
     let only_site = match &args.site {
         None => None,
         Some(name) => Some(

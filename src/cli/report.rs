@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::common::open_log;
+
 /// `robotgate report`: stream each log through one bounded summary, then render it.
 pub fn run(
     files: &[PathBuf],
@@ -16,7 +18,7 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     use robotgate::report::render::{self, Format};
     use robotgate::report::{self as core, Filter, Summary};
-    use std::io::{BufRead, BufReader, BufWriter};
+    use std::io::BufWriter;
     let format =
         Format::from_name(format).with_context(|| format!("--format {format}: not one of text, json, html"))?;
     let since = match since {
@@ -31,13 +33,7 @@ pub fn run(
     let mut summary = Summary::new(Filter { since, site });
     for path in files {
         let name = path.display().to_string();
-        let input: Box<dyn BufRead + Send> = if name == "-" {
-            Box::new(BufReader::with_capacity(1 << 16, io::stdin()))
-        } else {
-            let file = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
-            Box::new(BufReader::with_capacity(1 << 16, file))
-        };
-        let input = core::decoder(input).with_context(|| format!("cannot read {name}"))?;
+        let input = open_log(path)?;
         core::feed(input, &name, &mut summary).with_context(|| format!("reading {name}"))?;
     }
     match out {

@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use super::common::load_snapshot;
 use super::RobotsCommand;
 
 pub fn run(command: RobotsCommand) -> anyhow::Result<ExitCode> {
@@ -12,10 +13,7 @@ pub fn run(command: RobotsCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<ExitCode> {
-    let snap = robotgate::load::load(config).map_err(|problems| {
-        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        anyhow::anyhow!("{}", lines.join("\n"))
-    })?;
+    let snap = load_snapshot(config)?;
     let mut out = io::stdout().lock();
     let mut shown = 0;
     for site in snap.sites.iter().filter(|s| only.is_none_or(|n| s.conf.name == n)) {
