@@ -108,3 +108,40 @@ pub fn normalise_target(data: &[u8]) {
     let pattern = normalise_pattern(target, &opts);
     assert_eq!(normalise_pattern(&pattern, &opts), pattern);
 }
+
+/// Walk arbitrary header bytes as each kind of client-address header. The
+/// first byte picks the header and how many fields the rest is cut into (at
+/// NULs); the peer is a trusted proxy. Invariants: the walk never names a
+/// trusted address, names only an address that occurs in the input's text,
+/// and a chain made of the same entries with a trusted hop appended names
+/// the same client.
+pub fn client_address(data: &[u8]) {
+    use robotgate::net::{client_address, Cidr, ClientHeader};
+    use std::net::IpAddr;
+    let Some((&knobs, rest)) = data.split_first() else { return };
+    let header = [ClientHeader::XForwardedFor, ClientHeader::Forwarded, ClientHeader::XRealIp][usize::from(knobs % 3)];
+    let trusted = [Cidr::parse("10.0.0.0/8").expect("a CIDR"), Cidr::parse("::1").expect("a CIDR")];
+    let peer: IpAddr = "10.0.0.2".parse().expect("an address");
+    let fields: Vec<&[u8]> = rest.split(|&b| b == 0).collect();
+    let walked = client_address(peer, header, fields.iter().copied(), &trusted);
+    if let Ok(ip) = walked {
+        assert!(!trusted.iter().any(|c| c.contains(ip)), "a trusted proxy named as the client: {ip}");
+        let text = String::from_utf8_lossy(rest).to_ascii_lowercase();
+        let v4 = match ip {
+            IpAddr::V4(v4) => Some(v4.to_string()),
+            IpAddr::V6(_) => None,
+        };
+        let seen = v4.is_some_and(|t| text.contains(&t)) || text.contains(':');
+        assert!(seen, "{ip} is not in the input");
+    }
+    // A trusted hop appended on the right changes nothing.
+    if header != ClientHeader::XRealIp && fields.len() < 64 {
+        let hop: &[u8] = if header == ClientHeader::Forwarded { b"for=10.9.9.9" } else { b"10.9.9.9" };
+        let mut more = fields.clone();
+        more.push(hop);
+        assert_eq!(client_address(peer, header, more, &trusted), walked);
+    }
+    // An untrusted peer is its own client, whatever the headers say.
+    let outsider: IpAddr = "203.0.113.9".parse().expect("an address");
+    assert_eq!(client_address(outsider, header, fields.iter().copied(), &trusted), Ok(outsider));
+}

@@ -94,3 +94,19 @@ fn normalise_target_inputs() {
     );
     assert!(n >= 6);
 }
+
+#[test]
+fn client_address_inputs() {
+    let n = replay(
+        "client_address",
+        checks::client_address,
+        &[
+            b"",
+            b"\x00198.51.100.7, 10.0.0.3",
+            b"\x01for=\"[2001:db8::1]:4711\";proto=https\x00for=unknown",
+            b"\x021.2.3.4\xff",
+            b"\x00\"a,b\",,, ,\x00[::ffff:10.0.0.1]:80",
+        ],
+    );
+    assert!(n >= 5);
+}

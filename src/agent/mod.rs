@@ -170,6 +170,8 @@ struct JsonLine<'a> {
     tokens: &'a [&'a str],
     operator: Option<&'a str>,
     obeys_robots: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    claims: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     group: Option<&'a str>,
 }
@@ -181,8 +183,9 @@ struct JsonLine<'a> {
 /// (`known`, `unknown-bot`, `browser`), `name` (the name the robot goes by:
 /// [`Agent::announced`] if any, else [`Agent::name`]), `entry` (the database
 /// entry's name, for a known robot), `category`, `tokens`,
-/// `operator`, `obeys_robots`, and `group` (the chosen robots.txt group) only
-/// when given. serde_json escapes control characters, so a hostile UA still
+/// `operator`, `obeys_robots`, `claims` (the other robots the UA names,
+/// [`Agent::also`]) only when there are any, and `group` (the chosen
+/// robots.txt group) only when given. serde_json escapes control characters, so a hostile UA still
 /// yields exactly one valid line.
 pub fn to_json_line(ua: &[u8], agent: &Agent<'_>, group: Option<&str>) -> String {
     let user_agent = String::from_utf8_lossy(ua);
@@ -200,6 +203,7 @@ pub fn to_json_line(ua: &[u8], agent: &Agent<'_>, group: Option<&str>) -> String
         tokens: &agent.tokens,
         operator: agent.operator,
         obeys_robots: agent.obeys_robots,
+        claims: agent.also.iter().map(|c| c.name).collect(),
         group,
     };
     serde_json::to_string(&line).expect("a struct of strings, bools and options always serializes")

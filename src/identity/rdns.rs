@@ -117,12 +117,7 @@ fn normalize(name: &str) -> String {
 }
 
 /// IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as IPv4; anything else unchanged.
-pub fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
+pub use crate::net::canonical;
 
 /// The PTR names worth a forward lookup: those inside `suffixes`, normalized
 /// (lower case, no trailing dot), without duplicates, at most [`MAX_FORWARD`],

@@ -48,11 +48,7 @@ impl Cidr {
 
     /// Whether `ip` lies in the network (IPv4-mapped IPv6 addresses count as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
-        self.0.contains(&ip)
+        self.0.contains(&canonical(ip))
     }
 }
 

@@ -146,8 +146,14 @@ pub struct TrapHit<'a> {
     pub banned: bool,
     /// `banned`, `not-armed` or `verified-crawler`.
     pub why: &'static str,
-    /// What a banned client gets.
+    /// What this request gets, when `enforce`: the traps' action for a
+    /// client now banned; the site's action for the robot, for a verified
+    /// crawler that fetched an armed trap (a violation of the trap's line
+    /// like any other, never a ban).
     pub action: &'a Action,
+    /// Whether `action` applies to this request; otherwise the hit is only
+    /// recorded (a trap not yet armed).
+    pub enforce: bool,
 }
 
 /// A client whose User-Agent names a robot it is not (directive
@@ -293,26 +299,28 @@ pub fn decide_with<'s: 'r, 'r>(
                 let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
                 return Decision { agent: Some(a), outcome, robots_seen, identity: Identity::NotClaimed, lookup: None };
             }
-            let armed = trap.is_some_and(|i| site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at));
-            // An armed trap fetched by a verified crawler is a violation of
-            // the trap's line like any other (judged below, with the site's
-            // action), never a ban: a ban would cut a search engine off for
-            // its whole duration.
-            if let Some(i) = trap.filter(|_| !(armed && verified)) {
+            if let Some(i) = trap {
                 let a = agent.take().unwrap_or_else(|| Agent::browser());
+                let a = match claimed.verified {
+                    Some(bot) => a.narrowed_to(bot),
+                    None => a,
+                };
                 let robots_seen = Some(read_robots(state, site, &a, facts, clock));
+                let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
                 let banned = armed && !verified;
                 if banned {
                     state.ban(&key, clock.instant() + traps.ban);
                 }
-                let why = if banned {
-                    "banned"
+                let (why, action) = if banned {
+                    ("banned", &traps.action)
                 } else if verified {
-                    "verified-crawler"
+                    // Never a ban: a ban would cut a search engine off for
+                    // its whole duration. Once armed, the site's action for it.
+                    ("verified-crawler", site.policy.action_for(a.name, a.category))
                 } else {
-                    "not-armed"
+                    ("not-armed", &traps.action)
                 };
-                let hit = TrapHit { path: &traps.paths[i], banned, why, action: &traps.action };
+                let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce: armed };
                 let identity = claimed.identity;
                 return Decision { agent: Some(a), outcome: Outcome::Trap(hit), robots_seen, identity, lookup: None };
             }

@@ -49,8 +49,13 @@ impl Decision<'_, '_> {
             Outcome::Limited(Limited { group, directive, line, enforce, .. }) => {
                 (directive, group, None, Some(line), if enforce { "rate-limit" } else { "log" }, false)
             }
-            Outcome::Trap(TrapHit { path, banned, .. }) => {
-                ("trap", None, Some(path), None, if banned { "ban" } else { "log" }, true)
+            Outcome::Trap(TrapHit { path, banned, enforce, action, .. }) => {
+                let taken = match (banned, enforce) {
+                    (true, _) => "ban",
+                    (false, true) => action.name(),
+                    (false, false) => "log",
+                };
+                ("trap", None, Some(path), None, taken, true)
             }
             Outcome::Banned(Banned { action, .. }) => ("banned", None, None, None, action.name(), false),
             Outcome::Spoofed(Spoofed { action }) => ("spoofed-identity", None, None, None, action.name(), false),

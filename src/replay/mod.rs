@@ -238,7 +238,7 @@ impl<'s> Worker<'s> {
             }
             return;
         };
-        let client: Option<IpAddr> = entry.client.parse().ok();
+        let client: Option<IpAddr> = entry.client.parse().ok().map(crate::net::canonical);
         let facts = RequestFacts {
             fetch: matches!(entry.method.as_ref(), "GET" | "HEAD"),
             target: &target,

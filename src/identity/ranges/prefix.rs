@@ -122,12 +122,4 @@ fn key(ip: IpAddr) -> u128 {
 
 /// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`, what a dual-stack socket
 /// reports for an IPv4 peer) become the IPv4 address they carry.
-pub(super) fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => ip,
-        },
-        v4 => v4,
-    }
-}
+pub(super) use crate::net::canonical;

@@ -281,7 +281,7 @@ impl Gate {
                 Ok(true)
             }
             Step::Decided(Outcome::Violation(Violation { action, .. }))
-            | Step::Decided(Outcome::Trap(TrapHit { banned: true, action, .. }))
+            | Step::Decided(Outcome::Trap(TrapHit { enforce: true, action, .. }))
             | Step::Decided(Outcome::Banned(Banned { action, .. }))
             | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
                 Action::Noindex { value } => {
