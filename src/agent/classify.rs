@@ -216,13 +216,19 @@ impl Classifier {
     /// The other robots a User-Agent names beside `chosen`: each entry of
     /// `others` of another operator, once. An operator's own names are one
     /// claim (`Googlebot` inside `Googlebot-Image`, `ChatGPT-Agent` beside
-    /// `ChatGPT-User`): the chosen entry stands for them.
+    /// `ChatGPT-User`): the chosen entry stands for them. Tools and HTTP
+    /// libraries are no claim (`W3C-checklink/4.5 libwww-perl/5.823`,
+    /// `Apache-HttpClient/4.5 (Java/11)`): they name what a robot is built
+    /// with, not who it is, and since leaving such a token out costs a liar
+    /// nothing, holding an honest robot to the library's group would stop
+    /// no one and wrong the robot.
     fn claims(&self, chosen: &Bot, others: &Others) -> Vec<Claim<'_>> {
         let mut also: Vec<Claim<'_>> = Vec::new();
         for &entry in &others.entries[..others.n] {
             let bot = &self.db.bots()[entry as usize];
             let same_operator = bot.operator.eq_ignore_ascii_case(&chosen.operator);
-            if same_operator || also.iter().any(|c| c.index == entry as usize) {
+            let tool = bot.category == Category::Tool;
+            if same_operator || tool || also.iter().any(|c| c.index == entry as usize) {
                 continue;
             }
             also.push(Claim::of(entry as usize, bot));
@@ -520,5 +526,32 @@ bots:
         assert_eq!(c.classify(&big).kind, AgentKind::UnknownBot); // beyond the cap
         let weird = [0u8, 0xff, 0xfe, b'(', b')', b';', 0x80, b'G'];
         let _ = c.classify(&weird);
+    }
+
+    #[test]
+    fn issue_32_every_robot_of_another_operator_a_user_agent_names_is_a_claim() {
+        let c = Classifier::builtin();
+        let also =
+            |ua: &str| -> Vec<String> { c.classify(ua.as_bytes()).also.iter().map(|a| a.name.to_owned()).collect() };
+        let names = |ua: &str| {
+            let a = c.classify(ua.as_bytes());
+            let mut all: Vec<String> = a.also.iter().map(|x| x.name.to_owned()).collect();
+            all.extend(a.name.map(str::to_owned));
+            all.sort();
+            all
+        };
+        assert_eq!(names("Mozilla/5.0 (compatible; GPTBot/1.2) Perplexity-User/1.0"), ["GPTBot", "Perplexity-User"]);
+        assert_eq!(
+            names("Mozilla/5.0 (compatible; Claude-User/1.0) ChatGPT-User/1.0 GPTBot/1.2").len(),
+            2,
+            "OpenAI once"
+        );
+        // One claim each: an operator's own names, a name after `like`, in a URL, a library.
+        assert!(also("Googlebot-Image/1.0").is_empty());
+        assert!(also("TelegramBot (like TwitterBot)").is_empty());
+        assert!(also("Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)").is_empty());
+        assert!(also("W3C-checklink/4.5 [4.154] libwww-perl/5.823").is_empty());
+        assert!(also("Apache-HttpClient/4.5.7 (Java/11.0.3)").is_empty());
+        assert!(also("Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0").is_empty());
     }
 }
