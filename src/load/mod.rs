@@ -569,4 +569,90 @@ mod tests {
         std::fs::remove_file(&robots).unwrap();
         assert!(snap.stale(), "robots.txt is gone");
     }
+
+    /// A config with robots.txt and humans.txt in `dir`, both written.
+    fn site(dir: &Path, robots: &[u8], humans: &[u8]) -> PathBuf {
+        std::fs::write(dir.join("robots.txt"), robots).unwrap();
+        std::fs::write(dir.join("humans.txt"), humans).unwrap();
+        let config = dir.join("robotgate.yaml");
+        let text = format!(
+            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {0}/robots.txt\n    humans: {0}/humans.txt\n",
+            dir.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        config
+    }
+
+    fn robots_body(snap: &Snapshot) -> &[u8] {
+        &snap.sites[0].robots.as_ref().unwrap().file.body
+    }
+
+    #[test]
+    fn at_start_a_robots_txt_that_is_not_one_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"<!DOCTYPE html>\n<title>Error</title>", b"hi\n");
+        let problems = load(&config).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, dir.path().join("robots.txt"));
+        assert_eq!(problems[0].reason, Some(Reason::NotRobotsTxt));
+        assert!(problems[0].to_string().contains("refused robots.txt: it is an HTML document"), "{}", problems[0]);
+    }
+
+    #[test]
+    fn an_empty_robots_txt_is_legal() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"", b"");
+        let snap = load(&config).unwrap();
+        assert_eq!(robots_body(&snap), b"");
+        assert!(snap.refused.is_empty());
+    }
+
+    #[test]
+    fn a_refused_robots_txt_keeps_its_last_good_version_and_the_rest_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"User-agent: *\nDisallow: /old/\n", b"old humans\n");
+        let first = load(&config).unwrap();
+        // UTF-16 robots.txt, and a new humans.txt.
+        let utf16: Vec<u8> =
+            "\u{feff}User-agent: *\nDisallow: /new/\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        std::fs::write(dir.path().join("robots.txt"), utf16).unwrap();
+        std::fs::write(dir.path().join("humans.txt"), b"new humans\n").unwrap();
+        let second = reload(&config, Some(&first)).unwrap();
+        assert_eq!(robots_body(&second), b"User-agent: *\nDisallow: /old/\n");
+        assert!(!second.sites[0].robots.as_ref().unwrap().compiled.allows("foobot", "/old/x").allowed);
+        assert_eq!(&second.sites[0].humans.as_ref().unwrap().body[..], b"new humans\n");
+        assert_eq!(second.refused.len(), 1, "{:?}", second.refused);
+        let p = &second.refused[0];
+        assert_eq!((p.file.as_path(), p.reason), (dir.path().join("robots.txt").as_path(), Some(Reason::NotRobotsTxt)));
+        assert!(p.message.contains("UTF-16") && p.message.ends_with("the last good version stays in force"), "{p}");
+
+        // Kept again by the next reload (a FIFO now), which loads the rest.
+        std::fs::remove_file(dir.path().join("robots.txt")).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(dir.path().join("robots.txt")).status().unwrap();
+        assert!(made.success());
+        std::fs::write(dir.path().join("humans.txt"), b"newer humans\n").unwrap();
+        let third = reload(&config, Some(&second)).unwrap();
+        assert_eq!(robots_body(&third), b"User-agent: *\nDisallow: /old/\n");
+        assert_eq!(&third.sites[0].humans.as_ref().unwrap().body[..], b"newer humans\n");
+        assert_eq!(third.refused[0].reason, Some(Reason::NotRegular));
+
+        // A good file is taken again, and nothing is refused.
+        std::fs::remove_file(dir.path().join("robots.txt")).unwrap();
+        std::fs::write(dir.path().join("robots.txt"), b"User-agent: *\nDisallow: /new/\n").unwrap();
+        let fourth = reload(&config, Some(&third)).unwrap();
+        assert_eq!(robots_body(&fourth), b"User-agent: *\nDisallow: /new/\n");
+        assert!(fourth.refused.is_empty());
+    }
+
+    #[test]
+    fn a_refused_config_refuses_the_whole_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"User-agent: *\n", b"hi\n");
+        let first = load(&config).unwrap();
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &config).unwrap();
+        let problems = reload(&config, Some(&first)).unwrap_err();
+        assert_eq!(problems[0].reason, Some(Reason::NotRegular));
+        assert!(problems[0].message.contains("refused the config: it is a character device"), "{}", problems[0]);
+    }
 }
