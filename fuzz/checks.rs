@@ -10,6 +10,7 @@
 use std::sync::OnceLock;
 
 use robotgate::agent::{to_json_line, Classifier};
+use robotgate::load::{check_robots_body, Reason};
 use robotgate::robots::{lint, parse::escape_pattern, RobotsTxt};
 use robotgate::target::{normalise, normalise_pattern, EncodedSlash, Target, TargetOptions};
 
@@ -23,6 +24,30 @@ pub fn parse_robots(data: &[u8]) {
     let compiled = RobotsTxt::compile(robots);
     let _ = compiled.allows("FooBot", &String::from_utf8_lossy(path));
     let _ = lint::lint(robots);
+}
+
+/// The loader's content check of robots.txt (`load::check_robots_body`),
+/// then what follows it: a body it passes is compiled, queried and linted.
+/// A refusal is always `not-robots-txt` and says why; a passed body has no
+/// NUL and no UTF-16 or UTF-32 byte-order mark, and more lines after it
+/// never make it refused (the check looks only at the start and for NULs).
+pub fn robots_body(data: &[u8]) {
+    match check_robots_body(data) {
+        Err(refusal) => {
+            assert_eq!(refusal.reason(), Reason::NotRobotsTxt);
+            assert!(!refusal.to_string().is_empty());
+        }
+        Ok(()) => {
+            assert!(!data.contains(&0));
+            assert!(!data.starts_with(b"\xFF\xFE") && !data.starts_with(b"\xFE\xFF"));
+            let mut longer = data.to_vec();
+            longer.extend_from_slice(b"\nUser-agent: *\nDisallow: /x\n");
+            assert!(check_robots_body(&longer).is_ok());
+            let compiled = RobotsTxt::compile(data);
+            let _ = compiled.allows("FooBot", "/a/b");
+            let _ = lint::lint(data);
+        }
+    }
 }
 
 /// Compile a robots.txt and query it with an arbitrary agent and path; the

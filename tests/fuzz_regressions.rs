@@ -42,6 +42,24 @@ fn parse_robots_inputs() {
 }
 
 #[test]
+fn robots_body_inputs() {
+    let n = replay(
+        "robots_body",
+        checks::robots_body,
+        &[
+            b"",
+            b"\xef\xbb\xbf \r\n<!DOCTYPE html>",
+            b"\xff\xfe\x00\x00",
+            b"\xfe\xff",
+            b"<htm",
+            b"User-agent: *\nDisallow: /\x00",
+            b"\t\n<HTML",
+        ],
+    );
+    assert!(n >= 7);
+}
+
+#[test]
 fn match_path_inputs() {
     let n = replay(
         "match_path",

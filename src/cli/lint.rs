@@ -9,13 +9,22 @@ use anyhow::Context;
 use super::Format;
 
 pub fn run(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
-    use robotgate::robots::lint::{lint, Severity};
+    use robotgate::robots::lint::{lint, Diagnostic, Severity};
     let mut out = io::stdout().lock();
     let mut errors = 0usize;
     let mut json = Vec::new();
     for file in files {
         let body = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-        for d in lint(&body) {
+        let mut found = lint(&body);
+        // What `serve` would refuse to load (#32), unless the linter already
+        // said so in its own words (`html`).
+        if let Err(refusal) = robotgate::load::check_robots_body(&body) {
+            if !found.iter().any(|d| d.code == "html") {
+                let message = format!("robotgate refuses to load this file: {refusal}");
+                found.insert(0, Diagnostic { line: 1, severity: Severity::Error, code: "not-robots-txt", message });
+            }
+        }
+        for d in found {
             errors += usize::from(d.severity == Severity::Error);
             match format {
                 Format::Text => {

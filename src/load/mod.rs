@@ -8,6 +8,13 @@
 //! Everything is read and compiled here, off the request path. A request
 //! loads the snapshot once and uses that version throughout, so a reload in
 //! the middle of a request never mixes two versions.
+//!
+//! Every file is read through [`file::read`]: regular files only, bounded in
+//! size and time, once settled. A robots.txt must also look like one
+//! ([`check_robots_body`]). On a reload, a refused robots.txt, humans.txt or
+//! alternate-content file keeps its last good version and everything else
+//! is loaded ([`Snapshot::refused`] says which); any other problem refuses
+//! the whole reload, as at start.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -17,7 +24,12 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+mod content;
+pub mod file;
 pub mod traps;
+
+pub use content::check_robots_body;
+pub use file::{Reason, Refusal};
 
 use crate::agent::{BotDb, Classifier};
 use crate::config::{self, Config, Settings, Site};
@@ -39,10 +51,15 @@ pub struct ServedFile {
 impl ServedFile {
     /// A file of `body`, last modified at `mtime`.
     pub fn new(body: Vec<u8>, mtime: SystemTime) -> ServedFile {
+        ServedFile::from_bytes(Bytes::from(body), mtime)
+    }
+
+    /// [`ServedFile::new`] of a shared buffer.
+    pub fn from_bytes(body: Bytes, mtime: SystemTime) -> ServedFile {
         ServedFile {
             etag: format!("\"{:016x}\"", robots::fingerprint(&body)),
             last_modified: httpdate::fmt_http_date(mtime),
-            body: Bytes::from(body),
+            body,
         }
     }
 }
@@ -140,6 +157,20 @@ pub struct Snapshot {
     pub traps_first_served: traps::FirstServed,
     /// Where that is kept.
     pub traps_state: PathBuf,
+    /// Files this reload refused whose last good version it kept (robots.txt,
+    /// humans.txt, alternate content), one problem each; empty at start,
+    /// where a refused file is an error.
+    pub refused: Vec<Problem>,
+    /// The robots.txt, humans.txt and alternate-content files as read, by
+    /// path: what a later reload keeps when it refuses a new version.
+    originals: HashMap<PathBuf, Original>,
+}
+
+/// A served file as read from disk (robots.txt before the managed lines).
+#[derive(Debug, Clone)]
+struct Original {
+    body: Bytes,
+    mtime: SystemTime,
 }
 
 impl Snapshot {
@@ -181,6 +212,25 @@ pub struct Problem {
     pub line: Option<usize>,
     /// What is wrong.
     pub message: String,
+    /// Why the file itself was refused (for `robotgate_reload_refused_total`);
+    /// `None` for a problem with what a readable file says.
+    pub reason: Option<Reason>,
+}
+
+impl Problem {
+    /// A problem with what `file` says.
+    pub fn new(file: impl Into<PathBuf>, line: Option<usize>, message: impl Into<String>) -> Problem {
+        Problem { file: file.into(), line, message: message.into(), reason: None }
+    }
+
+    /// `file`, read as `what`, was refused.
+    pub fn refused(file: impl Into<PathBuf>, what: &str, refusal: &Refusal) -> Problem {
+        let message = match refusal {
+            Refusal::Unreadable(e) => format!("cannot read {what}: {e}"),
+            other => format!("refused {what}: {other}"),
+        };
+        Problem { file: file.into(), line: None, message, reason: Some(refusal.reason()) }
+    }
 }
 
 impl fmt::Display for Problem {
@@ -192,49 +242,79 @@ impl fmt::Display for Problem {
     }
 }
 
-fn read(path: &Path, what: &str, problems: &mut Vec<Problem>) -> Option<(Vec<u8>, SystemTime)> {
-    let meta = std::fs::metadata(path);
-    match (std::fs::read(path), meta) {
-        (Ok(body), Ok(meta)) => Some((body, meta.modified().unwrap_or(SystemTime::UNIX_EPOCH))),
-        (Err(e), _) | (_, Err(e)) => {
-            problems.push(Problem { file: path.into(), line: None, message: format!("cannot read {what}: {e}") });
-            None
+/// Read `path` as `what`, at most `limit` bytes ([`file::read`]); a refusal
+/// is a problem.
+fn read(path: &Path, what: &str, limit: u64, problems: &mut Vec<Problem>) -> Option<file::Contents> {
+    file::read(path, limit).map_err(|refusal| problems.push(Problem::refused(path, what, &refusal))).ok()
+}
+
+/// Read a served file (robots.txt, humans.txt, alternate content) that
+/// `check` accepts. Refused on a reload whose `previous` snapshot has the
+/// file, the previous version is kept and the refusal goes to `refused`;
+/// otherwise it goes to `problems`, which refuses the load.
+fn read_served(
+    path: &Path,
+    what: &str,
+    limit: u64,
+    check: fn(&[u8]) -> Result<(), Refusal>,
+    previous: Option<&Snapshot>,
+    refused: &mut Vec<Problem>,
+    problems: &mut Vec<Problem>,
+) -> Option<Original> {
+    let read = file::read(path, limit).and_then(|c| check(&c.body).map(|()| c));
+    match read {
+        Ok(c) => Some(Original { body: Bytes::from(c.body), mtime: c.mtime }),
+        Err(refusal) => {
+            let mut problem = Problem::refused(path, what, &refusal);
+            match previous.and_then(|p| p.originals.get(path)) {
+                Some(kept) => {
+                    problem.message.push_str("; the last good version stays in force");
+                    refused.push(problem);
+                    Some(kept.clone())
+                }
+                None => {
+                    problems.push(problem);
+                    None
+                }
+            }
         }
     }
+}
+
+/// Any body will do (humans.txt, alternate content).
+fn any_body(_: &[u8]) -> Result<(), Refusal> {
+    Ok(())
 }
 
 /// Load the config file and everything it names.
 ///
 /// # Errors
-/// Every problem: YAML and validation errors with their lines, unreadable
-/// files, an invalid bot database. A robots.txt that is merely odd is not a
-/// problem (crawlers read it leniently, and so does robotgate).
+/// Every problem: YAML and validation errors with their lines, files that
+/// are refused ([`file::read`]: missing, not regular files, too large, still
+/// changing), a robots.txt that is not one ([`check_robots_body`]), an
+/// invalid bot database. A robots.txt that is merely odd (unknown lines,
+/// typos) is not a problem: `robotgate lint` is for those.
 pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
     reload(config_path, None)
 }
 
-/// [`load`], reusing what has not changed since `previous`.
+/// [`load`], reusing what has not changed since `previous`, and keeping
+/// from it the last good version of a refused robots.txt, humans.txt or
+/// alternate-content file (listed in [`Snapshot::refused`]).
 ///
 /// # Errors
-/// As [`load`].
+/// As [`load`], less the refused files `previous` had.
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
     let read_at = SystemTime::now();
     let mut problems = Vec::new();
-    let text = match std::fs::read_to_string(config_path) {
-        Ok(t) => t,
-        Err(e) => {
-            return Err(vec![Problem {
-                file: config_path.into(),
-                line: None,
-                message: format!("cannot read the config: {e}"),
-            }])
-        }
-    };
+    let body = file::read(config_path, file::CONFIG_MAX)
+        .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
+        .body;
+    let text = String::from_utf8(body).map_err(|e| {
+        vec![Problem::new(config_path, None, format!("cannot read the config: it is not UTF-8 text ({e})"))]
+    })?;
     let config = config::parse(&text).map_err(|errors| {
-        errors
-            .into_iter()
-            .map(|e| Problem { file: config_path.into(), line: e.line, message: e.to_string() })
-            .collect::<Vec<_>>()
+        errors.into_iter().map(|e| Problem::new(config_path, e.line, e.to_string())).collect::<Vec<_>>()
     })?;
     let mut snapshot = load_config(config, config_path, previous, &mut problems)?;
     snapshot.read_at = read_at;
@@ -265,7 +345,7 @@ pub fn load_config(
         None => None,
         Some(path) => {
             sources.push(path.clone());
-            read(path, "the bot database", problems).map(|(body, _)| body)
+            read(path, "the bot database", file::BOTS_MAX, problems).map(|c| c.body)
         }
     };
     // Compiling the classifier is the slowest part of a reload; reuse it while
@@ -280,7 +360,7 @@ pub fn load_config(
                     Ok(extra) if settings.bots_replace => extra,
                     Ok(extra) => BotDb::builtin().merge(extra),
                     Err(e) => {
-                        problems.push(Problem { file: path.clone(), line: None, message: e.to_string() });
+                        problems.push(Problem::new(path, None, e.to_string()));
                         BotDb::builtin()
                     }
                 },
@@ -289,11 +369,7 @@ pub fn load_config(
             match Classifier::new(&db) {
                 Ok(c) => Arc::new(c),
                 Err(e) => {
-                    problems.push(Problem {
-                        file: settings.bots.clone().unwrap_or_default(),
-                        line: None,
-                        message: e.to_string(),
-                    });
+                    problems.push(Problem::new(settings.bots.clone().unwrap_or_default(), None, e.to_string()));
                     Arc::new(Classifier::builtin())
                 }
             }
@@ -303,16 +379,17 @@ pub fn load_config(
     let mut traps_first_served = traps::read(&traps_state);
     let now_unix = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut sites = Vec::new();
+    let (mut refused, mut originals) = (Vec::new(), HashMap::new());
     for site in site_confs {
         use std::net::ToSocketAddrs;
         let upstream_addr = match site.upstream.address.to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(a)) => a,
             Ok(None) | Err(_) => {
-                problems.push(Problem {
-                    file: config_path.into(),
-                    line: None,
-                    message: format!("site `{}`: cannot resolve upstream `{}`", site.name, site.upstream.address),
-                });
+                problems.push(Problem::new(
+                    config_path,
+                    None,
+                    format!("site `{}`: cannot resolve upstream `{}`", site.name, site.upstream.address),
+                ));
                 std::net::SocketAddr::from(([127, 0, 0, 1], 0))
             }
         };
@@ -340,17 +417,19 @@ pub fn load_config(
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
         if let Some(path) = &site.robots {
             sources.push(path.clone());
-            if let Some((body, mtime)) = read(path, "robots.txt", problems) {
+            let read =
+                read_served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, previous, &mut refused, problems);
+            if let Some(original) = read {
+                let mtime = original.mtime;
                 let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
-                let effective = crate::managed::effective(&body, &site.managed, trap_paths, classifier.db());
+                let effective = crate::managed::effective(&original.body, &site.managed, trap_paths, classifier.db());
+                originals.insert(path.clone(), original);
                 if effective.cut_off {
-                    problems.push(Problem {
-                        file: path.clone(),
-                        line: None,
-                        message:
-                            "with the lines robotgate adds (traps, managed) it is longer than the 500 KiB crawlers read"
-                                .into(),
-                    });
+                    problems.push(Problem::new(
+                        path,
+                        None,
+                        "with the lines robotgate adds (traps, managed) it is longer than the 500 KiB crawlers read",
+                    ));
                 }
                 // Rules are spelled as the proxy spells request-targets.
                 let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
@@ -367,8 +446,10 @@ pub fn load_config(
         }
         if let Some(path) = &site.humans {
             sources.push(path.clone());
-            if let Some((body, mtime)) = read(path, "humans.txt", problems) {
-                humans_file = Some(ServedFile::new(body, mtime));
+            let read = read_served(path, "humans.txt", file::HUMANS_MAX, any_body, previous, &mut refused, problems);
+            if let Some(original) = read {
+                humans_file = Some(ServedFile::from_bytes(original.body.clone(), original.mtime));
+                originals.insert(path.clone(), original);
             }
         }
         for action in site_actions(site) {
@@ -381,8 +462,11 @@ pub fn load_config(
                     continue;
                 }
                 sources.push(file.clone());
-                if let Some((body, mtime)) = read(file, "the alternate-content file", problems) {
-                    alternates.insert(file.clone(), ServedFile::new(body, mtime));
+                let what = "the alternate-content file";
+                let read = read_served(file, what, file::ALTERNATE_MAX, any_body, previous, &mut refused, problems);
+                if let Some(original) = read {
+                    alternates.insert(file.clone(), ServedFile::from_bytes(original.body.clone(), original.mtime));
+                    originals.insert(file.clone(), original);
                 }
             }
         }
@@ -390,12 +474,15 @@ pub fn load_config(
         sites.push(files);
     }
     if !problems.is_empty() {
+        // The whole load is refused: say which files were refused too.
+        problems.append(&mut refused);
         return Err(std::mem::take(problems));
     }
     sources.sort();
     sources.dedup();
     let ranges = Arc::new(load_ranges(settings.verify_feeds.as_deref(), &mut sources, problems));
     if !problems.is_empty() {
+        problems.append(&mut refused);
         return Err(std::mem::take(problems));
     }
     let bot_feeds = classifier
@@ -417,6 +504,8 @@ pub fn load_config(
         read_at,
         traps_first_served,
         traps_state,
+        refused,
+        originals,
     })
 }
 
@@ -431,11 +520,7 @@ fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Ve
     let mut files: Vec<(String, String)> = Vec::new();
     if let Some(dir) = dir {
         match std::fs::read_dir(dir) {
-            Err(e) => problems.push(Problem {
-                file: dir.into(),
-                line: None,
-                message: format!("cannot read the feeds directory: {e}"),
-            }),
+            Err(e) => problems.push(Problem::new(dir, None, format!("cannot read the feeds directory: {e}"))),
             Ok(entries) => {
                 sources.push(dir.join(ANY_JSON));
                 let mut paths: Vec<PathBuf> = entries
@@ -446,8 +531,8 @@ fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Ve
                 for path in paths {
                     sources.push(path.clone());
                     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                    if let Some((body, _)) = read(&path, "the feed", problems) {
-                        files.push((name, String::from_utf8_lossy(&body).into_owned()));
+                    if let Some(c) = read(&path, "the feed", file::FEED_MAX, problems) {
+                        files.push((name, String::from_utf8_lossy(&c.body).into_owned()));
                     }
                 }
             }
@@ -455,11 +540,7 @@ fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Ve
     }
     let overrides: Vec<(&str, &str)> = files.iter().map(|(n, b)| (n.as_str(), b.as_str())).collect();
     RangeTable::with_overrides(&overrides).unwrap_or_else(|e| {
-        problems.push(Problem {
-            file: dir.map(Path::to_path_buf).unwrap_or_default(),
-            line: None,
-            message: e.to_string(),
-        });
+        problems.push(Problem::new(dir.map(Path::to_path_buf).unwrap_or_default(), None, e.to_string()));
         RangeTable::builtin()
     })
 }
@@ -487,5 +568,91 @@ mod tests {
         assert!(snap.stale(), "robots.txt was rewritten");
         std::fs::remove_file(&robots).unwrap();
         assert!(snap.stale(), "robots.txt is gone");
+    }
+
+    /// A config with robots.txt and humans.txt in `dir`, both written.
+    fn site(dir: &Path, robots: &[u8], humans: &[u8]) -> PathBuf {
+        std::fs::write(dir.join("robots.txt"), robots).unwrap();
+        std::fs::write(dir.join("humans.txt"), humans).unwrap();
+        let config = dir.join("robotgate.yaml");
+        let text = format!(
+            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {0}/robots.txt\n    humans: {0}/humans.txt\n",
+            dir.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        config
+    }
+
+    fn robots_body(snap: &Snapshot) -> &[u8] {
+        &snap.sites[0].robots.as_ref().unwrap().file.body
+    }
+
+    #[test]
+    fn at_start_a_robots_txt_that_is_not_one_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"<!DOCTYPE html>\n<title>Error</title>", b"hi\n");
+        let problems = load(&config).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, dir.path().join("robots.txt"));
+        assert_eq!(problems[0].reason, Some(Reason::NotRobotsTxt));
+        assert!(problems[0].to_string().contains("refused robots.txt: it is an HTML document"), "{}", problems[0]);
+    }
+
+    #[test]
+    fn an_empty_robots_txt_is_legal() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"", b"");
+        let snap = load(&config).unwrap();
+        assert_eq!(robots_body(&snap), b"");
+        assert!(snap.refused.is_empty());
+    }
+
+    #[test]
+    fn a_refused_robots_txt_keeps_its_last_good_version_and_the_rest_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"User-agent: *\nDisallow: /old/\n", b"old humans\n");
+        let first = load(&config).unwrap();
+        // UTF-16 robots.txt, and a new humans.txt.
+        let utf16: Vec<u8> =
+            "\u{feff}User-agent: *\nDisallow: /new/\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        std::fs::write(dir.path().join("robots.txt"), utf16).unwrap();
+        std::fs::write(dir.path().join("humans.txt"), b"new humans\n").unwrap();
+        let second = reload(&config, Some(&first)).unwrap();
+        assert_eq!(robots_body(&second), b"User-agent: *\nDisallow: /old/\n");
+        assert!(!second.sites[0].robots.as_ref().unwrap().compiled.allows("foobot", "/old/x").allowed);
+        assert_eq!(&second.sites[0].humans.as_ref().unwrap().body[..], b"new humans\n");
+        assert_eq!(second.refused.len(), 1, "{:?}", second.refused);
+        let p = &second.refused[0];
+        assert_eq!((p.file.as_path(), p.reason), (dir.path().join("robots.txt").as_path(), Some(Reason::NotRobotsTxt)));
+        assert!(p.message.contains("UTF-16") && p.message.ends_with("the last good version stays in force"), "{p}");
+
+        // Kept again by the next reload (a FIFO now), which loads the rest.
+        std::fs::remove_file(dir.path().join("robots.txt")).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(dir.path().join("robots.txt")).status().unwrap();
+        assert!(made.success());
+        std::fs::write(dir.path().join("humans.txt"), b"newer humans\n").unwrap();
+        let third = reload(&config, Some(&second)).unwrap();
+        assert_eq!(robots_body(&third), b"User-agent: *\nDisallow: /old/\n");
+        assert_eq!(&third.sites[0].humans.as_ref().unwrap().body[..], b"newer humans\n");
+        assert_eq!(third.refused[0].reason, Some(Reason::NotRegular));
+
+        // A good file is taken again, and nothing is refused.
+        std::fs::remove_file(dir.path().join("robots.txt")).unwrap();
+        std::fs::write(dir.path().join("robots.txt"), b"User-agent: *\nDisallow: /new/\n").unwrap();
+        let fourth = reload(&config, Some(&third)).unwrap();
+        assert_eq!(robots_body(&fourth), b"User-agent: *\nDisallow: /new/\n");
+        assert!(fourth.refused.is_empty());
+    }
+
+    #[test]
+    fn a_refused_config_refuses_the_whole_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = site(dir.path(), b"User-agent: *\n", b"hi\n");
+        let first = load(&config).unwrap();
+        std::fs::remove_file(&config).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &config).unwrap();
+        let problems = reload(&config, Some(&first)).unwrap_err();
+        assert_eq!(problems[0].reason, Some(Reason::NotRegular));
+        assert!(problems[0].message.contains("refused the config: it is a character device"), "{}", problems[0]);
     }
 }

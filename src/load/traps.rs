@@ -30,10 +30,14 @@ pub fn state_path(settings: &Settings, config_path: &Path) -> PathBuf {
     dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from(".")).join("robotgate-traps.json")
 }
 
-/// Read the file; a missing or unreadable one is empty (every trap then
-/// starts its arming clock now, which only delays bans).
+/// Read the file; a missing, refused ([`super::file::read`]) or unreadable
+/// one is empty (every trap then starts its arming clock now, which only
+/// delays bans).
 pub fn read(path: &Path) -> FirstServed {
-    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    super::file::read(path, super::file::TRAPS_MAX)
+        .ok()
+        .and_then(|c| serde_json::from_slice(&c.body).ok())
+        .unwrap_or_default()
 }
 
 /// Write the file (through a temporary file and a rename, so a crash never

@@ -79,6 +79,11 @@ pub fn lint_with(body: &[u8], options: Options) -> Vec<Diagnostic> {
         out.push(diag(1, Severity::Error, "html", "this is HTML or XML, not robots.txt: crawlers will find no rules in it (is the server returning an error page?)".into()));
         return out;
     }
+    if holds_nothing(used) {
+        // Legal, and robotgate serves and enforces it as it is; worth saying
+        // what it means, since an emptied file is a common accident.
+        out.push(diag(1, Severity::Warning, "allows-everything", "the file holds no rules (it is empty, or blank lines and comments only): it allows every crawler everything (RFC 9309 2.2.1: no group applies)".into()));
+    }
     if truncated {
         let line = count_lines(used) + 1;
         out.push(diag(
@@ -113,6 +118,12 @@ fn looks_like_markup(body: &[u8]) -> bool {
     let Some(first) = first else { return false };
     let lower = first[..first.len().min(16)].to_ascii_lowercase();
     ["<!doctype", "<html", "<?xml", "<head", "<body", "<!--"].iter().any(|m| lower.starts_with(m.as_bytes()))
+}
+
+/// Whether the file holds nothing but blank lines and comments (or nothing).
+fn holds_nothing(body: &[u8]) -> bool {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    body.split(|&b| b == b'\n' || b == b'\r').map(parse::trim).all(|l| l.is_empty() || l.starts_with(b"#"))
 }
 
 fn diag(line: u32, severity: Severity, code: &'static str, message: String) -> Diagnostic {
@@ -458,6 +469,17 @@ mod tests {
             b"User-agent: *\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 5\nSitemap: https://e.com/s.xml\n",
         );
         assert!(d.is_empty(), "{d:?}");
+    }
+
+    #[test]
+    fn an_empty_file_is_said_to_allow_everything() {
+        for body in ["", "\n\n", "\u{feff}# nothing here yet\n\n# still nothing\n", "  \t\r\n"] {
+            let d = lint(body.as_bytes());
+            assert_eq!(d.len(), 1, "{body:?}: {d:?}");
+            assert_eq!((d[0].line, d[0].code, d[0].severity), (1, "allows-everything", Severity::Warning));
+            assert!(d[0].message.contains("allows every crawler everything"));
+        }
+        assert!(lint(b"User-agent: *\n").iter().all(|d| d.code != "allows-everything"));
     }
 
     fn codes(body: &str) -> Vec<(u32, &'static str)> {

@@ -5,7 +5,9 @@
 //! as Prometheus text at `/metrics`. Label
 //! values are bounded: sites come from the config, categories and actions are
 //! fixed sets, and bot names come only from the bot database (unknown bots are
-//! `other`), so a client cannot create series by sending User-Agents.
+//! `other`), so a client cannot create series by sending User-Agents. File
+//! labels are the operator's own paths (the config's, and the feeds
+//! directory's `*.json`).
 
 use std::sync::OnceLock;
 
@@ -33,6 +35,9 @@ pub struct Metrics {
     pub reloads: IntCounter,
     /// `robotgate_reload_failures_total`.
     pub reload_failures: IntCounter,
+    /// `robotgate_reload_refused_total{file,reason}`: files a reload refused
+    /// ([`crate::load::Reason`]), whether the rest was loaded or not.
+    pub reload_refused: IntCounterVec,
     /// `robotgate_feed_refresh_failures_total{feed}`: background feed refreshes that kept the old feed.
     pub feed_refresh_failures: IntCounterVec,
     /// `robotgate_robots_info{site,hash}`: 1 for the robots.txt version in force.
@@ -102,6 +107,12 @@ pub fn metrics() -> &'static Metrics {
         reload_failures: register_int_counter!(
             "robotgate_reload_failures_total",
             "Reloads refused (the last good snapshot stayed)"
+        )
+        .expect("metric registers once"),
+        reload_refused: register_int_counter_vec!(
+            "robotgate_reload_refused_total",
+            "Files refused by a reload, by file and reason (their last good version stayed)",
+            &["file", "reason"]
         )
         .expect("metric registers once"),
         feed_refresh_failures: register_int_counter_vec!(

@@ -18,17 +18,13 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
             let mut warnings = Vec::new();
             let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
             for (file, message) in snapshot.certs.warnings(now) {
-                warnings.push(Problem { file, line: None, message });
+                warnings.push(Problem::new(file, None, message));
             }
             for site in &snapshot.sites {
                 if let (Some(path), Some(robots)) = (&site.conf.robots, &site.robots) {
                     for d in robots::lint::lint(&robots.file.body) {
                         if d.severity == robots::lint::Severity::Error {
-                            warnings.push(Problem {
-                                file: path.clone(),
-                                line: Some(d.line as usize),
-                                message: d.message,
-                            });
+                            warnings.push(Problem::new(path, Some(d.line as usize), d.message));
                         }
                     }
                 }
@@ -43,11 +39,11 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
                     .map_err(|e| e.to_string())
                     .and_then(|rt| rt.block_on(SharedStore::try_connection(state)));
                 if let Err(e) = tried {
-                    problems.push(Problem {
-                        file: config_path.to_path_buf(),
-                        line: None,
-                        message: format!("state.redis: cannot reach the shared state store: {e}"),
-                    });
+                    problems.push(Problem::new(
+                        config_path,
+                        None,
+                        format!("state.redis: cannot reach the shared state store: {e}"),
+                    ));
                 }
             }
             (problems, warnings)

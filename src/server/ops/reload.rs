@@ -2,11 +2,24 @@
 //!
 //! Runs as a Pingora background service. A change (debounced, since editors
 //! write in bursts and save by rename) triggers a full reload off the request
-//! path: read, parse, validate, compile, then one `ArcSwap::store`. A reload
-//! that fails keeps the last good snapshot, logs every problem with its file
-//! and line, and counts `robotgate_reload_failures_total`. Settings that
-//! cannot change while running (listeners, threads, metrics address, the
-//! violation log, the rate table size) are reported as needing a restart.
+//! path: read (each file once it has settled, [`crate::load::file`]), parse,
+//! validate, compile, then one `ArcSwap::store`. A reload that fails keeps
+//! the last good snapshot, logs every problem with its file and line, and
+//! counts `robotgate_reload_failures_total`.
+//!
+//! A partial reload is one that refused a robots.txt, humans.txt or
+//! alternate-content file but had its last good version: that version is
+//! kept and everything else is put in force, so one bad file never holds up
+//! the others. It is stored and counted in `robotgate_reloads_total`, and,
+//! since an edit of the operator's was not taken, also in
+//! `robotgate_reload_failures_total`; the status page shows it as a failed
+//! reload naming each kept file. Every refused file, in a partial or a
+//! failed reload, counts once in `robotgate_reload_refused_total{file,
+//! reason}`.
+//!
+//! Settings that cannot change while running (listeners, threads, metrics
+//! address, the violation log, the rate table size) are reported as needing
+//! a restart.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,7 +33,7 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tracing::{error, info, warn};
 
-use crate::load::traps;
+use crate::load::{traps, Problem, Reason};
 use crate::server::snapshot::{self, Snapshot};
 use crate::server::telemetry::metrics;
 
@@ -70,8 +83,9 @@ impl Reloader {
             // Log before counting: whoever sees the counter move can read why.
             Ok(Err(problems)) => {
                 for p in &problems {
-                    error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "reload refused; the last good configuration stays in force");
+                    error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, reason = p.reason.map(Reason::as_str), problem = %p.message, "reload refused; the last good configuration stays in force");
                 }
+                count_refused(&problems);
                 let why: Vec<String> = problems.iter().map(ToString::to_string).collect();
                 crate::server::ops::status::board().reloaded(false, why.join("; "));
                 metrics().reload_failures.inc();
@@ -88,15 +102,38 @@ impl Reloader {
         for field in restart_only_changes(&old.settings, &new.settings) {
             warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
         }
+        for p in &new.refused {
+            error!(target: "robotgate::reload", file = %p.file.display(), reason = p.reason.map(Reason::as_str), problem = %p.message, "file refused; its last good version stays in force and the other files are reloaded");
+        }
+        let refused = new.refused.clone();
         publish_info(&new);
         persist_traps(&new);
         let hashes: Vec<String> =
             new.sites.iter().map(|s| s.robots.as_ref().map_or_else(String::new, |r| r.hash.clone())).collect();
         self.snapshot.store(Arc::new(new));
         metrics().reloads.inc();
-        crate::server::ops::status::board().reloaded(true, why.to_owned());
-        info!(target: "robotgate::reload", reason = why, robots = ?hashes, "reloaded");
+        if refused.is_empty() {
+            crate::server::ops::status::board().reloaded(true, why.to_owned());
+            info!(target: "robotgate::reload", reason = why, robots = ?hashes, "reloaded");
+        } else {
+            count_refused(&refused);
+            metrics().reload_failures.inc();
+            let kept: Vec<String> = refused.iter().map(ToString::to_string).collect();
+            let message = format!("{why}: reloaded except {}", kept.join("; "));
+            crate::server::ops::status::board().reloaded(false, message);
+            info!(target: "robotgate::reload", reason = why, robots = ?hashes, kept = refused.len(), "reloaded, keeping the last good version of refused files");
+        }
         true
+    }
+}
+
+/// Count each refused file in `robotgate_reload_refused_total{file, reason}`.
+fn count_refused(problems: &[Problem]) {
+    for p in problems {
+        if let Some(reason) = p.reason {
+            let file = p.file.to_string_lossy();
+            metrics().reload_refused.with_label_values(&[file.as_ref(), reason.as_str()]).inc();
+        }
     }
 }
 

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pingora::tls::sign::CertifiedKey;
-use pingora::tls::CryptoProvider;
+use pingora::tls::{CertificateDer, CryptoProvider, PrivateKeyDer};
+use rustls_pki_types::pem::{self, PemObject};
 
 use crate::config::Settings;
+use crate::load::{file, Problem};
 use crate::server::telemetry::metrics;
 use crate::x509::{self, CertInfo};
 
@@ -45,20 +47,34 @@ impl std::fmt::Debug for CertSet {
     }
 }
 
-/// Load a certificate chain and its key, and check that they belong together.
-fn load_pair(cert: &Path, key: &Path) -> Result<(Arc<CertifiedKey>, Option<CertInfo>), String> {
-    let (c, k) = (cert.to_string_lossy(), key.to_string_lossy());
-    let (chain, key_der) = match pingora::tls::load_certs_and_key_files(&c, &k) {
-        Ok(Some(pair)) => pair,
-        Ok(None) => return Err(format!("no certificate in {c} or no private key in {k}")),
-        Err(e) => return Err(e.to_string()),
+/// Load a certificate chain and its key (PEM, read by [`file::read`]), and
+/// check that they belong together. `owner` opens each message.
+fn load_pair(cert: &Path, key: &Path, owner: &str) -> Result<(Arc<CertifiedKey>, Option<CertInfo>), Problem> {
+    let (c, k) = (cert.display(), key.display());
+    let read = |path: &Path, what: &str| {
+        file::read(path, file::PEM_MAX).map(|f| f.body).map_err(|refusal| {
+            let mut p = Problem::refused(path, what, &refusal);
+            p.message = format!("{owner}: {}", p.message);
+            p
+        })
     };
+    let (cert_pem, key_pem) = (read(cert, "the certificate")?, read(key, "the private key")?);
+    let fail = |file: &Path, message: String| Problem::new(file, None, format!("{owner}: {message}"));
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(cert, format!("cannot read the certificates in {c}: {e}")))?;
+    if chain.is_empty() {
+        return Err(fail(cert, format!("no certificate in {c}")));
+    }
+    let key_der = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| match e {
+        pem::Error::NoItemsFound => fail(key, format!("no private key in {k}")),
+        e => fail(key, format!("cannot read the private key in {k}: {e}")),
+    })?;
     pingora::tls::install_default_crypto_provider();
-    let provider = CryptoProvider::get_default().ok_or("no TLS crypto provider")?;
+    let provider = CryptoProvider::get_default().ok_or_else(|| fail(cert, "no TLS crypto provider".into()))?;
     let info = x509::parse(chain[0].as_ref());
-    let chain = chain.into_iter().map(|c| c.into_owned()).collect();
-    let certified = CertifiedKey::from_der(chain, key_der.clone_key(), provider)
-        .map_err(|e| format!("the key {k} does not fit the certificate {c}: {e}"))?;
+    let certified = CertifiedKey::from_der(chain, key_der, provider)
+        .map_err(|e| fail(key, format!("the key {k} does not fit the certificate {c}: {e}")))?;
     Ok((Arc::new(certified), info))
 }
 
@@ -67,11 +83,11 @@ impl CertSet {
     /// `tls:`. Every problem is returned, naming its file.
     ///
     /// # Errors
-    /// (file, reason) per pair that cannot be served.
+    /// One problem per pair that cannot be served.
     pub fn load<'a>(
         settings: &Settings,
         sites: impl IntoIterator<Item = &'a crate::config::Site>,
-    ) -> Result<CertSet, Vec<(PathBuf, String)>> {
+    ) -> Result<CertSet, Vec<Problem>> {
         let mut set = CertSet::default();
         let mut problems = Vec::new();
         if !settings.listen.iter().any(|l| l.https) {
@@ -79,7 +95,7 @@ impl CertSet {
         }
         for site in sites {
             let Some((cert, key)) = &site.tls else { continue };
-            match load_pair(cert, key) {
+            match load_pair(cert, key, &format!("site `{}`", site.name)) {
                 Ok((ck, info)) => {
                     for host in &site.hosts {
                         set.by_host.entry(host.clone()).or_insert_with(|| ck.clone());
@@ -91,18 +107,18 @@ impl CertSet {
                         hosts: site.hosts.clone(),
                     });
                 }
-                Err(e) => problems.push((cert.clone(), format!("site `{}`: {e}", site.name))),
+                Err(p) => problems.push(p),
             }
         }
         for l in &settings.listen {
             let Some((cert, key)) = &l.tls else { continue };
-            match load_pair(cert, key) {
+            match load_pair(cert, key, &format!("listen {}", l.address)) {
                 Ok((ck, info)) => {
                     set.by_listener.insert(l.address.clone(), ck);
                     let owner = format!("listen {}", l.address);
                     set.entries.push(CertEntry { owner, path: cert.clone(), info, hosts: Vec::new() });
                 }
-                Err(e) => problems.push((cert.clone(), format!("listen {}: {e}", l.address))),
+                Err(p) => problems.push(p),
             }
         }
         if problems.is_empty() {

@@ -92,7 +92,7 @@ pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<
     let certs = match CertSet::load(&files.settings, files.sites.iter().map(|s| &s.conf)) {
         Ok(c) => Arc::new(c),
         Err(failed) => {
-            problems.extend(failed.into_iter().map(|(file, message)| Problem { file, line: None, message }));
+            problems.extend(failed);
             Arc::new(CertSet::default())
         }
     };
@@ -108,17 +108,19 @@ pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<
             }
             match prebuild(action, &site.alternates) {
                 Some(Ok(answer)) => refusals.push((action.clone(), answer)),
-                Some(Err(e)) => problems.push(Problem {
-                    file: config_path.into(),
-                    line: None,
-                    message: format!("site `{name}`: cannot build the answer of action `{}`: {e}", action.name()),
-                }),
+                Some(Err(e)) => problems.push(Problem::new(
+                    config_path,
+                    None,
+                    format!("site `{name}`: cannot build the answer of action `{}`: {e}", action.name()),
+                )),
                 None => {}
             }
         }
         answers.push(SiteAnswers { requests, refusals });
     }
     if !problems.is_empty() {
+        // The whole reload is refused: say which files it had refused too.
+        problems.extend(files.refused);
         return Err(problems);
     }
     Ok(Snapshot { files, answers, certs })
