@@ -286,9 +286,10 @@ fn verify_refresh_puts_a_fresh_feed_in_force_and_a_broken_one_changes_nothing() 
         &[("robots.txt", ROBOTS.as_bytes()), ("fresh/openai-searchbot.json", old_searchbot)],
     );
     // Before the refresh GPTBot from loopback is outside its published ranges.
-    assert_eq!(from(&gate, "127.0.0.1", common::GPTBOT, "/page", &[]), 403);
+    // (127.0.0.2: 127.0.0.1 is the trusted proxy, never a client, issue #32.)
+    assert_eq!(from(&gate, "127.0.0.2", common::GPTBOT, "/page", &[]), 403);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while from(&gate, "127.0.0.1", common::GPTBOT, "/page", &[]) != 200 {
+    while from(&gate, "127.0.0.2", common::GPTBOT, "/page", &[]) != 200 {
         assert!(std::time::Instant::now() < deadline, "the refreshed feed was not put in force: {}", gate.stderr());
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
