@@ -119,8 +119,10 @@ fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() 
     assert_eq!(as_client(&gate, "/robots.txt", "203.0.113.5", FIREFOX), 200);
     assert_eq!(as_client(&gate, "/page.html", "203.0.113.6", FIREFOX), 200);
     // A verified crawler (GPTBot from an address its feed lists: loopback,
-    // in these tests) is recorded, not banned.
-    assert_eq!(as_client(&gate, "/trap/x", "127.0.0.7", GPTBOT), 200);
+    // in these tests) is recorded, not banned. Since issue #32 its hit of an
+    // armed trap gets the site's action for it (403 here), as any rule it
+    // broke; it was let through before. Its other requests are unaffected.
+    assert_eq!(as_client(&gate, "/trap/x", "127.0.0.7", GPTBOT), 403);
     assert_eq!(as_client(&gate, "/page.html", "127.0.0.7", GPTBOT), 200);
     // A crawler that cannot be verified is banned like anyone else.
     assert_eq!(as_client(&gate, "/trap/x", "203.0.113.8", BINGBOT), 403);
@@ -130,7 +132,7 @@ fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() 
     assert_eq!(trap.len(), 3, "{recs:?}");
     assert_eq!((trap[0]["action"].as_str(), trap[0]["client"].as_str()), (Some("ban"), Some("203.0.113.5")));
     assert_eq!(trap[0]["managed"], true);
-    assert_eq!((trap[1]["action"].as_str(), trap[1]["identity"].as_str()), (Some("log"), Some("verified")));
+    assert_eq!((trap[1]["action"].as_str(), trap[1]["identity"].as_str()), (Some("block"), Some("verified")));
     assert_eq!((trap[2]["action"].as_str(), trap[2]["identity"].as_str()), (Some("ban"), Some("unverifiable")));
     assert!(recs.iter().any(|r| r["directive"] == "banned" && r["status"] == 403));
 
