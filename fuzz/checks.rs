@@ -170,3 +170,67 @@ pub fn client_address(data: &[u8]) {
     let outsider: IpAddr = "203.0.113.9".parse().expect("an address");
     assert_eq!(client_address(outsider, header, fields.iter().copied(), &trusted), Ok(outsider));
 }
+
+/// Parse arbitrary bytes as a PROXY protocol header (v1 or v2). A header
+/// parses the same alone and with bytes after it; each of its prefixes asks
+/// for more, never past the header; what any input asks for is bounded; and
+/// what was read, written back in the same version, reads the same.
+pub fn proxy_protocol(data: &[u8]) {
+    use robotgate::proxy_protocol::{parse, Error, MIN_LEN, V2_MAX};
+    let parsed = match parse(data) {
+        Ok(p) => p,
+        Err(Error::Incomplete { needed }) => {
+            assert!(needed > data.len() && needed <= V2_MAX, "{needed} for {} bytes", data.len());
+            return;
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            return;
+        }
+    };
+    let header = &data[..parsed.consumed];
+    assert!(parsed.consumed >= MIN_LEN && parsed.consumed <= V2_MAX);
+    assert_eq!(parse(header), Ok(parsed));
+    let mut longer = header.to_vec();
+    longer.extend_from_slice(b"\x16\x03\x01GET / HTTP/1.1\r\n");
+    assert_eq!(parse(&longer), Ok(parsed));
+    // Every prefix (a sample of them for long headers) is incomplete.
+    let step = (header.len() / 256).max(1);
+    for n in (0..header.len()).step_by(step).chain([header.len() - 1]) {
+        match parse(&header[..n]) {
+            Err(Error::Incomplete { needed }) => assert!(needed > n && needed <= header.len(), "{n}: {needed}"),
+            other => panic!("a {n}-byte prefix of a header: {other:?}"),
+        }
+    }
+    // Written back, read again.
+    let (Some(source), Some(destination)) = (parsed.source, parsed.destination) else { return };
+    let again = if parsed.version == 1 {
+        let family = if source.is_ipv4() { "TCP4" } else { "TCP6" };
+        format!("PROXY {family} {} {} {} {}\r\n", source.ip(), destination.ip(), source.port(), destination.port())
+            .into_bytes()
+    } else {
+        let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+        let mut block = Vec::new();
+        let family = match (source.ip(), destination.ip()) {
+            (std::net::IpAddr::V4(s), std::net::IpAddr::V4(d)) => {
+                block.extend_from_slice(&s.octets());
+                block.extend_from_slice(&d.octets());
+                0x11
+            }
+            (std::net::IpAddr::V6(s), std::net::IpAddr::V6(d)) => {
+                block.extend_from_slice(&s.octets());
+                block.extend_from_slice(&d.octets());
+                0x21
+            }
+            other => panic!("mixed families: {other:?}"),
+        };
+        block.extend_from_slice(&source.port().to_be_bytes());
+        block.extend_from_slice(&destination.port().to_be_bytes());
+        h.extend_from_slice(&[0x21, family]);
+        h.extend_from_slice(&u16::try_from(block.len()).expect("small").to_be_bytes());
+        h.extend_from_slice(&block);
+        h
+    };
+    let reread = parse(&again).expect("a header written from what was read");
+    assert_eq!((reread.source, reread.destination), (parsed.source, parsed.destination));
+}

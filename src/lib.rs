@@ -21,6 +21,9 @@
 //! * [`managed`]: the robots.txt served: the site's file plus generated lines
 //!   (traps, AI-training opt-out, Content-Signal).
 //! * [`net`]: networks, `host:port` syntax, `Host` ports, as plain data.
+//! * [`proxy_protocol`]: the PROXY protocol header (v1 and v2) a load
+//!   balancer puts before a connection.
+//! * [`deadline`]: the request-head deadline against slow clients.
 //! * [`lines`]: bounded line reading for the log readers.
 //! * [`load`]: reads the operator's files (config, robots.txt, humans.txt,
 //!   bot database, feeds) into one immutable snapshot; no Pingora.
@@ -31,12 +34,14 @@
 pub mod accesslog;
 pub mod agent;
 pub mod config;
+pub mod deadline;
 pub mod identity;
 pub mod lines;
 pub mod load;
 pub mod managed;
 pub mod net;
 pub mod policy;
+pub mod proxy_protocol;
 pub mod record;
 pub mod replay;
 pub mod report;

@@ -128,3 +128,22 @@ fn client_address_inputs() {
     );
     assert!(n >= 5);
 }
+
+#[test]
+fn proxy_protocol_inputs() {
+    let n = replay(
+        "proxy_protocol",
+        checks::proxy_protocol,
+        &[
+            b"",
+            b"PROXY TCP4 66.249.66.1 127.0.0.1 51234 8080\r\nGET / HTTP/1.1\r\n",
+            b"PROXY TCP6 ::ffff:1.2.3.4 ::1 1 2\r\n",
+            b"PROXY UNKNOWN\r\n",
+            b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r",
+            b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c\x42\xf9\x42\x01\x7f\x00\x00\x01\xc8\x22\x1f\x90",
+            b"\r\n\r\n\x00\r\nQUIT\n\x20\xff\x00\x00",
+            b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\xff\xff",
+        ],
+    );
+    assert!(n >= 8);
+}

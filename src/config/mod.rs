@@ -98,6 +98,12 @@ pub struct Settings {
     pub bots_replace: bool,
     /// Clients tracked for rate limits.
     pub max_clients: usize,
+    /// The longest a client may take to send a whole request head
+    /// (`limits.request_head_timeout`; see [`crate::deadline`]).
+    pub request_head_timeout: Duration,
+    /// The longest a connection may sit idle between requests
+    /// (`limits.keepalive_timeout`); whole seconds, as Pingora counts them.
+    pub keepalive_timeout: Duration,
     /// Shutdown grace period.
     pub grace_period: Duration,
     /// A directory of IP range feeds replacing the embedded ones of the same name.
@@ -138,6 +144,14 @@ impl SharedState {
 
 /// The default `state.timeout_ms`.
 pub const DEFAULT_STATE_TIMEOUT_MS: u64 = 50;
+
+/// The default `limits.request_head_timeout`: Apache's `mod_reqtimeout`
+/// allows a head 20 s (`header=20-40`), nginx 60 s (`client_header_timeout`).
+pub const DEFAULT_REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The default `limits.keepalive_timeout`: what robotgate always used
+/// (nginx's `keepalive_timeout` is 75 s, Apache's `KeepAliveTimeout` 5 s).
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `verify:`, validated (Web Bot Auth).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -199,6 +213,9 @@ pub struct Listen {
     pub http2: bool,
     /// Accept HTTP/2 with prior knowledge (plain listeners).
     pub h2c: bool,
+    /// Every connection starts with a PROXY protocol header (v1 or v2), from
+    /// a peer in `trusted_proxies`, whose source address is the client's.
+    pub proxy_protocol: bool,
 }
 
 /// Where violation records go.
@@ -304,6 +321,21 @@ mod tests {
     }
 
     #[test]
+    fn slow_client_limits() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.settings.request_head_timeout, DEFAULT_REQUEST_HEAD_TIMEOUT);
+        assert_eq!(c.settings.keepalive_timeout, DEFAULT_KEEPALIVE_TIMEOUT);
+        let limits = |l: &str| format!("{MINIMAL}limits: {l}\n");
+        let c = parse(&limits("{ request_head_timeout: 2, keepalive_timeout: \"90s\" }")).unwrap();
+        assert_eq!(c.settings.request_head_timeout, Duration::from_secs(2));
+        assert_eq!(c.settings.keepalive_timeout, Duration::from_secs(90));
+        let bad = parse(&limits("{ request_head_timeout: 0, keepalive_timeout: \"2h\" }")).unwrap_err();
+        let fields: Vec<&str> = bad.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["limits.request_head_timeout", "limits.keepalive_timeout"]);
+        assert!(parse(&limits("{ request_head_timeout: \"soon\" }")).is_err());
+    }
+
+    #[test]
     fn listeners_https_http2_h2c_and_state() {
         let listen = |l: &str| MINIMAL.replace("listen: [\"127.0.0.1:8080\"]", l);
         let c = parse(&listen(
@@ -326,6 +358,16 @@ mod tests {
         assert!(errors("listen:\n  - { address: \"127.0.0.1:8443\", tls: true }").contains("needs certificates"));
         assert!(errors("listen:\n  - { address: \"127.0.0.1:80\", h2c: true }\n  - \"127.0.0.1:81\"")
             .contains("every plain listener or none"));
+        // PROXY protocol: only with trusted proxies to send it.
+        let c = parse(&format!(
+            "{}trusted_proxies: [\"10.0.0.0/8\"]\n",
+            listen("listen:\n  - { address: \"127.0.0.1:8080\", proxy_protocol: true }\n  - \"127.0.0.1:8081\"")
+        ))
+        .unwrap();
+        assert!(c.settings.listen[0].proxy_protocol && !c.settings.listen[1].proxy_protocol);
+        assert!(errors("listen:\n  - { address: \"127.0.0.1:8080\", proxy_protocol: true }")
+            .contains("listen[0].proxy_protocol: needs `trusted_proxies`"));
+        assert!(parse(&listen("listen:\n  - { address: \"127.0.0.1:8080\", proxy_protocl: true }")).is_err());
         // A site's own certificate makes `tls: true` enough.
         let site_tls = listen("listen:\n  - { address: \"127.0.0.1:8443\", tls: true }")
             .replace("    upstream:", "    tls: { cert: s.pem, key: s.key }\n    upstream:");

@@ -9,27 +9,37 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-/// `listen:` entries: `"127.0.0.1:8080"` or `{address, tls, http2, h2c}`.
+/// `listen:` entries: `"127.0.0.1:8080"` or `{address, tls, http2, h2c, proxy_protocol}`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum RawListen {
     /// A plain HTTP listener.
     Plain(String),
     /// A listener with options.
-    Full {
-        /// `host:port`.
-        address: String,
-        /// HTTPS: the listener's own certificate and key (PEM files), or
-        /// `true` for the sites' certificates only (chosen by SNI).
-        #[serde(default)]
-        tls: Option<RawListenTls>,
-        /// Offer HTTP/2 by ALPN on an HTTPS listener (default true).
-        #[serde(default)]
-        http2: Option<bool>,
-        /// Accept HTTP/2 without TLS (prior knowledge) on a plain listener (default false).
-        #[serde(default)]
-        h2c: bool,
-    },
+    Full(RawListenFull),
+}
+
+/// The long form of a `listen:` entry. A struct of its own so that unknown
+/// keys are errors: a misspelt `proxy_protocol` must not pass unnoticed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListenFull {
+    /// `host:port`.
+    pub address: String,
+    /// HTTPS: the listener's own certificate and key (PEM files), or
+    /// `true` for the sites' certificates only (chosen by SNI).
+    #[serde(default)]
+    pub tls: Option<RawListenTls>,
+    /// Offer HTTP/2 by ALPN on an HTTPS listener (default true).
+    #[serde(default)]
+    pub http2: Option<bool>,
+    /// Accept HTTP/2 without TLS (prior knowledge) on a plain listener (default false).
+    #[serde(default)]
+    pub h2c: bool,
+    /// Every connection starts with a PROXY protocol header (v1 or v2)
+    /// from one of `trusted_proxies`, which names the client (default false).
+    #[serde(default)]
+    pub proxy_protocol: bool,
 }
 
 /// A listener's `tls:`.
@@ -284,7 +294,7 @@ fn default_metrics_listen() -> String {
     "127.0.0.1:9102".into()
 }
 
-/// `limits:`: bounds on per-client state.
+/// `limits:`: bounds on per-client state and on slow clients.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawLimits {
@@ -292,11 +302,23 @@ pub struct RawLimits {
     pub max_clients: usize,
     /// The prefix an IPv6 client is banned and rate-limited by (default 64).
     pub ipv6_prefix: u8,
+    /// The longest a client may take to send a whole request head, from the
+    /// accept (first request) or from its first byte (later ones): seconds
+    /// or text (`20s`). Default 20 seconds.
+    pub request_head_timeout: Option<RawDuration>,
+    /// The longest a connection may sit idle between two requests: seconds
+    /// or text (`60s`). Default 60 seconds.
+    pub keepalive_timeout: Option<RawDuration>,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
-        RawLimits { max_clients: 100_000, ipv6_prefix: crate::net::BAN_PREFIX_V6 }
+        RawLimits {
+            max_clients: 100_000,
+            ipv6_prefix: crate::net::BAN_PREFIX_V6,
+            request_head_timeout: None,
+            keepalive_timeout: None,
+        }
     }
 }
 

@@ -23,7 +23,7 @@ pub mod verify;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use pingora::apps::http_app::{HttpServer, ServeHttp};
@@ -129,6 +129,56 @@ fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<
 /// deadlines, and the 502/504 they lead to, are the same.
 pub const TOKIO_TIMERS_FROM_SECONDS: Option<u64> = Some(0);
 
+/// One proxy service: `gate` behind robotgate's connection handling
+/// ([`http::conn::Edge`]: the request-head deadline, and the PROXY protocol
+/// if `gate` takes it), listening on `listen`.
+fn proxy_service(
+    server: &Server,
+    shared: &Arc<ArcSwap<snapshot::Snapshot>>,
+    config: &crate::config::Settings,
+    gate: Gate,
+    name: &str,
+    listen: &[&crate::config::Listen],
+) -> anyhow::Result<Service<http::conn::Edge>> {
+    let proxy_protocol = gate.proxy_protocol;
+    let mut proxy = pingora::proxy::http_proxy(&server.configuration, gate);
+    let mut options = proxy.server_options.clone().unwrap_or_default();
+    // Pingora's h2c is per service: the configuration makes every plain
+    // listener say the same.
+    options.h2c = config.listen.iter().any(|l| l.h2c);
+    // An HTTP/2 connection without a stream in flight is idle as an HTTP/1
+    // connection between requests is.
+    options.h2_idle_timeout = Some(config.keepalive_timeout);
+    proxy.server_options = Some(options);
+    let reader = proxy_protocol.then(|| {
+        // The header must come within the head's own limit too.
+        let timeout = http::conn::PROXY_HEADER_TIMEOUT.min(config.request_head_timeout);
+        Arc::new(http::conn::ProxyProtocol { snapshot: shared.clone(), timeout })
+    });
+    let edge = http::conn::Edge::new(proxy, config.request_head_timeout, reader.clone());
+    let mut service = Service::new(name.to_owned(), edge);
+    if let Some(reader) = reader {
+        // Pingora runs it for TLS listeners only; `Edge` reads plain ones.
+        service.endpoints().set_pre_tls_callback(reader);
+    }
+    for l in listen {
+        let addr = &l.address;
+        if !l.https {
+            service.add_tcp(addr);
+            continue;
+        }
+        // Certificates come from the snapshot at each handshake (by SNI).
+        let mut tls = pingora::listeners::tls::TlsSettings::intermediate("", "")
+            .with_context(|| format!("TLS listener {addr}"))?;
+        tls.set_cert_resolver(Arc::new(tls::SniResolver { snapshot: shared.clone(), listener: addr.clone() }));
+        if l.http2 {
+            tls.enable_h2();
+        }
+        service.add_tls_with_settings(addr, None, tls);
+    }
+    Ok(service)
+}
+
 /// Run the proxy until a signal stops it. SIGTERM and SIGQUIT finish
 /// in-flight requests (up to the grace period); every violation record
 /// accepted before the stop is written before this returns.
@@ -212,39 +262,22 @@ pub fn serve_with(
         },
         wba: Arc::new(wba::DirectoryCache::from_settings(&config.verify)),
         violations: violations.clone(),
+        keepalive: config.keepalive_timeout.as_secs(),
+        proxy_protocol: false,
     };
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(&server.configuration, gate, "robotgate");
-    for l in &config.listen {
-        let addr = &l.address;
-        if !l.https {
-            proxy.add_tcp(addr);
-            continue;
-        }
-        // Certificates come from the snapshot at each handshake (by SNI).
-        let mut tls = pingora::listeners::tls::TlsSettings::intermediate("", "")
-            .with_context(|| format!("TLS listener {addr}"))?;
-        tls.set_cert_resolver(Arc::new(tls::SniResolver { snapshot: shared.clone(), listener: addr.clone() }));
-        if l.http2 {
-            tls.enable_h2();
-        }
-        proxy.add_tls_with_settings(addr, None, tls);
-    }
-    if config.listen.iter().any(|l| l.h2c) {
-        // Pingora's h2c is per service: the configuration makes every plain
-        // listener say the same.
-        let options = proxy.app_logic_mut().map(|app| {
-            let mut o = app.server_options.clone().unwrap_or_default();
-            o.h2c = true;
-            app.server_options = Some(o);
-        });
-        if options.is_none() {
-            bail!("cannot enable h2c");
-        }
-    }
     // The proxy starts after the services it fronts (the demo's origin).
     let extra: Vec<_> = extra.into_iter().map(|s| server.add_boxed_service(s)).collect();
-    let proxy = server.add_service(proxy);
-    proxy.add_dependencies(extra.iter());
+    // Pingora's pre-TLS hook (the PROXY protocol) is per service, so
+    // listeners with and without the PROXY protocol are two services.
+    for proxy_protocol in [false, true] {
+        let listen: Vec<_> = config.listen.iter().filter(|l| l.proxy_protocol == proxy_protocol).collect();
+        if listen.is_empty() {
+            continue;
+        }
+        let name = if proxy_protocol { "robotgate (PROXY protocol)" } else { "robotgate" };
+        let proxy = proxy_service(&server, &shared, &config, Gate { proxy_protocol, ..gate.clone() }, name, &listen)?;
+        server.add_service(proxy).add_dependencies(extra.iter());
+    }
     if let Some(addr) = &config.metrics {
         let mut metrics: Service<HttpServer<MetricsApp>> = Service::new(
             "metrics".into(),

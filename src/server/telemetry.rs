@@ -60,6 +60,12 @@ pub struct Metrics {
     pub state_up: IntGauge,
     /// `robotgate_certificate_expiry_seconds{site}`: Unix time at which each certificate expires.
     pub certificate_expiry: IntGaugeVec,
+    /// `robotgate_request_head_timeouts_total`: connections closed because a
+    /// request head was not whole within `limits.request_head_timeout`.
+    pub request_head_timeouts: IntCounter,
+    /// `robotgate_proxy_protocol_refused_total{reason}`: connections dropped
+    /// on a PROXY protocol listener.
+    pub proxy_protocol_refused: IntCounterVec,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -169,6 +175,17 @@ pub fn metrics() -> &'static Metrics {
             "robotgate_certificate_expiry_seconds",
             "Unix time at which each HTTPS certificate in force expires (site, or `listen ADDRESS`)",
             &["site"]
+        )
+        .expect("metric registers once"),
+        request_head_timeouts: register_int_counter!(
+            "robotgate_request_head_timeouts_total",
+            "Connections closed because a request head was not whole within limits.request_head_timeout"
+        )
+        .expect("metric registers once"),
+        proxy_protocol_refused: register_int_counter_vec!(
+            "robotgate_proxy_protocol_refused_total",
+            "Connections dropped on a PROXY protocol listener: untrusted_peer, missing, invalid, too_long, timeout, closed",
+            &["reason"]
         )
         .expect("metric registers once"),
     })

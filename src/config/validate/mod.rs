@@ -79,6 +79,7 @@ impl RawConfig {
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
+        let (request_head_timeout, keepalive_timeout) = settings::connection_timeouts(&self.limits, &mut errors);
         let dns = settings::dns("verify.dns", &self.verify.dns, &mut errors);
         let refresh_every = settings::feed_sources(&self.verify, &mut errors);
         let shared_state = self.state.as_ref().map(|s| settings::shared_state(s, &mut errors));
@@ -101,6 +102,8 @@ impl RawConfig {
             bots: self.bots,
             bots_replace: self.bots_replace,
             max_clients: self.limits.max_clients,
+            request_head_timeout,
+            keepalive_timeout,
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
             verify_feeds: self.verify.feeds.clone(),
             dns,

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use super::super::{
-    ConfigError, DnsSettings, Listen, LogOptions, LogTarget, RawConfig, RawDns, RawListen, RawListenTls, RawLog,
-    RawState, RawVerify, SharedState, DEFAULT_DNS_TIMEOUT_MS, DEFAULT_STATE_TIMEOUT_MS,
+    ConfigError, DnsSettings, Listen, LogOptions, LogTarget, RawConfig, RawDns, RawDuration, RawLimits, RawListen,
+    RawListenFull, RawListenTls, RawLog, RawState, RawVerify, SharedState, DEFAULT_DNS_TIMEOUT_MS,
+    DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_REQUEST_HEAD_TIMEOUT, DEFAULT_STATE_TIMEOUT_MS,
 };
 use super::fields::{duration, host_port, size};
 use crate::net::Cidr;
@@ -18,17 +19,23 @@ pub(super) fn listeners(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Vec<L
     let mut listen = Vec::new();
     for (i, l) in raw.listen.iter().enumerate() {
         let field = format!("listen[{i}]");
-        let (address, https, tls, http2, h2c) = match l {
-            RawListen::Plain(a) => (a.as_str(), false, None, None, false),
-            RawListen::Full { address, tls, http2, h2c } => {
+        let (address, https, tls, http2, h2c, proxy_protocol) = match l {
+            RawListen::Plain(a) => (a.as_str(), false, None, None, false, false),
+            RawListen::Full(RawListenFull { address, tls, http2, h2c, proxy_protocol }) => {
                 let (https, pair) = match tls {
                     None | Some(RawListenTls::On(false)) => (false, None),
                     Some(RawListenTls::On(true)) => (true, None),
                     Some(RawListenTls::Pair(t)) => (true, Some((t.cert.clone(), t.key.clone()))),
                 };
-                (address.as_str(), https, pair, *http2, *h2c)
+                (address.as_str(), https, pair, *http2, *h2c, *proxy_protocol)
             }
         };
+        if proxy_protocol && raw.trusted_proxies.is_empty() {
+            errors.push(ConfigError::new(
+                format!("{field}.proxy_protocol"),
+                "needs `trusted_proxies`: the networks of the load balancers that send the header",
+            ));
+        }
         if http2.is_some() && !https {
             errors.push(ConfigError::new(
                 format!("{field}.http2"),
@@ -49,7 +56,7 @@ pub(super) fn listeners(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Vec<L
             if listen.iter().any(|l: &Listen| l.address == address) {
                 errors.push(ConfigError::new(&field, format!("{address} is listed twice")));
             }
-            listen.push(Listen { address, https, tls, http2: https && http2.unwrap_or(true), h2c });
+            listen.push(Listen { address, https, tls, http2: https && http2.unwrap_or(true), h2c, proxy_protocol });
         }
     }
     let plain: Vec<&Listen> = listen.iter().filter(|l| !l.https).collect();
@@ -60,6 +67,26 @@ pub(super) fn listeners(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Vec<L
         ));
     }
     listen
+}
+
+/// `limits.request_head_timeout` and `limits.keepalive_timeout`: each from 1
+/// second to an hour; the keep-alive timeout in whole seconds (Pingora's unit).
+pub(super) fn connection_timeouts(raw: &RawLimits, errors: &mut Vec<ConfigError>) -> (Duration, Duration) {
+    let mut bounded = |field: &str, raw: &Option<RawDuration>, default: Duration| match raw.as_ref().map(duration) {
+        None => default,
+        Some(Ok(d)) if d >= Duration::from_secs(1) && d <= Duration::from_secs(3600) => d,
+        Some(Ok(_)) => {
+            errors.push(ConfigError::new(field, "must be between 1 second and 1 hour"));
+            default
+        }
+        Some(Err(e)) => {
+            errors.push(ConfigError::new(field, e));
+            default
+        }
+    };
+    let head = bounded("limits.request_head_timeout", &raw.request_head_timeout, DEFAULT_REQUEST_HEAD_TIMEOUT);
+    let keepalive = bounded("limits.keepalive_timeout", &raw.keepalive_timeout, DEFAULT_KEEPALIVE_TIMEOUT);
+    (head, Duration::from_secs(keepalive.as_secs()))
 }
 
 /// `trusted_proxies:`, each a CIDR.

@@ -1,8 +1,11 @@
 //! The HTTP path: the proxy ([`proxy`]: gather a request's facts, let the
 //! core decide, translate the outcome), the responses robotgate writes
 //! itself ([`respond`]), the client address behind trusted proxies
-//! ([`forwarded`]), and certificates per handshake ([`tls`]).
+//! ([`forwarded`]), certificates per handshake ([`tls`]), and each
+//! connection beneath HTTP: the PROXY protocol and the request-head
+//! deadline ([`conn`]).
 
+pub mod conn;
 pub mod decide;
 pub mod forwarded;
 pub mod proxy;

@@ -18,6 +18,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
+use super::conn;
 use super::decide::Step;
 use super::forwarded::add_forwarded_headers;
 use super::respond;
@@ -34,7 +35,9 @@ use crate::server::verify::wba::{self, DirectoryCache};
 use crate::state::shared::Answer;
 use crate::state::MemoryState;
 
-/// The proxy application.
+/// The proxy application. One per Pingora service: listeners with and
+/// without the PROXY protocol are two services (see `server::serve_with`).
+#[derive(Clone)]
 pub struct Gate {
     /// The live snapshot; reload swaps it.
     pub snapshot: Arc<ArcSwap<Snapshot>>,
@@ -50,6 +53,11 @@ pub struct Gate {
     pub shared: Option<Arc<SharedStore>>,
     /// Keep the last violations for the status page.
     pub status_page: bool,
+    /// Seconds an idle keep-alive connection stays open (`limits.keepalive_timeout`).
+    pub keepalive: u64,
+    /// This service's listeners take the PROXY protocol: its header names
+    /// the client, and the client's forwarding headers are dropped.
+    pub proxy_protocol: bool,
 }
 
 /// Per-request state.
@@ -315,10 +323,14 @@ impl ProxyHttp for Gate {
     }
 
     async fn early_request_filter(&self, session: &mut Session, _ctx: &mut Ctx) -> Result<()> {
+        conn::head_complete(session);
+        if self.proxy_protocol {
+            conn::drop_forwarding_headers(session);
+        }
         // Pingora keeps idle HTTP/1.1 keep-alive connections forever after the
         // first request; bound them.
         if session.get_keepalive().is_some() {
-            session.set_keepalive(Some(60));
+            session.set_keepalive(Some(self.keepalive));
         }
         Ok(())
     }
@@ -451,6 +463,7 @@ impl ProxyHttp for Gate {
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut Ctx) {
+        conn::request_done(session);
         let Some(mut record) = ctx.pending.take() else { return };
         record.time = now_rfc3339();
         record.status = session.response_written().map_or(ctx.status, |r| r.status.as_u16());

@@ -164,6 +164,9 @@ pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::
     if old.max_clients != new.max_clients {
         out.push("limits.max_clients");
     }
+    if old.request_head_timeout != new.request_head_timeout || old.keepalive_timeout != new.keepalive_timeout {
+        out.push("limits.request_head_timeout, keepalive_timeout");
+    }
     if old.grace_period != new.grace_period {
         out.push("grace_period");
     }

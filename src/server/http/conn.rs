@@ -1,0 +1,482 @@
+//! Each accepted connection, before and beneath Pingora's HTTP: the PROXY
+//! protocol header on the listeners that take one, and the request-head
+//! deadline on every connection.
+//!
+//! # The request-head deadline
+//!
+//! Pingora bounds each read of a request head, never the head as a whole,
+//! and has no hook that runs when a connection is accepted and again when
+//! its head is complete. So robotgate puts its own [`ServerApp`], [`Edge`],
+//! in front of Pingora's HTTP proxy. For each new connection (after the TLS
+//! handshake, if any) it wraps the stream in a [`Guarded`] stream and hands
+//! that to Pingora, which then reads every byte of the connection through
+//! it. The wrapper owns a [`HeadClock`] (the rules are in
+//! [`crate::deadline`]) and, while a head is being read:
+//!
+//! * a read that would wait arms a tokio timer for the head's deadline, so
+//!   the connection's task wakes then even if the client sends nothing;
+//! * any read at or after the deadline fails with `TimedOut`, and Pingora
+//!   closes the connection.
+//!
+//! The proxy tells the wrapper when an HTTP/1 head is complete
+//! ([`head_complete`], from `early_request_filter`) and when a request is
+//! done ([`request_done`], from `logging`): it finds the wrapper through the
+//! session's stream (`Session::stream`, the object it was given). HTTP/2
+//! streams do not expose it; for HTTP/2 the clock finds the header blocks
+//! in the frames it passes on.
+//!
+//! Nothing here acts on a file descriptor or outlives the connection: the
+//! timer lives inside the stream object and is dropped with it, so a
+//! deadline can never hit another connection that reuses the descriptor.
+//! Connections of an idle keep-alive wait are bounded by Pingora's
+//! keep-alive timeout (`limits.keepalive_timeout`); over HTTP/2, by its
+//! idle timeout (set to the same).
+//!
+//! # The PROXY protocol
+//!
+//! On a listener with `proxy_protocol: true`, [`ProxyProtocol`] reads the
+//! header ([`crate::proxy_protocol`]) before anything else: for HTTPS
+//! listeners in Pingora's pre-TLS hook ([`PreTlsProcess`], which Pingora
+//! runs for TLS listeners only), for plain ones in [`Edge`]. The peer must
+//! be one of `trusted_proxies`, or nothing is read and the connection is
+//! dropped; so is one whose header is missing, invalid, longer than the
+//! limit or slower than [`PROXY_HEADER_TIMEOUT`]. The header's source
+//! becomes the connection's peer in its socket digest, which is what
+//! `session.client_addr()` returns. The forwarding headers a client sent
+//! are removed on such a listener before anything reads them
+//! ([`drop_forwarding_headers`]).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use pingora::apps::ServerApp;
+use pingora::listeners::PreTlsProcess;
+use pingora::protocols::l4::stream::Stream as L4Stream;
+use pingora::protocols::raw_connect::ProxyDigest;
+use pingora::protocols::tls::{SslDigest, TlsRef};
+use pingora::protocols::{
+    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream, TimingDigest,
+    UniqueID, UniqueIDType, ALPN,
+};
+use pingora::proxy::{HttpProxy, Session};
+use pingora::server::ShutdownWatch;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+use super::proxy::Gate;
+use crate::deadline::{HeadClock, H2_PREFACE};
+use crate::proxy_protocol::{self, Parsed};
+use crate::server::snapshot::Snapshot;
+use crate::server::telemetry::metrics;
+
+/// The longest a load balancer may take to send its PROXY protocol header
+/// (it sends it with the connection's first bytes), or the request-head
+/// limit if that is shorter.
+pub const PROXY_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// robotgate's connection handling around Pingora's HTTP proxy. See the
+/// module documentation.
+pub struct Edge {
+    proxy: Arc<HttpProxy<Gate>>,
+    head_timeout: Duration,
+    proxy_protocol: Option<Arc<ProxyProtocol>>,
+}
+
+impl Edge {
+    /// Serve `proxy` with request heads bounded by `head_timeout`, and with
+    /// the PROXY protocol read first on plain connections when
+    /// `proxy_protocol` is given (TLS listeners read it in the same
+    /// object's pre-TLS hook).
+    pub fn new(proxy: HttpProxy<Gate>, head_timeout: Duration, proxy_protocol: Option<Arc<ProxyProtocol>>) -> Edge {
+        Edge { proxy: Arc::new(proxy), head_timeout, proxy_protocol }
+    }
+}
+
+#[async_trait]
+impl ServerApp for Edge {
+    async fn process_new(self: &Arc<Self>, mut stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
+        if let Some(pp) = &self.proxy_protocol {
+            // Over TLS the header came before the handshake, in the pre-TLS hook.
+            if stream.get_ssl_digest().is_none() {
+                pp.accept(&mut *stream).await.ok()?;
+            }
+        }
+        let guarded: Stream = Box::new(Guarded::new(stream, self.head_timeout));
+        ServerApp::process_new(&self.proxy, guarded, shutdown).await
+    }
+
+    async fn cleanup(&self) {
+        ServerApp::cleanup(&*self.proxy).await;
+    }
+}
+
+/// The whole HTTP/1 head of `session`'s request is in: its deadline stops.
+pub fn head_complete(session: &Session) {
+    signal(session, HEAD_COMPLETE);
+}
+
+/// `session`'s request is done: until the next head starts, the keep-alive
+/// timeout applies, not the head's.
+pub fn request_done(session: &Session) {
+    signal(session, REQUEST_DONE);
+}
+
+/// Remove the headers that name a client (`Forwarded`, `X-Forwarded-For`,
+/// `X-Real-IP`) from a request on a PROXY protocol listener: there the
+/// header from the load balancer names the client, and what the client
+/// wrote is never read. The origin gets `X-Forwarded-For` with the address
+/// robotgate judged.
+pub fn drop_forwarding_headers(session: &mut Session) {
+    let req = session.req_header_mut();
+    for name in ["forwarded", "x-forwarded-for", "x-real-ip"] {
+        req.remove_header(name);
+    }
+}
+
+const NO_SIGNAL: u8 = 0;
+const HEAD_COMPLETE: u8 = 1;
+const REQUEST_DONE: u8 = 2;
+
+fn signal(session: &Session, what: u8) {
+    let guarded = session.stream().and_then(|s| s.as_any().downcast_ref::<Guarded>());
+    if let Some(g) = guarded {
+        g.signal.store(what, Ordering::Relaxed);
+    }
+}
+
+/// A connection's stream with its request-head deadline. Every other
+/// call goes to the stream inside.
+#[derive(Debug)]
+pub struct Guarded {
+    inner: Stream,
+    clock: HeadClock,
+    /// The last word from the HTTP session ([`head_complete`],
+    /// [`request_done`]), applied at the next read. Only the last matters:
+    /// each says where the connection stands.
+    signal: AtomicU8,
+    /// Wakes the connection's task at the deadline while a read waits.
+    timer: Option<Pin<Box<Sleep>>>,
+    expired: bool,
+}
+
+impl Guarded {
+    fn new(inner: Stream, limit: Duration) -> Guarded {
+        // Pingora stamps the connection when it accepts it; time spent since
+        // (a TLS handshake) counts against the first head.
+        let accepted = inner
+            .get_timing_digest()
+            .first()
+            .and_then(Option::as_ref)
+            .and_then(|t| SystemTime::now().duration_since(t.established_ts).ok())
+            .and_then(|age| Instant::now().checked_sub(age))
+            .unwrap_or_else(Instant::now);
+        let mut clock = HeadClock::new(limit, accepted);
+        if matches!(inner.selected_alpn_proto(), Some(ALPN::H2)) {
+            clock.http2();
+        }
+        Guarded { inner, clock, signal: AtomicU8::new(NO_SIGNAL), timer: None, expired: false }
+    }
+
+    fn take_signal(&mut self) {
+        match std::mem::replace(self.signal.get_mut(), NO_SIGNAL) {
+            HEAD_COMPLETE => self.clock.head_complete(),
+            REQUEST_DONE => self.clock.request_done(),
+            _ => {}
+        }
+    }
+
+    fn expire(&mut self) -> io::Error {
+        if !self.expired {
+            self.expired = true;
+            metrics().request_head_timeouts.inc();
+            let peer = self.inner.get_socket_digest().and_then(|d| d.peer_addr().map(ToString::to_string));
+            tracing::debug!(target: "robotgate", peer = peer.as_deref().unwrap_or("-"), "request head too slow: connection closed");
+        }
+        io::Error::new(io::ErrorKind::TimedOut, "request head not complete within limits.request_head_timeout")
+    }
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.take_signal();
+        if this.expired || this.clock.is_expired(Instant::now()) {
+            return Poll::Ready(Err(this.expire()));
+        }
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                this.clock.read(&buf.filled()[before..], Instant::now);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                let Some(deadline) = this.clock.deadline() else {
+                    // No head under way: drop a timer that could only wake the task for nothing.
+                    this.timer = None;
+                    return Poll::Pending;
+                };
+                let deadline = tokio::time::Instant::from_std(deadline);
+                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.deadline() != deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Err(this.expire())),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[async_trait]
+impl Shutdown for Guarded {
+    async fn shutdown(&mut self) {
+        self.inner.shutdown().await;
+    }
+}
+
+impl UniqueID for Guarded {
+    fn id(&self) -> UniqueIDType {
+        self.inner.id()
+    }
+}
+
+impl Ssl for Guarded {
+    fn get_ssl(&self) -> Option<&TlsRef> {
+        self.inner.get_ssl()
+    }
+
+    fn get_ssl_digest(&self) -> Option<Arc<SslDigest>> {
+        self.inner.get_ssl_digest()
+    }
+
+    fn selected_alpn_proto(&self) -> Option<ALPN> {
+        self.inner.selected_alpn_proto()
+    }
+}
+
+impl GetTimingDigest for Guarded {
+    fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
+        self.inner.get_timing_digest()
+    }
+
+    fn get_read_pending_time(&self) -> Duration {
+        self.inner.get_read_pending_time()
+    }
+
+    fn get_write_pending_time(&self) -> Duration {
+        self.inner.get_write_pending_time()
+    }
+}
+
+impl GetProxyDigest for Guarded {
+    fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
+        self.inner.get_proxy_digest()
+    }
+
+    fn set_proxy_digest(&mut self, digest: ProxyDigest) {
+        self.inner.set_proxy_digest(digest);
+    }
+}
+
+impl GetSocketDigest for Guarded {
+    fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
+        self.inner.get_socket_digest()
+    }
+
+    fn set_socket_digest(&mut self, digest: SocketDigest) {
+        self.inner.set_socket_digest(digest);
+    }
+}
+
+#[async_trait]
+impl Peek for Guarded {
+    /// Pingora peeks at a plain connection's first 24 bytes for the HTTP/2
+    /// preface (h2c). The peek waits for those bytes, so it runs under the
+    /// head's deadline too; a connection that turns out to speak HTTP/2
+    /// switches its clock to HTTP/2 framing.
+    async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
+        let peeked = match self.clock.deadline() {
+            Some(deadline) => {
+                let deadline = tokio::time::Instant::from_std(deadline);
+                match tokio::time::timeout_at(deadline, self.inner.try_peek(buf)).await {
+                    Ok(peeked) => peeked?,
+                    Err(_) => return Err(self.expire()),
+                }
+            }
+            None => self.inner.try_peek(buf).await?,
+        };
+        if peeked && buf == H2_PREFACE {
+            self.clock.http2();
+        }
+        Ok(peeked)
+    }
+}
+
+/// Reads the PROXY protocol header on the listeners that take one. See the
+/// module documentation.
+pub struct ProxyProtocol {
+    /// For `trusted_proxies` as they are now (a reload changes them).
+    pub snapshot: Arc<ArcSwap<Snapshot>>,
+    /// The bound on reading the header.
+    pub timeout: Duration,
+}
+
+/// Why a connection on a PROXY protocol listener was dropped.
+#[derive(Debug)]
+enum Refusal {
+    /// The peer is not one of `trusted_proxies`.
+    Untrusted,
+    /// The header did not come within the time bound.
+    Timeout,
+    /// The peer closed the connection, or it failed, before a whole header.
+    Closed,
+    /// What came is not a valid header.
+    Header(proxy_protocol::Error),
+}
+
+impl Refusal {
+    /// The metric's `reason` label.
+    fn reason(&self) -> &'static str {
+        match self {
+            Refusal::Untrusted => "untrusted_peer",
+            Refusal::Timeout => "timeout",
+            Refusal::Closed => "closed",
+            Refusal::Header(proxy_protocol::Error::Missing) => "missing",
+            Refusal::Header(proxy_protocol::Error::TooLong(_)) => "too_long",
+            Refusal::Header(_) => "invalid",
+        }
+    }
+}
+
+impl ProxyProtocol {
+    /// Check the peer, read the header from `stream`, and make its source
+    /// the connection's peer. On `Err` the caller drops the connection.
+    async fn accept<S>(&self, stream: &mut S) -> Result<(), Refusal>
+    where
+        S: AsyncRead + Unpin + GetSocketDigest + UniqueID + Send + ?Sized,
+    {
+        let peer = stream.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).copied());
+        let result = match peer {
+            Some(peer) if self.trusts(peer.ip()) => {
+                match tokio::time::timeout(self.timeout, read_header(stream)).await {
+                    Ok(Ok(parsed)) => {
+                        adopt(stream, &parsed);
+                        Ok(())
+                    }
+                    Ok(Err(refusal)) => Err(refusal),
+                    Err(_) => Err(Refusal::Timeout),
+                }
+            }
+            _ => Err(Refusal::Untrusted),
+        };
+        if let Err(refusal) = &result {
+            metrics().proxy_protocol_refused.with_label_values(&[refusal.reason()]).inc();
+            let peer = peer.map_or_else(|| "-".to_owned(), |p| p.to_string());
+            match refusal {
+                // A bare TCP connect (a port check) is no news.
+                Refusal::Closed => {
+                    tracing::debug!(target: "robotgate", peer, reason = refusal.reason(), "PROXY protocol listener: connection dropped")
+                }
+                Refusal::Header(e) => {
+                    tracing::warn!(target: "robotgate", peer, reason = refusal.reason(), error = %e, "PROXY protocol listener: connection dropped")
+                }
+                _ => {
+                    tracing::warn!(target: "robotgate", peer, reason = refusal.reason(), "PROXY protocol listener: connection dropped")
+                }
+            }
+        }
+        result
+    }
+
+    fn trusts(&self, ip: std::net::IpAddr) -> bool {
+        self.snapshot.load().settings.trusted_proxies.iter().any(|c| c.contains(ip))
+    }
+}
+
+#[async_trait]
+impl PreTlsProcess for ProxyProtocol {
+    async fn process(&self, stream: &mut L4Stream) -> pingora::Result<()> {
+        match self.accept(stream).await {
+            Ok(()) => Ok(()),
+            Err(refusal) => pingora::Error::e_explain(
+                pingora::ErrorType::HandshakeError,
+                format!("PROXY protocol: {}", refusal.reason()),
+            ),
+        }
+    }
+}
+
+/// Read exactly one header: at each step only as many bytes as the parser
+/// says a header still needs, so not one byte of the stream after it is
+/// taken. Bounded by [`proxy_protocol::V2_MAX`] bytes; the caller bounds the time.
+async fn read_header<S>(stream: &mut S) -> Result<Parsed, Refusal>
+where
+    S: AsyncRead + Unpin + Send + ?Sized,
+{
+    let mut buf = Vec::with_capacity(proxy_protocol::MIN_LEN * 4);
+    loop {
+        match proxy_protocol::parse(&buf) {
+            Ok(parsed) => return Ok(parsed),
+            Err(proxy_protocol::Error::Incomplete { needed }) => {
+                let have = buf.len();
+                buf.resize(needed, 0);
+                stream.read_exact(&mut buf[have..]).await.map_err(|_| Refusal::Closed)?;
+            }
+            Err(e) => return Err(Refusal::Header(e)),
+        }
+    }
+}
+
+/// Make the header's source the connection's peer: a new socket digest for
+/// the same descriptor, whose peer is the source and whose original
+/// destination is the address the client connected to. The local address
+/// is still read from the socket. A header without addresses (LOCAL,
+/// UNKNOWN) leaves the digest as it is.
+fn adopt<S>(stream: &mut S, parsed: &Parsed)
+where
+    S: GetSocketDigest + UniqueID + ?Sized,
+{
+    let Some(source) = parsed.source else { return };
+    let digest = SocketDigest::from_raw_fd(stream.id());
+    let _ = digest.peer_addr.set(Some(source.into()));
+    if let Some(destination) = parsed.destination {
+        let _ = digest.original_dst.set(Some(destination.into()));
+    }
+    stream.set_socket_digest(digest);
+}
