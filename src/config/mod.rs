@@ -1,13 +1,13 @@
 //! The configuration, in three layers:
 //!
 //! * `raw.rs`: the YAML shape ([`RawConfig`]) that serde reads;
-//! * `validate.rs`: [`RawConfig::validate`], which checks everything and
+//! * `validate/`: [`RawConfig::validate`], which checks everything and
 //!   returns the runtime form or every problem at once;
 //! * this file: the runtime form ([`Config`]: global [`Settings`] and one
 //!   [`Site`] per entry of `sites:`).
 //!
 //! Paths in the file are taken relative to the working directory, as the
-//! minimal example in the README expects (`robots: conf/robots.txt`). The core
+//! minimal example in docs/configuration.md expects (`robots: conf/robots.txt`). The core
 //! reads no files and resolves no names: reading the named files and resolving
 //! addresses is the loader's job (`server::snapshot`).
 

@@ -2,7 +2,7 @@
 //!
 //! Every struct denies unknown keys, so a typo is an error with its line
 //! rather than a setting silently ignored. [`RawConfig::validate`]
-//! (in `validate.rs`) turns this shape into the runtime form.
+//! (in `validate/`) turns this shape into the runtime form.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
