@@ -165,13 +165,8 @@ fn is_language_tag(word: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyze, Signals};
+    use super::super::tests::slow;
     use super::*;
-
-    fn slow(ua: &str) -> Option<Option<&str>> {
-        let b = ua.as_bytes();
-        analyze(b, &Signals::of(b)).map(|u| u.name)
-    }
 
     #[test]
     fn foreign_word_in_a_modern_browser_string_is_a_robot() {

@@ -245,14 +245,9 @@ pub(super) fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]
 
 #[cfg(test)]
 mod tests {
-    use super::super::{analyze, Signals};
+    use super::super::tests::slow;
     use super::*;
     use crate::agent::vocab;
-
-    fn slow(ua: &str) -> Option<Option<&str>> {
-        let b = ua.as_bytes();
-        analyze(b, &Signals::of(b)).map(|u| u.name)
-    }
 
     #[test]
     fn bot_word_rule() {

@@ -150,10 +150,13 @@ pub(super) fn product_tokens<'a>(ua: &'a [u8], sig: &Signals<'_>, out: &mut Vec<
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn slow(ua: &str) -> Option<Option<&str>> {
+    /// The unknown-robot rules alone, as `classify` would run them on `ua`:
+    /// `None` for a browser, else the name they find. Shared by the rules'
+    /// tests in this module's files.
+    pub(super) fn slow(ua: &str) -> Option<Option<&str>> {
         let b = ua.as_bytes();
         analyze(b, &Signals::of(b)).map(|u| u.name)
     }
