@@ -310,16 +310,18 @@ impl Summary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::record::{sample, Record};
     use crate::report::sketch::{self, Distinct};
 
-    fn at(h: u32) -> String {
+    /// A record time `h` hours into 2025-03-01 (shared by this module's tests).
+    pub(super) fn at(h: u32) -> String {
         format!("2025-03-0{}T{:02}:00:00Z", 1 + h / 24, h % 24)
     }
 
-    fn feed(s: &mut Summary, r: &Record) {
+    /// Fold one in-memory record into `s`, as the log reader would.
+    pub(super) fn feed(s: &mut Summary, r: &Record) {
         s.add(&RecordView::from_record(r));
     }
 

@@ -263,16 +263,9 @@ impl SiteStats {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{at, feed};
     use super::super::*;
     use crate::record::{sample, Record};
-
-    fn at(h: u32) -> String {
-        format!("2025-03-0{}T{:02}:00:00Z", 1 + h / 24, h % 24)
-    }
-
-    fn feed(s: &mut Summary, r: &Record) {
-        s.add(&RecordView::from_record(r));
-    }
 
     #[test]
     fn unnamed_and_unknown_bots() {
