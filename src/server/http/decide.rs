@@ -214,7 +214,7 @@ impl Gate {
                 robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
                 file_lines: site.robots.as_ref().map_or(0, |r| r.file_lines),
             };
-            ctx.pending = decision.record(&requested);
+            ctx.pending = decision.record(&requested).map(Box::new);
             if let Some(r) = &ctx.pending {
                 let bot = bot_label(agent);
                 match outcome {

@@ -78,7 +78,10 @@ pub struct Ctx {
     pub(super) rewrite: Option<Vec<u8>>,
     /// A violation's record, made when the decision is; its time and final
     /// status are filled in by `logging`.
-    pub(super) pending: Option<Record>,
+    /// Boxed: the context lives inside Pingora's per-request future, which is
+    /// moved whole (copied) at every request; a record inline would add its
+    /// size to each copy, for the few requests that make one.
+    pub(super) pending: Option<Box<Record>>,
     pub(super) status: u16,
     /// The request was counted by a first decision (a second one follows
     /// a shared store's answer).
@@ -215,7 +218,15 @@ impl Gate {
     /// putting at most one question to the shared store on the way.
     async fn settle<'s>(&self, session: &Session, snap: &'s Arc<Snapshot>, site: usize, ctx: &mut Ctx) -> Step<'s> {
         let live = &snap.sites[site];
-        let signed_by = self.signature_agent(session, snap).await;
+        // The rare awaits below (a signature's key directory, a DNS lookup, a
+        // question to the shared store) are boxed: their futures are large,
+        // and inline they would make every request's future as large, which
+        // Pingora copies whole at each request (async_trait boxes it).
+        let signed_by = if session.req_header().headers.contains_key("signature-input") {
+            Box::pin(self.signature_agent(session, snap)).await
+        } else {
+            None
+        };
         let mut looked_up = false;
         // A rate question goes to the shared store only while it answers.
         let mut rate = if self.shared.as_ref().is_some_and(|s| s.is_up()) { Answer::Ask } else { Answer::Local };
@@ -232,14 +243,14 @@ impl Gate {
                 Step::Pending(bot) if !looked_up => {
                     looked_up = true;
                     if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
-                        self.verify_dns(dns, ip, &snap.classifier.bot(bot).rdns).await;
+                        Box::pin(self.verify_dns(dns, ip, &snap.classifier.bot(bot).rdns)).await;
                     }
                 }
                 // At most one question per request (only `Ask` asks), bounded
                 // by `state.timeout_ms`; only robots whose group sets a pace get here.
                 Step::Ask(question) => {
                     let answer = match &self.shared {
-                        Some(store) => store.admit(&question).await,
+                        Some(store) => Box::pin(store.admit(&question)).await,
                         None => None,
                     };
                     match answer {
@@ -471,7 +482,7 @@ impl ProxyHttp for Gate {
             crate::server::ops::status::board().push(&record);
         }
         // Never waits: a full log queue folds the record into the aggregation table.
-        self.violations.write(record);
+        self.violations.write(*record);
     }
 
     fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {
