@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{get, wait_lines, Gate, AHREFS, CLAUDEBOT};
+use common::{get, wait_lines, Gate, Origin, AHREFS, CLAUDEBOT};
 
 /// Line numbers matter: records must cite them.
 const ROBOTS: &str = "\
@@ -20,8 +20,8 @@ User-agent: AhrefsBot
 Disallow: /no-seo/
 ";
 
-fn config() -> String {
-    "listen: [\"127.0.0.1:{port}\"]\ntrusted_proxies: [\"127.0.0.1/32\"]\nsites:\n  - name: s\n    hosts: [\"127.0.0.1\", \"localhost\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {dir}/robots.txt\n    traps:\n      paths: [\"/trap/\"]\n    managed:\n      ai_training: disallow\n      content_signal: \"search=yes, ai-train=no\"\nverify:\n  feeds: {dir}/feeds\n  dns: { nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }\nlog:\n  violations: {dir}/violations.jsonl\n  aggregate_window: 0\n".to_owned()
+fn config(upstream: std::net::SocketAddr) -> String {
+    "listen: [\"127.0.0.1:{port}\"]\ntrusted_proxies: [\"127.0.0.1/32\"]\nsites:\n  - name: s\n    hosts: [\"127.0.0.1\", \"localhost\"]\n    default: true\n    upstream: \"UPSTREAM\"\n    robots: {dir}/robots.txt\n    traps:\n      paths: [\"/trap/\"]\n    managed:\n      ai_training: disallow\n      content_signal: \"search=yes, ai-train=no\"\nverify:\n  feeds: {dir}/feeds\n  dns: { nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }\nlog:\n  violations: {dir}/violations.jsonl\n  aggregate_window: 0\n".replace("UPSTREAM", &upstream.to_string())
 }
 
 fn robotgate(args: &[&str]) -> (Option<i32>, String) {
@@ -31,7 +31,8 @@ fn robotgate(args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn issue_27_additions_go_into_the_files_groups_and_records_cite_the_file() {
-    let gate = Gate::start(&config(), &[("robots.txt", ROBOTS.as_bytes())]);
+    let origin = Origin::start();
+    let gate = Gate::start(&config(origin.addr), &[("robots.txt", ROBOTS.as_bytes())]);
     let served = get(&gate.url("/robots.txt"), &[]).body;
     // One `*` group and one AhrefsBot group, as in the file, each holding the trap first.
     assert_eq!(served.matches("User-agent: *").count(), 1, "{served}");
@@ -58,7 +59,7 @@ fn issue_27_additions_go_into_the_files_groups_and_records_cite_the_file() {
     assert_eq!(recs.len(), 3, "{recs:?}");
     assert_eq!((recs[0]["line"].as_u64(), recs[0].get("managed")), (Some(6), None), "{}", recs[0]);
     assert_eq!((recs[1]["line"].as_u64(), recs[1].get("managed")), (Some(3), None), "{}", recs[1]);
-    assert_eq!((recs[2].get("line"), recs[2]["managed"].as_bool()), (None, Some(true)), "{}", recs[2]);
+    assert_eq!((recs[2]["line"].as_u64(), recs[2]["managed"].as_bool()), (None, Some(true)), "{}", recs[2]);
 
     // `robots show` prints the served file, every added line marked.
     let (code, shown) = robotgate(&["robots", "show", "--config", gate.path("robotgate.yaml").to_str().unwrap()]);
