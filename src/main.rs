@@ -35,7 +35,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Feeds(command) => cli::feeds::run(command),
         Command::Demo { port, dir } => cli::demo::run(port, dir),
         Command::Health { addr } => cli::health::run(&addr),
-        Command::Check { json, robots_file, user_agent, url } => cli::check::run(&robots_file, &user_agent, &url, json),
+        Command::Check { json, proxy, robots_file, user_agent, urls } => {
+            cli::check::run(&robots_file, &user_agent, &urls, json, proxy)
+        }
         Command::Lint { format, files } => cli::lint::run(&files, format),
         Command::Classify { robots, ip, user_agents } => cli::classify::run(robots, ip, user_agents),
         Command::Verify { ip, user_agent, dns, feeds, json } => cli::verify::run(ip, &user_agent, dns, feeds, json),

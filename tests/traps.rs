@@ -109,7 +109,12 @@ fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() 
     assert!(robots.allows("Googlebot", "/private/x").allowed, "the file's own groups still decide the rest");
     assert!(!robots.allows("ClaudeBot", "/page.html").allowed, "managed: AI crawlers the file does not name");
     assert!(served.contains("Content-Signal: search=yes, ai-train=no"));
-    assert!(served.starts_with(ROBOTS), "the site's file comes first, unchanged");
+    // Every line of the site's file is served, in order (issue #27: what
+    // robotgate adds goes inside the file's groups, not after them).
+    let mut served_lines = served.lines();
+    for line in ROBOTS.lines() {
+        assert!(served_lines.any(|l| l == line), "{line:?} of the site's file is not served in order:\n{served}");
+    }
 
     // A client with a browser's User-Agent follows the trap: banned on every
     // path but /robots.txt; other clients are not.

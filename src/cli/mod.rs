@@ -79,12 +79,18 @@ pub enum Command {
         /// Print the verdict as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Choose the group as the proxy does for a robot with this token:
+        /// a group naming the token as written counts too (`AI2Bot`, which
+        /// Google's parser reads as `AI`).
+        #[arg(long)]
+        proxy: bool,
         /// The robots.txt file.
         robots_file: PathBuf,
         /// The crawler's product token.
         user_agent: String,
-        /// A URL or path.
-        url: String,
+        /// A URL or path; several are checked in turn, one verdict a line.
+        #[arg(required = true)]
+        urls: Vec<String>,
     },
     /// Lint robots.txt files: `FILE:LINE: error|warning: message`. Exit 1 on any error.
     Lint {

@@ -117,9 +117,18 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
                 rules: robotgate::policy::SiteRules { traps: None, ..s.rules() },
                 target: &s.conf.target,
                 robots_hash: robots.map_or("", |r| r.hash.as_str()),
-                file_lines: robots.map_or(0, |r| r.file_lines),
+                lines: robots.map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
                 sitemaps: robots.map_or_else(Vec::new, |r| replay::sitemap_paths(&r.compiled)),
-                lint: robots.map_or_else(Vec::new, |r| robotgate::robots::lint::lint(&r.file.body)),
+                anchored: robots.map_or_else(Vec::new, |r| replay::anchored_lines(&r.compiled)),
+                // Linted as served; findings on the file's lines, by their file line.
+                lint: robots.map_or_else(Vec::new, |r| {
+                    let found = robotgate::robots::lint::lint(&r.file.body).into_iter();
+                    found
+                        .filter_map(|d| {
+                            Some(robotgate::robots::lint::Diagnostic { line: r.lines.file_line(d.line)?, ..d })
+                        })
+                        .collect()
+                }),
             }
         })
         .collect();

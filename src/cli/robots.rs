@@ -23,12 +23,18 @@ fn show(config: &std::path::Path, only: Option<&str>) -> anyhow::Result<ExitCode
             writeln!(out, "# no robots.txt: /robots.txt goes to the origin\n")?;
             continue;
         };
-        let body = String::from_utf8_lossy(&robots.file.body);
-        for (i, line) in body.lines().enumerate() {
+        // Each line as served; a line robotgate added is marked, with why.
+        for (i, line) in robotgate::robots::lines::lines(&robots.file.body).enumerate() {
             let n = i as u32 + 1;
+            let text = String::from_utf8_lossy(line.text);
+            if !robots.lines.is_added(n) {
+                writeln!(out, "{text}")?;
+                continue;
+            }
             match robots.notes.iter().find(|(l, _)| *l == n) {
-                Some((_, why)) => writeln!(out, "{line}  # robotgate: {why}")?,
-                None => writeln!(out, "{line}")?,
+                Some((_, why)) => writeln!(out, "{text}  # robotgate: managed: {why}")?,
+                None if text.is_empty() => writeln!(out)?,
+                None => writeln!(out, "{text}  # robotgate: managed")?,
             }
         }
         writeln!(out)?;

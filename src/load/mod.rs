@@ -70,9 +70,10 @@ impl ServedFile {
 pub struct RobotsFile {
     /// What `/robots.txt` answers.
     pub file: ServedFile,
-    /// Lines of the site's own file; a rule on a later line is a managed one.
-    pub file_lines: u32,
-    /// Where each generated line came from (for `robotgate robots show`).
+    /// Which served lines robotgate added; the file line of every other
+    /// (violation records cite the site's own file).
+    pub lines: robots::LineMap,
+    /// Where each added line came from (for `robotgate robots show`).
     pub notes: Vec<(u32, String)>,
     /// The compiled rules.
     pub compiled: RobotsTxt,
@@ -437,7 +438,7 @@ pub fn load_config(
                 let hash = compiled.short_hash();
                 robots_file = Some(RobotsFile {
                     file: ServedFile::new(effective.body, mtime),
-                    file_lines: effective.file_lines,
+                    lines: effective.lines,
                     notes: effective.notes,
                     compiled,
                     hash,

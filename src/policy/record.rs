@@ -5,6 +5,7 @@
 use super::{Banned, Decision, Limited, Outcome, Spoofed, TrapHit, Violation};
 use crate::identity::Identity;
 use crate::record::Record;
+use crate::robots::LineMap;
 
 /// What a record needs from the request and the site, beside the decision.
 /// Strings are as received (attacker-controlled; the record escapes nothing,
@@ -25,9 +26,10 @@ pub struct Requested<'a> {
     pub user_agent: &'a str,
     /// Version of the site's robots.txt in force (its short hash).
     pub robots_hash: &'a str,
-    /// Lines of the site's own robots.txt file: a rule past them is one
-    /// robotgate generated (a trap, a managed group).
-    pub file_lines: u32,
+    /// Which lines of the served robots.txt robotgate added (a trap, a
+    /// managed group), and the site's file line of every other: records
+    /// cite the site's own file.
+    pub lines: &'a LineMap,
 }
 
 impl Decision<'_, '_> {
@@ -43,11 +45,13 @@ impl Decision<'_, '_> {
         let (directive, group, pattern, line, action, managed) = match self.outcome {
             Outcome::Pass | Outcome::File(_) => return None,
             Outcome::Violation(Violation { group, rule, action }) => {
-                let managed = rule.line > req.file_lines;
-                (rule.kind.as_str(), group, Some(rule.pattern.as_str()), Some(rule.line), action.name(), managed)
+                // An added rule has no line in the site's file.
+                let line = req.lines.file_line(rule.line);
+                (rule.kind.as_str(), group, Some(rule.pattern.as_str()), line, action.name(), line.is_none())
             }
             Outcome::Limited(Limited { group, directive, line, enforce, .. }) => {
-                (directive, group, None, Some(line), if enforce { "rate-limit" } else { "log" }, false)
+                let line = req.lines.file_line(line);
+                (directive, group, None, line, if enforce { "rate-limit" } else { "log" }, line.is_none())
             }
             Outcome::Trap(TrapHit { path, banned, enforce, action, .. }) => {
                 let taken = match (banned, enforce) {

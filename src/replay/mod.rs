@@ -56,11 +56,14 @@ pub struct Site<'s> {
     pub target: &'s TargetOptions,
     /// Version of its robots.txt (short hash).
     pub robots_hash: &'s str,
-    /// Lines of its own robots.txt file (rules past them are generated).
-    pub file_lines: u32,
+    /// Which lines of its served robots.txt robotgate added (records and
+    /// findings cite the site's own file).
+    pub lines: &'s crate::robots::LineMap,
     /// Paths of the `Sitemap:` URLs of its robots.txt.
     pub sitemaps: Vec<String>,
-    /// `robotgate lint`'s findings on its effective robots.txt.
+    /// Served lines of its `$`-anchored rules that end in a file extension ([`anchored_lines`]).
+    pub anchored: Vec<u32>,
+    /// `robotgate lint`'s findings on its robots.txt, by file line.
     pub lint: Vec<Diagnostic>,
 }
 
@@ -268,6 +271,9 @@ impl<'s> Worker<'s> {
         };
         let robots_fetch = matches!(decision.outcome, Outcome::File(policy::SiteFile::Robots));
         self.tally.request(site_index, agent, decision.identity, robots_fetch);
+        if matches!(decision.outcome, Outcome::Pass) && !site.anchored.is_empty() {
+            let_through(&mut self.tally, site_index, site, (&target, &entry.target), agent, line);
+        }
         if matches!(decision.outcome, Outcome::Pass | Outcome::File(_)) {
             return;
         }
@@ -279,7 +285,7 @@ impl<'s> Worker<'s> {
             host: entry.host.as_deref().unwrap_or_default(),
             user_agent,
             robots_hash: site.robots_hash,
-            file_lines: site.file_lines,
+            lines: site.lines,
         };
         let Some(mut record) = decision.record(&requested) else { return };
         record.time = rfc3339_ms((unix as u64).saturating_mul(1000));
@@ -289,9 +295,14 @@ impl<'s> Worker<'s> {
         // page the policy would refuse it, so the robots.txt robotgate would
         // serve is not the one it read. On a healthy site, that is a mistake
         // in it (refusing AI crawlers, say, is not: that is the point).
+        // A rule robotgate adds (a trap, a managed group) is no mistake of the file's.
         let served = entry.status.is_some_and(|s| s < 400);
         if let (Outcome::Violation(v), true, true) = (&decision.outcome, keeps_to_robots, served) {
-            self.tally.collateral(site_index, site, v.rule.line, &v.rule.pattern, &target, &record, line);
+            if let Some(file_line) = site.lines.file_line(v.rule.line) {
+                let kind = tally::kind_of(&target, &site.sitemaps);
+                let (rule, bot) = ((file_line, v.rule.pattern.as_str()), (record.bot.as_deref(), record.category));
+                self.tally.collateral(site_index, site, kind, rule, bot, &record.path, line);
+            }
         }
         emit(record);
     }
@@ -308,10 +319,34 @@ impl<'s> Worker<'s> {
             tokens: &[] as &[&str],
         };
         let j = policy::judge(site.rules.policy, robots, &who, target);
-        if let Some(rule) = j.rule {
-            self.tally.unjudged(site_index, rule.line, &rule.pattern, &entry.target);
+        if let Some((rule, file_line)) = j.rule.and_then(|r| Some((r, site.lines.file_line(r.line)?))) {
+            self.tally.unjudged(site_index, file_line, &rule.pattern, &entry.target);
         }
     }
+}
+
+/// A robot's request that a `$`-anchored rule ending in a file extension
+/// (`Disallow: /*.pdf$`) of its group refuses without the query: allowed
+/// (RFC 9309 2.2.3), but most likely not what the rule's author meant (see
+/// [`crate::robots::lint::anchored_extension`]). `target`: as judged, and as
+/// logged. Cost: one more group query, only for allowed robots' requests with
+/// a query, on sites that have such a rule.
+fn let_through(
+    tally: &mut Tally,
+    site_index: usize,
+    site: &Site<'_>,
+    target: (&[u8], &str),
+    agent: &Agent<'_>,
+    log_line: u64,
+) {
+    let (judged, logged) = target;
+    let (Some(q), Some(robots)) = (judged.iter().position(|&b| b == b'?'), site.rules.robots) else { return };
+    let who = policy::Requester { is_bot: true, name: agent.name, category: agent.category, tokens: &agent.tokens[..] };
+    let j = policy::judge(site.rules.policy, robots, &who, &judged[..q]);
+    let Some(rule) = j.rule.filter(|r| site.anchored.contains(&r.line)) else { return };
+    let Some(file_line) = site.lines.file_line(rule.line) else { return };
+    let (kind, bot) = (CollateralKind::QueryLetThrough, (agent.name, agent.category.as_str()));
+    tally.collateral(site_index, site, kind, (file_line, &rule.pattern), bot, logged, log_line);
 }
 
 /// The paths of a robots.txt's `Sitemap:` URLs (`https://host/a/map.xml`
@@ -325,6 +360,13 @@ pub fn sitemap_paths(robots: &crate::robots::RobotsTxt) -> Vec<String> {
             rest.find('/').map(|i| rest[i..].to_owned())
         })
         .collect()
+}
+
+/// The served lines of the `Disallow` rules that `lint` warns let a query
+/// through ([`crate::robots::lint::anchored_extension`]).
+pub fn anchored_lines(robots: &crate::robots::RobotsTxt) -> Vec<u32> {
+    let rules = robots.rules().iter().filter(|r| r.kind == crate::robots::RuleKind::Disallow);
+    rules.filter(|r| crate::robots::lint::anchored_extension(r.pattern.as_bytes()).is_some()).map(|r| r.line).collect()
 }
 
 /// The status robotgate itself would answer with; `None` when the request

@@ -158,21 +158,21 @@ impl Tally {
         row.count_rule((r.directive, r.line), r.count);
     }
 
+    /// A finding of `kind` about the rule on file line `line`: robot `bot`
+    /// (of `category`) asked for `example` (as logged).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn collateral(
         &mut self,
         site_index: usize,
         site: &Site<'_>,
-        line: u32,
-        pattern: &str,
-        target: &[u8],
-        r: &Record,
+        kind: CollateralKind,
+        (line, pattern): (u32, &str),
+        (bot, category): (Option<&str>, &'static str),
+        example: &str,
         log_line: u64,
     ) {
-        let path = target.split(|&b| b == b'?').next().unwrap_or_default();
-        let kind = kind_of(path, &site.sitemaps);
         let s = &mut self.sites[site_index];
-        let bot = r.bot.clone().unwrap_or_else(|| row_name(None, r.category));
+        let bot = row_name(bot, category);
         if let Some(c) = s.collateral.iter_mut().find(|c| c.line == line && c.kind == kind) {
             c.count += 1;
             if c.bots.len() < MAX_FINDING_BOTS && !c.bots.contains(&bot) {
@@ -190,7 +190,7 @@ impl Tally {
             line,
             pattern: cut(pattern),
             count: 1,
-            example: cut(&r.path),
+            example: cut(example),
             log_line,
             bots: vec![bot],
             lint,
@@ -264,9 +264,11 @@ impl Tally {
     }
 }
 
-/// What a refused path suggests: a stylesheet or script (`.css`, `.js`,
-/// `.mjs`), a sitemap (a `Sitemap:` URL's path, or `sitemap*.xml`), else a page.
-fn kind_of(path: &[u8], sitemaps: &[String]) -> CollateralKind {
+/// What a refused request-target suggests: a stylesheet or script (`.css`,
+/// `.js`, `.mjs`), a sitemap (a `Sitemap:` URL's path, or `sitemap*.xml`),
+/// else a page.
+pub(super) fn kind_of(target: &[u8], sitemaps: &[String]) -> CollateralKind {
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
     let lower = path.to_ascii_lowercase();
     if [&b".css"[..], b".js", b".mjs"].iter().any(|ext| lower.ends_with(ext)) {
         return CollateralKind::RenderResource;

@@ -128,15 +128,20 @@ pub enum CollateralKind {
     Sitemap,
     /// Any other page.
     Page,
+    /// Not refused: a `$`-anchored rule ending in a file extension
+    /// (`Disallow: /*.pdf$`) does not match the file with a query, which
+    /// was fetched (`lint`'s `anchored-extension`).
+    QueryLetThrough,
 }
 
 impl CollateralKind {
-    /// `render-resource`, `sitemap` or `page`.
+    /// `render-resource`, `sitemap`, `page` or `query-let-through`.
     pub fn as_str(self) -> &'static str {
         match self {
             CollateralKind::RenderResource => "render-resource",
             CollateralKind::Sitemap => "sitemap",
             CollateralKind::Page => "page",
+            CollateralKind::QueryLetThrough => "query-let-through",
         }
     }
 }

@@ -293,6 +293,8 @@ impl ParseHandler for Linter<'_> {
                     }
                 } else if key == Key::Disallow && names_scripts_or_styles(value) {
                     push(Severity::Warning, "disallow-render-resources", format!("`Disallow: {text}` keeps crawlers from scripts or stylesheets; search engines render pages with them, and a page they cannot render is judged by what is left"));
+                } else if let Some(a) = anchored_extension(value).filter(|_| key == Key::Disallow) {
+                    push(Severity::Warning, "anchored-extension", format!("`Disallow: {text}` does not cover `{}`: `$` anchors at the end of the path and query (RFC 9309 2.2.3), so the file with a query string is allowed; `Disallow: {}` covers both (or add `Disallow: {}?`)", a.let_through, a.unanchored, a.unanchored));
                 } else if value.len() > 1 && value.ends_with(b"*") && !value.ends_with(b"**") {
                     push(Severity::Warning, "redundant-wildcard", format!("the trailing `*` in `{text}` is redundant: rules already match every path that starts with `{}`", &text[..text.len() - 1]));
                 }
@@ -410,6 +412,47 @@ fn names_scripts_or_styles(pattern: &[u8]) -> bool {
     let p = pattern.to_ascii_lowercase();
     let p = p.strip_suffix(b"$").unwrap_or(&p);
     [&b".js"[..], b".mjs", b".css"].iter().any(|ext| p.ends_with(ext))
+}
+
+/// What a `$`-anchored rule that ends in a file extension lets through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnchoredExtension {
+    /// A request it does not match: the file with a query (`/x.pdf?v=1`).
+    pub let_through: String,
+    /// The rule without `$`, which matches that too (`/*.pdf`).
+    pub unanchored: String,
+}
+
+/// Whether `pattern` is `$`-anchored and ends in a file extension
+/// (`/*.pdf$`, `/files/report.PDF$`): its author most likely meant the file
+/// in any form, but `$` anchors at the end of path and query (RFC 9309
+/// 2.2.3), so `/x.pdf?v=1` is not matched. A pattern that names a query
+/// itself (`?`) is taken to mean what it says.
+///
+/// Shared by `lint` and by replay, which lists the requests such a rule let
+/// through. Cost: one pass over the pattern.
+///
+/// ```
+/// let a = robotgate::robots::lint::anchored_extension(b"/*.pdf$").unwrap();
+/// assert_eq!((a.let_through.as_str(), a.unanchored.as_str()), ("/x.pdf?v=1", "/*.pdf"));
+/// assert!(robotgate::robots::lint::anchored_extension(b"/files/$").is_none());
+/// ```
+pub fn anchored_extension(pattern: &[u8]) -> Option<AnchoredExtension> {
+    let body = pattern.strip_suffix(b"$")?;
+    if body.contains(&b'?') || body.contains(&b'$') {
+        return None;
+    }
+    let file = &body[body.iter().rposition(|&b| b == b'/')? + 1..];
+    let dot = file.iter().rposition(|&b| b == b'.')?;
+    let ext = &file[dot + 1..];
+    // `.htaccess$` names a file, not an extension.
+    if dot == 0 || !(1..=8).contains(&ext.len()) || !ext.iter().all(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    let unanchored = String::from_utf8_lossy(body).into_owned();
+    let mut let_through = unanchored.replace('*', "x");
+    let_through.push_str("?v=1");
+    Some(AnchoredExtension { let_through, unanchored })
 }
 
 /// A `Sitemap:` the `*` group disallows: the crawlers that keep to the file

@@ -8,11 +8,13 @@
 
 mod build;
 pub mod ext;
+pub mod lines;
 pub mod lint;
 pub mod parse;
 pub mod pattern;
 mod query;
 
 pub use build::{fingerprint, AgentLine, Group, Located, Options, RobotsTxt, Rule, DEFAULT_MAX_BYTES};
+pub use lines::LineMap;
 pub use pattern::RuleKind;
 pub use query::{GroupMatch, Selection, Verdict};

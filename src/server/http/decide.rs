@@ -212,7 +212,7 @@ impl Gate {
                 host: host_of(req),
                 user_agent: &String::from_utf8_lossy(user_agent),
                 robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
-                file_lines: site.robots.as_ref().map_or(0, |r| r.file_lines),
+                lines: site.robots.as_ref().map_or(crate::robots::LineMap::nothing_added(), |r| &r.lines),
             };
             ctx.pending = decision.record(&requested).map(Box::new);
             if let Some(r) = &ctx.pending {
