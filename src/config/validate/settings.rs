@@ -89,6 +89,33 @@ pub(super) fn connection_timeouts(raw: &RawLimits, errors: &mut Vec<ConfigError>
     (head, Duration::from_secs(keepalive.as_secs()))
 }
 
+/// `auth.listen:`: the forward-auth listeners, each `host:port`, none of
+/// them a proxy or the metrics listener. An auth listener asks the edge in
+/// front to name the client, so without `trusted_proxies` every request it
+/// judges is its edge's: said here rather than found out in production.
+pub(super) fn auth_listeners(
+    raw: Option<&super::super::RawAuth>,
+    listen: &[Listen],
+    metrics: Option<&str>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<String> {
+    let Some(raw) = raw else { return Vec::new() };
+    if raw.listen.is_empty() {
+        errors.push(ConfigError::new("auth.listen", "names no address (remove `auth:` to have no auth listener)"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, a) in raw.listen.iter().enumerate() {
+        let field = format!("auth.listen[{i}]");
+        let Some(a) = host_port(&field, a, errors) else { continue };
+        if listen.iter().any(|l| l.address == a) || metrics == Some(a.as_str()) || out.contains(&a) {
+            errors.push(ConfigError::new(field, format!("{a} is also another listener")));
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// `trusted_proxies:`, each a CIDR.
 pub(super) fn trusted_proxies(raw: &[String], errors: &mut Vec<ConfigError>) -> Vec<Cidr> {
     let mut trusted_proxies = Vec::new();
