@@ -236,3 +236,29 @@ pub(super) fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> Sha
     }
     SharedState { url, prefix, timeout: Duration::from_millis(ms.clamp(1, 10_000)) }
 }
+
+#[cfg(test)]
+mod tests {
+    const MINIMAL: &str = include_str!("../../../examples/configs/minimal.yaml");
+
+    #[test]
+    fn auth_listeners_are_addresses_of_their_own() {
+        let with = |auth: &str| {
+            crate::config::parse(&format!("{MINIMAL}auth: {auth}\nmetrics: {{ listen: \"127.0.0.1:9102\" }}\n"))
+        };
+        assert!(crate::config::parse(MINIMAL).unwrap().settings.auth.is_empty(), "none unless asked for");
+        let c = with("{ listen: [\"127.0.0.1:9090\", \"[::1]:9090\"] }").unwrap();
+        assert_eq!(c.settings.auth, ["127.0.0.1:9090", "[::1]:9090"]);
+        for (auth, why) in [
+            ("{ listen: [] }", "names no address"),
+            ("{ listen: [\"127.0.0.1:8080\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:9102\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:9090\", \"127.0.0.1:9090\"] }", "also another listener"),
+            ("{ listen: [\"nine thousand\"] }", "host:port"),
+            ("{ listen: [\"127.0.0.1:9090\"], port: 1 }", "unknown field"),
+        ] {
+            let errors = with(auth).unwrap_err();
+            assert!(errors.iter().any(|e| e.to_string().contains(why)), "{auth}: {errors:?}");
+        }
+    }
+}
