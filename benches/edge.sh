@@ -103,9 +103,6 @@ CASES=(
 
 TICK=$(getconf CLK_TCK)
 cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
-to_us() { # wrk prints 1.23ms / 456.78us / 1.2s
-  awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'
-}
 run() { # port "pids" header -> "rps p50_us p99_us cpu_us_per_request"
   local before after out n extra=()
   [ -n "$3" ] && extra=(-H "$3")
@@ -134,7 +131,6 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo
 echo "medians over $ROUNDS rounds ($SECS s each, $CONNS connections, 1 worker each, 1 KiB page, browser traffic):"
 for c in "${CASES[@]}"; do
