@@ -69,9 +69,6 @@ CASES=(
 
 TICK=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime
-to_us() { # wrk prints 1.23ms / 456.78us / 1.2s
-  awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'
-}
 run() { # port ua -> "rps p50_us p99_us cpu_us_per_request"
   local pid=${PID_OF[$1]} before after out n
   before=$(cpu_ticks "$pid")
@@ -96,7 +93,6 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo
 echo "medians over $ROUNDS rounds ($SECS s each, $CONNS connections, 1 worker each, 1 KiB page):"
 for c in "${CASES[@]}"; do

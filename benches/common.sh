@@ -155,3 +155,11 @@ nginx_block_conf() {
     printf "    if ($http_user_agent ~* \"(%s)\") { return 403; }\n", rx }' "$file" > "$file.tmp"
   mv "$file.tmp" "$file"
 }
+
+# to_us WRK_TIME: a latency as wrk prints it (1.23ms, 456.78us, 1.2s) in microseconds.
+to_us() {
+  awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'
+}
+
+# median: the median of the numbers on stdin, separated by spaces or lines.
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -90,6 +90,8 @@ pub struct Settings {
     pub log_level: String,
     /// Metrics listener, `host:port` (resolved by the loader).
     pub metrics: Option<String>,
+    /// Forward-auth listeners, `host:port` (empty: none).
+    pub auth: Vec<String>,
     /// The metrics listener also serves the status page.
     pub status_page: bool,
     /// Extra bot database.

@@ -290,6 +290,15 @@ pub struct RawMetrics {
     pub status_page: bool,
 }
 
+/// `auth:`: the listener that answers an edge proxy's authorisation
+/// subrequests (nginx `auth_request`, Caddy `forward_auth`, Traefik `forwardAuth`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAuth {
+    /// Addresses to listen on, `host:port` (loopback, where the edge runs).
+    pub listen: Vec<String>,
+}
+
 fn default_metrics_listen() -> String {
     "127.0.0.1:9102".into()
 }
@@ -378,6 +387,9 @@ pub struct RawConfig {
     /// Prometheus metrics listener (absent: no metrics listener).
     #[serde(default)]
     pub metrics: Option<RawMetrics>,
+    /// Forward-auth listener for an edge proxy (absent: none).
+    #[serde(default)]
+    pub auth: Option<RawAuth>,
     /// A bot database file that extends (or with `bots_replace`, replaces) the built-in one.
     #[serde(default)]
     pub bots: Option<PathBuf>,

@@ -110,6 +110,11 @@ fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<
                 .with_context(|| format!("cannot listen on {}", l.address))?;
         }
     }
+    for a in &config.auth {
+        if !upgrade {
+            std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (auth)"))?;
+        }
+    }
     if let Some(m) = &config.metrics {
         if !upgrade {
             std::net::TcpListener::bind(m.as_str()).with_context(|| format!("cannot listen on {m} (metrics)"))?;
@@ -264,6 +269,7 @@ pub fn serve_with(
         violations: violations.clone(),
         keepalive: config.keepalive_timeout.as_secs(),
         proxy_protocol: false,
+        auth: false,
     };
     // The proxy starts after the services it fronts (the demo's origin).
     let extra: Vec<_> = extra.into_iter().map(|s| server.add_boxed_service(s)).collect();
@@ -277,6 +283,17 @@ pub fn serve_with(
         let name = if proxy_protocol { "robotgate (PROXY protocol)" } else { "robotgate" };
         let proxy = proxy_service(&server, &shared, &config, Gate { proxy_protocol, ..gate.clone() }, name, &listen)?;
         server.add_service(proxy).add_dependencies(extra.iter());
+    }
+    if !config.auth.is_empty() {
+        // The decision service of an edge proxy: the same gate, answering
+        // every request itself (`http::auth`).
+        let proxy = pingora::proxy::http_proxy(&server.configuration, Gate { auth: true, ..gate.clone() });
+        let edge = http::conn::Edge::new(proxy, config.request_head_timeout, None);
+        let mut service = Service::new("robotgate auth".to_owned(), edge);
+        for addr in &config.auth {
+            service.add_tcp(addr);
+        }
+        server.add_service(service);
     }
     if let Some(addr) = &config.metrics {
         let mut metrics: Service<HttpServer<MetricsApp>> = Service::new(

@@ -76,6 +76,7 @@ impl RawConfig {
                 errors.push(ConfigError::new("metrics.listen", format!("{m} is also a proxy listener")));
             }
         }
+        let auth = settings::auth_listeners(self.auth.as_ref(), &listen, metrics.as_deref(), &mut errors);
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
@@ -98,6 +99,7 @@ impl RawConfig {
             violation_log,
             log_level: self.log.level,
             metrics,
+            auth,
             status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
             bots: self.bots,
             bots_replace: self.bots_replace,

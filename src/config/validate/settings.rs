@@ -89,6 +89,33 @@ pub(super) fn connection_timeouts(raw: &RawLimits, errors: &mut Vec<ConfigError>
     (head, Duration::from_secs(keepalive.as_secs()))
 }
 
+/// `auth.listen:`: the forward-auth listeners, each `host:port`, none of
+/// them a proxy or the metrics listener. An auth listener asks the edge in
+/// front to name the client, so without `trusted_proxies` every request it
+/// judges is its edge's: said here rather than found out in production.
+pub(super) fn auth_listeners(
+    raw: Option<&super::super::RawAuth>,
+    listen: &[Listen],
+    metrics: Option<&str>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<String> {
+    let Some(raw) = raw else { return Vec::new() };
+    if raw.listen.is_empty() {
+        errors.push(ConfigError::new("auth.listen", "names no address (remove `auth:` to have no auth listener)"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, a) in raw.listen.iter().enumerate() {
+        let field = format!("auth.listen[{i}]");
+        let Some(a) = host_port(&field, a, errors) else { continue };
+        if listen.iter().any(|l| l.address == a) || metrics == Some(a.as_str()) || out.contains(&a) {
+            errors.push(ConfigError::new(field, format!("{a} is also another listener")));
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// `trusted_proxies:`, each a CIDR.
 pub(super) fn trusted_proxies(raw: &[String], errors: &mut Vec<ConfigError>) -> Vec<Cidr> {
     let mut trusted_proxies = Vec::new();
@@ -208,4 +235,30 @@ pub(super) fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> Sha
             .push(ConfigError::new("state.timeout_ms", format!("must be between 1 and 10000 milliseconds, not {ms}")));
     }
     SharedState { url, prefix, timeout: Duration::from_millis(ms.clamp(1, 10_000)) }
+}
+
+#[cfg(test)]
+mod tests {
+    const MINIMAL: &str = include_str!("../../../examples/configs/minimal.yaml");
+
+    #[test]
+    fn auth_listeners_are_addresses_of_their_own() {
+        let with = |auth: &str| {
+            crate::config::parse(&format!("{MINIMAL}auth: {auth}\nmetrics: {{ listen: \"127.0.0.1:9102\" }}\n"))
+        };
+        assert!(crate::config::parse(MINIMAL).unwrap().settings.auth.is_empty(), "none unless asked for");
+        let c = with("{ listen: [\"127.0.0.1:9090\", \"[::1]:9090\"] }").unwrap();
+        assert_eq!(c.settings.auth, ["127.0.0.1:9090", "[::1]:9090"]);
+        for (auth, why) in [
+            ("{ listen: [] }", "names no address"),
+            ("{ listen: [\"127.0.0.1:8080\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:9102\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:9090\", \"127.0.0.1:9090\"] }", "also another listener"),
+            ("{ listen: [\"nine thousand\"] }", "host:port"),
+            ("{ listen: [\"127.0.0.1:9090\"], port: 1 }", "unknown field"),
+        ] {
+            let errors = with(auth).unwrap_err();
+            assert!(errors.iter().any(|e| e.to_string().contains(why)), "{auth}: {errors:?}");
+        }
+    }
 }

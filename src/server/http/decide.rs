@@ -8,7 +8,9 @@ use std::sync::{Arc, Weak};
 use std::thread::LocalKey;
 use std::time::Instant;
 
-use pingora::http::Method;
+use std::net::IpAddr;
+
+use http::HeaderMap;
 use pingora::proxy::Session;
 use prometheus::{IntCounter, IntCounterVec};
 
@@ -105,6 +107,50 @@ fn count(last: &'static LocalKey<RefCell<Option<(Vec<String>, IntCounter)>>>, fa
     });
 }
 
+/// The request a decision is about, as its entry point read it: the proxy
+/// from the request itself ([`Incoming::of`]), the auth listener from the
+/// headers its edge forwarded ([`super::auth::original`]). Every part is
+/// borrowed from the request: reading it copies nothing.
+pub(super) struct Incoming<'r> {
+    /// The method, as sent.
+    pub method: &'r str,
+    /// The request target (path and query) as sent, before normalisation.
+    pub target: &'r [u8],
+    /// The host the request names (`Host`, or the edge's `X-Forwarded-Host`).
+    pub host: &'r str,
+    /// The client reached the site over TLS.
+    pub https: bool,
+    /// Every header of the request (`User-Agent`, the client-address header, signatures).
+    pub headers: &'r HeaderMap,
+    /// The address of the socket peer: the client, or a proxy in front of it.
+    pub peer: Option<IpAddr>,
+}
+
+impl<'r> Incoming<'r> {
+    /// The request the proxy itself received.
+    pub(super) fn of(session: &'r Session) -> Incoming<'r> {
+        let req = session.req_header();
+        Incoming {
+            method: req.method.as_str(),
+            target: req.raw_path(),
+            host: host_of(req),
+            https: session.digest().is_some_and(|d| d.ssl_digest.is_some()),
+            headers: &req.headers,
+            peer: session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()),
+        }
+    }
+
+    /// Path and query of the target, split at the first `?`, when the target
+    /// is UTF-8 (as every target a signature can cover is).
+    pub(super) fn path_and_query(&self) -> Option<(&'r str, Option<&'r str>)> {
+        let target = std::str::from_utf8(self.target).ok()?;
+        Some(match target.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (target, None),
+        })
+    }
+}
+
 /// What the decision leaves the proxy to do, detached from the request's bytes.
 pub(super) enum Step<'s> {
     /// Refuse the request itself, before any judging: status and reason.
@@ -124,19 +170,17 @@ impl Gate {
     /// what the record will need. Borrows the request only inside.
     pub(super) fn decide<'s>(
         &self,
-        session: &Session,
+        req: &Incoming<'_>,
         snap: &'s Arc<Snapshot>,
         site: &'s LiveSite,
         ctx: &mut Ctx,
         identify: &dyn Identify,
         rate: Answer,
     ) -> Step<'s> {
-        let req = session.req_header();
-        let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-        ctx.client = client_ip(peer, req, snap.settings.client_header, &snap.settings.trusted_proxies).ok();
+        ctx.client = client_ip(req.peer, req.headers, snap.settings.client_header, &snap.settings.trusted_proxies).ok();
         // What is judged is what the origin serves: the normalised target
         // (`crate::target`). A target no single reading fits is refused.
-        let target = match target::gatekeep(req.method.as_str().as_bytes(), req.raw_path(), &site.conf.target) {
+        let target = match target::gatekeep(req.method.as_bytes(), req.target, &site.conf.target) {
             Gatekeep::Judge(t) => t,
             Gatekeep::Pass => return Step::Decided(Outcome::Pass),
             Gatekeep::Refuse(status, why) => return Step::Refuse(status, why),
@@ -149,7 +193,7 @@ impl Gate {
             return Step::Refuse(400, "more than one User-Agent header".into());
         }
         let facts = RequestFacts {
-            fetch: matches!(req.method, Method::GET | Method::HEAD),
+            fetch: matches!(req.method, "GET" | "HEAD"),
             target: &target,
             user_agent,
             client: ctx.client,
@@ -207,9 +251,9 @@ impl Gate {
             let requested = policy::Requested {
                 site: site_name,
                 client: &client,
-                method: req.method.as_str(),
-                path: &String::from_utf8_lossy(req.raw_path()),
-                host: host_of(req),
+                method: req.method,
+                path: &String::from_utf8_lossy(req.target),
+                host: req.host,
                 user_agent: &String::from_utf8_lossy(user_agent),
                 robots_hash: site.robots.as_ref().map_or("", |r| r.hash.as_str()),
                 lines: site.robots.as_ref().map_or(crate::robots::LineMap::nothing_added(), |r| &r.lines),

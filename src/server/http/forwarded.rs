@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use http::HeaderValue;
+use http::{HeaderMap, HeaderValue};
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 use pingora::Result;
@@ -17,7 +17,7 @@ use crate::server::telemetry::metrics;
 /// as no crawler, and keyed to no address for bans and rates.
 pub fn client_ip(
     peer: Option<IpAddr>,
-    req: &RequestHeader,
+    headers: &HeaderMap,
     header: ClientHeader,
     trusted: &[Cidr],
 ) -> Result<IpAddr, Unknown> {
@@ -25,7 +25,7 @@ pub fn client_ip(
     // Most peers are not trusted proxies: their headers are not read, so do
     // not look them up. `get_all` cannot run backwards; the walk must.
     let fields: Vec<&[u8]> = if trusted.iter().any(|c| c.contains(peer)) {
-        req.headers.get_all(header.name()).into_iter().map(|v| v.as_bytes()).collect()
+        headers.get_all(header.name()).into_iter().map(|v| v.as_bytes()).collect()
     } else {
         Vec::new()
     };

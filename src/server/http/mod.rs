@@ -1,10 +1,12 @@
 //! The HTTP path: the proxy ([`proxy`]: gather a request's facts, let the
-//! core decide, translate the outcome), the responses robotgate writes
+//! core decide, translate the outcome), the same steps for an edge proxy's
+//! authorisation subrequests ([`auth`]), the responses robotgate writes
 //! itself ([`respond`]), the client address behind trusted proxies
 //! ([`forwarded`]), certificates per handshake ([`tls`]), and each
 //! connection beneath HTTP: the PROXY protocol and the request-head
 //! deadline ([`conn`]).
 
+pub mod auth;
 pub mod conn;
 pub mod decide;
 pub mod forwarded;

@@ -19,9 +19,9 @@ use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
 use super::conn;
-use super::decide::Step;
+use super::decide::{Incoming, Step};
 use super::forwarded::add_forwarded_headers;
-use super::respond;
+use super::respond::{self, Reader};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
 use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, TrapHit, Violation};
@@ -58,6 +58,9 @@ pub struct Gate {
     /// This service's listeners take the PROXY protocol: its header names
     /// the client, and the client's forwarding headers are dropped.
     pub proxy_protocol: bool,
+    /// This service answers an edge proxy's authorisation subrequests
+    /// (`auth.listen`, [`super::auth`]) instead of proxying.
+    pub auth: bool,
 }
 
 /// Per-request state.
@@ -86,6 +89,27 @@ pub struct Ctx {
     /// The request was counted by a first decision (a second one follows
     /// a shared store's answer).
     pub(super) counted: bool,
+}
+
+impl Gate {
+    /// Who reads this service's answers.
+    pub(super) fn reader(&self) -> Reader {
+        if self.auth {
+            Reader::Edge
+        } else {
+            Reader::Client
+        }
+    }
+
+    /// The site `req` is for, noted in `ctx`; `None` (answer 421) when no
+    /// site has its host and none is the default.
+    pub(super) fn site_for(&self, snap: &Snapshot, req: &Incoming<'_>, ctx: &mut Ctx) -> Option<usize> {
+        ctx.site = snap.settings.site_for_host(req.host);
+        if ctx.site.is_none() {
+            ctx.status = 421;
+        }
+        ctx.site
+    }
 }
 
 impl Ctx {
@@ -137,20 +161,19 @@ impl Gate {
     /// is bounded and cached by [`DirectoryCache`], and made only for an
     /// agent that some robot of the database signs as (`signature_agents`,
     /// `rdns`): a client cannot make robotgate fetch from hosts of its choosing.
-    async fn signature_agent(&self, session: &Session, snap: &Snapshot) -> Option<String> {
-        let req = session.req_header();
+    async fn signature_agent(&self, req: &Incoming<'_>, snap: &Snapshot) -> Option<String> {
         if !req.headers.contains_key("signature-input") {
             return None;
         }
+        let (path, query) = req.path_and_query()?;
         let headers: Vec<(&str, &str)> =
             req.headers.iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))).collect();
-        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         let parts = RequestParts {
-            method: req.method.as_str(),
-            scheme: if tls { "https" } else { "http" },
-            authority: host_of(req),
-            path: req.uri.path(),
-            query: req.uri.query(),
+            method: req.method,
+            scheme: if req.https { "https" } else { "http" },
+            authority: req.host,
+            path,
+            query,
             headers: &headers,
         };
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -204,9 +227,9 @@ fn agent_host(url: &str) -> Option<String> {
 /// answer the snapshot built for it at load time ([`SiteAnswers::refusal`]):
 /// nothing is formatted per request and nothing goes upstream. Returns the
 /// status sent, 0 for the actions that forward.
-async fn answer_violation(session: &mut Session, site: &SiteAnswers, action: &Action) -> Result<u16> {
+async fn answer_violation(session: &mut Session, site: &SiteAnswers, action: &Action, to: Reader) -> Result<u16> {
     match site.refusal(action) {
-        Some(answer) => respond::send_prebuilt(session, answer).await,
+        Some(answer) => respond::send_prebuilt(session, answer, to).await,
         // Every refusing action of the site has its answer; one without is
         // a forwarding one (noindex, log).
         None => Ok(0),
@@ -216,14 +239,20 @@ async fn answer_violation(session: &mut Session, site: &SiteAnswers, action: &Ac
 impl Gate {
     /// Decide the request, making at most one reverse-DNS lookup and
     /// putting at most one question to the shared store on the way.
-    async fn settle<'s>(&self, session: &Session, snap: &'s Arc<Snapshot>, site: usize, ctx: &mut Ctx) -> Step<'s> {
+    pub(super) async fn settle<'s>(
+        &self,
+        req: &Incoming<'_>,
+        snap: &'s Arc<Snapshot>,
+        site: usize,
+        ctx: &mut Ctx,
+    ) -> Step<'s> {
         let live = &snap.sites[site];
         // The rare awaits below (a signature's key directory, a DNS lookup, a
         // question to the shared store) are boxed: their futures are large,
         // and inline they would make every request's future as large, which
         // Pingora copies whole at each request (async_trait boxes it).
-        let signed_by = if session.req_header().headers.contains_key("signature-input") {
-            Box::pin(self.signature_agent(session, snap)).await
+        let signed_by = if req.headers.contains_key("signature-input") {
+            Box::pin(self.signature_agent(req, snap)).await
         } else {
             None
         };
@@ -234,9 +263,9 @@ impl Gate {
             let identity =
                 ServerIdentity { snap: &snap.files, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
             let step = if looked_up {
-                self.decide(session, snap, live, ctx, &Settled(identity), rate)
+                self.decide(req, snap, live, ctx, &Settled(identity), rate)
             } else {
-                self.decide(session, snap, live, ctx, &identity, rate)
+                self.decide(req, snap, live, ctx, &identity, rate)
             };
             match step {
                 // At most one bounded lookup per request; browsers never get here.
@@ -268,7 +297,7 @@ impl Gate {
     }
 
     /// The one place the outcome becomes a response. `Ok(true)`: answered here.
-    async fn carry_out(
+    pub(super) async fn carry_out(
         &self,
         session: &mut Session,
         snap: &Snapshot,
@@ -283,12 +312,19 @@ impl Gate {
             Step::Refuse(status, why) => {
                 ctx.status = status;
                 let body = Bytes::from(format!("{why}\n"));
-                respond::send(session, status, "text/plain; charset=utf-8", &[("connection", "close".into())], body)
-                    .await?;
-                session.set_keepalive(None);
+                let to = self.reader();
+                // A target that came in a header cannot leave the connection out of step.
+                let close: &[_] = if to == Reader::Edge { &[] } else { &[("connection", "close".into())] };
+                respond::send(session, status, "text/plain; charset=utf-8", close, body, to).await?;
+                if to == Reader::Client {
+                    session.set_keepalive(None);
+                }
                 Ok(true)
             }
             Step::Decided(Outcome::Pass) => Ok(false),
+            // The edge serves what the auth listener lets through: the
+            // snippets send robots.txt and humans.txt to the proxy listener.
+            Step::Decided(Outcome::File(_)) if self.auth => Ok(false),
             Step::Decided(Outcome::File(which)) => {
                 let file = match which {
                     SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
@@ -309,7 +345,7 @@ impl Gate {
                 }
                 Action::Log => Ok(false),
                 action => {
-                    ctx.status = answer_violation(session, answers, action).await?;
+                    ctx.status = answer_violation(session, answers, action, self.reader()).await?;
                     Ok(true)
                 }
             },
@@ -318,7 +354,7 @@ impl Gate {
             Step::Decided(Outcome::Limited(l)) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
                 ctx.status = 429;
-                respond::too_many_requests(session, retry, l.directive, l.line).await?;
+                respond::too_many_requests(session, retry, l.directive, l.line, self.reader()).await?;
                 Ok(true)
             }
         }
@@ -347,16 +383,16 @@ impl ProxyHttp for Gate {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        if self.auth {
+            return self.authorise(session, ctx).await;
+        }
         let snap = self.snapshot.load_full();
         ctx.snap = Some(snap.clone());
-        let Some(site) = snap.settings.site_for_host(host_of(session.req_header())) else {
-            ctx.status = 421;
-            let body = Bytes::from_static(b"No site is configured for this host.\n");
-            respond::send(session, 421, "text/plain; charset=utf-8", &[], body).await?;
-            return Ok(true);
+        let req = Incoming::of(session);
+        let Some(site) = self.site_for(&snap, &req, ctx) else {
+            return respond::no_site(session, Reader::Client).await;
         };
-        ctx.site = Some(site);
-        let step = self.settle(session, &snap, site, ctx).await;
+        let step = self.settle(&req, &snap, site, ctx).await;
         self.carry_out(session, &snap, site, ctx, step).await
     }
 
@@ -466,6 +502,7 @@ impl ProxyHttp for Gate {
                 "text/plain; charset=utf-8",
                 &[("cache-control", "no-store".into())],
                 Bytes::from_static(body.as_bytes()),
+                Reader::Client,
             )
             .await;
         }

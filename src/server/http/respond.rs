@@ -14,9 +14,36 @@ fn no_body(session: &Session, status: u16) -> bool {
     session.req_header().method == Method::HEAD || status == 304
 }
 
+/// Who reads an answer: the client itself, or an edge proxy that asked the
+/// auth listener on the client's behalf (`super::auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The client: the answer goes out as it is.
+    Client,
+    /// An edge proxy's authorisation subrequest: see [`for_edge`].
+    Edge,
+}
+
+/// Make a refusal fit an authorisation subrequest: `X-Robotgate-Status`
+/// carries the action's own status, for an edge (nginx `auth_request`) that
+/// passes on only 401 and 403 and must map the rest itself; and a refusal
+/// with a 2xx status (an `alternate` page) goes out as 403, because to every
+/// edge a 2xx answer means "let the request through".
+pub fn for_edge(resp: &mut ResponseHeader) -> Result<()> {
+    let status = resp.status.as_u16();
+    resp.insert_header("x-robotgate-status", status)?;
+    if (200..300).contains(&status) {
+        resp.set_status(403)?;
+    }
+    Ok(())
+}
+
 /// Write `resp` and then `body`, ending the response. `Content-Length` is
 /// set, so keep-alive survives; for `HEAD` only the header is sent.
-async fn write(session: &mut Session, resp: Box<ResponseHeader>, body: Bytes) -> Result<()> {
+async fn write(session: &mut Session, mut resp: Box<ResponseHeader>, body: Bytes, to: Reader) -> Result<()> {
+    if to == Reader::Edge {
+        for_edge(&mut resp)?;
+    }
     let no_body = no_body(session, resp.status.as_u16());
     session.write_response_header(resp, no_body).await?;
     if !no_body {
@@ -33,17 +60,18 @@ pub async fn send(
     content_type: &str,
     extra: &[(&'static str, String)],
     body: Bytes,
+    to: Reader,
 ) -> Result<()> {
     let mut resp = head(status, content_type, body.len(), &[])?;
     for (name, value) in extra {
         resp.insert_header(*name, value.as_str())?;
     }
-    write(session, Box::new(resp), body).await
+    write(session, Box::new(resp), body, to).await
 }
 
 /// Answer with a prebuilt response. Returns the status sent.
-pub async fn send_prebuilt(session: &mut Session, answer: &Prebuilt) -> Result<u16> {
-    write(session, Box::new(answer.header.clone()), answer.body.clone()).await?;
+pub async fn send_prebuilt(session: &mut Session, answer: &Prebuilt, to: Reader) -> Result<u16> {
+    write(session, Box::new(answer.header.clone()), answer.body.clone(), to).await?;
     Ok(answer.status())
 }
 
@@ -51,7 +79,13 @@ pub async fn send_prebuilt(session: &mut Session, answer: &Prebuilt) -> Result<u
 /// seconds (at least 1), and a body naming the directive and its line. The
 /// numbers go into the header without the formatter; the body is written
 /// into one buffer of its final size.
-pub async fn too_many_requests(session: &mut Session, retry_after: u64, directive: &str, line: u32) -> Result<()> {
+pub async fn too_many_requests(
+    session: &mut Session,
+    retry_after: u64,
+    directive: &str,
+    line: u32,
+    to: Reader,
+) -> Result<()> {
     use std::io::Write;
     const BEFORE: &str = "Too Many Requests: this site's robots.txt asks your crawler to slow down (";
     let mut body = Vec::with_capacity(BEFORE.len() + directive.len() + 20);
@@ -59,7 +93,14 @@ pub async fn too_many_requests(session: &mut Session, retry_after: u64, directiv
     let _ = write!(body, "{BEFORE}{directive}, line {line}).\n");
     let mut resp = head(429, "text/plain; charset=utf-8", body.len(), &[])?;
     resp.insert_header("retry-after", retry_after.max(1))?;
-    write(session, Box::new(resp), Bytes::from(body)).await
+    write(session, Box::new(resp), Bytes::from(body), to).await
+}
+
+/// Answer 421: no site has the request's host. Returns `Ok(true)`, answered.
+pub async fn no_site(session: &mut Session, to: Reader) -> Result<bool> {
+    let body = Bytes::from_static(b"No site is configured for this host.\n");
+    send(session, 421, "text/plain; charset=utf-8", &[], body, to).await?;
+    Ok(true)
 }
 
 /// Whether a conditional request already has this version
@@ -89,9 +130,9 @@ pub async fn serve_file(session: &mut Session, file: &ServedFile, content_type: 
         ("cache-control", "public, max-age=300".to_owned()),
     ];
     if not_modified(session, file) {
-        send(session, 304, content_type, &headers, Bytes::new()).await?;
+        send(session, 304, content_type, &headers, Bytes::new(), Reader::Client).await?;
         return Ok(304);
     }
-    send(session, 200, content_type, &headers, file.body.clone()).await?;
+    send(session, 200, content_type, &headers, file.body.clone(), Reader::Client).await?;
     Ok(200)
 }

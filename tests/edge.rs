@@ -1,0 +1,318 @@
+//! Issue #30: robotgate as the decision service of the edge an operator
+//! keeps. The real nginx (`auth_request`) and the real Caddy (forward auth)
+//! run the snippets shipped in `examples/edge/`, with only their addresses
+//! and ports changed, in front of an origin the test starts; robotgate
+//! answers their subrequests on its auth listener and serves robots.txt on
+//! its proxy listener. A real client (curl) talks to the edge from several
+//! loopback addresses (127.0.0.2 and up), which the edge names to robotgate
+//! in `X-Forwarded-For`; the edge itself (127.0.0.1) is the one trusted proxy.
+//!
+//! Traefik is not packaged for Debian and is not on crates.io, PyPI or npm:
+//! its snippet is checked for shape only.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
+
+/// The shipped snippet `name`, as text.
+fn snippet(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The snippet's addresses replaced by the test's: robotgate's auth and
+/// proxy listeners, the origin. Panics if the snippet no longer names them
+/// (the test would otherwise run something other than what ships).
+fn retarget(text: &str, gate: &Gate, auth: u16, origin: &Origin) -> String {
+    for default in ["127.0.0.1:9090", "127.0.0.1:8080", "127.0.0.1:8000"] {
+        assert!(text.contains(default), "the snippet no longer names {default}");
+    }
+    text.replace("127.0.0.1:9090", &format!("127.0.0.1:{auth}"))
+        .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", gate.port))
+        .replace("127.0.0.1:8000", &origin.addr.to_string())
+}
+
+/// robotgate in auth mode: the proxy listener (robots.txt), the auth
+/// listener on `auth`, the edge on 127.0.0.1 trusted to name the client.
+/// GPTBot's feed puts it on 127.0.0.0/30 only; no reverse DNS is asked.
+fn start_gate(origin: &Origin, auth: u16) -> Gate {
+    let config = format!(
+        r#"
+listen: ["127.0.0.1:{{port}}"]
+auth: {{ listen: ["127.0.0.1:{auth}"] }}
+trusted_proxies: ["127.0.0.1/32"]
+client_header: X-Forwarded-For
+grace_period: 1
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost", "example.com"]
+    default: true
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+    traps:
+      paths: ["/trap/"]
+    policy:
+      enforce_ai_user: true
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+verify:
+  feeds: "{{dir}}/feeds"
+  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
+log:
+  violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
+  level: warn
+"#,
+        origin = origin.addr,
+    );
+    let gptbot = br#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#;
+    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", gptbot)]);
+    wait_port(auth, "robotgate's auth listener", &gate.stderr_path);
+    gate
+}
+
+fn wait_port(port: u16, what: &str, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A process the test started, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether `program` runs here; if not, the test says so loudly and skips
+/// (`.ci/run` installs it, so CI never skips).
+fn have(program: &str) -> bool {
+    let ok = Command::new(program).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+        || Command::new(program).arg("version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !ok {
+        eprintln!(
+            "\n*** SKIPPED: `{program}` is not installed (apt-get install -y {program}); .ci/run installs it ***\n"
+        );
+    }
+    ok
+}
+
+/// The real nginx on `port`, running the shipped snippet, everything it
+/// writes in `dir`.
+fn start_nginx(dir: &Path, port: u16, site: &str) -> Running {
+    let site = site.replace("listen 80;", &format!("listen 127.0.0.1:{port};"));
+    std::fs::write(dir.join("site.conf"), site).unwrap();
+    let d = dir.display();
+    let main = format!(
+        "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/nginx-error.log warn;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
+         include {d}/site.conf;\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), main).unwrap();
+    let log = dir.join("nginx-error.log");
+    let child = Command::new(nginx())
+        .args(["-p", &d.to_string(), "-e", &log.display().to_string(), "-c"])
+        .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nginx-stderr.log")).unwrap())
+        .spawn()
+        .expect("nginx starts");
+    let running = Running(child);
+    wait_port(port, "nginx", &dir.join("nginx-stderr.log"));
+    running
+}
+
+fn nginx() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or("nginx".into())
+}
+
+/// The real Caddy on `port`, running the shipped snippet, its state in `dir`.
+fn start_caddy(dir: &Path, port: u16, site: &str) -> Running {
+    assert!(site.contains("example.com {"), "the Caddy snippet's site address changed");
+    let site = site.replace("example.com {", &format!("http://127.0.0.1:{port} {{"));
+    let file = format!("{{\n\tadmin off\n\tdefault_bind 127.0.0.1\n}}\n\n{site}");
+    std::fs::write(dir.join("Caddyfile"), file).unwrap();
+    let child = Command::new("caddy")
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(dir.join("Caddyfile"))
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("caddy.log")).unwrap())
+        .spawn()
+        .expect("caddy starts");
+    let running = Running(child);
+    wait_port(port, "caddy", &dir.join("caddy.log"));
+    running
+}
+
+/// A response through the edge.
+struct Answered {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answered {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// GET `path` from the edge on `port`, by curl from the loopback address `from`.
+fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
+    for (k, v) in headers {
+        cmd.args(["-H", &format!("{k}: {v}")]);
+    }
+    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Answered { status, head: head.to_owned(), body: body.to_owned() }
+}
+
+fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
+    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Everything the issue asks of an edge, through the edge on `port`.
+fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin) {
+    // A browser gets the page, from the origin.
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{edge}: {}", r.head);
+    assert_eq!(r.header("x-robots-tag"), None, "{edge}");
+    let served = origin.hits();
+
+    // A disallowed robot (GPTBot, believed from loopback by the test feeds): 403.
+    let r = get_from(port, "127.0.0.2", "/private/x", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{edge}: {}\n{}", r.head, r.body);
+
+    // Over its Crawl-delay: 429 with Retry-After (from another address: a
+    // rate is kept per client).
+    let r = get_from(port, "127.0.0.3", "/a", &[("User-Agent", GPTBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{edge}: {}", r.head);
+    let r = get_from(port, "127.0.0.3", "/b", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 429, "{edge}: {}\n{}", r.head, r.body);
+    let retry: u64 =
+        r.header("retry-after").unwrap_or_else(|| panic!("{edge}: no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "{edge}: Retry-After {retry}");
+
+    // A noindex pass: the origin's page, with robotgate's X-Robots-Tag.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{edge}: {}", r.head);
+    assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "{edge}: {}", r.head);
+
+    // robots.txt is robotgate's: the trap is in it, and the origin is not asked.
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200, "{edge}");
+    assert!(r.body.contains("Disallow: /trap/"), "{edge}: not robotgate's robots.txt:\n{}", r.body);
+
+    // A spoofed GPTBot: from 127.0.0.5, outside its operator's ranges (the
+    // test feed gives it 127.0.0.0/30), it is refused; the address it writes
+    // in its own X-Forwarded-For (inside them) is not believed, since the
+    // edge appends the one it saw. (Googlebot cannot play this on loopback:
+    // its claim falls back to reverse DNS, which a loopback address cannot
+    // pass or fail, so it is unverifiable there, not spoofed.)
+    let claims = [("User-Agent", GPTBOT), ("X-Forwarded-For", "127.0.0.2")];
+    let r = get_from(port, "127.0.0.5", "/page", &claims);
+    assert_eq!(r.status, 403, "{edge}: {}\n{}", r.head, r.body);
+
+    // The origin saw the browser's page, GPTBot's /a, ChatGPT-User's page: no refusal, no robots.txt.
+    assert_eq!(origin.hits(), served + 2, "{edge}: the origin saw a refused request");
+
+    // The violation log has each refusal, with the client the edge named.
+    let recs = records(gate, 4);
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
+        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("{edge}: no record of {what}: {recs:#?}")).clone()
+    };
+    let blocked = find("the disallowed robot", &|r| r["path"] == "/private/x");
+    assert_eq!((blocked["bot"].as_str(), blocked["client"].as_str()), (Some("GPTBot"), Some("127.0.0.2")), "{edge}");
+    assert_eq!((blocked["status"].as_u64(), blocked["action"].as_str()), (Some(403), Some("block")), "{edge}");
+    let limited = find("the rate limit", &|r| r["path"] == "/b");
+    assert_eq!((limited["client"].as_str(), limited["status"].as_u64()), (Some("127.0.0.3"), Some(429)), "{edge}");
+    let noindex = find("the noindex pass", &|r| r["path"] == "/private/n");
+    assert_eq!(noindex["action"].as_str(), Some("noindex"), "{edge}");
+    let spoofed = find("the spoofed GPTBot", &|r| r["directive"] == "spoofed-identity");
+    assert_eq!((spoofed["client"].as_str(), spoofed["bot"].as_str()), (Some("127.0.0.5"), Some("GPTBot")), "{edge}");
+    assert_eq!(spoofed["status"].as_u64(), Some(403), "{edge}");
+}
+
+#[test]
+fn nginx_auth_request_in_front() {
+    if !have("curl") || !nginx().exists() {
+        eprintln!("\n*** SKIPPED: nginx is not installed (apt-get install -y nginx); .ci/run installs it ***\n");
+        return;
+    }
+    let (origin, auth) = (Origin::start(), free_port());
+    let gate = start_gate(&origin, auth);
+    let dir = tempfile::tempdir().unwrap();
+    // nginx's worker runs as another user when started by root: let it in.
+    let _ = Command::new("chmod").arg("755").arg(dir.path()).status();
+    let port = free_port();
+    let _nginx = start_nginx(dir.path(), port, &retarget(&snippet("nginx.conf"), &gate, auth, &origin));
+    exercise("nginx", port, &gate, &origin);
+
+    // A subrequest that does not say what it is about: 400, naming the headers.
+    let r = get(&format!("http://127.0.0.1:{auth}/"), &[("User-Agent", FIREFOX)]);
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("X-Forwarded-Uri") && r.body.contains("X-Original-URI"), "{}", r.body);
+}
+
+#[test]
+fn caddy_forward_auth_in_front() {
+    if !have("curl") || !have("caddy") {
+        return;
+    }
+    let (origin, auth) = (Origin::start(), free_port());
+    let gate = start_gate(&origin, auth);
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _caddy = start_caddy(dir.path(), port, &retarget(&snippet("Caddyfile"), &gate, auth, &origin));
+    exercise("caddy", port, &gate, &origin);
+}
+
+/// Traefik cannot be installed from the registries CI reaches: its file is
+/// checked for the shape Traefik's file provider reads.
+#[test]
+fn the_traefik_snippet_is_a_dynamic_configuration() {
+    let doc: serde_yaml::Value = serde_yaml::from_str(&snippet("traefik.yaml")).expect("valid YAML");
+    let http = &doc["http"];
+    let auth = &http["middlewares"]["robotgate"]["forwardAuth"];
+    assert_eq!(auth["address"].as_str(), Some("http://127.0.0.1:9090/"));
+    assert_eq!(auth["trustForwardHeader"].as_bool(), Some(false));
+    let routers = http["routers"].as_mapping().expect("routers");
+    for (name, router) in routers {
+        let service = router["service"].as_str().unwrap_or_else(|| panic!("router {name:?} has no service"));
+        assert!(http["services"][service]["loadBalancer"]["servers"][0]["url"].is_string(), "service {service}");
+        assert!(router["rule"].as_str().is_some_and(|r| r.contains("Host(`")), "router {name:?}");
+    }
+    let site = &http["routers"]["site"];
+    assert_eq!(site["middlewares"][0].as_str(), Some("robotgate"), "the site goes through robotgate");
+    let files = &http["routers"]["robotgate-files"];
+    assert!(files["rule"].as_str().is_some_and(|r| r.contains("/robots.txt") && r.contains("/humans.txt")));
+    assert_eq!(files["service"].as_str(), Some("robotgate-files"));
+    assert!(files["middlewares"].is_null(), "robots.txt goes to robotgate's proxy listener, not through the check");
+}
