@@ -155,74 +155,34 @@ const GENERIC: &[&str] = &[
     "tools", "generator",
 ];
 
-/// Words of a desktop browser's platform comment, the first `(...)` of
-/// `Mozilla/5.0 (...)`: operating systems, CPU architectures, Linux
-/// distributions, the security and `rv:` tokens, and the few extras real
-/// desktop browsers put there (Edge on Xbox, the Windows WebView, the Steam
-/// client's overlay browser). With versions and language tags, this is all a
-/// desktop browser's platform comment holds; see `unknown::foreign_word`.
+/// Top-level domains of the host names robots give as contact addresses
+/// (`Firefox/103.0 abuse.example.fr`); see `unknown::impossible_shape`.
 #[rustfmt::skip]
-pub(super) const PLATFORM_WORDS: &[&str] = &[
-    "windows", "nt", "win64", "win32", "x64", "wow64", "win98", "win95", "win9x", "winnt", "me",
-    "macintosh", "intel", "ppc", "powerpc", "mac", "os", "x", "mach-o", "x11", "linux", "gnu",
-    "x86_64", "x86", "i686", "i586", "i486", "i386", "amd64", "aarch64", "arm64", "arm", "armv6l",
-    "armv7l", "armv8l", "ia64", "ppc64", "ppc64le", "sparc", "sparc64", "sun4u", "mips", "riscv64",
-    "ubuntu", "kubuntu", "xubuntu", "debian", "fedora", "gentoo", "suse", "opensuse", "mandriva",
-    "mint", "linuxmint", "slackware", "arch", "manjaro", "centos", "rhel", "cros", "freebsd",
-    "openbsd", "netbsd", "dragonfly", "sunos", "solaris", "haiku", "beos", "wayland", "on", "rv",
-    "u", "i", "n", "touch", "xbox", "one", "series", "webview", "cortana", "valve", "steam",
-    "client", "gameoverlay", "tenfoot", "gamepad", "deck", "stable", "default",
+const TLDS: &[&str] = &[
+    "com", "net", "org", "io", "co", "fr", "de", "ru", "uk", "nl", "it", "es", "pl", "cz", "jp",
+    "cn", "info", "biz", "dev", "app", "ai", "me", "eu", "us", "ca", "au", "be", "ch", "se", "no",
+    "dk", "fi", "at", "br", "in", "xyz", "tech", "online", "site",
 ];
 
-/// Platform-comment words of phones, tablets, TVs, consoles and headsets.
-/// Their comments carry free-form device models, and their in-app browsers
-/// append the app's own product token (`... Mobile Safari/537.36 MyApp/5.1`),
-/// so `unknown::foreign_word` leaves their UAs alone.
-#[rustfmt::skip]
-pub(super) const DEVICE_PLATFORM_WORDS: &[&str] = &[
-    "android", "iphone", "ipad", "ipod", "mobile", "tablet", "wv", "kaios", "tizen", "webos",
-    "web0s", "smart-tv", "smarttv", "smart", "tv", "hbbtv", "crkey", "playstation", "nintendo",
-    "quest", "pacific", "kindle", "blackberry", "bb10", "symbian", "series60", "meego",
-    "maemo", "sailfish", "fuchsia", "windowsce", "phone", "iemobile", "lumia",
-    "msie", "trident",
-];
-
-/// The product names (and bare words) real browsers, their engines and the
-/// desktop apps that embed them put after the platform comment, lowercase:
-/// engines and their compatibility words, the major browsers and the
-/// Chromium and Firefox derivatives that add their own token, and Linux
-/// distribution tags. Written from the browsers' own UA formats; see
-/// `unknown::foreign_word`.
-#[rustfmt::skip]
-pub(super) const BROWSER_PRODUCTS: &[&str] = &[
-    // Engines and their compatibility words.
-    "applewebkit", "webkit", "khtml", "like", "gecko", "safari", "version", "mobile", "chrome",
-    "chromium", "firefox", "goanna", "trident", "edgehtml",
-    // Chromium derivatives.
-    "edg", "edge", "edga", "edgios", "opr", "opera", "opt", "opx", "opios", "yabrowser", "yowser",
-    "vivaldi", "brave", "samsungbrowser", "crios", "whale", "naver", "sznprohlizec", "seznam",
-    "ucbrowser", "ubrowser", "qqbrowser", "mqqbrowser", "quark", "quarkpc", "qihu", "360se",
-    "360ee", "metasr", "se", "2345explorer", "lbbrowser", "maxthon", "mxbrowser", "sleipnir",
-    "lunascape", "iron", "slimjet", "comodo_dragon", "dragon", "coolnovo", "chromeplus", "rockmelt",
-    "iridium", "avast", "avastsecurebrowser", "avg", "ccleaner", "norton", "avira", "kinza",
-    "coc_coc_browser", "coccoc", "amigo", "mrchrome", "sputnik", "atom", "silk", "puffin",
-    "citrixchromeapp", "oculusbrowser", "ddg", "duckduckgo", "ecosia", "headlesschrome",
-    "qtwebengine", "qutebrowser", "falkon", "otter", "epiphany", "midori", "konqueror", "arora",
-    "rekonq", "dooble", "uzbl", "surf", "ladybird", "tesla", "electron", "crkey", "devicetype",
-    "heytapbrowser", "honorbrowser", "huaweibrowser", "miuibrowser", "vivobrowser", "oppobrowser",
-    "slbrowser", "slbchan", "slbvpv", "aolshield", "aol", "qaxbrowser", "hola", "adg", "jisu",
-    "cravingexplorer", "talon", "decentr", "t7", "languagetype", "bdhonorbrowser", "bdh_dvt",
-    "bdh_de", "bdh_ds", "baidubrowser", "bidubrowser", "liebao", "tencenttraveler", "theworld",
-    // In-app browsers of desktop messengers (WeChat, WeCom).
-    "micromessenger", "nettype", "language", "windowswechat", "macwechat", "wechat", "xweb",
-    "wxwork",
-    // Firefox and Gecko derivatives.
-    "fxios", "focus", "klar", "seamonkey", "thunderbird", "lightning", "waterfox", "palemoon",
-    "basilisk", "mypal", "icecat", "iceweasel", "icedragon", "librewolf", "floorp",
-    "mullvadbrowser", "torbrowser", "k-meleon", "camino", "navigator", "netscape", "flock",
-    // Distribution tags (`Ubuntu Chromium/...`, `Fedora/...`).
-    "ubuntu", "fedora", "debian", "linuxmint", "mint", "suse", "centos", "gentoo", "arch",
-];
+/// Whether `word` is a host name: two or more non-empty dot-separated labels,
+/// the last a lowercase [`TLDS`] entry and the one before it holding a
+/// letter (`abuse.example.fr`, `Frob.io`; not `537.36`, `ASP.NET`, `.NET` or
+/// an app id such as `com.example.app`).
+pub(super) fn is_host_name(word: &[u8]) -> bool {
+    let word = word.strip_suffix(b".").unwrap_or(word);
+    let Some(dot) = word.iter().rposition(|&b| b == b'.') else { return false };
+    let (rest, tld) = (&word[..dot], &word[dot + 1..]);
+    let labels_ok = rest.split(|&b| b == b'.').all(|l| !l.is_empty());
+    let second = rest.rsplit(|&b| b == b'.').next().unwrap_or_default();
+    let app_id = ["com.", "org.", "net."]
+        .iter()
+        .any(|p| word.len() > p.len() && word[..p.len()].eq_ignore_ascii_case(p.as_bytes()));
+    labels_ok
+        && second.iter().any(u8::is_ascii_alphabetic)
+        && !app_id
+        && tld.iter().all(u8::is_ascii_lowercase)
+        && TLDS.iter().any(|t| t.as_bytes() == tld)
+}
 
 /// Browser UAs no database pattern may match (checked by
 /// [`Classifier::new`](super::Classifier::new)).
@@ -290,9 +250,6 @@ pub(super) struct Sets {
     pub(super) lang: WordSet,
     pub(super) not_a_name: WordSet,
     pub(super) generic: WordSet,
-    pub(super) platform: WordSet,
-    pub(super) device_platform: WordSet,
-    pub(super) browser_products: WordSet,
 }
 
 pub(super) fn sets() -> &'static Sets {
@@ -304,9 +261,6 @@ pub(super) fn sets() -> &'static Sets {
         lang: WordSet::new(LANG_PARTS),
         not_a_name: WordSet::new(NOT_A_NAME),
         generic: WordSet::new(GENERIC),
-        platform: WordSet::new(PLATFORM_WORDS),
-        device_platform: WordSet::new(DEVICE_PLATFORM_WORDS),
-        browser_products: WordSet::new(BROWSER_PRODUCTS),
     })
 }
 
@@ -328,6 +282,12 @@ pub(super) fn first_word_is_browser(ua: &[u8]) -> bool {
 /// handset vendor or browser name.
 pub(super) fn is_browser_vocabulary(word: &[u8]) -> bool {
     sets().markers.contains(word) || first_word_is_browser(word)
+}
+
+/// Whether `word` is a browser platform/engine marker (`Opera`, `Safari`,
+/// `Android`), as opposed to a handset vendor's or an app's first word.
+pub(super) fn is_marker(word: &[u8]) -> bool {
+    sets().markers.contains(word)
 }
 
 /// Whether any [`MARKER_NEEDLES`] occurs (the slow twin of the automaton's

@@ -1,105 +1,109 @@
-//! Rule 3's exception: a UA shaped like a modern desktop browser's that
-//! carries a word no such browser sends is a robot that copied a browser.
+//! Rule 3's exception: a browser-shaped UA whose shape no browser produces.
+//!
+//! Vocabulary is not evidence here: browsers add product tokens of their own
+//! (regional Chromium builds, messengers' embedded browsers, app shells), and
+//! no word list names them all. Structure is: the platform and engine
+//! comments of today's Blink, WebKit and Gecko strings are written by the
+//! browser itself, and browsers name products, not hosts.
 
 use super::name::{as_str, is_nameable, trim_name};
-use crate::agent::vocab::sets;
-use crate::agent::words::{eq_any, is_version_like, Word, Words};
+use crate::agent::vocab::is_host_name;
+use crate::agent::words::{contains_ci, Word, Words};
 
-/// Rule 3's exception: a robot that copied a modern desktop browser's UA and
-/// added a word of its own. Returns `Some(name)` (the first nameable foreign
-/// word, if any) for such a UA, `None` for a browser.
+/// Rule 3's exception: a robot that copied a modern browser's UA and wrote
+/// into it what no browser writes. Returns `Some(name)` for such a UA (the
+/// name, if one can be picked), `None` for a browser.
 ///
-/// A modern desktop browser string is `Mozilla/5.0 (platform) ...` with the
-/// engine signature of today's browsers: Blink and WebKit send
-/// `AppleWebKit/... (KHTML, like Gecko) ... Safari/...` with `Chrome/` or
-/// `Version/`, Firefox sends the frozen `Gecko/20100101 Firefox/...`. Such
-/// a string is a closed vocabulary: the platform comment holds only
-/// [`PLATFORM_WORDS`](super::vocab::PLATFORM_WORDS), versions and language
-/// tags; the engine comment is exactly `KHTML, like Gecko`; the products after
-/// the platform comment are the engine's, the browser's and its derivatives'
-/// ([`BROWSER_PRODUCTS`](super::vocab::BROWSER_PRODUCTS)). Anything else
-/// (`(X11; Linux x86_64; Rigor)`, `(KHTML, like Gecko; Finder)`,
-/// `Safari/537.36 Sindup/1.0`, `Firefox/103.0 abuse.example.fr`) was added by
-/// whoever sent it, and browsers do not add words.
+/// A modern browser string is `Mozilla/5.0 (platform) ...` with the engine
+/// signature of today's browsers: Blink and WebKit send `AppleWebKit/537.36`
+/// or `AppleWebKit/605.1.15` with `(KHTML, like Gecko)`, `Chrome/` or
+/// `Version/`, and `Safari/`; Firefox sends the frozen `Gecko/20100101
+/// Firefox/`. Two things no such browser writes:
 ///
-/// Left alone, because people's UAs legitimately carry free text there:
-/// phones, tablets, TVs, consoles and headsets
-/// ([`DEVICE_PLATFORM_WORDS`](super::vocab::DEVICE_PLATFORM_WORDS): device
-/// models, in-app browsers appending their app's token), Internet Explorer
-/// (its comment lists installed software), desktop apps built on Electron
-/// (they add their own name), an in-app browser's bracketed block, older
-/// engines (toolbars and distribution tags
-/// in old Gecko tails), and later comments (`(.NET CLR ...)`).
+/// - `compatible` in the platform or the engine comment (`(compatible; Zeta
+///   Agent)`, `(KHTML, like Gecko; compatible; Qx/1.2)`): the word belongs to
+///   Internet Explorer and Konqueror, whose engines are not these; here it
+///   introduces whoever wrote it, and the word after it is the name;
+/// - a host name after the platform comment (`Firefox/103.0 abuse.example.fr`,
+///   `Foo/2.0 (foo.example.com)`): a contact address, as a URL would be; the
+///   product it follows names the robot, else the host itself.
 ///
-/// Cost: one pass over the words of at most [`MAX_WORDS_LEN`](super::MAX_WORDS_LEN) bytes, one
-/// word-set lookup per word; runs for every browser UA, allocates nothing.
-pub(super) fn foreign_word(ua: &[u8]) -> Option<Option<&str>> {
+/// Everything else a browser-shaped string carries (a product token after
+/// `Safari/537.36`, a word in the platform comment, an in-app browser's
+/// block) leaves it a browser; the robot evidence of rule 2 (robot words,
+/// contact URLs and addresses, libraries) is what finds robots among them.
+///
+/// Cost: one comparison for the frozen desktop strings, one byte scan for
+/// nearly all others, else one pass over the words of at most [`MAX_WORDS_LEN`](super::MAX_WORDS_LEN) bytes with a
+/// few byte comparisons per word; runs for every browser UA, allocates
+/// nothing.
+pub(super) fn impossible_shape(ua: &[u8]) -> Option<Option<&str>> {
     const OPENING: &[u8] = b"mozilla/5.0 (";
     if ua.len() <= OPENING.len() || !ua[..OPENING.len()].eq_ignore_ascii_case(OPENING) || is_plain_frozen(ua) {
         return None;
     }
-    let sets = sets();
+    // Neither shape can occur without `compatible` or a dot before a
+    // lowercase letter (a host name's last label): one byte scan spares
+    // nearly every browser the word pass.
+    if !(ua.windows(2).any(|p| p[0] == b'.' && p[1].is_ascii_lowercase()) || contains_ci(ua, "compatible")) {
+        return None;
+    }
     // The platform comment: up to the first `)`; a nested `(` is not a shape
     // this rule knows.
     let close = OPENING.len() + ua[OPENING.len()..].iter().position(|&b| matches!(b, b'(' | b')'))?;
     if ua[close] != b')' {
         return None;
     }
-    let mut foreign = false;
-    let mut name: Option<Word> = None;
-    let mut note = |w: Word| {
-        foreign = true;
-        if name.is_none() && is_nameable(trim_name(&ua[w.start..w.end])) {
-            name = Some(w);
+    let named = |w: Word| Some(w).filter(|w| is_nameable(trim_name(&ua[w.start..w.end])));
+    // `Some(name)` once `compatible` was seen in the platform or engine
+    // comment: the word after it, if nameable.
+    let mut compatible: Option<Option<Word>> = None;
+    let mut after_compatible = false;
+    let mut note_compatible = |w: Word| {
+        if after_compatible {
+            compatible = Some(named(w));
+            after_compatible = false;
+        } else if compatible.is_none() && ua[w.start..w.end].eq_ignore_ascii_case(b"compatible") {
+            after_compatible = true;
+            compatible = Some(None);
         }
     };
-    let mut desktop = false;
     for w in Words::new(&ua[..close]).filter(|w| w.start >= OPENING.len()) {
-        let word = &ua[w.start..w.end];
-        if sets.device_platform.contains(word) {
-            return None;
-        }
-        // `compatible` belongs to Internet Explorer and Konqueror, which the
-        // engine signature below rules out; in a modern string it announces
-        // whoever wrote it, and the words after it are foreign.
-        if eq_any(word, &["windows", "macintosh", "x11", "cros", "compatible"]) {
-            desktop = true;
-        } else if !(sets.platform.contains(word) || is_version_like(word) || is_language_tag(word)) {
-            note(w);
-        }
-    }
-    if !desktop {
-        return None;
+        note_compatible(w);
     }
     let (mut webkit, mut khtml, mut safari, mut chrome_or_version) = (false, false, false, false);
     let (mut frozen_gecko, mut firefox) = (false, false);
     let mut in_engine_comment = false;
+    // The first host name, and the last nameable product before it.
+    let mut host: Option<Word> = None;
+    let mut product: Option<Word> = None;
     for w in Words::new(ua).skip_while(|w| w.start < close) {
         let word = &ua[w.start..w.end];
         let after_slash = ua[w.start - 1] == b'/';
+        let is_product = ua.get(w.end) == Some(&b'/');
+        if host.is_none() && !after_slash && is_host_name(word) {
+            host = Some(w);
+            if w.depth == 0 && is_product {
+                product = Some(w); // the host is the product: `Foo.example.com/2.0`
+            }
+        }
         if w.depth > 0 {
             // Only the engine comment is read; other comments are free text.
             let opens = ua[..w.start].iter().rev().find(|b| **b != b' ') == Some(&b'(');
             if opens {
                 in_engine_comment = word.eq_ignore_ascii_case(b"khtml");
                 khtml |= in_engine_comment;
-            } else if in_engine_comment && !after_slash && !eq_any(word, &["like", "gecko"]) {
-                note(w);
+            } else if in_engine_comment {
+                note_compatible(w);
             }
             continue;
         }
-        if after_slash || is_version_like(word) {
+        in_engine_comment = false;
+        if after_slash {
             continue;
         }
-        if ua[w.start - 1] == b'[' {
-            break; // an in-app browser's `[FBAN/...;...]` block: the app's own data
-        }
-        if eq_any(word, &["electron"]) {
-            return None;
-        }
-        if !sets.browser_products.contains(word) {
-            note(w);
-            continue;
+        if host.is_none() && is_product {
+            product = named(w).or(product);
         }
         let is = |name: &[u8]| word.eq_ignore_ascii_case(name);
         // Blink froze its engine token at `537.36` and Safari at `605.1.15`;
@@ -111,15 +115,20 @@ pub(super) fn foreign_word(ua: &[u8]) -> Option<Option<&str>> {
         frozen_gecko |= is(b"gecko") && ua[w.end..].starts_with(b"/20100101");
     }
     let modern = (webkit && khtml && safari && chrome_or_version) || (frozen_gecko && firefox);
-    if !(modern && foreign) {
+    if !modern {
         return None;
     }
+    let name = match (compatible, host) {
+        (Some(name), _) => name,
+        (None, Some(host)) => product.or(Some(host)),
+        (None, None) => return None,
+    };
     Some(name.and_then(|w| as_str(trim_name(&ua[w.start..w.end]))))
 }
 
 /// Whether `ua` is, whole, one of the frozen strings most desktop traffic
 /// sends (Chrome, Firefox and Safari after their UA reductions) with only the
-/// versions varying: the common case of [`foreign_word`] in one comparison
+/// versions varying: the common case of [`impossible_shape`] in one comparison
 /// instead of a word-by-word pass.
 fn is_plain_frozen(ua: &[u8]) -> bool {
     const CHROME: &[u8] = b" safari/537.36";
@@ -154,38 +163,57 @@ fn is_plain_frozen(ua: &[u8]) -> bool {
     })
 }
 
-/// `en`, `de-DE`, `zh_CN`, `es-419`: a language tag in a platform comment.
-fn is_language_tag(word: &[u8]) -> bool {
-    let mut parts = word.split(|&b| b == b'-' || b == b'_');
-    let lang = parts.next().unwrap_or_default();
-    (2..=3).contains(&lang.len())
-        && lang.iter().all(u8::is_ascii_alphabetic)
-        && parts.all(|p| (2..=4).contains(&p.len()) && p.iter().all(u8::is_ascii_alphanumeric))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::slow;
     use super::*;
 
     #[test]
-    fn foreign_word_in_a_modern_browser_string_is_a_robot() {
+    fn what_no_modern_browser_writes_makes_a_robot() {
         let cases = [
-            // After the browser's last product, with or without a version.
-            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36 Zorblax/1.0.0", Some("Zorblax")),
-            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Quuxly", Some("Quuxly")),
-            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15 Tidewatch/3.1", Some("Tidewatch")),
-            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:128.0) Gecko/20100101 Firefox/128.0 owl.example.org", Some("owl.example.org")),
-            // Inside the platform comment or the engine comment.
-            ("Mozilla/5.0 (X11; Linux x86_64; Frobnic) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36", Some("Frobnic")),
-            ("Mozilla/5.0 (Frobnic; Windows NT 10.0; Win64; x64; rv:125.0) Gecko/20100101 Firefox/125.0", Some("Frobnic")),
-            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko; PriceFinder) Chrome/124.0.0.0 Safari/537.36", Some("PriceFinder")),
-            // `compatible` in a modern string.
+            // `compatible` in the platform or the engine comment.
             ("Mozilla/5.0 (compatible; Zeta Agent) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/129.0.0.0 Safari/537.36", Some("Zeta")),
+            ("Mozilla/5.0 (Windows NT 10.0; compatible; Frobnic) Gecko/20100101 Firefox/125.0", Some("Frobnic")),
+            ("Mozilla/5.0 (compatible) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15", None),
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko; compatible; Qx/1.2; q.example/x) Chrome/124.0.0.0 Safari/537.36", Some("Qx")),
+            // A host name after the platform comment.
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:128.0) Gecko/20100101 Firefox/128.0 owl.example.org", Some("owl.example.org")),
+            ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/133.0.0.0 Safari/537.36 Quux/2.0 (quux.com)", Some("Quux")),
+            ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.0 Safari/537.36 Frob.io/2.0.0", Some("Frob.io")),
         ];
         for (ua, name) in cases {
             assert_eq!(slow(ua), Some(name), "{ua}");
         }
+    }
+
+    #[test]
+    fn an_unknown_word_alone_leaves_a_browser() {
+        // Made-up products where browsers put theirs: no robot evidence, so
+        // a browser (regional builds and app shells look exactly like this).
+        for ua in [
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36 Zorblax/1.0.0",
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Quuxly",
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Tidewatch/3.1 Version/17.4 Safari/605.1.15",
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:128.0) Gecko/20100101 Firefox/128.0 Owlfox/128.0",
+            "Mozilla/5.0 (X11; Linux x86_64; Frobnic 2.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Alpha/1.0 Beta/2.0 Gamma",
+            // Odd engine comments and later comments are not written by robots alone.
+            "Mozilla/5.0 (WebOS; Linux/SmartTV) AppleWebKit/537.36 (KHTML, likeGecko) Chrome/53.0.2785.34 Safari/537.36 HbbTV/1.4.1 ( DRM; LGE; 43UM71007LB; WEBOS4.5 03.50.95;)",
+            "Mozilla/5.0 (Web0S; Linux/SmartTV) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.79 Safari/537.36 HbbTV/1.5.1 (+DRM; LGE; 55UP7700PTA; WEBOS6.0 03.00.15; W6_lm21a;)",
+            // An app's reverse-DNS id is not a host name.
+            "Mozilla/5.0 (Linux; U; Android 7.1.1; zh-CN; Readboy_G550A Build/NMF26F) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/69.0.3497.100 Mobile Safari/537.36 AliApp(DingTalk/6.5.57.23) com.alibaba.android.rimet/27727534",
+        ] {
+            assert_eq!(slow(ua), None, "{ua}");
+        }
+        // The same strings with robot evidence are robots (rule 2).
+        assert_eq!(
+            slow("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36 ZorblaxBot/1.0"),
+            Some(Some("ZorblaxBot"))
+        );
+        assert_eq!(
+            slow("Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:128.0) Gecko/20100101 Firefox/128.0 Owl/1.0 (+https://owl.example/)"),
+            Some(Some("Owl"))
+        );
     }
 
     #[test]

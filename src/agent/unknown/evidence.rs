@@ -2,7 +2,7 @@
 //! contact addresses; and the one pass over a UA's words that collects the
 //! evidence and the candidates for a name.
 
-use super::name::{is_generic, is_nameable, is_numbered_name, trim_name};
+use super::name::{is_app_product, is_generic, is_nameable, is_numbered_name, trim_name};
 use crate::agent::vocab::{sets, STRONG_BOT_WORDS, WEAK_BOT_WORDS};
 use crate::agent::words::{
     contains, email_at, find_ci, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at, DeviceModel,
@@ -43,6 +43,14 @@ pub(super) fn has_bot(word: &[u8]) -> bool {
         from = i + 1;
     }
     false
+}
+
+/// Whether `word` is a robot word: `bot` as [`has_bot`] finds it, or a
+/// strong robot word anywhere in it (`FooCrawler`, `Spider1`).
+pub(super) fn is_robot_word(word: &[u8]) -> bool {
+    let mut buf = [0u8; MAX_WORD];
+    let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
+    has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n))
 }
 
 pub(super) fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {
@@ -219,7 +227,9 @@ pub(super) fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]
         if w.start == 0 && nameable() {
             f.first_word = Some(w);
         }
-        if w.start == 0 && product && named_product() {
+        // A robot's first product names it even when it is an app's or a
+        // handset vendor's word: `Pinterest/0.2 (+http://.../bot.html)`.
+        if w.start == 0 && product && (named_product() || (!device && is_app_product(name))) {
             f.first_product = Some(w);
         }
         if let Some(end) = compat_end.take() {

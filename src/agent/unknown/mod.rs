@@ -14,8 +14,9 @@
 //! 2. robot evidence (see `evidence`): robot;
 
 //! 3. a browser platform/engine marker, or a first word that is a handset
-//!    vendor or browser name: browser, unless it is a modern desktop browser
-//!    string holding a word no such browser sends (see `browser`): robot;
+//!    vendor or browser name: browser, unless it is a modern browser string
+//!    in a shape no browser produces (see `browser`): robot. An unknown word
+//!    alone never makes a robot: browsers add product tokens of their own;
 
 //! 4. anything else does not start like a browser at all: robot.
 //!
@@ -28,18 +29,18 @@
 //!
 //! One concern per file, by what the rules look at: `evidence` (a word's
 //! robot evidence, and one pass over the words for evidence and name
-//! candidates), `browser` (whether a browser-shaped string carries a word no
-//! browser sends) and `name` (which word names the robot).
+//! candidates), `browser` (whether a browser-shaped string has a shape no
+//! browser produces) and `name` (which word names the robot).
 
 mod browser;
 mod evidence;
 mod name;
 
-use self::browser::foreign_word;
-use self::evidence::{evidence_if_hit, findings, has_bot, WordEvidence};
+use self::browser::impossible_shape;
+use self::evidence::{evidence_if_hit, findings, is_robot_word, WordEvidence};
 use self::name::{as_str, name_ok, pick_name, trim_name};
-use super::vocab::{first_word_is_browser, is_browser_vocabulary, STRONG_BOT_WORDS};
-use super::words::{contains, email_at, lower, plus_domain_at, url_at, DeviceModel, Words, MAX_WORD};
+use super::vocab::{first_word_is_browser, is_browser_vocabulary};
+use super::words::{email_at, plus_domain_at, url_at, DeviceModel, Words};
 
 /// The word rules look at this many bytes of a UA at most (the automaton
 /// looks at [`crate::agent::MAX_UA_LEN`]). Real UAs are under 600 bytes; the
@@ -88,7 +89,7 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
         return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
     }
     if sig.marker || first_word_is_browser(ua) {
-        return foreign_word(ua).map(|name| Unknown { name });
+        return impossible_shape(ua).map(|name| Unknown { name });
     }
     Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) })
 }
@@ -96,10 +97,7 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
 /// Whether `name` is a robot word (`ExampleBot`, `FooCrawler`): a name a
 /// robot gives itself, as opposed to a library's or an app's.
 pub(super) fn is_robot_name(name: &str) -> bool {
-    let word = name.as_bytes();
-    let mut buf = [0u8; MAX_WORD];
-    let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
-    has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n))
+    is_robot_word(name.as_bytes())
 }
 
 /// Product names a UA announces, for robots.txt group selection: words before

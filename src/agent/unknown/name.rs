@@ -1,8 +1,9 @@
 //! Naming an unknown robot: which word of its UA is its name, and how a
 //! word is cut to a name.
 
+use super::evidence::is_robot_word;
 use super::evidence::Findings;
-use crate::agent::vocab::{is_browser_vocabulary, sets};
+use crate::agent::vocab::{is_browser_vocabulary, is_marker, sets};
 use crate::agent::words::{eq_any, is_version_like, is_word_byte, DeviceModel, Word, Words, MAX_WORD};
 
 /// Picks the name an unknown robot announces, in this order: a distinctive
@@ -106,6 +107,9 @@ pub(super) fn trim_name(word: &[u8]) -> &[u8] {
             let rest = rest.strip_prefix(b"v").or_else(|| rest.strip_prefix(b"V")).unwrap_or(rest);
             let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
             let versionish = rest.contains(&b'.') || (digits >= 4 && digits == rest.len());
+            // A robot's name with a release suffix: `SeznamBot-v2`.
+            let release = digits > 0 && digits + 1 == word.len() - i - 1 && matches!(word[i + 1], b'v' | b'V');
+            let versionish = versionish || (release && is_robot_word(&word[..i]));
             if digits > 0 && versionish && word[..i].iter().any(u8::is_ascii_alphabetic) {
                 w = &word[..i];
                 break;
@@ -138,6 +142,13 @@ pub(super) fn trim_name(word: &[u8]) -> &[u8] {
 /// generic, a bare runtime name or browser vocabulary.
 pub(super) fn is_nameable(name: &[u8]) -> bool {
     name_ok(name) && !is_generic(name) && !sets().lang.contains(name) && !is_browser_vocabulary(name)
+}
+
+/// Whether the UA's first product may name the robot although it is a
+/// handset vendor's or an app's word (see [`is_nameable`]): anything
+/// nameable but a browser platform/engine marker.
+pub(super) fn is_app_product(name: &[u8]) -> bool {
+    name_ok(name) && !is_generic(name) && !sets().lang.contains(name) && !is_marker(name)
 }
 
 /// Whether a product name of digits alone may be a name (`008` of `008/0.83`):
@@ -182,5 +193,8 @@ mod tests {
         assert_eq!(trim_name(b"aws-sdk-go-v2"), b"aws-sdk-go-v2");
         assert_eq!(trim_name(b"aws-sdk-dotnet-45"), b"aws-sdk-dotnet-45");
         assert_eq!(trim_name(b"yoozBot-2.2"), b"yoozBot");
+        assert_eq!(trim_name(b"SeznamBot-v2"), b"SeznamBot");
+        assert_eq!(trim_name(b"FooCrawler-V10"), b"FooCrawler");
+        assert_eq!(trim_name(b"Foo-v2"), b"Foo-v2");
     }
 }
