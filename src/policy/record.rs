@@ -32,7 +32,8 @@ pub struct Requested<'a> {
 
 impl Decision<'_, '_> {
     /// The record of a violation, a limit, a trap hit, a banned or a spoofed
-    /// request; `None` for a pass or a served file.
+    /// request; `None` for a pass, a served file, or a limit by a directive
+    /// the robot ignores that is not recorded ([`Limited::recorded`]).
     ///
     /// `time` and `status` are left empty (`""`, 0): they are the caller's,
     /// the proxy's clock and answer, or a log line's. Cost: the owned copies
@@ -46,8 +47,15 @@ impl Decision<'_, '_> {
                 let managed = rule.line > req.file_lines;
                 (rule.kind.as_str(), group, Some(rule.pattern.as_str()), Some(rule.line), action.name(), managed)
             }
-            Outcome::Limited(Limited { group, directive, line, enforce, .. }) => {
-                (directive, group, None, Some(line), if enforce { "rate-limit" } else { "log" }, false)
+            Outcome::Limited(Limited { recorded: false, .. }) => return None,
+            Outcome::Limited(Limited { group, directive, line, enforce, unsupported, .. }) => {
+                let action = if enforce { "rate-limit" } else { "log" };
+                if unsupported {
+                    // Not a violation: the robot never promised to keep to it.
+                    ("unsupported-directive", group, Some(directive), Some(line), action, false)
+                } else {
+                    (directive, group, None, Some(line), action, false)
+                }
             }
             Outcome::Trap(TrapHit { path, banned, enforce, action, .. }) => {
                 let taken = match (banned, enforce) {
