@@ -27,6 +27,7 @@
 //! every worker every `/robots.txt` fetch (so "has it read robots.txt" is
 //! judged in log order too).
 
+pub mod compare;
 mod run;
 mod tally;
 mod view;
@@ -168,6 +169,26 @@ impl BrowserMemo {
     }
 }
 
+/// What robotgate would have done with one line: what `--compare` sets
+/// side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// robotgate would answer it itself (403, 429, other content, a
+    /// redirect); otherwise the origin sees it (`log` and `noindex` too).
+    pub refused: bool,
+    /// The record's directive (`disallow`, `crawl-delay`, ...), or `""`.
+    pub directive: &'static str,
+    /// Its robots.txt line, if any.
+    pub line: Option<u32>,
+    /// A search engine verified by its operator's ranges.
+    pub verified_search: bool,
+}
+
+impl Verdict {
+    /// Passed, no record.
+    pub const PASS: Verdict = Verdict { refused: false, directive: "", line: None, verified_search: false };
+}
+
 /// Decides lines, one after another, with its own rate and robots.txt-read
 /// state.
 pub struct Worker<'s> {
@@ -208,7 +229,7 @@ impl<'s> Worker<'s> {
         site_index: usize,
         counted: bool,
         emit: &mut dyn FnMut(Record),
-    ) {
+    ) -> Verdict {
         let setup = self.setup;
         let site = &setup.sites[site_index];
         let unix = entry.time_unix.unwrap_or(self.last_unix).max(0);
@@ -220,14 +241,14 @@ impl<'s> Worker<'s> {
                 if counted {
                     self.tally.sites[site_index].requests += 1;
                 }
-                return;
+                return Verdict::PASS;
             }
             Gatekeep::Refuse(status, _) => {
                 if counted {
                     self.tally.sites[site_index].requests += 1;
                     self.tally.refused(site_index, status);
                 }
-                return;
+                return Verdict { refused: true, directive: "request-target", line: None, verified_search: false };
             }
         };
         let Some(user_agent) = entry.user_agent.as_deref() else {
@@ -236,7 +257,7 @@ impl<'s> Worker<'s> {
                 self.tally.sites[site_index].requests += 1;
                 self.unjudged(site_index, &target, entry);
             }
-            return;
+            return Verdict::PASS;
         };
         let client: Option<IpAddr> = entry.client.parse().ok().map(crate::net::canonical);
         let facts = RequestFacts {
@@ -249,11 +270,11 @@ impl<'s> Worker<'s> {
         let classify = self.memo.classify(classifier);
         let decision = policy::decide_with(&facts, &site.rules, classify, &self.state, setup.identify, clock);
         if !counted {
-            return;
+            return Verdict::PASS;
         }
         let Some(agent) = decision.agent.as_ref() else {
             self.tally.sites[site_index].requests += 1;
-            return;
+            return Verdict::PASS;
         };
         // A search engine that keeps to robots.txt: verified by its ranges,
         // or one that publishes none and keeps to it by the database.
@@ -268,8 +289,18 @@ impl<'s> Worker<'s> {
         };
         let robots_fetch = matches!(decision.outcome, Outcome::File(policy::SiteFile::Robots));
         self.tally.request(site_index, agent, decision.identity, robots_fetch);
+        let verified_search =
+            agent.category == crate::agent::Category::Search && decision.identity == Identity::Verified;
+        if let Outcome::Limited(l) = &decision.outcome {
+            if l.unsupported && counted {
+                // A pace or hours the robot says it ignores (#27): collateral
+                // of the directive, whatever the policy does with it.
+                self.tally.unsupported(site_index, l.directive, l.line, agent.name);
+            }
+        }
+        let refused = answer(&decision.outcome).is_some();
         if matches!(decision.outcome, Outcome::Pass | Outcome::File(_)) {
-            return;
+            return Verdict { verified_search, ..Verdict::PASS };
         }
         let requested = Requested {
             site: site.rules.name,
@@ -281,7 +312,10 @@ impl<'s> Worker<'s> {
             robots_hash: site.robots_hash,
             file_lines: site.file_lines,
         };
-        let Some(mut record) = decision.record(&requested) else { return };
+        let Some(mut record) = decision.record(&requested) else {
+            return Verdict { verified_search, ..Verdict::PASS };
+        };
+        let verdict = Verdict { refused, directive: record.directive, line: record.line, verified_search };
         record.time = rfc3339_ms((unix as u64).saturating_mul(1000));
         record.status = answer(&decision.outcome).unwrap_or(entry.status.unwrap_or(0));
         self.tally.violation(site_index, &record);
@@ -294,6 +328,7 @@ impl<'s> Worker<'s> {
             self.tally.collateral(site_index, site, v.rule.line, &v.rule.pattern, &target, &record, line);
         }
         emit(record);
+        verdict
     }
 
     /// A line without a User-Agent: judged for the `*` group, as an
