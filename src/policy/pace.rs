@@ -91,3 +91,64 @@ pub(super) fn rate_of(robots: &RobotsTxt, selection: &Selection, ignored: Ignore
         (a, b) => a.or(b),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::super::{decide, Outcome, PolicyConfig, RequestFacts, SiteRules, Unsupported};
+    use crate::agent::Classifier;
+    use crate::identity::TakeTheirWord;
+    use crate::policy::Clock;
+    use crate::robots::RobotsTxt;
+
+    const YANDEX: &[u8] = b"Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
+
+    /// (outcome, directive, enforced, recorded) of YandexBot's requests at
+    /// the given seconds, under `mode`.
+    fn run(robots: &[u8], mode: Unsupported, at: &[u64]) -> Vec<(&'static str, &'static str, bool, bool)> {
+        let robots = RobotsTxt::compile(robots);
+        let policy = PolicyConfig { unsupported: mode, ..PolicyConfig::default() };
+        let site =
+            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let (c, state, base) = (Classifier::builtin(), crate::state::MemoryState::new(64), Instant::now());
+        at.iter()
+            .map(|&s| {
+                let clock = Clock::Fixed { instant: base + Duration::from_secs(s), unix_secs: 3600 + s };
+                let facts = RequestFacts {
+                    fetch: true,
+                    target: b"/p",
+                    user_agent: YANDEX,
+                    client: Some("192.0.2.1".parse().unwrap()),
+                };
+                match decide(&facts, &site, &c, &state, &TakeTheirWord, clock).outcome {
+                    Outcome::Pass => ("pass", "", false, false),
+                    Outcome::Limited(l) => ("limited", l.directive, l.enforce, l.recorded && l.unsupported),
+                    _ => ("other", "", false, false),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_robot_is_held_to_the_request_rate_it_reads_not_the_crawl_delay_it_ignores() {
+        // Yandex ignores Crawl-delay (30 s); its Request-rate (one per 10 s) is unknown, so it holds.
+        let robots = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 30\nRequest-rate: 1/10s\n";
+        let got = run(robots, Unsupported::Pass, &[0, 5, 12]);
+        assert_eq!(got[0].0, "pass");
+        assert_eq!(got[1], ("limited", "request-rate", true, false), "too soon for the Request-rate");
+        // 12 s after the first: past the Request-rate, within the ignored Crawl-delay: let through, unrecorded.
+        assert_eq!(got[2], ("limited", "crawl-delay", false, false));
+        let got = run(robots, Unsupported::Log, &[0, 12]);
+        assert_eq!(got[1], ("limited", "crawl-delay", false, true), "recorded as unsupported-directive");
+        let got = run(robots, Unsupported::Enforce, &[0, 12]);
+        assert_eq!(got[1], ("limited", "crawl-delay", true, true));
+    }
+
+    #[test]
+    fn visit_time_is_not_ignored_unless_the_operator_says_so() {
+        // Yandex says nothing about Visit-time: outside the hours it is limited.
+        let got = run(b"User-agent: *\nDisallow: /x\nVisit-time: 0500-0600\n", Unsupported::Pass, &[0]);
+        assert_eq!(got[0], ("limited", "visit-time", true, false));
+    }
+}
