@@ -44,9 +44,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Report { files, since, site, format, out } => {
             cli::report::run(&files, since.as_deref(), site, &format, out.as_deref())
         }
-        Command::Replay { config, logs, site, format, fields, since, threads, dns, emit, output, out } => {
+        Command::Replay { config, logs, site, format, fields, since, threads, dns, emit, output, out, compare } => {
             let args = cli::replay::ReplayArgs { site, format, fields, since, threads, dns, emit, output, out };
-            cli::replay::run(&config, &logs, args)
+            match compare.as_deref() {
+                Some([old, new]) => cli::replay::compare(old, new, &logs, args),
+                _ => cli::replay::run(&config, &logs, args),
+            }
         }
     }
 }

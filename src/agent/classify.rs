@@ -189,6 +189,7 @@ impl Classifier {
                 obeys_robots: Some(bot.obeys_robots),
                 operator: Some(&bot.operator),
                 also,
+                ignores: super::Ignored::of(&bot.extensions),
             };
         }
         match unknown::analyze(ua, &signals(&scan)) {
@@ -208,6 +209,7 @@ impl Classifier {
                     obeys_robots: None,
                     operator: None,
                     also: Vec::new(),
+                    ignores: super::Ignored::NONE,
                 }
             }
         }

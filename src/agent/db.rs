@@ -12,6 +12,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::extensions::{claims_of, ExtensionClaim, RawClaim};
+
 /// Embedded copy of `conf/bots.yaml`, the database [`BotDb::builtin`] loads.
 pub(crate) const BUILTIN_YAML: &str = include_str!("../../conf/bots.yaml");
 
@@ -141,6 +143,11 @@ pub struct Bot {
     /// robot.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signature_agents: Vec<String>,
+    /// The robots.txt extensions its operator says it follows or ignores,
+    /// each with the page that says so (see [`crate::agent::extensions`]);
+    /// empty: unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<ExtensionClaim>,
 }
 
 /// The YAML shape of one entry. Category stays a string so that a bad value is
@@ -169,6 +176,8 @@ struct RawBot {
     rdns: Vec<String>,
     #[serde(default)]
     signature_agents: Vec<String>,
+    #[serde(default)]
+    extensions: Vec<RawClaim>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -416,6 +425,7 @@ impl RawBot {
                 ));
             }
         };
+        let extensions = claims_of(self.extensions).map_err(|reason| invalid(index, &self.name, reason))?;
         let bot = Bot {
             name: self.name,
             operator: self.operator,
@@ -430,6 +440,7 @@ impl RawBot {
             ip_ranges: self.ip_ranges,
             rdns: self.rdns,
             signature_agents: self.signature_agents,
+            extensions,
         };
         bot.check(index)?;
         Ok(bot)

@@ -117,6 +117,7 @@ impl Remembered {
             obeys_robots: self.obeys_robots,
             operator: self.operator.as_ref().map(text),
             also: self.also.iter().map(|&i| Claim::of(i, classifier.bot(i))).collect(),
+            ignores: entry.map_or(super::Ignored::NONE, |bot| super::Ignored::of(&bot.extensions)),
         }
     }
 }

@@ -26,6 +26,7 @@
 mod automaton;
 mod classify;
 mod db;
+pub mod extensions;
 mod memo;
 mod unknown;
 mod vocab;
@@ -33,6 +34,7 @@ mod words;
 
 pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
 pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
+pub use extensions::{Extension, ExtensionClaim, Ignored};
 pub use memo::Remembered;
 
 use serde::Serialize;
@@ -86,6 +88,9 @@ pub struct Agent<'a> {
     /// checks and judges (the strictest wins); empty for almost every
     /// User-Agent, and then allocates nothing.
     pub also: Vec<Claim<'a>>,
+    /// The robots.txt extensions its operator says it ignores (the database
+    /// entry's `extensions`); empty for robots not in the database.
+    pub ignores: Ignored,
 }
 
 /// One more database robot a User-Agent names ([`Agent::also`]).
@@ -99,12 +104,20 @@ pub struct Claim<'a> {
     pub category: Category,
     /// Its robots.txt tokens.
     pub tokens: &'a [String],
+    /// The extensions its operator says it ignores.
+    pub ignores: Ignored,
 }
 
 impl<'a> Claim<'a> {
     /// The claim of database entry `index`, `bot`.
     pub fn of(index: usize, bot: &'a Bot) -> Claim<'a> {
-        Claim { index, name: &bot.name, category: bot.category, tokens: &bot.robots_tokens }
+        Claim {
+            index,
+            name: &bot.name,
+            category: bot.category,
+            tokens: &bot.robots_tokens,
+            ignores: Ignored::of(&bot.extensions),
+        }
     }
 }
 
@@ -127,6 +140,7 @@ impl<'a> Agent<'a> {
             obeys_robots: self.obeys_robots,
             operator: None,
             also: Vec::new(),
+            ignores: claim.ignores,
         }
     }
 }
@@ -143,6 +157,7 @@ impl Agent<'_> {
             obeys_robots: None,
             operator: None,
             also: Vec::new(),
+            ignores: Ignored::NONE,
         }
     }
 

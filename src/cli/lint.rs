@@ -13,9 +13,15 @@ pub fn run(files: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
     let mut errors = 0usize;
     let mut json = Vec::new();
+    let builtin = robotgate::agent::BotDb::builtin();
     for file in files {
         let body = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
         let mut found = lint(&body);
+        // The directives a robot of the database obeys in its group but says
+        // it ignores (#27): the file's author most likely meant to slow it.
+        let compiled = robotgate::robots::RobotsTxt::compile(&body);
+        found.extend(robotgate::policy::unsupported::ignored_directives(&compiled, &builtin));
+        found.sort_by_key(|d| d.line);
         // What `serve` would refuse to load (#32), unless the linter already
         // said so in its own words (`html`).
         if let Err(refusal) = robotgate::load::check_robots_body(&body) {

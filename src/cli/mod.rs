@@ -181,6 +181,11 @@ pub enum Command {
         /// Write the report to FILE instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Decide every line under two configurations, OLD and NEW (instead of
+        /// --config), and report per robot the requests whose verdict changes;
+        /// verified search engines newly refused first. `--output text|json`.
+        #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], conflicts_with_all = ["emit", "dns"])]
+        compare: Option<Vec<PathBuf>>,
     },
     /// Classify User-Agents: one JSON object per line (arguments, or one UA per line on stdin).
     Classify {

@@ -23,7 +23,6 @@ pub struct ReplayArgs {
 
 /// `robotgate replay`: the logs through the config's policy, then the report.
 pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    use robotgate::accesslog::{Format, JsonFields};
     use robotgate::identity::{ByRanges, RangesOnly};
     use robotgate::record::aggregate::{Aggregator, Line, Offer};
     use robotgate::replay::{self, Input, ReplayReport, Setup};
@@ -50,35 +49,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
     for path in logs {
         inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
     }
-    let format = match args.format.as_str() {
-        "combined" => Format::Combined,
-        "common" => Format::Common,
-        "json" => Format::Json(JsonFields::default()),
-        "auto" => {
-            // Sniff the first lines of the first log; they stay in its buffer.
-            let first = inputs.first_mut().context("no log given")?;
-            let buf = first.reader.fill_buf()?;
-            let text = String::from_utf8_lossy(buf);
-            let mut lines: Vec<&str> = text.lines().take(20).collect();
-            if lines.len() > 1 && !buf.ends_with(b"\n") {
-                lines.pop(); // Cut by the buffer.
-            }
-            Format::sniff(&lines)
-                .context("--format auto: cannot tell the format from the first lines; give --format")?
-        }
-        other => anyhow::bail!("--format {other}: not one of combined, common, json, auto"),
-    };
-    let format = match (format, args.fields.is_empty()) {
-        (f, true) => f,
-        (Format::Json(mut fields), false) => {
-            for f in &args.fields {
-                let (name, key) = f.split_once('=').with_context(|| format!("--field {f}: not NAME=KEY"))?;
-                fields.set(name, key).map_err(|e| anyhow::anyhow!("--field {f}: {e}"))?;
-            }
-            Format::Json(fields)
-        }
-        (f, false) => anyhow::bail!("--field applies to JSON logs, not {}", f.name()),
-    };
+    let format = log_format(&mut inputs, &args)?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let since_unix = match &args.since {
         None => None,
@@ -107,31 +78,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
         Some(l) => l,
         None => &ranges_only,
     };
-    let sites = snap
-        .sites
-        .iter()
-        .map(|s| {
-            let robots = s.robots.as_ref();
-            replay::Site {
-                // Traps are not judged from the past (see `robotgate::replay`).
-                rules: robotgate::policy::SiteRules { traps: None, ..s.rules() },
-                target: &s.conf.target,
-                robots_hash: robots.map_or("", |r| r.hash.as_str()),
-                lines: robots.map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
-                sitemaps: robots.map_or_else(Vec::new, |r| replay::sitemap_paths(&r.compiled)),
-                anchored: robots.map_or_else(Vec::new, |r| replay::anchored_lines(&r.compiled)),
-                // Linted as served; findings on the file's lines, by their file line.
-                lint: robots.map_or_else(Vec::new, |r| {
-                    let found = robotgate::robots::lint::lint(&r.file.body).into_iter();
-                    found
-                        .filter_map(|d| {
-                            Some(robotgate::robots::lint::Diagnostic { line: r.lines.file_line(d.line)?, ..d })
-                        })
-                        .collect()
-                }),
-            }
-        })
-        .collect();
+    let sites = sites_of(&snap);
     let setup = Setup {
         sites,
         settings: &snap.settings,
@@ -208,6 +155,142 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
             render::write_report(&report, output, &mut w)?;
             w.flush()?;
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The log format: `--format`, sniffed from the first lines of the first log
+/// for `auto` (they stay in its buffer), with `--field`s for JSON.
+fn log_format(
+    inputs: &mut [robotgate::replay::Input],
+    args: &ReplayArgs,
+) -> anyhow::Result<robotgate::accesslog::Format> {
+    use robotgate::accesslog::{Format, JsonFields};
+    let format = match args.format.as_str() {
+        "combined" => Format::Combined,
+        "common" => Format::Common,
+        "json" => Format::Json(JsonFields::default()),
+        "auto" => {
+            // Sniff the first lines of the first log; they stay in its buffer.
+            let first = inputs.first_mut().context("no log given")?;
+            let buf = first.reader.fill_buf()?;
+            let text = String::from_utf8_lossy(buf);
+            let mut lines: Vec<&str> = text.lines().take(20).collect();
+            if lines.len() > 1 && !buf.ends_with(b"\n") {
+                lines.pop(); // Cut by the buffer.
+            }
+            Format::sniff(&lines)
+                .context("--format auto: cannot tell the format from the first lines; give --format")?
+        }
+        other => anyhow::bail!("--format {other}: not one of combined, common, json, auto"),
+    };
+    let format = match (format, args.fields.is_empty()) {
+        (f, true) => f,
+        (Format::Json(mut fields), false) => {
+            for f in &args.fields {
+                let (name, key) = f.split_once('=').with_context(|| format!("--field {f}: not NAME=KEY"))?;
+                fields.set(name, key).map_err(|e| anyhow::anyhow!("--field {f}: {e}"))?;
+            }
+            Format::Json(fields)
+        }
+        (f, false) => anyhow::bail!("--field applies to JSON logs, not {}", f.name()),
+    };
+    Ok(format)
+}
+
+/// The sites of `snap` as replay judges them.
+fn sites_of(snap: &robotgate::load::Snapshot) -> Vec<robotgate::replay::Site<'_>> {
+    use robotgate::replay;
+    snap.sites
+        .iter()
+        .map(|s| {
+            let robots = s.robots.as_ref();
+            replay::Site {
+                // Traps are not judged from the past (see `robotgate::replay`).
+                rules: robotgate::policy::SiteRules { traps: None, ..s.rules() },
+                target: &s.conf.target,
+                robots_hash: robots.map_or("", |r| r.hash.as_str()),
+                lines: robots.map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
+                sitemaps: robots.map_or_else(Vec::new, |r| replay::sitemap_paths(&r.compiled)),
+                anchored: robots.map_or_else(Vec::new, |r| replay::anchored_lines(&r.compiled)),
+                // Linted as served; findings on the file's lines, by their file line.
+                lint: robots.map_or_else(Vec::new, |r| {
+                    let found = robotgate::robots::lint::lint(&r.file.body).into_iter();
+                    found
+                        .filter_map(|d| {
+                            Some(robotgate::robots::lint::Diagnostic { line: r.lines.file_line(d.line)?, ..d })
+                        })
+                        .collect()
+                }),
+            }
+        })
+        .collect()
+}
+
+/// `robotgate replay --compare OLD NEW`: every line decided under both, in
+/// one pass; the verdicts that change, per robot.
+pub fn compare(
+    old: &std::path::Path,
+    new: &std::path::Path,
+    logs: &[PathBuf],
+    args: ReplayArgs,
+) -> anyhow::Result<ExitCode> {
+    use robotgate::identity::{ByRanges, RangesOnly};
+    use robotgate::replay::{compare::compare, Input, Setup};
+    let json = match args.output.as_str() {
+        "text" => false,
+        "json" => true,
+        other => anyhow::bail!("--output {other}: --compare writes text or json"),
+    };
+    let snaps = [
+        load_snapshot(old).with_context(|| format!("{}", old.display()))?,
+        load_snapshot(new).with_context(|| format!("{}", new.display()))?,
+    ];
+    let mut inputs: Vec<Input> = Vec::with_capacity(logs.len());
+    for path in logs {
+        inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
+    }
+    let format = log_format(&mut inputs, &args)?;
+    let since_unix = match &args.since {
+        None => None,
+        Some(text) => {
+            let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            Some(now.saturating_sub(back).as_secs() as i64)
+        }
+    };
+    let ranges: Vec<RangesOnly<'_>> = snaps
+        .iter()
+        .map(|s| RangesOnly(ByRanges { table: &s.ranges, feeds: &s.bot_feeds, has_rdns: &s.bot_rdns }))
+        .collect();
+    let mut setups = Vec::with_capacity(2);
+    for (snap, identify) in snaps.iter().zip(&ranges) {
+        let only_site = match &args.site {
+            None => None,
+            Some(name) => Some(
+                snap.sites
+                    .iter()
+                    .position(|s| &s.conf.name == name)
+                    .with_context(|| format!("--site {name}: no such site"))?,
+            ),
+        };
+        setups.push(Setup {
+            sites: sites_of(snap),
+            settings: &snap.settings,
+            classifier: &snap.classifier,
+            identify,
+            bot_feeds: &snap.bot_feeds,
+            only_site,
+            since_unix,
+            format: format.clone(),
+        });
+    }
+    let names = (old.display().to_string(), new.display().to_string());
+    let found = compare(&setups[0], &setups[1], inputs, (&names.0, &names.1));
+    let text = if json { serde_json::to_string_pretty(&found)? + "\n" } else { found.to_text() };
+    match &args.out {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
+        None => io::stdout().lock().write_all(text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
 }

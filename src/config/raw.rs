@@ -142,6 +142,11 @@ pub struct RawPolicy {
     /// `block` with 403); `log` records it and judges it as an unknown robot.
     #[serde(default)]
     pub spoofed: Option<RawAction>,
+    /// A Crawl-delay, Request-rate or Visit-time the robot's operator says
+    /// it ignores (the bot database's `extensions`): `pass` (default),
+    /// `log` (record `unsupported-directive`, let through) or `enforce`.
+    #[serde(default)]
+    pub unsupported_directives: Option<String>,
 }
 
 /// One entry of `sites:`.

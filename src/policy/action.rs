@@ -80,6 +80,36 @@ pub struct PolicyConfig {
     /// The prefix an IPv6 client is banned and rate-limited by
     /// ([`crate::net::client_key`]); the config's `limits.ipv6_prefix`.
     pub ipv6_prefix: u8,
+    /// What a robot gets for a Crawl-delay, Request-rate or Visit-time its
+    /// operator says it ignores.
+    pub unsupported: Unsupported,
+}
+
+/// What a robot gets for a directive its operator documents it ignores
+/// (`policy.unsupported_directives`): never a violation, since it never
+/// promised to keep to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Unsupported {
+    /// Not held to it, no record (the default).
+    #[default]
+    Pass,
+    /// Not held to it; a request that comes too soon or outside the hours
+    /// is recorded as `unsupported-directive`.
+    Log,
+    /// Held to it (429), recorded as `unsupported-directive`.
+    Enforce,
+}
+
+impl Unsupported {
+    /// `pass`, `log` or `enforce`.
+    pub fn from_name(name: &str) -> Option<Unsupported> {
+        match name {
+            "pass" => Some(Unsupported::Pass),
+            "log" => Some(Unsupported::Log),
+            "enforce" => Some(Unsupported::Enforce),
+            _ => None,
+        }
+    }
 }
 
 /// The default body of the answer to a spoofed identity.
@@ -112,6 +142,7 @@ impl Default for PolicyConfig {
             visit_time: true,
             spoofed: Action::Block { status: 403, body: DEFAULT_SPOOFED_BODY.into(), file: None },
             ipv6_prefix: crate::net::BAN_PREFIX_V6,
+            unsupported: Unsupported::Pass,
         }
     }
 }

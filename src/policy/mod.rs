@@ -14,16 +14,19 @@ use std::time::{Duration, Instant};
 
 mod action;
 mod claims;
+mod pace;
 mod record;
+pub mod unsupported;
 
-pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use self::claims::{claims, judge_claims, Claimed};
+use self::pace::{pace, rate_of};
 pub use self::record::Requested;
 use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
 use crate::net::client_key;
 use crate::robots::{ext::VisitTime, RobotsTxt, Rule, Selection};
-use crate::state::{BanKey, RateKey, SeenKey, State};
+use crate::state::{BanKey, SeenKey, State};
 
 /// The facts of one request, gathered once by the proxy from what the client
 /// sent (all of it attacker-controlled).
@@ -134,8 +137,18 @@ pub struct Limited<'a> {
     pub line: u32,
     /// How long until the request would be admitted.
     pub wait: Duration,
-    /// Answer 429; `false` when the bot's action is `log` (record, then pass).
+    /// Answer 429; `false` when the bot's action is `log`, or when its
+    /// operator says it ignores the directive and
+    /// `policy.unsupported_directives` is not `enforce` (then pass).
     pub enforce: bool,
+    /// The robot's operator documents that it ignores `directive` (the bot
+    /// database's `extensions`): its record says `unsupported-directive`,
+    /// never a violation.
+    pub unsupported: bool,
+    /// Whether the request has a record: `false` for an unsupported
+    /// directive under `unsupported_directives: pass` (the default), which
+    /// only replay counts.
+    pub recorded: bool,
 }
 
 /// A fetch of a trap path.
@@ -411,29 +424,6 @@ fn read_robots(
     seen_key(site, agent, facts).is_some_and(|k| state.read_robots_within(&k, ROBOTS_READ_WINDOW, clock.instant()))
 }
 
-/// Hold an allowed bot to its group's hours, then its pace.
-fn pace<'s>(
-    j: &Judgement<'s>,
-    site: &SiteRules<'s>,
-    agent: &Agent<'_>,
-    client: Option<IpAddr>,
-    state: &dyn State,
-    clock: Clock,
-) -> Option<Limited<'s>> {
-    let enforce = site.policy.action_for(agent.name, agent.category) != &Action::Log;
-    let limited = |directive, line, wait| Limited { group: j.group, directive, line, wait, enforce };
-    if let Some(w) = j.window {
-        let wait = w.window.secs_until_open((clock.unix_secs() % 86_400) as u32);
-        if wait > 0 {
-            return Some(limited("visit-time", w.line, Duration::from_secs(u64::from(wait))));
-        }
-    }
-    let (rate, client) = (j.rate?, client?);
-    let bot = agent.name.or_else(|| agent.tokens.first().copied()).unwrap_or("");
-    let key = RateKey { client: client_key(client, site.policy.ipv6_prefix), site: site.name, bot };
-    state.admit(&key, rate.interval, clock.instant()).err().map(|wait| limited(rate.directive, rate.line, wait))
-}
-
 /// The facts about the requester that policy needs.
 #[derive(Debug, Clone, Copy)]
 pub struct Requester<'a, S: AsRef<str>> {
@@ -544,31 +534,13 @@ pub fn judge<'a, S: AsRef<str>>(
             window: None,
         };
     }
-    let rate = if policy.rate_limit { rate_of(robots, &selection) } else { None };
+    let rate = if policy.rate_limit { rate_of(robots, &selection, crate::agent::Ignored::NONE) } else { None };
     let window = if policy.visit_time {
         robots.visit_time(&selection).map(|v| Window { window: v.value, line: v.line })
     } else {
         None
     };
     Judgement { selection: Some(selection), group, rule: None, action: None, rate, window }
-}
-
-/// The stricter of the group's Crawl-delay and Request-rate.
-fn rate_of(robots: &RobotsTxt, selection: &Selection) -> Option<Rate> {
-    let delay = robots.crawl_delay(selection).filter(|d| d.value > 0.0).map(|d| Rate {
-        interval: Duration::from_secs_f64(d.value),
-        directive: "crawl-delay",
-        line: d.line,
-    });
-    let rate = robots.request_rate(selection).map(|r| Rate {
-        interval: Duration::from_secs_f64(r.value.interval_secs()),
-        directive: "request-rate",
-        line: r.line,
-    });
-    match (delay, rate) {
-        (Some(a), Some(b)) => Some(if a.interval >= b.interval { a } else { b }),
-        (a, b) => a.or(b),
-    }
 }
 
 /// A site's traps: paths every group of its robots.txt disallows, which only

@@ -34,7 +34,8 @@ pub struct Requested<'a> {
 
 impl Decision<'_, '_> {
     /// The record of a violation, a limit, a trap hit, a banned or a spoofed
-    /// request; `None` for a pass or a served file.
+    /// request; `None` for a pass, a served file, or a limit by a directive
+    /// the robot ignores that is not recorded ([`Limited::recorded`]).
     ///
     /// `time` and `status` are left empty (`""`, 0): they are the caller's,
     /// the proxy's clock and answer, or a log line's. Cost: the owned copies
@@ -49,9 +50,16 @@ impl Decision<'_, '_> {
                 let line = req.lines.file_line(rule.line);
                 (rule.kind.as_str(), group, Some(rule.pattern.as_str()), line, action.name(), line.is_none())
             }
-            Outcome::Limited(Limited { group, directive, line, enforce, .. }) => {
+            Outcome::Limited(Limited { recorded: false, .. }) => return None,
+            Outcome::Limited(Limited { group, directive, line, enforce, unsupported, .. }) => {
+                let action = if enforce { "rate-limit" } else { "log" };
                 let line = req.lines.file_line(line);
-                (directive, group, None, line, if enforce { "rate-limit" } else { "log" }, line.is_none())
+                if unsupported {
+                    // Not a violation: the robot never promised to keep to it.
+                    ("unsupported-directive", group, Some(directive), line, action, line.is_none())
+                } else {
+                    (directive, group, None, line, action, line.is_none())
+                }
             }
             Outcome::Trap(TrapHit { path, banned, enforce, action, .. }) => {
                 let taken = match (banned, enforce) {

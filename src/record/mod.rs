@@ -40,7 +40,9 @@ pub struct Record {
     pub category: &'static str,
     /// robots.txt group obeyed.
     pub group: Option<String>,
-    /// What was broken: `disallow`, `crawl-delay`, `request-rate`, `visit-time`.
+    /// What was broken: `disallow`, `crawl-delay`, `request-rate`, `visit-time`;
+    /// or `unsupported-directive` (with the directive in `pattern`): a pace or
+    /// hours the robot's operator says it ignores, never a violation.
     pub directive: &'static str,
     /// The rule's pattern (for `disallow`) or value.
     pub pattern: Option<String>,

@@ -27,6 +27,7 @@
 //! every worker every `/robots.txt` fetch (so "has it read robots.txt" is
 //! judged in log order too).
 
+pub mod compare;
 mod run;
 mod tally;
 mod view;
@@ -171,6 +172,26 @@ impl BrowserMemo {
     }
 }
 
+/// What robotgate would have done with one line: what `--compare` sets
+/// side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// robotgate would answer it itself (403, 429, other content, a
+    /// redirect); otherwise the origin sees it (`log` and `noindex` too).
+    pub refused: bool,
+    /// The record's directive (`disallow`, `crawl-delay`, ...), or `""`.
+    pub directive: &'static str,
+    /// Its robots.txt line, if any.
+    pub line: Option<u32>,
+    /// A search engine verified by its operator's ranges.
+    pub verified_search: bool,
+}
+
+impl Verdict {
+    /// Passed, no record.
+    pub const PASS: Verdict = Verdict { refused: false, directive: "", line: None, verified_search: false };
+}
+
 /// Decides lines, one after another, with its own rate and robots.txt-read
 /// state.
 pub struct Worker<'s> {
@@ -211,7 +232,7 @@ impl<'s> Worker<'s> {
         site_index: usize,
         counted: bool,
         emit: &mut dyn FnMut(Record),
-    ) {
+    ) -> Verdict {
         let setup = self.setup;
         let site = &setup.sites[site_index];
         let unix = entry.time_unix.unwrap_or(self.last_unix).max(0);
@@ -223,14 +244,14 @@ impl<'s> Worker<'s> {
                 if counted {
                     self.tally.sites[site_index].requests += 1;
                 }
-                return;
+                return Verdict::PASS;
             }
             Gatekeep::Refuse(status, _) => {
                 if counted {
                     self.tally.sites[site_index].requests += 1;
                     self.tally.refused(site_index, status);
                 }
-                return;
+                return Verdict { refused: true, directive: "request-target", line: None, verified_search: false };
             }
         };
         let Some(user_agent) = entry.user_agent.as_deref() else {
@@ -239,7 +260,7 @@ impl<'s> Worker<'s> {
                 self.tally.sites[site_index].requests += 1;
                 self.unjudged(site_index, &target, entry);
             }
-            return;
+            return Verdict::PASS;
         };
         let client: Option<IpAddr> = entry.client.parse().ok().map(crate::net::canonical);
         let facts = RequestFacts {
@@ -252,11 +273,11 @@ impl<'s> Worker<'s> {
         let classify = self.memo.classify(classifier);
         let decision = policy::decide_with(&facts, &site.rules, classify, &self.state, setup.identify, clock);
         if !counted {
-            return;
+            return Verdict::PASS;
         }
         let Some(agent) = decision.agent.as_ref() else {
             self.tally.sites[site_index].requests += 1;
-            return;
+            return Verdict::PASS;
         };
         // A search engine that keeps to robots.txt: verified by its ranges,
         // or one that publishes none and keeps to it by the database.
@@ -274,8 +295,18 @@ impl<'s> Worker<'s> {
         if matches!(decision.outcome, Outcome::Pass) && !site.anchored.is_empty() {
             let_through(&mut self.tally, site_index, site, (&target, &entry.target), agent, line);
         }
+        let verified_search =
+            agent.category == crate::agent::Category::Search && decision.identity == Identity::Verified;
+        if let Outcome::Limited(l) = &decision.outcome {
+            if l.unsupported && counted {
+                // A pace or hours the robot says it ignores (#27): collateral
+                // of the directive, whatever the policy does with it.
+                self.tally.unsupported(site_index, l.directive, site.lines.file_line(l.line).unwrap_or(l.line), agent.name);
+            }
+        }
+        let refused = answer(&decision.outcome).is_some();
         if matches!(decision.outcome, Outcome::Pass | Outcome::File(_)) {
-            return;
+            return Verdict { verified_search, ..Verdict::PASS };
         }
         let requested = Requested {
             site: site.rules.name,
@@ -287,7 +318,10 @@ impl<'s> Worker<'s> {
             robots_hash: site.robots_hash,
             lines: site.lines,
         };
-        let Some(mut record) = decision.record(&requested) else { return };
+        let Some(mut record) = decision.record(&requested) else {
+            return Verdict { verified_search, ..Verdict::PASS };
+        };
+        let verdict = Verdict { refused, directive: record.directive, line: record.line, verified_search };
         record.time = rfc3339_ms((unix as u64).saturating_mul(1000));
         record.status = answer(&decision.outcome).unwrap_or(entry.status.unwrap_or(0));
         self.tally.violation(site_index, &record);
@@ -305,6 +339,7 @@ impl<'s> Worker<'s> {
             }
         }
         emit(record);
+        verdict
     }
 
     /// A line without a User-Agent: judged for the `*` group, as an

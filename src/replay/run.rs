@@ -140,7 +140,9 @@ pub fn run(setup: &Setup<'_>, inputs: Vec<Input>, options: &Options, sink: &mut 
             let mut reader = Reader::new(input.reader, setup.format.clone());
             let read = reader.for_each_entry(|line, entry| match route(setup, &entry) {
                 Route::Skip => out.skipped += 1,
-                Route::Judge { site, .. } => worker.decide(line, &entry, site, true, sink),
+                Route::Judge { site, .. } => {
+                    worker.decide(line, &entry, site, true, sink);
+                }
             });
             out.end_of(input.name, &reader, read);
         }

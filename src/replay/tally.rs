@@ -10,7 +10,7 @@ use super::Site;
 use crate::agent::Agent;
 use crate::identity::Identity;
 use crate::record::Record;
-pub use crate::report::replay::{Collateral, CollateralKind, UnjudgedPath};
+pub use crate::report::replay::{Collateral, CollateralKind, UnjudgedPath, UnsupportedHit};
 
 /// Bot rows kept per site; the rest are counted under [`OTHER_BOTS`].
 pub const MAX_BOTS: usize = 2_000;
@@ -52,6 +52,8 @@ pub struct SiteTally {
     pub collateral: Vec<Collateral>,
     /// Findings past the cap.
     pub collateral_other: u64,
+    /// Limits by a directive the robot says it ignores, per line.
+    pub unsupported: Vec<UnsupportedHit>,
     /// Lines without a User-Agent (common format) whose path the `*` group
     /// disallows.
     pub unjudged: Vec<UnjudgedPath>,
@@ -197,6 +199,25 @@ impl Tally {
         });
     }
 
+    pub(super) fn unsupported(&mut self, site: usize, directive: &'static str, line: u32, bot: Option<&str>) {
+        let s = &mut self.sites[site];
+        let bot = bot.unwrap_or("(unnamed)");
+        let full = s.unsupported.len() >= MAX_FINDINGS;
+        match s.unsupported.iter_mut().find(|u| u.line == line && u.directive == directive) {
+            Some(u) => {
+                u.count += 1;
+                if u.bots.len() < MAX_FINDING_BOTS && !u.bots.iter().any(|b| b == bot) {
+                    u.bots.push(bot.to_owned());
+                }
+            }
+            // One per directive line of the file: few.
+            None if !full => {
+                s.unsupported.push(UnsupportedHit { directive, line, count: 1, bots: vec![bot.to_owned()] })
+            }
+            None => s.collateral_other += 1,
+        }
+    }
+
     pub(super) fn unjudged(&mut self, site: usize, line: u32, pattern: &str, path: &str) {
         let s = &mut self.sites[site];
         if let Some(u) = s.unjudged.iter_mut().find(|u| u.line == line) {
@@ -252,6 +273,19 @@ impl Tally {
                 }
             }
             mine.collateral_other += theirs.collateral_other;
+            for u in theirs.unsupported {
+                match mine.unsupported.iter_mut().find(|m| m.line == u.line && m.directive == u.directive) {
+                    Some(m) => {
+                        m.count += u.count;
+                        for bot in u.bots {
+                            if m.bots.len() < MAX_FINDING_BOTS && !m.bots.contains(&bot) {
+                                m.bots.push(bot);
+                            }
+                        }
+                    }
+                    None => mine.unsupported.push(u),
+                }
+            }
             for u in theirs.unjudged {
                 match mine.unjudged.iter().position(|m| m.line == u.line) {
                     Some(i) => mine.unjudged[i].count += u.count,

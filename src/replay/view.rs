@@ -72,6 +72,7 @@ impl ReplayReport {
                     bots_not_listed,
                     collateral,
                     collateral_other: s.collateral_other,
+                    unsupported: s.unsupported.clone(),
                     unjudged,
                     unjudged_other: s.unjudged_other,
                 }

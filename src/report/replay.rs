@@ -54,6 +54,9 @@ pub struct ReplaySite {
     pub collateral: Vec<Collateral>,
     /// Findings past the cap.
     pub collateral_other: u64,
+    /// Requests a pace or hours would have limited, from robots whose
+    /// operators say they ignore that directive (#27).
+    pub unsupported: Vec<UnsupportedHit>,
     /// Lines without a User-Agent that the `*` group disallows.
     pub unjudged: Vec<UnjudgedPath>,
     /// Such lines past the cap.
@@ -180,4 +183,20 @@ pub struct UnjudgedPath {
     pub count: u64,
     /// The first path.
     pub example: String,
+}
+
+/// A Crawl-delay, Request-rate or Visit-time line that would have limited
+/// robots whose operators say they ignore it: collateral of the directive
+/// (by default robotgate lets them through; `unsupported_directives:
+/// enforce` answers them 429).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnsupportedHit {
+    /// `crawl-delay`, `request-rate` or `visit-time`.
+    pub directive: &'static str,
+    /// Its line in the effective robots.txt.
+    pub line: u32,
+    /// Requests it would have limited.
+    pub count: u64,
+    /// The robots (the first few).
+    pub bots: Vec<String>,
 }

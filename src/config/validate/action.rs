@@ -4,7 +4,7 @@
 use super::super::{ConfigError, RawAction, RawPolicy};
 use super::fields::header_value;
 use crate::agent::Category;
-use crate::policy::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+use crate::policy::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 
 pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
     let name = raw.action.as_deref().unwrap_or("block");
@@ -145,5 +145,15 @@ pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigE
             }
         },
         ipv6_prefix: crate::net::BAN_PREFIX_V6,
+        unsupported: match raw.unsupported_directives.as_deref() {
+            None => Unsupported::Pass,
+            Some(name) => Unsupported::from_name(name).unwrap_or_else(|| {
+                errors.push(ConfigError::new(
+                    format!("{field}.unsupported_directives"),
+                    format!("`{name}` is not one of pass, log, enforce"),
+                ));
+                Unsupported::Pass
+            }),
+        },
     }
 }

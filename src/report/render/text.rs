@@ -46,7 +46,7 @@ pub fn safe(s: &str) -> Cow<'_, str> {
 /// `s` made safe, cut to `width` characters (ending in `…` when cut) and
 /// padded to `width`. Characters are counted, not terminal cells, so wide
 /// (CJK) characters can shift a row.
-fn cell(s: &str, width: usize) -> String {
+pub(crate) fn cell(s: &str, width: usize) -> String {
     let s = safe(s);
     let n = s.chars().count();
     if n <= width {
@@ -61,7 +61,7 @@ fn cell(s: &str, width: usize) -> String {
 }
 
 /// `s` made safe and cut to `width` characters, not padded.
-fn clipped(s: &str, width: usize) -> String {
+pub(crate) fn clipped(s: &str, width: usize) -> String {
     let out = cell(s, width);
     out.trim_end_matches(' ').to_owned()
 }
@@ -253,6 +253,16 @@ fn write_replay(o: &mut String, r: &ReplayReport) {
                     let _ = writeln!(o, "      lint: {}", clipped(l, 100));
                 }
             }
+        }
+        for u in &s.unsupported {
+            let _ = writeln!(
+                o,
+                "  Collateral, unsupported directive: line {} {} would have limited {} requests by {}, whose operators say they ignore it",
+                u.line,
+                u.directive,
+                thousands(u.count),
+                clipped(&u.bots.join(", "), 60)
+            );
         }
         for u in &s.unjudged {
             let _ = writeln!(

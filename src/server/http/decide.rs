@@ -262,8 +262,8 @@ impl Gate {
             if let Some(r) = &ctx.pending {
                 let bot = bot_label(agent);
                 match outcome {
-                    Outcome::Limited(l) => {
-                        count(&LAST_LIMITED, &metrics().rate_limited, &[site_name, bot, l.directive])
+                    Outcome::Limited(_) => {
+                        count(&LAST_LIMITED, &metrics().rate_limited, &[site_name, bot, r.directive])
                     }
                     _ => {
                         let seen = if r.robots_seen == Some(true) { "true" } else { "false" };

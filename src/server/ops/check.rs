@@ -10,7 +10,8 @@ use crate::server::snapshot::load;
 use crate::server::store::redis::SharedStore;
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors
-/// as warnings (they do not stop the proxy: crawlers read such files leniently).
+/// as warnings (they do not stop the proxy: crawlers read such files leniently),
+/// and the directives a robot that obeys their group says it ignores.
 pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
     match load(config_path) {
         Err(problems) => (problems, Vec::new()),
@@ -26,6 +27,12 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
                         if d.severity == robots::lint::Severity::Error {
                             warnings.push(Problem::new(path, Some(d.line as usize), d.message));
                         }
+                    }
+                    // A Crawl-delay (or Request-rate, Visit-time) that a robot
+                    // obeying its group ignores: it will not be held to it.
+                    let own = robots::RobotsTxt::compile(&robots.file.body);
+                    for d in crate::policy::unsupported::ignored_directives(&own, snapshot.classifier.db()) {
+                        warnings.push(Problem::new(path, Some(d.line as usize), d.message));
                     }
                 }
             }

@@ -56,6 +56,17 @@ pub(super) fn replay_sections(r: &crate::report::replay::ReplayReport) -> Markup
                         }
                     }
                 }
+                @if !s.unsupported.is_empty() {
+                    p { "Collateral, unsupported directives: paces or hours that would have limited robots whose operators say they ignore them." }
+                    ul data-testid="unsupported" {
+                        @for u in &s.unsupported {
+                            li {
+                                "line " (u.line) " " code { (u.directive) } ": " (thousands(u.count)) " requests by "
+                                (Text(&u.bots.join(", ")))
+                            }
+                        }
+                    }
+                }
                 @if s.collateral.is_empty() {
                     p { "Collateral: none. No robot that keeps to robots.txt would have been refused." }
                 } @else {
