@@ -187,6 +187,7 @@ impl Classifier {
                 category: bot.category,
                 tokens,
                 obeys_robots: Some(bot.obeys_robots),
+                purposes: bot.purpose_set(),
                 operator: Some(&bot.operator),
                 also,
             };
@@ -206,6 +207,7 @@ impl Classifier {
                     category: Category::OtherBot,
                     tokens,
                     obeys_robots: None,
+                    purposes: crate::agent::Purposes::UNKNOWN,
                     operator: None,
                     also: Vec::new(),
                 }

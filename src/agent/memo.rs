@@ -32,6 +32,7 @@ pub struct Remembered {
     kind: AgentKind,
     category: Category,
     obeys_robots: Option<bool>,
+    purposes: super::Purposes,
     name: Option<Text>,
     announced: Option<Text>,
     operator: Option<Text>,
@@ -80,6 +81,7 @@ impl Remembered {
             kind: agent.kind,
             category: agent.category,
             obeys_robots: agent.obeys_robots,
+            purposes: agent.purposes,
             name: optional(agent.name)?,
             announced: optional(agent.announced)?,
             operator: optional(agent.operator)?,
@@ -115,6 +117,7 @@ impl Remembered {
             category: self.category,
             tokens: self.tokens.iter().map(text).collect(),
             obeys_robots: self.obeys_robots,
+            purposes: self.purposes,
             operator: self.operator.as_ref().map(text),
             also: self.also.iter().map(|&i| Claim::of(i, classifier.bot(i))).collect(),
         }

@@ -27,6 +27,7 @@ mod automaton;
 mod classify;
 mod db;
 mod memo;
+mod purpose;
 mod unknown;
 mod vocab;
 mod words;
@@ -34,6 +35,7 @@ mod words;
 pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
 pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
 pub use memo::Remembered;
+pub use purpose::{Purpose, PurposeSource, Purposes};
 
 use serde::Serialize;
 
@@ -79,6 +81,9 @@ pub struct Agent<'a> {
     pub tokens: Vec<&'a str>,
     /// Whether the robot is documented to obey robots.txt; `None` if unknown.
     pub obeys_robots: Option<bool>,
+    /// What the robot fetches for, as its operator documents it (empty: not
+    /// documented, or not a database robot).
+    pub purposes: Purposes,
     /// The operator, for database entries.
     pub operator: Option<&'a str>,
     /// Other database robots, of other operators, that the User-Agent names
@@ -99,12 +104,20 @@ pub struct Claim<'a> {
     pub category: Category,
     /// Its robots.txt tokens.
     pub tokens: &'a [String],
+    /// Its documented purposes.
+    pub purposes: Purposes,
 }
 
 impl<'a> Claim<'a> {
     /// The claim of database entry `index`, `bot`.
     pub fn of(index: usize, bot: &'a Bot) -> Claim<'a> {
-        Claim { index, name: &bot.name, category: bot.category, tokens: &bot.robots_tokens }
+        Claim {
+            index,
+            name: &bot.name,
+            category: bot.category,
+            tokens: &bot.robots_tokens,
+            purposes: bot.purpose_set(),
+        }
     }
 }
 
@@ -125,6 +138,7 @@ impl<'a> Agent<'a> {
             category: claim.category,
             tokens: claim.tokens.iter().map(String::as_str).collect(),
             obeys_robots: self.obeys_robots,
+            purposes: claim.purposes,
             operator: None,
             also: Vec::new(),
         }
@@ -141,6 +155,7 @@ impl Agent<'_> {
             category: Category::Browser,
             tokens: Vec::new(),
             obeys_robots: None,
+            purposes: Purposes::UNKNOWN,
             operator: None,
             also: Vec::new(),
         }
