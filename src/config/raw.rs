@@ -142,6 +142,10 @@ pub struct RawPolicy {
     /// `block` with 403); `log` records it and judges it as an unknown robot.
     #[serde(default)]
     pub spoofed: Option<RawAction>,
+    /// Usage preferences (Content-Usage, Content-Signal) by the robot's
+    /// purposes: `enforce` (default), `log` or `off`.
+    #[serde(default)]
+    pub preferences: Option<String>,
 }
 
 /// One entry of `sites:`.

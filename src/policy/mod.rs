@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 
 mod action;
 mod claims;
+mod preference;
 mod record;
 
 pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use self::claims::{claims, judge_claims, Claimed};
+pub use self::preference::{in_force, usage_header, PreferenceMode, Refused};
 pub use self::record::Requested;
 use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
@@ -192,6 +194,9 @@ pub enum Outcome<'a> {
     Banned(Banned<'a>),
     /// The client is not the robot it claims to be.
     Spoofed(Spoofed<'a>),
+    /// robots.txt allows it, but the site's usage preferences refuse every
+    /// purpose the robot fetches for.
+    Refused(Refused<'a>),
 }
 
 /// A decision: who asked (when it mattered) and what happens.
@@ -215,6 +220,9 @@ pub struct Decision<'s, 'r> {
     pub identity: Identity,
     /// With [`Identity::Pending`]: the database robot to look up.
     pub lookup: Option<usize>,
+    /// A usage preference was in force for the path, and the robot's purposes
+    /// are not documented (metric `preference-unknown`).
+    pub preference_unknown: bool,
 }
 
 pub use crate::state::ROBOTS_READ_WINDOW;
@@ -255,14 +263,21 @@ pub fn decide_with<'s: 'r, 'r>(
     clock: Clock,
 ) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
-    let decided =
-        |outcome| Decision { agent: None, outcome, robots_seen: None, identity: Identity::NotClaimed, lookup: None };
+    let decided = |outcome| Decision {
+        agent: None,
+        outcome,
+        robots_seen: None,
+        identity: Identity::NotClaimed,
+        lookup: None,
+        preference_unknown: false,
+    };
     let pending = |agent, bot| Decision {
         agent: Some(agent),
         outcome: Outcome::Pass,
         robots_seen: None,
         identity: Identity::Pending,
         lookup: Some(bot),
+        preference_unknown: false,
     };
     if facts.fetch && path == b"/robots.txt" {
         let Some(_) = site.robots else { return decided(Outcome::Pass) };
@@ -274,7 +289,14 @@ pub fn decide_with<'s: 'r, 'r>(
         }
         let identity = Identity::NotClaimed;
         let outcome = Outcome::File(SiteFile::Robots);
-        return Decision { agent: Some(agent), outcome, robots_seen: None, identity, lookup: None };
+        return Decision {
+            agent: Some(agent),
+            outcome,
+            robots_seen: None,
+            identity,
+            lookup: None,
+            preference_unknown: false,
+        };
     }
     let mut classify = Some(classify);
     let mut agent: Option<Agent<'r>> = None;
@@ -299,7 +321,14 @@ pub fn decide_with<'s: 'r, 'r>(
                 let a = agent.take().unwrap_or_else(|| Agent::browser());
                 let robots_seen = Some(read_robots(state, site, &a, facts, clock));
                 let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
-                return Decision { agent: Some(a), outcome, robots_seen, identity: Identity::NotClaimed, lookup: None };
+                return Decision {
+                    agent: Some(a),
+                    outcome,
+                    robots_seen,
+                    identity: Identity::NotClaimed,
+                    lookup: None,
+                    preference_unknown: false,
+                };
             }
             if let Some(i) = trap {
                 let a = agent.take().unwrap_or_else(|| Agent::browser());
@@ -324,7 +353,14 @@ pub fn decide_with<'s: 'r, 'r>(
                 };
                 let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce: armed };
                 let identity = claimed.identity;
-                return Decision { agent: Some(a), outcome: Outcome::Trap(hit), robots_seen, identity, lookup: None };
+                return Decision {
+                    agent: Some(a),
+                    outcome: Outcome::Trap(hit),
+                    robots_seen,
+                    identity,
+                    lookup: None,
+                    preference_unknown: false,
+                };
             }
         }
     }
@@ -348,6 +384,7 @@ pub fn decide_with<'s: 'r, 'r>(
             robots_seen: None,
             identity: Identity::NotClaimed,
             lookup: None,
+            preference_unknown: false,
         };
     }
     let claimed = match claims(&agent, identify, facts.client) {
@@ -364,7 +401,14 @@ pub fn decide_with<'s: 'r, 'r>(
     if spoofed && !matches!(site.policy.spoofed, Action::Log | Action::Noindex { .. }) {
         let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
         let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });
-        return Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None };
+        return Decision {
+            agent: Some(agent),
+            outcome,
+            robots_seen,
+            identity,
+            lookup: None,
+            preference_unknown: false,
+        };
     }
     // A spoofed claim that is only logged is judged as what it is: an unknown
     // robot, held to the `*` group.
@@ -375,17 +419,29 @@ pub fn decide_with<'s: 'r, 'r>(
     } else {
         judge_claims(site.policy, robots, &agent, facts.target)
     };
+    let mut preference_unknown = false;
     let outcome = match (j.rule, j.action) {
         (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
         _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
-        _ => match pace(&j, site, &agent, facts.client, state, clock) {
-            Some(limited) => Outcome::Limited(limited),
-            None => Outcome::Pass,
-        },
+        _ => {
+            // Only robots whose identity is not spoofed get here.
+            let usage = j.selection.as_ref().map_or(preference::Verdict::Fine, |sel| {
+                preference::judge(site.policy, robots, sel, j.group, &agent, facts.target)
+            });
+            preference_unknown = usage == preference::Verdict::Unknown;
+            match usage {
+                preference::Verdict::Refused(r) => Outcome::Refused(r),
+                _ => match pace(&j, site, &agent, facts.client, state, clock) {
+                    Some(limited) => Outcome::Limited(limited),
+                    None => Outcome::Pass,
+                },
+            }
+        }
     };
-    let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_))
-        .then(|| read_robots(state, site, &agent, facts, clock));
-    Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None }
+    let robots_seen =
+        matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Refused(_))
+            .then(|| read_robots(state, site, &agent, facts, clock));
+    Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None, preference_unknown }
 }
 
 /// Who a robots.txt read is remembered as: a database bot by name, anyone
@@ -687,6 +743,7 @@ mod tests {
             Outcome::Trap(_) => "trap",
             Outcome::Banned(_) => "banned",
             Outcome::Spoofed(_) => "spoofed",
+            Outcome::Refused(_) => "refused",
         }
     }
 

@@ -141,6 +141,8 @@ impl Gate {
             Gatekeep::Pass => return Step::Decided(Outcome::Pass),
             Gatekeep::Refuse(status, why) => return Step::Refuse(status, why),
         };
+        // What proxied responses say about usage (issue #29), whoever asks.
+        ctx.content_usage = site.robots.as_ref().and_then(|r| policy::usage_header(&r.compiled, &target));
         // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
         // client could show a browser to one reader and a bot to another.
         let mut uas = req.headers.get_all("user-agent").into_iter();
@@ -180,6 +182,16 @@ impl Gate {
             }
         }
         let second = std::mem::replace(&mut ctx.counted, true);
+        if !second {
+            let result = match decision.outcome {
+                _ if decision.preference_unknown => Some("preference-unknown"),
+                Outcome::Refused(_) => Some("refused"),
+                _ => None,
+            };
+            if let Some(result) = result {
+                metrics().preferences.with_label_values(&[site.conf.name.as_str(), result]).inc();
+            }
+        }
         let outcome = decision.outcome;
         let Some(agent) = decision.agent.as_ref() else {
             return Step::Decided(outcome);

@@ -24,7 +24,7 @@ use super::forwarded::add_forwarded_headers;
 use super::respond;
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
-use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, TrapHit, Violation};
+use crate::policy::{Action, Banned, Outcome, Refused, SiteFile, Spoofed, TrapHit, Violation};
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
 use crate::server::store::redis::SharedStore;
@@ -71,6 +71,8 @@ pub struct Ctx {
     pub(super) client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
     pub(super) noindex: Option<String>,
+    /// `Content-Usage` to add to the proxied response, unless the origin sets one.
+    pub(super) content_usage: Option<String>,
     /// A page to put the trap link into: the link, and the body held so far.
     pub(super) inject: Option<(Bytes, Vec<u8>)>,
     /// The normalised target a robot was judged by, when it differs from
@@ -291,7 +293,8 @@ impl Gate {
             Step::Decided(Outcome::Violation(Violation { action, .. }))
             | Step::Decided(Outcome::Trap(TrapHit { enforce: true, action, .. }))
             | Step::Decided(Outcome::Banned(Banned { action, .. }))
-            | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
+            | Step::Decided(Outcome::Spoofed(Spoofed { action }))
+            | Step::Decided(Outcome::Refused(Refused { action, .. })) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
@@ -387,6 +390,11 @@ impl ProxyHttp for Gate {
     ) -> Result<()> {
         if let Some(value) = ctx.noindex.take() {
             upstream_response.insert_header("x-robots-tag", value)?;
+        }
+        if let Some(value) = ctx.content_usage.take() {
+            if upstream_response.headers.get("content-usage").is_none() {
+                upstream_response.insert_header("content-usage", value)?;
+            }
         }
         ctx.status = upstream_response.status.as_u16();
         if let Some(link) = ctx.site().and_then(|s| s.trap_link.clone()) {
