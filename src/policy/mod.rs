@@ -138,6 +138,9 @@ pub struct Limited<'a> {
     pub wait: Duration,
     /// Answer 429; `false` when the bot's action is `log` (record, then pass).
     pub enforce: bool,
+    /// The group's interval between two requests (Crawl-delay, Request-rate);
+    /// `None` for Visit-time.
+    pub interval: Option<Duration>,
 }
 
 /// A fetch of a trap path.
@@ -477,17 +480,21 @@ fn pace<'s>(
     clock: Clock,
 ) -> Option<Limited<'s>> {
     let enforce = site.policy.action_for(agent.name, agent.category) != &Action::Log;
-    let limited = |directive, line, wait| Limited { group: j.group, directive, line, wait, enforce };
+    let limited =
+        |directive, line, wait, interval| Limited { group: j.group, directive, line, wait, enforce, interval };
     if let Some(w) = j.window {
         let wait = w.window.secs_until_open((clock.unix_secs() % 86_400) as u32);
         if wait > 0 {
-            return Some(limited("visit-time", w.line, Duration::from_secs(u64::from(wait))));
+            return Some(limited("visit-time", w.line, Duration::from_secs(u64::from(wait)), None));
         }
     }
     let (rate, client) = (j.rate?, client?);
     let bot = agent.name.or_else(|| agent.tokens.first().copied()).unwrap_or("");
     let key = RateKey { client: client_key(client, site.policy.ipv6_prefix), site: site.name, bot };
-    state.admit(&key, rate.interval, clock.instant()).err().map(|wait| limited(rate.directive, rate.line, wait))
+    state
+        .admit(&key, rate.interval, clock.instant())
+        .err()
+        .map(|wait| limited(rate.directive, rate.line, wait, Some(rate.interval)))
 }
 
 /// The facts about the requester that policy needs.

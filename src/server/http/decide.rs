@@ -14,7 +14,7 @@ use prometheus::{IntCounter, IntCounterVec};
 
 use super::forwarded::client_ip;
 use super::proxy::{host_of, Ctx, Gate};
-use crate::agent::{Agent, Category, Remembered};
+use crate::agent::{Agent, AgentKind, Category, Remembered};
 use crate::identity::{Identify, Identity};
 use crate::load::LiveSite;
 use crate::policy::{self, Clock, Outcome, RequestFacts};
@@ -199,6 +199,12 @@ impl Gate {
         if let Outcome::File(f) = outcome {
             return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
         }
+        // A refused claim of a robot that signs: ask for a signature.
+        ctx.accept_signature = matches!(outcome, Outcome::Spoofed(_))
+            && match agent.kind {
+                AgentKind::Known(i) => !snap.classifier.bot(i).signature_agents.is_empty(),
+                _ => false,
+            };
         let category = agent.category;
         if let Some(counter) = Category::ALL
             .iter()

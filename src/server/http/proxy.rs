@@ -73,6 +73,9 @@ pub struct Ctx {
     pub(super) noindex: Option<String>,
     /// `Content-Usage` to add to the proxied response, unless the origin sets one.
     pub(super) content_usage: Option<String>,
+    /// Refused as a spoofed claim of a robot that signs (Web Bot Auth): the
+    /// refusal carries `Accept-Signature`.
+    pub(super) accept_signature: bool,
     /// A page to put the trap link into: the link, and the body held so far.
     pub(super) inject: Option<(Bytes, Vec<u8>)>,
     /// The normalised target a robot was judged by, when it differs from
@@ -203,9 +206,14 @@ fn agent_host(url: &str) -> Option<String> {
 /// answer the snapshot built for it at load time ([`SiteAnswers::refusal`]):
 /// nothing is formatted per request and nothing goes upstream. Returns the
 /// status sent, 0 for the actions that forward.
-async fn answer_violation(session: &mut Session, site: &SiteAnswers, action: &Action) -> Result<u16> {
+async fn answer_violation(
+    session: &mut Session,
+    site: &SiteAnswers,
+    action: &Action,
+    extra: Option<(&'static str, &'static str)>,
+) -> Result<u16> {
     match site.refusal(action) {
-        Some(answer) => respond::send_prebuilt(session, answer).await,
+        Some(answer) => respond::send_prebuilt_with(session, answer, extra).await,
         // Every refusing action of the site has its answer; one without is
         // a forwarding one (noindex, log).
         None => Ok(0),
@@ -301,7 +309,8 @@ impl Gate {
                 }
                 Action::Log => Ok(false),
                 action => {
-                    ctx.status = answer_violation(session, answers, action).await?;
+                    let extra = ctx.accept_signature.then_some(("accept-signature", respond::ACCEPT_SIGNATURE));
+                    ctx.status = answer_violation(session, answers, action, extra).await?;
                     Ok(true)
                 }
             },
@@ -310,7 +319,7 @@ impl Gate {
             Step::Decided(Outcome::Limited(l)) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
                 ctx.status = 429;
-                respond::too_many_requests(session, retry, l.directive, l.line).await?;
+                respond::too_many_requests(session, retry, l.directive, l.line, l.interval).await?;
                 Ok(true)
             }
         }
