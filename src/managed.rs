@@ -15,6 +15,7 @@
 //!   token of the database's AI-training crawlers, and every usage-control
 //!   token (Google-Extended, Applebot-Extended…), that the file does not name.
 //! * `content_signal`: a `Content-Signal:` line in a group for `*`.
+//! * `content_usage`: a `Content-Usage:` rule (draft-ietf-aipref-attach) in a group for `*`.
 //!
 //! A file that already fills the 500 KiB that crawlers read leaves no room
 //! for generated lines: they would be cut off. [`Effective::cut_off`] says so.
@@ -89,7 +90,10 @@ impl Writer {
 /// Cost: one parse of the file; linear in its size and the database's.
 pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &BotDb) -> Effective {
     let file_lines = count_lines(file);
-    let nothing = !managed.ai_training_disallow && managed.content_signal.is_none() && trap_paths.is_empty();
+    let nothing = !managed.ai_training_disallow
+        && managed.content_signal.is_none()
+        && managed.content_usage.is_none()
+        && trap_paths.is_empty();
     if nothing {
         return Effective { body: file.to_vec(), file_lines, notes: Vec::new(), cut_off: false };
     }
@@ -157,6 +161,11 @@ pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &Bot
         w.line("User-agent: *", Some("managed.content_signal".into()));
         w.line(&format!("Content-Signal: {signal}"), Some("managed.content_signal".into()));
     }
+    if let Some(usage) = &managed.content_usage {
+        w.line("", None);
+        w.line("User-agent: *", Some("managed.content_usage".into()));
+        w.line(&format!("Content-Usage: {usage}"), Some("managed.content_usage".into()));
+    }
     let cut_off = w.body.len() > DEFAULT_MAX_BYTES;
     Effective { body: w.body, file_lines, notes: w.notes, cut_off }
 }
@@ -192,7 +201,7 @@ mod tests {
     use super::*;
 
     fn managed(ai: bool, signal: Option<&str>) -> Managed {
-        Managed { ai_training_disallow: ai, content_signal: signal.map(str::to_owned) }
+        Managed { ai_training_disallow: ai, content_signal: signal.map(str::to_owned), content_usage: None }
     }
 
     const FILE: &[u8] = b"User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nUser-agent: GPTBot\nAllow: /";

@@ -15,6 +15,20 @@ pub fn run(robots_file: &std::path::Path, user_agent: &str, url: &str, json: boo
         GroupMatch::Global => Some("*"),
         GroupMatch::None => None,
     };
+    // The usage preference in force (issue #29), for an allowed URL only: a
+    // preference applies to paths the group allows. Read with the proxy's
+    // group choice; the verdict above stays Google's.
+    let path = robotgate::robots::parse::path_params_query(url.as_bytes());
+    let selection = robots.select(&[user_agent]);
+    let preference =
+        robotgate::policy::in_force(&robots, &selection, &path).filter(|_| verdict.allowed).map(|(pref, origins)| {
+            let from: Vec<String> = ["train-ai", "search", "ai-input"]
+                .iter()
+                .zip(origins)
+                .filter_map(|(label, o)| o.map(|(directive, line)| format!("{label}: {directive} line {line}")))
+                .collect();
+            (pref.to_string(), from)
+        });
     let mut out = io::stdout().lock();
     if json {
         let rule = verdict.rule.map(|r| {
@@ -23,6 +37,7 @@ pub fn run(robots_file: &std::path::Path, user_agent: &str, url: &str, json: boo
         let v = serde_json::json!({
             "allowed": verdict.allowed, "user_agent": user_agent, "url": url,
             "group": group, "rule": rule, "robots_hash": robots.short_hash(),
+            "preference": preference.as_ref().map(|(p, from)| serde_json::json!({"value": p, "from": from})),
         });
         writeln!(out, "{v}")?;
     } else {
@@ -31,6 +46,9 @@ pub fn run(robots_file: &std::path::Path, user_agent: &str, url: &str, json: boo
         match verdict.rule {
             Some(r) => writeln!(out, "{word}: line {}: {}: {} ({group})", r.line, r.kind.as_str(), r.pattern)?,
             None => writeln!(out, "{word}: no rule matched ({group})")?,
+        }
+        if let Some((pref, from)) = &preference {
+            writeln!(out, "usage preference: {pref} ({})", from.join("; "))?;
         }
     }
     Ok(if verdict.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -215,6 +215,9 @@ pub struct RawManaged {
     pub ai_training: Option<String>,
     /// A `Content-Signal:` value (contentsignals.org) for the `*` group.
     pub content_signal: Option<String>,
+    /// A `Content-Usage:` rule (draft-ietf-aipref-attach, `train-ai=n` or
+    /// `/path train-ai=n`) for the `*` group.
+    pub content_usage: Option<String>,
 }
 
 /// `target:` of a site: how robotgate reads a request-target, to match how
