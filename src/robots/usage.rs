@@ -119,6 +119,9 @@ pub struct ParsedUsage {
     pub pref: UsagePref,
     /// Labels of earlier drafts found among the keys (for the linter).
     pub old_labels: Vec<&'static str>,
+    /// Known labels whose value is not the token `y` or `n`, so they state
+    /// nothing (`train-ai=no`, `search`; for the linter).
+    pub unreadable: Vec<&'static str>,
 }
 
 /// Why a `Content-Usage` value is not a preference.
@@ -158,6 +161,16 @@ pub fn parse_usage(value: &str) -> Result<ParsedUsage, UsageError> {
             Item::Token(t) if t == b"n" => Some(false),
             _ => None,
         };
+        let known = match key {
+            b"train-ai" => Some("train-ai"),
+            b"search" => Some("search"),
+            _ => None,
+        };
+        if let (Some(label), None) = (known, stance) {
+            if !out.unreadable.contains(&label) {
+                out.unreadable.push(label);
+            }
+        }
         match key {
             b"train-ai" => out.pref.train_ai = stance,
             b"search" => out.pref.search = stance,

@@ -21,6 +21,13 @@ pub(super) fn line(text: &str, seen_agent: bool) -> Vec<(Severity, &'static str,
             format!("`Content-Usage: {text}` is ignored by crawlers: {e}; write e.g. `train-ai=n, search=y` (lowercase labels, `y` or `n`)"),
         )),
         Ok((_, parsed)) => {
+            for label in parsed.unreadable {
+                out.push((
+                    Severity::Warning,
+                    "bad-value",
+                    format!("`{label}` in `Content-Usage: {text}` is not `{label}=y` or `{label}=n`, so it states nothing"),
+                ));
+            }
             for old in parsed.old_labels {
                 out.push((
                     Severity::Warning,
@@ -81,6 +88,7 @@ mod tests {
         assert_eq!(codes("User-agent: *\nContent-Usage: train-ai=no,\n"), vec![(2, "bad-value")]);
         assert_eq!(codes("User-agent: *\nContent-Usage: /x\n"), vec![(2, "bad-value")]);
         assert_eq!(codes("User-agent: *\nContent-Usage: tdm=n\n"), vec![(2, "old-usage-vocabulary")]);
+        assert_eq!(codes("User-agent: *\nContent-Usage: train-ai=no\n"), vec![(2, "bad-value")]);
         assert!(codes("Content-Usage: train-ai=n\nUser-agent: *\nDisallow: /x\n")
             .contains(&(1, "record-before-user-agent")));
         assert_eq!(
