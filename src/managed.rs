@@ -13,12 +13,13 @@
 //!   its `User-agent` lines, before its own rules (parsers that take the
 //!   first matching rule then see them first; by longest match they win over
 //!   any shorter rule such as `Allow: /`).
-//! * `content_signal`: a `Content-Signal:` line in the file's first `*` group.
+//! * `content_signal`, `content_usage`: a `Content-Signal:` line and a
+//!   `Content-Usage:` rule (draft-ietf-aipref-attach) in the file's first `*` group.
 //! * `ai_training: disallow`: every robots.txt token of the database's
 //!   AI-training crawlers, and every usage-control token (Google-Extended,
 //!   Applebot-Extended…), that no group of the file names, in one new group
 //!   disallowing `/`. A token a group names is left to that group.
-//! * A file without a `*` group gets one (the traps, the `Content-Signal`).
+//! * A file without a `*` group gets one (the traps, `Content-Signal`, `Content-Usage`).
 //!
 //! New groups go before the file's first group (above the comment lines
 //! directly over it), each ending in a rule and a blank line, so that no
@@ -65,7 +66,10 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// the database's, and the number of groups times the number of traps.
 pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &BotDb) -> Effective {
     let file = file.strip_prefix(BOM).unwrap_or(file);
-    let nothing = !managed.ai_training_disallow && managed.content_signal.is_none() && trap_paths.is_empty();
+    let nothing = !managed.ai_training_disallow
+        && managed.content_signal.is_none()
+        && managed.content_usage.is_none()
+        && trap_paths.is_empty();
     if nothing {
         return Effective { body: file.to_vec(), lines: LineMap::default(), notes: Vec::new(), cut_off: false };
     }
@@ -73,10 +77,14 @@ pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &Bot
     let traps = |why: &str| -> Vec<Added> {
         trap_paths.iter().map(|p| (format!("Disallow: {p}"), Some(format!("traps: trap path {p}{why}")))).collect()
     };
-    let signal = managed
-        .content_signal
-        .as_ref()
-        .map(|s| (format!("Content-Signal: {s}"), Some("managed.content_signal".to_owned())));
+    // The `*` group's usage lines: Content-Signal, Content-Usage.
+    let signal: Vec<Added> = (managed.content_signal.iter())
+        .map(|s| (format!("Content-Signal: {s}"), Some("managed.content_signal".to_owned())))
+        .chain(
+            (managed.content_usage.iter())
+                .map(|u| (format!("Content-Usage: {u}"), Some("managed.content_usage".to_owned()))),
+        )
+        .collect();
     // Lines to add after a line of the file (the last `User-agent` line of each group).
     let mut after: HashMap<u32, Vec<Added>> = HashMap::new();
     let global = parsed.groups().iter().position(|g| g.agents.iter().any(|a| a.global));
@@ -97,7 +105,7 @@ pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &Bot
             groups.push(group);
         }
     }
-    if global.is_none() && (!trap_paths.is_empty() || signal.is_some()) {
+    if global.is_none() && (!trap_paths.is_empty() || !signal.is_empty()) {
         let mut group = vec![("User-agent: *".to_owned(), Some("the file has no `*` group".to_owned()))];
         group.extend(traps(" (a group for `*`, which the file has not)"));
         if trap_paths.is_empty() {
@@ -259,7 +267,7 @@ mod tests {
     use super::*;
 
     fn managed(ai: bool, signal: Option<&str>) -> Managed {
-        Managed { ai_training_disallow: ai, content_signal: signal.map(str::to_owned) }
+        Managed { ai_training_disallow: ai, content_signal: signal.map(str::to_owned), content_usage: None }
     }
 
     const FILE: &[u8] = b"User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nUser-agent: GPTBot\nAllow: /";

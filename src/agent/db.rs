@@ -148,6 +148,9 @@ pub struct Bot {
     /// empty: unknown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<ExtensionClaim>,
+    /// What it fetches for, each with where that is documented (issue #29).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub purposes: Vec<super::PurposeSource>,
 }
 
 /// The YAML shape of one entry. Category stays a string so that a bad value is
@@ -178,6 +181,7 @@ struct RawBot {
     signature_agents: Vec<String>,
     #[serde(default)]
     extensions: Vec<RawClaim>,
+    purposes: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -413,7 +417,7 @@ impl BotDb {
 }
 
 impl RawBot {
-    fn validate(self, index: usize) -> Result<Bot, DbError> {
+    fn validate(mut self, index: usize) -> Result<Bot, DbError> {
         let category = match Category::from_name(&self.category) {
             Some(c) => c,
             None => {
@@ -426,7 +430,11 @@ impl RawBot {
             }
         };
         let extensions = claims_of(self.extensions).map_err(|reason| invalid(index, &self.name, reason))?;
+        let raw: Vec<(String, String)> = std::mem::take(&mut self.purposes).into_iter().collect();
+        let purposes =
+            super::purpose::validate(&raw, self.url.is_some()).map_err(|reason| invalid(index, &self.name, reason))?;
         let bot = Bot {
+            purposes,
             name: self.name,
             operator: self.operator,
             category,
@@ -458,6 +466,11 @@ fn invalid(index: usize, name: &str, reason: String) -> DbError {
 }
 
 impl Bot {
+    /// Its documented purposes as a set (empty: not documented).
+    pub fn purpose_set(&self) -> super::Purposes {
+        self.purposes.iter().map(|p| p.purpose).collect()
+    }
+
     /// Per-entry checks (see [`BotDb::from_yaml`]).
     fn check(&self, index: usize) -> Result<(), DbError> {
         let bad = |reason: String| Err(invalid(index, &self.name, reason));

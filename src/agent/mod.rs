@@ -28,6 +28,7 @@ mod classify;
 mod db;
 pub mod extensions;
 mod memo;
+mod purpose;
 mod unknown;
 mod vocab;
 mod words;
@@ -36,6 +37,7 @@ pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
 pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
 pub use extensions::{Extension, ExtensionClaim, Ignored};
 pub use memo::Remembered;
+pub use purpose::{Purpose, PurposeSource, Purposes};
 
 use serde::Serialize;
 
@@ -81,6 +83,9 @@ pub struct Agent<'a> {
     pub tokens: Vec<&'a str>,
     /// Whether the robot is documented to obey robots.txt; `None` if unknown.
     pub obeys_robots: Option<bool>,
+    /// What the robot fetches for, as its operator documents it (empty: not
+    /// documented, or not a database robot).
+    pub purposes: Purposes,
     /// The operator, for database entries.
     pub operator: Option<&'a str>,
     /// Other database robots, of other operators, that the User-Agent names
@@ -106,6 +111,8 @@ pub struct Claim<'a> {
     pub tokens: &'a [String],
     /// The extensions its operator says it ignores.
     pub ignores: Ignored,
+    /// Its documented purposes.
+    pub purposes: Purposes,
 }
 
 impl<'a> Claim<'a> {
@@ -117,6 +124,7 @@ impl<'a> Claim<'a> {
             category: bot.category,
             tokens: &bot.robots_tokens,
             ignores: Ignored::of(&bot.extensions),
+            purposes: bot.purpose_set(),
         }
     }
 }
@@ -138,6 +146,7 @@ impl<'a> Agent<'a> {
             category: claim.category,
             tokens: claim.tokens.iter().map(String::as_str).collect(),
             obeys_robots: self.obeys_robots,
+            purposes: claim.purposes,
             operator: None,
             also: Vec::new(),
             ignores: claim.ignores,
@@ -155,6 +164,7 @@ impl Agent<'_> {
             category: Category::Browser,
             tokens: Vec::new(),
             obeys_robots: None,
+            purposes: Purposes::UNKNOWN,
             operator: None,
             also: Vec::new(),
             ignores: Ignored::NONE,

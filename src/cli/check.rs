@@ -19,18 +19,28 @@ pub fn run(
     let mut out = io::stdout().lock();
     let mut all_allowed = true;
     for url in urls {
-        let verdict = if proxy {
-            let selection = robots.select(&[user_agent]);
-            robots.check(&selection, &robotgate::robots::parse::path_params_query(url.as_bytes()))
-        } else {
-            robots.allows(user_agent, url)
-        };
+        let path = robotgate::robots::parse::path_params_query(url.as_bytes());
+        let selection = robots.select(&[user_agent]);
+        let verdict = if proxy { robots.check(&selection, &path) } else { robots.allows(user_agent, url) };
         all_allowed &= verdict.allowed;
         let group = match verdict.group {
             GroupMatch::Specific => Some(user_agent),
             GroupMatch::Global => Some("*"),
             GroupMatch::None => None,
         };
+        // The usage preference in force (issue #29), for an allowed URL only: a
+        // preference applies to paths the group allows. Read with the proxy's
+        // group choice; the verdict above stays Google's unless `--proxy`.
+        let preference = robotgate::policy::in_force(&robots, &selection, &path).filter(|_| verdict.allowed).map(
+            |(pref, origins)| {
+                let from: Vec<String> = ["train-ai", "search", "ai-input"]
+                    .iter()
+                    .zip(origins)
+                    .filter_map(|(label, o)| o.map(|(directive, line)| format!("{label}: {directive} line {line}")))
+                    .collect();
+                (pref.to_string(), from)
+            },
+        );
         if json {
             let rule = verdict.rule.map(|r| {
                 serde_json::json!({"directive": r.kind.as_str(), "pattern": r.pattern, "line": r.line, "index_html": r.index_html})
@@ -38,6 +48,7 @@ pub fn run(
             let v = serde_json::json!({
                 "allowed": verdict.allowed, "user_agent": user_agent, "url": url,
                 "group": group, "rule": rule, "robots_hash": robots.short_hash(),
+                "preference": preference.as_ref().map(|(p, from)| serde_json::json!({"value": p, "from": from})),
             });
             writeln!(out, "{v}")?;
         } else {
@@ -46,6 +57,9 @@ pub fn run(
             match verdict.rule {
                 Some(r) => writeln!(out, "{word}: line {}: {}: {} ({group})", r.line, r.kind.as_str(), r.pattern)?,
                 None => writeln!(out, "{word}: no rule matched ({group})")?,
+            }
+            if let Some((pref, from)) = &preference {
+                writeln!(out, "usage preference: {pref} ({})", from.join("; "))?;
             }
         }
     }

@@ -297,6 +297,8 @@ pub struct Managed {
     pub ai_training_disallow: bool,
     /// A `Content-Signal:` value for the `*` group.
     pub content_signal: Option<String>,
+    /// A `Content-Usage:` rule for the `*` group.
+    pub content_usage: Option<String>,
 }
 
 #[cfg(test)]

@@ -147,6 +147,10 @@ pub struct RawPolicy {
     /// `log` (record `unsupported-directive`, let through) or `enforce`.
     #[serde(default)]
     pub unsupported_directives: Option<String>,
+    /// Usage preferences (Content-Usage, Content-Signal) by the robot's
+    /// purposes: `enforce` (default), `log` or `off`.
+    #[serde(default)]
+    pub preferences: Option<String>,
 }
 
 /// One entry of `sites:`.
@@ -216,6 +220,9 @@ pub struct RawManaged {
     pub ai_training: Option<String>,
     /// A `Content-Signal:` value (contentsignals.org) for the `*` group.
     pub content_signal: Option<String>,
+    /// A `Content-Usage:` rule (draft-ietf-aipref-attach, `train-ai=n` or
+    /// `/path train-ai=n`) for the `*` group.
+    pub content_usage: Option<String>,
 }
 
 /// `target:` of a site: how robotgate reads a request-target, to match how

@@ -253,10 +253,14 @@ mod tests {
         assert_eq!(check(&googlebot, &t, ip("132.196.86.1")), Evidence::NotInRange);
         let gptbot = resolve(&t, &db.get("GPTBot").unwrap().ip_ranges).unwrap();
         assert!(check(&gptbot, &t, ip("132.196.86.1")).is_in_range());
-        assert_eq!(
-            check(&resolve(&t, &db.get("bingbot").unwrap().ip_ranges).unwrap(), &t, ip("1.2.3.4")),
-            Evidence::NoData
-        );
+        // The mirrored feeds (issue #29): Bing, Perplexity, Common Crawl.
+        let bingbot = resolve(&t, &db.get("bingbot").unwrap().ip_ranges).unwrap();
+        assert_eq!(check(&bingbot, &t, ip("1.2.3.4")), Evidence::NotInRange);
+        assert!(check(&bingbot, &t, ip("157.55.39.7")).is_in_range());
+        let user = resolve(&t, &db.get("Perplexity-User").unwrap().ip_ranges).unwrap();
+        assert!(check(&user, &t, ip("18.97.43.81")).is_in_range());
+        let ccbot = resolve(&t, &db.get("CCBot").unwrap().ip_ranges).unwrap();
+        assert!(check(&ccbot, &t, ip("18.97.14.81")).is_in_range());
         // Apple's and DuckDuckGo's feeds: a /27 and single addresses.
         let applebot = resolve(&t, &db.get("Applebot").unwrap().ip_ranges).unwrap();
         assert!(check(&applebot, &t, ip("17.241.208.170")).is_in_range());

@@ -83,6 +83,8 @@ pub struct PolicyConfig {
     /// What a robot gets for a Crawl-delay, Request-rate or Visit-time its
     /// operator says it ignores.
     pub unsupported: Unsupported,
+    /// What a refusal by usage preference does (`policy.preferences`).
+    pub preferences: super::PreferenceMode,
 }
 
 /// What a robot gets for a directive its operator documents it ignores
@@ -143,6 +145,7 @@ impl Default for PolicyConfig {
             spoofed: Action::Block { status: 403, body: DEFAULT_SPOOFED_BODY.into(), file: None },
             ipv6_prefix: crate::net::BAN_PREFIX_V6,
             unsupported: Unsupported::Pass,
+            preferences: super::PreferenceMode::Enforce,
         }
     }
 }

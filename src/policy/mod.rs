@@ -14,19 +14,24 @@ use std::time::{Duration, Instant};
 
 mod action;
 mod claims;
+mod judge;
 mod pace;
+mod preference;
 mod record;
 pub mod unsupported;
 
 pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use self::claims::{claims, judge_claims, Claimed};
-use self::pace::{pace, rate_of};
+use self::judge::LOG_ONLY;
+pub use self::judge::{judge, Judgement, Rate, Requester, Window};
+use self::pace::pace;
+pub use self::preference::{in_force, usage_header, PreferenceMode, Refused};
 pub use self::record::Requested;
 use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
 use crate::net::client_key;
-use crate::robots::{ext::VisitTime, RobotsTxt, Rule, Selection};
-use crate::state::{BanKey, SeenKey, State};
+use crate::robots::{RobotsTxt, Rule};
+use crate::state::{BanKey, RateKey, SeenKey, State};
 
 /// The facts of one request, gathered once by the proxy from what the client
 /// sent (all of it attacker-controlled).
@@ -149,6 +154,9 @@ pub struct Limited<'a> {
     /// directive under `unsupported_directives: pass` (the default), which
     /// only replay counts.
     pub recorded: bool,
+    /// The group's interval between two requests (Crawl-delay, Request-rate);
+    /// `None` for Visit-time.
+    pub interval: Option<Duration>,
 }
 
 /// A fetch of a trap path.
@@ -205,6 +213,9 @@ pub enum Outcome<'a> {
     Banned(Banned<'a>),
     /// The client is not the robot it claims to be.
     Spoofed(Spoofed<'a>),
+    /// robots.txt allows it, but the site's usage preferences refuse every
+    /// purpose the robot fetches for.
+    Refused(Refused<'a>),
 }
 
 /// A decision: who asked (when it mattered) and what happens.
@@ -228,6 +239,9 @@ pub struct Decision<'s, 'r> {
     pub identity: Identity,
     /// With [`Identity::Pending`]: the database robot to look up.
     pub lookup: Option<usize>,
+    /// A usage preference was in force for the path, and the robot's purposes
+    /// are not documented (metric `preference-unknown`).
+    pub preference_unknown: bool,
 }
 
 pub use crate::state::ROBOTS_READ_WINDOW;
@@ -268,14 +282,21 @@ pub fn decide_with<'s: 'r, 'r>(
     clock: Clock,
 ) -> Decision<'s, 'r> {
     let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
-    let decided =
-        |outcome| Decision { agent: None, outcome, robots_seen: None, identity: Identity::NotClaimed, lookup: None };
+    let decided = |outcome| Decision {
+        agent: None,
+        outcome,
+        robots_seen: None,
+        identity: Identity::NotClaimed,
+        lookup: None,
+        preference_unknown: false,
+    };
     let pending = |agent, bot| Decision {
         agent: Some(agent),
         outcome: Outcome::Pass,
         robots_seen: None,
         identity: Identity::Pending,
         lookup: Some(bot),
+        preference_unknown: false,
     };
     if facts.fetch && path == b"/robots.txt" {
         let Some(_) = site.robots else { return decided(Outcome::Pass) };
@@ -287,7 +308,14 @@ pub fn decide_with<'s: 'r, 'r>(
         }
         let identity = Identity::NotClaimed;
         let outcome = Outcome::File(SiteFile::Robots);
-        return Decision { agent: Some(agent), outcome, robots_seen: None, identity, lookup: None };
+        return Decision {
+            agent: Some(agent),
+            outcome,
+            robots_seen: None,
+            identity,
+            lookup: None,
+            preference_unknown: false,
+        };
     }
     let mut classify = Some(classify);
     let mut agent: Option<Agent<'r>> = None;
@@ -312,7 +340,14 @@ pub fn decide_with<'s: 'r, 'r>(
                 let a = agent.take().unwrap_or_else(|| Agent::browser());
                 let robots_seen = Some(read_robots(state, site, &a, facts, clock));
                 let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
-                return Decision { agent: Some(a), outcome, robots_seen, identity: Identity::NotClaimed, lookup: None };
+                return Decision {
+                    agent: Some(a),
+                    outcome,
+                    robots_seen,
+                    identity: Identity::NotClaimed,
+                    lookup: None,
+                    preference_unknown: false,
+                };
             }
             if let Some(i) = trap {
                 let a = agent.take().unwrap_or_else(|| Agent::browser());
@@ -337,7 +372,14 @@ pub fn decide_with<'s: 'r, 'r>(
                 };
                 let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce: armed };
                 let identity = claimed.identity;
-                return Decision { agent: Some(a), outcome: Outcome::Trap(hit), robots_seen, identity, lookup: None };
+                return Decision {
+                    agent: Some(a),
+                    outcome: Outcome::Trap(hit),
+                    robots_seen,
+                    identity,
+                    lookup: None,
+                    preference_unknown: false,
+                };
             }
         }
     }
@@ -361,6 +403,7 @@ pub fn decide_with<'s: 'r, 'r>(
             robots_seen: None,
             identity: Identity::NotClaimed,
             lookup: None,
+            preference_unknown: false,
         };
     }
     let claimed = match claims(&agent, identify, facts.client) {
@@ -377,7 +420,14 @@ pub fn decide_with<'s: 'r, 'r>(
     if spoofed && !matches!(site.policy.spoofed, Action::Log | Action::Noindex { .. }) {
         let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
         let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });
-        return Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None };
+        return Decision {
+            agent: Some(agent),
+            outcome,
+            robots_seen,
+            identity,
+            lookup: None,
+            preference_unknown: false,
+        };
     }
     // A spoofed claim that is only logged is judged as what it is: an unknown
     // robot, held to the `*` group.
@@ -388,17 +438,29 @@ pub fn decide_with<'s: 'r, 'r>(
     } else {
         judge_claims(site.policy, robots, &agent, facts.target)
     };
+    let mut preference_unknown = false;
     let outcome = match (j.rule, j.action) {
         (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
         _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
-        _ => match pace(&j, site, &agent, facts.client, state, clock) {
-            Some(limited) => Outcome::Limited(limited),
-            None => Outcome::Pass,
-        },
+        _ => {
+            // Only robots whose identity is not spoofed get here.
+            let usage = j.selection.as_ref().map_or(preference::Verdict::Fine, |sel| {
+                preference::judge(site.policy, robots, sel, j.group, &agent, facts.target)
+            });
+            preference_unknown = usage == preference::Verdict::Unknown;
+            match usage {
+                preference::Verdict::Refused(r) => Outcome::Refused(r),
+                _ => match pace(&j, site, &agent, facts.client, state, clock) {
+                    Some(limited) => Outcome::Limited(limited),
+                    None => Outcome::Pass,
+                },
+            }
+        }
     };
-    let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_))
-        .then(|| read_robots(state, site, &agent, facts, clock));
-    Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None }
+    let robots_seen =
+        matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Refused(_))
+            .then(|| read_robots(state, site, &agent, facts, clock));
+    Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None, preference_unknown }
 }
 
 /// Who a robots.txt read is remembered as: a database bot by name, anyone
@@ -422,125 +484,6 @@ fn read_robots(
     clock: Clock,
 ) -> bool {
     seen_key(site, agent, facts).is_some_and(|k| state.read_robots_within(&k, ROBOTS_READ_WINDOW, clock.instant()))
-}
-
-/// The facts about the requester that policy needs.
-#[derive(Debug, Clone, Copy)]
-pub struct Requester<'a, S: AsRef<str>> {
-    /// Whether it is a robot (browsers are never held to robots.txt).
-    pub is_bot: bool,
-    /// Canonical bot name, if known.
-    pub name: Option<&'a str>,
-    /// Category.
-    pub category: Category,
-    /// Candidate robots.txt tokens, most specific first.
-    pub tokens: &'a [S],
-}
-
-/// A rate the bot's group asks for.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    /// Minimum interval between two requests.
-    pub interval: Duration,
-    /// Which record: `crawl-delay` or `request-rate`.
-    pub directive: &'static str,
-    /// Its line in robots.txt.
-    pub line: u32,
-}
-
-/// A time window the bot's group asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    /// The UTC window.
-    pub window: VisitTime,
-    /// Its line in robots.txt.
-    pub line: u32,
-}
-
-/// The robots.txt verdict for one requester and target.
-#[derive(Debug, Clone)]
-pub struct Judgement<'a> {
-    /// The group chosen (`*`, a token), when robots.txt applies to the requester.
-    pub selection: Option<Selection>,
-    /// Human name of the group.
-    pub group: Option<&'a str>,
-    /// The rule that forbids the request, when it is a violation.
-    pub rule: Option<&'a Rule>,
-    /// What to do about the violation; `None` when the request is allowed.
-    pub action: Option<&'a Action>,
-    /// Rate limit to enforce (when the request is allowed and enforcement is on).
-    pub rate: Option<Rate>,
-    /// Visit-time window to enforce (likewise).
-    pub window: Option<Window>,
-}
-
-impl Judgement<'_> {
-    /// Whether the request breaks robots.txt.
-    pub fn is_violation(&self) -> bool {
-        self.rule.is_some()
-    }
-
-    /// A decision that lets the request through untouched.
-    pub fn pass() -> Judgement<'static> {
-        Judgement { selection: None, group: None, rule: None, action: None, rate: None, window: None }
-    }
-}
-
-static LOG_ONLY: Action = Action::Log;
-
-impl PolicyConfig {
-    /// The action for a violation by this requester: a per-bot override, else a
-    /// per-category override, else the default. `ai-user` fetchers (a person
-    /// asked for the page) are only logged unless `enforce_ai_user` is set,
-    /// since their operators say robots.txt does not bind them.
-    pub fn action_for(&self, name: Option<&str>, category: Category) -> &Action {
-        if let Some(name) = name {
-            if let Some((_, a)) = self.bots.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-                return a;
-            }
-        }
-        if category == Category::AiUser && !self.enforce_ai_user {
-            return &LOG_ONLY;
-        }
-        self.categories.iter().find(|(c, _)| *c == category).map_or(&self.default, |(_, a)| a)
-    }
-}
-
-/// Judge a request by robots.txt alone: which group the requester obeys,
-/// whether the target breaks it, what to do, and which pace and hours apply.
-///
-/// Cost: one group lookup (a hash probe per candidate token) and one matcher
-/// query; no allocation unless the path needs percent-normalising.
-pub fn judge<'a, S: AsRef<str>>(
-    policy: &'a PolicyConfig,
-    robots: &'a RobotsTxt,
-    who: &Requester<'_, S>,
-    path_and_query: &[u8],
-) -> Judgement<'a> {
-    // robots.txt binds robots, not people.
-    if !who.is_bot || who.category == Category::Browser {
-        return Judgement::pass();
-    }
-    let selection = robots.select(who.tokens);
-    let group = robots.selection_name(&selection);
-    let verdict = robots.check(&selection, path_and_query);
-    if !verdict.allowed {
-        return Judgement {
-            selection: Some(selection),
-            group,
-            rule: verdict.rule,
-            action: Some(policy.action_for(who.name, who.category)),
-            rate: None,
-            window: None,
-        };
-    }
-    let rate = if policy.rate_limit { rate_of(robots, &selection, crate::agent::Ignored::NONE) } else { None };
-    let window = if policy.visit_time {
-        robots.visit_time(&selection).map(|v| Window { window: v.value, line: v.line })
-    } else {
-        None
-    };
-    Judgement { selection: Some(selection), group, rule: None, action: None, rate, window }
 }
 
 /// A site's traps: paths every group of its robots.txt disallows, which only
@@ -659,6 +602,7 @@ mod tests {
             Outcome::Trap(_) => "trap",
             Outcome::Banned(_) => "banned",
             Outcome::Spoofed(_) => "spoofed",
+            Outcome::Refused(_) => "refused",
         }
     }
 

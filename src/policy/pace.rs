@@ -30,11 +30,12 @@ pub(super) fn pace<'s>(
 ) -> Option<Limited<'s>> {
     let by_action = site.policy.action_for(agent.name, agent.category) != &Action::Log;
     let mode = site.policy.unsupported;
-    let limited = |directive, line, wait, unsupported: bool| Limited {
+    let limited = |directive, line, wait, unsupported: bool, interval: Option<Duration>| Limited {
         group: j.group,
         directive,
         line,
         wait,
+        interval,
         enforce: by_action && (!unsupported || mode == Unsupported::Enforce),
         unsupported,
         recorded: !unsupported || mode != Unsupported::Pass,
@@ -43,7 +44,7 @@ pub(super) fn pace<'s>(
         let wait = w.window.secs_until_open((clock.unix_secs() % 86_400) as u32);
         if wait > 0 {
             let ignored = agent.ignores.contains(Extension::VisitTime);
-            return Some(limited("visit-time", w.line, Duration::from_secs(u64::from(wait)), ignored));
+            return Some(limited("visit-time", w.line, Duration::from_secs(u64::from(wait)), ignored, None));
         }
     }
     let (all, client) = (j.rate?, client?);
@@ -64,10 +65,14 @@ pub(super) fn pace<'s>(
     let wait = state.admit(&key, all.interval, clock.instant()).err()?;
     let elapsed = all.interval.saturating_sub(wait);
     match read {
-        Some(r) if r.directive == all.directive => Some(limited(all.directive, all.line, wait, ignored(&all))),
+        Some(r) if r.directive == all.directive => {
+            Some(limited(all.directive, all.line, wait, ignored(&all), Some(all.interval)))
+        }
         // Too soon for a pace the bot reads, too.
-        Some(r) if elapsed < r.interval => Some(limited(r.directive, r.line, r.interval - elapsed, false)),
-        _ => Some(limited(all.directive, all.line, wait, true)),
+        Some(r) if elapsed < r.interval => {
+            Some(limited(r.directive, r.line, r.interval - elapsed, false, Some(r.interval)))
+        }
+        _ => Some(limited(all.directive, all.line, wait, true, Some(all.interval))),
     }
 }
 

@@ -2,7 +2,7 @@
 //! and `robotgate replay` share, so both write the same record for the same
 //! request.
 
-use super::{Banned, Decision, Limited, Outcome, Spoofed, TrapHit, Violation};
+use super::{Banned, Decision, Limited, Outcome, Refused, Spoofed, TrapHit, Violation};
 use crate::identity::Identity;
 use crate::record::Record;
 use crate::robots::LineMap;
@@ -71,6 +71,10 @@ impl Decision<'_, '_> {
             }
             Outcome::Banned(Banned { action, .. }) => ("banned", None, None, None, action.name(), false),
             Outcome::Spoofed(Spoofed { action }) => ("spoofed-identity", None, None, None, action.name(), false),
+            // The pattern field names the refused purpose (`train-ai`).
+            Outcome::Refused(Refused { group, directive, line, purpose, action }) => {
+                (directive, group, Some(purpose.as_str()), Some(line), action.name(), line > req.file_lines)
+            }
         };
         Some(Record {
             time: String::new(),

@@ -416,6 +416,7 @@ fn answer(outcome: &Outcome<'_>) -> Option<u16> {
     match outcome {
         Outcome::Violation(v) => of(v.action),
         Outcome::Spoofed(s) => of(s.action),
+        Outcome::Refused(r) => of(r.action),
         Outcome::Banned(b) => of(b.action),
         Outcome::Trap(t) if t.banned => of(t.action),
         Outcome::Limited(l) if l.enforce => Some(429),

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::ext::{self, CleanParam, RequestRate, VisitTime};
 use super::parse::{self, Key, ParseHandler};
 use super::pattern::{RuleKind, RuleSet, SetRule};
+use super::usage;
 
 /// Googlebot reads the first 500 KiB of a robots.txt and ignores the rest
 /// (RFC 9309 2.5 asks crawlers to parse at least 500 kibibytes).
@@ -65,6 +66,21 @@ pub struct Group {
     pub visit_time: Option<Located<VisitTime>>,
     /// `Content-Signal` declarations.
     pub content_signal: Vec<Located<(String, bool)>>,
+    /// `Content-Usage` rules (draft-ietf-aipref-attach), in file order.
+    pub content_usage: Vec<UsageRule>,
+}
+
+/// One `Content-Usage: [path] usage-pref` rule.
+#[derive(Debug, Clone)]
+pub struct UsageRule {
+    /// Source line.
+    pub line: u32,
+    /// The path pattern as written (`None`: every path).
+    pub path: Option<String>,
+    /// The preference.
+    pub pref: super::usage::UsagePref,
+    /// The matched form of the path (normalised like the rules).
+    pub(super) raw: Box<[u8]>,
 }
 
 #[derive(Debug, Clone)]
@@ -422,6 +438,19 @@ impl ParseHandler for Builder {
             Key::ContentSignal => {
                 if let (Some(v), Some(g)) = (ext::parse_content_signal(&text), self.groups.last_mut()) {
                     g.content_signal.extend(v.into_iter().map(|value| Located { line, value }));
+                }
+            }
+            Key::ContentUsage => {
+                if let (Ok((path, parsed)), Some(g)) = (usage::parse_rule(&text), self.groups.last_mut()) {
+                    let raw: Box<[u8]> = match (path, &self.normalise) {
+                        (None, _) => Box::default(),
+                        (Some(p), Some(opts)) => {
+                            crate::target::normalise_pattern(p.as_bytes(), opts).into_owned().into_boxed_slice()
+                        }
+                        (Some(p), None) => p.as_bytes().into(),
+                    };
+                    let path = path.map(str::to_owned);
+                    g.content_usage.push(UsageRule { line, path, pref: parsed.pref, raw });
                 }
             }
             Key::Unknown => {}

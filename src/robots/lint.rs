@@ -103,6 +103,7 @@ pub fn lint_with(body: &[u8], options: Options) -> Vec<Diagnostic> {
     invalid_utf8(used, &mut out);
     let compiled = RobotsTxt::compile_with(body, options);
     groups(&compiled, &mut out);
+    super::usage_lint::contradictions(&compiled, &mut out);
     sitemaps_disallowed(&compiled, &mut out);
     out.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)));
     out
@@ -344,6 +345,11 @@ impl ParseHandler for Linter<'_> {
                     );
                 }
             }
+            Key::ContentUsage => {
+                for (severity, code, message) in super::usage_lint::line(&text, self.seen_agent) {
+                    push(severity, code, message);
+                }
+            }
             Key::Host => {}
             Key::Unknown => push(
                 Severity::Warning,
@@ -366,6 +372,7 @@ fn canonical(key: Key) -> &'static str {
         Key::Host => "Host",
         Key::CleanParam => "Clean-param",
         Key::ContentSignal => "Content-Signal",
+        Key::ContentUsage => "Content-Usage",
         Key::Unknown => "?",
     }
 }

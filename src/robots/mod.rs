@@ -13,8 +13,10 @@ pub mod lint;
 pub mod parse;
 pub mod pattern;
 mod query;
+pub mod usage;
+mod usage_lint;
 
-pub use build::{fingerprint, AgentLine, Group, Located, Options, RobotsTxt, Rule, DEFAULT_MAX_BYTES};
+pub use build::{fingerprint, AgentLine, Group, Located, Options, RobotsTxt, Rule, UsageRule, DEFAULT_MAX_BYTES};
 pub use lines::LineMap;
 pub use pattern::RuleKind;
-pub use query::{GroupMatch, Selection, Verdict};
+pub use query::{GroupMatch, Selection, UsageMatch, Verdict};

@@ -41,6 +41,8 @@ pub enum Key {
     CleanParam,
     /// `content-signal`: declared uses of the content (`search=yes, ai-train=no`).
     ContentSignal,
+    /// `content-usage`: an IETF AI Preferences rule (`[path] train-ai=n`).
+    ContentUsage,
     /// Any other field.
     Unknown,
 }
@@ -59,6 +61,7 @@ impl Key {
             Key::Host => "host",
             Key::CleanParam => "clean-param",
             Key::ContentSignal => "content-signal",
+            Key::ContentUsage => "content-usage",
             Key::Unknown => "unknown",
         }
     }
@@ -246,6 +249,8 @@ pub fn classify_key(text: &[u8]) -> (Key, bool) {
         (Key::CleanParam, "cleanparam", false),
         (Key::ContentSignal, "content-signal", true),
         (Key::ContentSignal, "contentsignal", false),
+        (Key::ContentUsage, "content-usage", true),
+        (Key::ContentUsage, "contentusage", false),
     ];
     for &(key, name, canonical) in EXTENSIONS {
         if text.eq_ignore_ascii_case(name.as_bytes()) {

@@ -29,6 +29,10 @@ pub struct Metrics {
     pub rate_limited: IntCounterVec,
     /// `robotgate_files_served_total{site,file}` (robots.txt, humans.txt).
     pub served: IntCounterVec,
+    /// `robotgate_preferences_total{site,result}`: requests a usage
+    /// preference was in force for, by what came of it (`preference-unknown`:
+    /// the robot's purposes are not documented, so it was not judged).
+    pub preferences: IntCounterVec,
     /// `robotgate_upstream_errors_total{site,status}`.
     pub upstream_errors: IntCounterVec,
     /// `robotgate_reloads_total`.
@@ -94,6 +98,12 @@ pub fn metrics() -> &'static Metrics {
             "robotgate_rate_limited_total",
             "Requests answered 429 for Crawl-delay, Request-rate or Visit-time",
             &["site", "bot", "directive"]
+        )
+        .expect("metric registers once"),
+        preferences: register_int_counter_vec!(
+            "robotgate_preferences_total",
+            "requests a usage preference (Content-Usage, Content-Signal) was in force for, by result",
+            &["site", "result"]
         )
         .expect("metric registers once"),
         served: register_int_counter_vec!(

@@ -4,7 +4,9 @@
 use super::super::{ConfigError, RawAction, RawPolicy};
 use super::fields::header_value;
 use crate::agent::Category;
-use crate::policy::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+use crate::policy::{
+    Action, PolicyConfig, PreferenceMode, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY,
+};
 
 pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
     let name = raw.action.as_deref().unwrap_or("block");
@@ -134,6 +136,13 @@ pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigE
         categories,
         bots,
         enforce_ai_user: raw.enforce_ai_user,
+        preferences: match raw.preferences.as_deref() {
+            None => PreferenceMode::Enforce,
+            Some(word) => PreferenceMode::from_name(word).unwrap_or_else(|| {
+                errors.push(ConfigError::new(format!("{field}.preferences"), format!("`{word}`: enforce, log or off")));
+                PreferenceMode::Enforce
+            }),
+        },
         rate_limit: raw.rate_limit.unwrap_or(true),
         visit_time: raw.visit_time.unwrap_or(true),
         spoofed: match &raw.spoofed {

@@ -192,5 +192,18 @@ fn managed(field: &str, raw: &RawManaged, errors: &mut Vec<ConfigError>) -> Mana
             ));
         }
     }
-    Managed { ai_training_disallow, content_signal: raw.content_signal.clone() }
+    if let Some(v) = &raw.content_usage {
+        no_crlf(&format!("{field}.content_usage"), v, errors);
+        if let Err(e) = crate::robots::usage::parse_rule(v) {
+            errors.push(ConfigError::new(
+                format!("{field}.content_usage"),
+                format!("`{v}`: {e}; write e.g. \"train-ai=n\" or \"/novels/ train-ai=n, search=y\" (draft-ietf-aipref-vocab)"),
+            ));
+        }
+    }
+    Managed {
+        ai_training_disallow,
+        content_signal: raw.content_signal.clone(),
+        content_usage: raw.content_usage.clone(),
+    }
 }

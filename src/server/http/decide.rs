@@ -16,7 +16,7 @@ use prometheus::{IntCounter, IntCounterVec};
 
 use super::forwarded::client_ip;
 use super::proxy::{host_of, Ctx, Gate};
-use crate::agent::{Agent, Category, Remembered};
+use crate::agent::{Agent, AgentKind, Category, Remembered};
 use crate::identity::{Identify, Identity};
 use crate::load::LiveSite;
 use crate::policy::{self, Clock, Outcome, RequestFacts};
@@ -185,6 +185,8 @@ impl Gate {
             Gatekeep::Pass => return Step::Decided(Outcome::Pass),
             Gatekeep::Refuse(status, why) => return Step::Refuse(status, why),
         };
+        // What proxied responses say about usage (issue #29), whoever asks.
+        ctx.content_usage = site.robots.as_ref().and_then(|r| policy::usage_header(&r.compiled, &target));
         // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
         // client could show a browser to one reader and a bot to another.
         let mut uas = req.headers.get_all("user-agent").into_iter();
@@ -224,6 +226,16 @@ impl Gate {
             }
         }
         let second = std::mem::replace(&mut ctx.counted, true);
+        if !second {
+            let result = match decision.outcome {
+                _ if decision.preference_unknown => Some("preference-unknown"),
+                Outcome::Refused(_) => Some("refused"),
+                _ => None,
+            };
+            if let Some(result) = result {
+                metrics().preferences.with_label_values(&[site.conf.name.as_str(), result]).inc();
+            }
+        }
         let outcome = decision.outcome;
         let Some(agent) = decision.agent.as_ref() else {
             return Step::Decided(outcome);
@@ -231,6 +243,12 @@ impl Gate {
         if let Outcome::File(f) = outcome {
             return Step::Decided(Outcome::File(f)); // robots.txt: classified only to remember the read.
         }
+        // A refused claim of a robot that signs: ask for a signature.
+        ctx.accept_signature = matches!(outcome, Outcome::Spoofed(_))
+            && match agent.kind {
+                AgentKind::Known(i) => !snap.classifier.bot(i).signature_agents.is_empty(),
+                _ => false,
+            };
         let category = agent.category;
         if let Some(counter) = Category::ALL
             .iter()

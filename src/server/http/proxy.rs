@@ -24,7 +24,7 @@ use super::forwarded::add_forwarded_headers;
 use super::respond::{self, Reader};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
-use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, TrapHit, Violation};
+use crate::policy::{Action, Banned, Outcome, Refused, SiteFile, Spoofed, TrapHit, Violation};
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
 use crate::server::store::redis::SharedStore;
@@ -74,6 +74,11 @@ pub struct Ctx {
     pub(super) client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
     pub(super) noindex: Option<String>,
+    /// `Content-Usage` to add to the proxied response, unless the origin sets one.
+    pub(super) content_usage: Option<String>,
+    /// Refused as a spoofed claim of a robot that signs (Web Bot Auth): the
+    /// refusal carries `Accept-Signature`.
+    pub(super) accept_signature: bool,
     /// A page to put the trap link into: the link, and the body held so far.
     pub(super) inject: Option<(Bytes, Vec<u8>)>,
     /// The normalised target a robot was judged by, when it differs from
@@ -227,9 +232,15 @@ fn agent_host(url: &str) -> Option<String> {
 /// answer the snapshot built for it at load time ([`SiteAnswers::refusal`]):
 /// nothing is formatted per request and nothing goes upstream. Returns the
 /// status sent, 0 for the actions that forward.
-async fn answer_violation(session: &mut Session, site: &SiteAnswers, action: &Action, to: Reader) -> Result<u16> {
+async fn answer_violation(
+    session: &mut Session,
+    site: &SiteAnswers,
+    action: &Action,
+    extra: Option<(&'static str, &'static str)>,
+    to: Reader,
+) -> Result<u16> {
     match site.refusal(action) {
-        Some(answer) => respond::send_prebuilt(session, answer, to).await,
+        Some(answer) => respond::send_prebuilt_with(session, answer, extra, to).await,
         // Every refusing action of the site has its answer; one without is
         // a forwarding one (noindex, log).
         None => Ok(0),
@@ -338,14 +349,16 @@ impl Gate {
             Step::Decided(Outcome::Violation(Violation { action, .. }))
             | Step::Decided(Outcome::Trap(TrapHit { enforce: true, action, .. }))
             | Step::Decided(Outcome::Banned(Banned { action, .. }))
-            | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
+            | Step::Decided(Outcome::Spoofed(Spoofed { action }))
+            | Step::Decided(Outcome::Refused(Refused { action, .. })) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
                 }
                 Action::Log => Ok(false),
                 action => {
-                    ctx.status = answer_violation(session, answers, action, self.reader()).await?;
+                    let extra = ctx.accept_signature.then_some(("accept-signature", respond::ACCEPT_SIGNATURE));
+                    ctx.status = answer_violation(session, answers, action, extra, self.reader()).await?;
                     Ok(true)
                 }
             },
@@ -354,7 +367,7 @@ impl Gate {
             Step::Decided(Outcome::Limited(l)) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
                 ctx.status = 429;
-                respond::too_many_requests(session, retry, l.directive, l.line, self.reader()).await?;
+                respond::too_many_requests(session, retry, l.directive, l.line, l.interval, self.reader()).await?;
                 Ok(true)
             }
         }
@@ -434,6 +447,11 @@ impl ProxyHttp for Gate {
     ) -> Result<()> {
         if let Some(value) = ctx.noindex.take() {
             upstream_response.insert_header("x-robots-tag", value)?;
+        }
+        if let Some(value) = ctx.content_usage.take() {
+            if upstream_response.headers.get("content-usage").is_none() {
+                upstream_response.insert_header("content-usage", value)?;
+            }
         }
         ctx.status = upstream_response.status.as_u16();
         if let Some(link) = ctx.site().and_then(|s| s.trap_link.clone()) {

@@ -71,19 +71,47 @@ pub async fn send(
 
 /// Answer with a prebuilt response. Returns the status sent.
 pub async fn send_prebuilt(session: &mut Session, answer: &Prebuilt, to: Reader) -> Result<u16> {
-    write(session, Box::new(answer.header.clone()), answer.body.clone(), to).await?;
+    send_prebuilt_with(session, answer, None, to).await
+}
+
+/// [`send_prebuilt`] with one more header (`Accept-Signature` on a refused
+/// claim of a signing robot).
+pub async fn send_prebuilt_with(
+    session: &mut Session,
+    answer: &Prebuilt,
+    extra: Option<(&'static str, &'static str)>,
+    to: Reader,
+) -> Result<u16> {
+    let mut header = answer.header.clone();
+    if let Some((name, value)) = extra {
+        header.insert_header(name, value)?;
+    }
+    write(session, Box::new(header), answer.body.clone(), to).await?;
     Ok(answer.status())
 }
+
+/// `Accept-Signature` (RFC 9421 5.1) as draft-meunier-webbotauth-httpsig-protocol
+/// asks of a Web Bot Auth signature: the target's authority and the
+/// `Signature-Agent` field covered, `created` and `expires` given, tagged
+/// `web-bot-auth`. Sent with the 403 for a claimed robot that signs, so it
+/// can retry with a signature.
+pub const ACCEPT_SIGNATURE: &str = "sig1=(\"@authority\" \"signature-agent\");created;expires;tag=\"web-bot-auth\"";
 
 /// Answer 429 to a crawler over its robots.txt rate: `Retry-After` in whole
 /// seconds (at least 1), and a body naming the directive and its line. The
 /// numbers go into the header without the formatter; the body is written
 /// into one buffer of its final size.
+///
+/// With the group's interval, also `RateLimit-Policy` and `RateLimit`
+/// (draft-ietf-httpapi-ratelimit-headers): a policy named after the
+/// directive, one request (`q=1`) per window of the interval (`w`, whole
+/// seconds, rounded up), none left (`r=0`) for `t` seconds.
 pub async fn too_many_requests(
     session: &mut Session,
     retry_after: u64,
     directive: &str,
     line: u32,
+    interval: Option<std::time::Duration>,
     to: Reader,
 ) -> Result<()> {
     use std::io::Write;
@@ -93,6 +121,11 @@ pub async fn too_many_requests(
     let _ = write!(body, "{BEFORE}{directive}, line {line}).\n");
     let mut resp = head(429, "text/plain; charset=utf-8", body.len(), &[])?;
     resp.insert_header("retry-after", retry_after.max(1))?;
+    if let Some(interval) = interval {
+        let window = interval.as_secs() + u64::from(interval.subsec_nanos() > 0);
+        resp.insert_header("ratelimit-policy", format!("\"{directive}\";q=1;w={}", window.max(1)))?;
+        resp.insert_header("ratelimit", format!("\"{directive}\";r=0;t={}", retry_after.max(1)))?;
+    }
     write(session, Box::new(resp), Bytes::from(body), to).await
 }
 
