@@ -80,6 +80,8 @@ pub struct PolicyConfig {
     /// The prefix an IPv6 client is banned and rate-limited by
     /// ([`crate::net::client_key`]); the config's `limits.ipv6_prefix`.
     pub ipv6_prefix: u8,
+    /// What a crawler still using the robots.txt it fetched before a change gets.
+    pub robots_change: super::RobotsChange,
 }
 
 /// The default body of the answer to a spoofed identity.
@@ -112,6 +114,7 @@ impl Default for PolicyConfig {
             visit_time: true,
             spoofed: Action::Block { status: 403, body: DEFAULT_SPOOFED_BODY.into(), file: None },
             ipv6_prefix: crate::net::BAN_PREFIX_V6,
+            robots_change: super::RobotsChange::default(),
         }
     }
 }

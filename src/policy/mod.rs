@@ -10,15 +10,19 @@
 //! callers that keep no rate state.
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod action;
 mod claims;
+mod clock;
 mod record;
+mod stale;
 
 pub use self::action::{Action, PolicyConfig, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use self::claims::{claims, judge_claims, Claimed};
+pub use self::clock::Clock;
 pub use self::record::Requested;
+pub use self::stale::{ChangeAction, EarlierRobots, RobotsChange, Stale, MAX_GRACE};
 use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
 use crate::net::client_key;
@@ -55,42 +59,8 @@ pub struct SiteRules<'a> {
     pub traps: Option<&'a Traps>,
     /// When each trap path is armed (Unix seconds), parallel to `traps.paths`.
     pub armed_at: &'a [u64],
-}
-
-/// The clock a decision reads: monotonic for rates, wall time for Visit-time.
-/// Read only when a bot's group has a pace or hours, so most requests never
-/// ask the system for the time.
-#[derive(Debug, Clone, Copy)]
-pub enum Clock {
-    /// The system's clocks.
-    System,
-    /// A fixed time (tests, replays of logs).
-    Fixed {
-        /// Now, monotonic.
-        instant: Instant,
-        /// Now, seconds since the Unix epoch (UTC).
-        unix_secs: u64,
-    },
-}
-
-impl Clock {
-    /// Now, monotonic.
-    pub fn instant(self) -> Instant {
-        match self {
-            Clock::System => Instant::now(),
-            Clock::Fixed { instant, .. } => instant,
-        }
-    }
-
-    /// Now, seconds since the Unix epoch (UTC).
-    pub fn unix_secs(self) -> u64 {
-        match self {
-            Clock::System => {
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-            }
-            Clock::Fixed { unix_secs, .. } => unix_secs,
-        }
-    }
+    /// Versions of its robots.txt served before the current one ([`stale`]).
+    pub earlier: &'a [EarlierRobots],
 }
 
 /// A file robotgate answers with itself.
@@ -192,6 +162,8 @@ pub enum Outcome<'a> {
     Banned(Banned<'a>),
     /// The client is not the robot it claims to be.
     Spoofed(Spoofed<'a>),
+    /// Only the current robots.txt disallows it, not the crawler's copy.
+    Stale(Stale<'a>),
 }
 
 /// A decision: who asked (when it mattered) and what happens.
@@ -265,11 +237,11 @@ pub fn decide_with<'s: 'r, 'r>(
         lookup: Some(bot),
     };
     if facts.fetch && path == b"/robots.txt" {
-        let Some(_) = site.robots else { return decided(Outcome::Pass) };
+        let Some(robots) = site.robots else { return decided(Outcome::Pass) };
         let agent = classify(facts.user_agent);
         if agent.is_bot() {
             if let Some(key) = seen_key(site, &agent, facts) {
-                state.saw_robots(&key, clock.instant());
+                state.saw_robots(&key, robots.hash(), clock.instant());
             }
         }
         let identity = Identity::NotClaimed;
@@ -376,21 +348,29 @@ pub fn decide_with<'s: 'r, 'r>(
         judge_claims(site.policy, robots, &agent, facts.target)
     };
     let outcome = match (j.rule, j.action) {
-        (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
+        (Some(rule), Some(action)) => match stale::stale(site, &agent, facts, state, clock, j.group, rule, action) {
+            Some(s) if !spoofed => Outcome::Stale(s),
+            _ => Outcome::Violation(Violation { group: j.group, rule, action }),
+        },
         _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
         _ => match pace(&j, site, &agent, facts.client, state, clock) {
             Some(limited) => Outcome::Limited(limited),
             None => Outcome::Pass,
         },
     };
-    let robots_seen = matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_))
-        .then(|| read_robots(state, site, &agent, facts, clock));
+    let robots_seen =
+        matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Stale(_))
+            .then(|| read_robots(state, site, &agent, facts, clock));
     Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None }
 }
 
 /// Who a robots.txt read is remembered as: a database bot by name, anyone
 /// else by address and User-Agent.
-fn seen_key<'a>(site: &SiteRules<'a>, agent: &'a Agent<'_>, facts: &RequestFacts<'a>) -> Option<SeenKey<'a>> {
+pub(super) fn seen_key<'a>(
+    site: &SiteRules<'a>,
+    agent: &'a Agent<'_>,
+    facts: &RequestFacts<'a>,
+) -> Option<SeenKey<'a>> {
     match (agent.is_known(), agent.name) {
         (true, Some(name)) => Some(SeenKey::Bot { site: site.name, name }),
         _ => facts.client.map(|client| SeenKey::Client {
@@ -593,6 +573,7 @@ pub const DEFAULT_TRAP: &str = "/.well-known/robotgate/trap/";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     const ROBOTS: &[u8] = b"User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nDisallow: /nogoogle\n\nUser-agent: bingbot\nCrawl-delay: 5\nRequest-rate: 1/10s\nVisit-time: 0100-0500\n";
 
@@ -687,6 +668,7 @@ mod tests {
             Outcome::Trap(_) => "trap",
             Outcome::Banned(_) => "banned",
             Outcome::Spoofed(_) => "spoofed",
+            Outcome::Stale(_) => "stale-robots",
         }
     }
 
@@ -694,8 +676,15 @@ mod tests {
     fn decide_gives_one_outcome_per_request() {
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: true, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: true,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let c = Classifier::builtin();
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 2 * 3600 }; // 02:00 UTC, inside bingbot's hours
@@ -724,8 +713,15 @@ mod tests {
         use crate::state::shared::{Answer, Asking};
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let c = Classifier::builtin();
         let local = crate::state::MemoryState::new(64);
         let now = Instant::now();
@@ -756,8 +752,15 @@ mod tests {
         let c = Classifier::builtin();
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 12 * 3600 }; // noon: outside 01:00-05:00
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         match decide(&facts(b"/private/x", GPTBOT), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Violation(v) => {
                 assert_eq!((v.rule.line, v.group, v.action.name()), (2, Some("*"), "block"));
@@ -817,6 +820,7 @@ mod tests {
             humans: false,
             traps: Some(&traps),
             armed_at: &armed_at,
+            earlier: &[],
         };
         let from = |ip: &str, target: &'static [u8], ua: &'static [u8], secs: u64| {
             let f = RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()) };
@@ -849,8 +853,15 @@ mod tests {
         let c = Classifier::builtin();
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let seen = |ip: &str| {
             let f = RequestFacts {
                 fetch: true,
@@ -880,8 +891,15 @@ mod tests {
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
         let decide_as = |policy: &PolicyConfig, ip: &str, target: &'static [u8]| {
-            let site =
-                SiteRules { name: "s", policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+            let site = SiteRules {
+                name: "s",
+                policy,
+                robots: Some(&robots),
+                humans: false,
+                traps: None,
+                armed_at: &[],
+                earlier: &[],
+            };
             let f = RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()) };
             let d = decide(&f, &site, &c, &state, &Says, clock);
             (outcome_name(&d.outcome).to_owned(), d.identity)

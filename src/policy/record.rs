@@ -2,7 +2,7 @@
 //! and `robotgate replay` share, so both write the same record for the same
 //! request.
 
-use super::{Banned, Decision, Limited, Outcome, Spoofed, TrapHit, Violation};
+use super::{Banned, Decision, Limited, Outcome, Spoofed, Stale, TrapHit, Violation};
 use crate::identity::Identity;
 use crate::record::Record;
 
@@ -59,6 +59,22 @@ impl Decision<'_, '_> {
             }
             Outcome::Banned(Banned { action, .. }) => ("banned", None, None, None, action.name(), false),
             Outcome::Spoofed(Spoofed { action }) => ("spoofed-identity", None, None, None, action.name(), false),
+            // RFC 9309 2.4: no violation, whatever it gets (`policy.robots_change`).
+            Outcome::Stale(Stale { group, rule, action, .. }) => {
+                let action = action.map_or("pass", |a| a.name());
+                (
+                    "stale-robots",
+                    group,
+                    Some(rule.pattern.as_str()),
+                    Some(rule.line),
+                    action,
+                    rule.line > req.file_lines,
+                )
+            }
+        };
+        let stale = match self.outcome {
+            Outcome::Stale(s) => Some(s),
+            _ => None,
         };
         Some(Record {
             time: String::new(),
@@ -78,6 +94,8 @@ impl Decision<'_, '_> {
             robots_hash: req.robots_hash.to_owned(),
             managed,
             robots_seen: self.robots_seen,
+            fetched_hash: stale.map(|s| crate::robots::short_hash(s.fetched)),
+            fetched_at: stale.map(|s| crate::record::time::rfc3339_ms(s.fetched_at.saturating_mul(1000))),
             identity: (self.identity != Identity::NotClaimed).then(|| self.identity.as_str()),
             action,
             status: 0,

@@ -13,6 +13,6 @@ pub mod parse;
 pub mod pattern;
 mod query;
 
-pub use build::{fingerprint, AgentLine, Group, Located, Options, RobotsTxt, Rule, DEFAULT_MAX_BYTES};
+pub use build::{fingerprint, short_hash, AgentLine, Group, Located, Options, RobotsTxt, Rule, DEFAULT_MAX_BYTES};
 pub use pattern::RuleKind;
 pub use query::{GroupMatch, Selection, Verdict};

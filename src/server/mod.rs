@@ -37,6 +37,7 @@ use self::http::proxy::Gate;
 use self::http::tls;
 use self::ops::reload::{self, Reloader};
 use self::ops::{status, violations, violations::ViolationLog};
+use self::store::reads::{self, Reads};
 use self::store::redis;
 use self::verify::{dns, feeds, wba};
 use crate::state::MemoryState;
@@ -240,6 +241,8 @@ pub fn serve_with(
     server.bootstrap();
 
     let state = Arc::new(MemoryState::new(config.max_clients));
+    let reads = Arc::new(Reads::open(Reads::state_path(&shared.load().traps_state), &*state));
+    server.add_service(GenBackgroundService::new("robots.txt reads".into(), Arc::new(reads::Writer(reads.clone()))));
     let store = match &config.shared_state {
         Some(s) => Some(Arc::new(redis::SharedStore::new(s, state.clone()).map_err(anyhow::Error::msg)?)),
         None => None,
@@ -252,6 +255,7 @@ pub fn serve_with(
         snapshot: shared.clone(),
         state,
         shared: store.clone(),
+        reads,
         status_page: config.status_page,
         dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
             Ok(d) => Some(Arc::new(d)),

@@ -24,9 +24,10 @@ use super::forwarded::add_forwarded_headers;
 use super::respond;
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
-use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, TrapHit, Violation};
+use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, Stale, TrapHit, Violation};
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
+use crate::server::store::reads::Reads;
 use crate::server::store::redis::SharedStore;
 use crate::server::telemetry::metrics;
 use crate::server::verify::dns::DnsVerifier;
@@ -51,6 +52,8 @@ pub struct Gate {
     pub wba: Arc<DirectoryCache>,
     /// The store shared with other instances (`state.redis`), if any.
     pub shared: Option<Arc<SharedStore>>,
+    /// The robots.txt reads, kept across restarts.
+    pub reads: Arc<Reads>,
     /// Keep the last violations for the status page.
     pub status_page: bool,
     /// Seconds an idle keep-alive connection stays open (`limits.keepalive_timeout`).
@@ -291,7 +294,8 @@ impl Gate {
             Step::Decided(Outcome::Violation(Violation { action, .. }))
             | Step::Decided(Outcome::Trap(TrapHit { enforce: true, action, .. }))
             | Step::Decided(Outcome::Banned(Banned { action, .. }))
-            | Step::Decided(Outcome::Spoofed(Spoofed { action })) => match action {
+            | Step::Decided(Outcome::Spoofed(Spoofed { action }))
+            | Step::Decided(Outcome::Stale(Stale { action: Some(action), .. })) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
@@ -303,6 +307,7 @@ impl Gate {
                 }
             },
             Step::Decided(Outcome::Trap(_)) => Ok(false), // Not armed, or a verified crawler: recorded only.
+            Step::Decided(Outcome::Stale(_)) => Ok(false), // RFC 9309 2.4: its copy allows it.
             Step::Decided(Outcome::Limited(l)) if !l.enforce => Ok(false),
             Step::Decided(Outcome::Limited(l)) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);

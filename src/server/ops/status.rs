@@ -169,6 +169,8 @@ mod tests {
             robots_hash: String::new(),
             managed: false,
             robots_seen: None,
+            fetched_hash: None,
+            fetched_at: None,
             identity: None,
             action: "block",
             status: 403,
