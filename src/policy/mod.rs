@@ -41,6 +41,9 @@ pub struct RequestFacts<'a> {
     pub user_agent: &'a [u8],
     /// The client address, after trusted proxies.
     pub client: Option<IpAddr>,
+    /// The client address sent most of the last minute's traffic: likely a
+    /// proxy's, so a trap hit from it bans no one.
+    pub crowd: bool,
 }
 
 /// What a site brings to a decision.
@@ -116,7 +119,7 @@ pub struct TrapHit<'a> {
     /// Whether the client is now banned (the trap was armed and the client
     /// is no verified crawler); otherwise the hit is only recorded.
     pub banned: bool,
-    /// `banned`, `not-armed` or `verified-crawler`.
+    /// `banned`, `not-armed`, `verified-crawler` or `crowd-address`.
     pub why: &'static str,
     /// What this request gets, when `enforce`: the traps' action for a
     /// client now banned; the site's action for the robot, for a verified
@@ -281,12 +284,16 @@ pub fn decide_with<'s: 'r, 'r>(
                 };
                 let robots_seen = Some(read_robots(state, site, &a, facts, clock));
                 let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
-                let banned = armed && !verified;
+                let banned = armed && !verified && !facts.crowd;
                 if banned {
                     state.ban(&key, clock.instant() + traps.ban);
                 }
                 let (why, action) = if banned {
                     ("banned", &traps.action)
+                } else if armed && !verified {
+                    // Most traffic comes from this address: a ban would
+                    // shut everyone out (issue #27); recorded, not enforced.
+                    ("crowd-address", &traps.action)
                 } else if verified {
                     // Never a ban: a ban would cut a search engine off for
                     // its whole duration. Once armed, the site's action for it.
@@ -294,7 +301,8 @@ pub fn decide_with<'s: 'r, 'r>(
                 } else {
                     ("not-armed", &traps.action)
                 };
-                let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce: armed };
+                let enforce = armed && why != "crowd-address";
+                let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce };
                 let identity = claimed.identity;
                 return Decision { agent: Some(a), outcome: Outcome::Trap(hit), robots_seen, identity, lookup: None };
             }
@@ -655,7 +663,7 @@ mod tests {
     const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
     fn facts<'a>(target: &'a [u8], ua: &'a [u8]) -> RequestFacts<'a> {
-        RequestFacts { fetch: true, target, user_agent: ua, client: Some("192.0.2.1".parse().unwrap()) }
+        RequestFacts { fetch: true, target, user_agent: ua, client: Some("192.0.2.1".parse().unwrap()), crowd: false }
     }
 
     fn outcome_name(o: &Outcome<'_>) -> &'static str {
@@ -823,7 +831,8 @@ mod tests {
             earlier: &[],
         };
         let from = |ip: &str, target: &'static [u8], ua: &'static [u8], secs: u64| {
-            let f = RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()) };
+            let f =
+                RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()), crowd: false };
             let d = decide(&f, &site, &c, &state, &Says, at(secs));
             match d.outcome {
                 Outcome::Trap(t) => format!("trap:{}", t.why),
@@ -868,6 +877,7 @@ mod tests {
                 target: b"/private/x",
                 user_agent: GPTBOT,
                 client: Some(ip.parse().unwrap()),
+                crowd: false,
             };
             decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock).robots_seen
         };
@@ -878,6 +888,7 @@ mod tests {
             target: b"/robots.txt",
             user_agent: GPTBOT,
             client: Some("198.51.100.1".parse().unwrap()),
+            crowd: false,
         };
         decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock);
         assert_eq!(seen("192.0.2.1"), Some(true));
@@ -900,7 +911,8 @@ mod tests {
                 armed_at: &[],
                 earlier: &[],
             };
-            let f = RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()) };
+            let f =
+                RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()), crowd: false };
             let d = decide(&f, &site, &c, &state, &Says, clock);
             (outcome_name(&d.outcome).to_owned(), d.identity)
         };

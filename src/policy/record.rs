@@ -96,6 +96,10 @@ impl Decision<'_, '_> {
             robots_seen: self.robots_seen,
             fetched_hash: stale.map(|s| crate::robots::short_hash(s.fetched)),
             fetched_at: stale.map(|s| crate::record::time::rfc3339_ms(s.fetched_at.saturating_mul(1000))),
+            reason: match self.outcome {
+                Outcome::Trap(TrapHit { why: "crowd-address", .. }) => Some("crowd-address"),
+                _ => None,
+            },
             identity: (self.identity != Identity::NotClaimed).then(|| self.identity.as_str()),
             action,
             status: 0,

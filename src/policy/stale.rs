@@ -117,7 +117,7 @@ mod tests {
     const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
 
     fn facts(target: &[u8]) -> RequestFacts<'_> {
-        RequestFacts { fetch: true, target, user_agent: GPTBOT, client: "192.0.2.1".parse().ok() }
+        RequestFacts { fetch: true, target, user_agent: GPTBOT, client: "192.0.2.1".parse().ok(), crowd: false }
     }
 
     fn name(o: &Outcome<'_>) -> &'static str {

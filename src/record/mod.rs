@@ -62,6 +62,11 @@ pub struct Record {
     /// `stale-robots`: when the crawler fetched that version (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetched_at: Option<String>,
+    /// Why an armed trap banned no one: `crowd-address` (the address sent
+    /// most of the last minute's traffic, likely a proxy's missing from
+    /// `trusted_proxies`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     /// For a robot of the database: `verified`, `spoofed` or `unverifiable`
     /// (checked against its operator's published addresses).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,6 +126,7 @@ pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time
         robots_seen: Some(false),
         fetched_hash: None,
         fetched_at: None,
+        reason: None,
         identity: None,
         action: "block",
         status: 403,

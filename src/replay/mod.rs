@@ -244,6 +244,8 @@ impl<'s> Worker<'s> {
             target: &target,
             user_agent: user_agent.as_bytes(),
             client,
+            // A log cannot tell a proxy's address (said in every report).
+            crowd: false,
         };
         let classifier = setup.classifier;
         let classify = self.memo.classify(classifier);

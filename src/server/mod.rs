@@ -35,6 +35,7 @@ use pingora::services::listening::Service;
 
 use self::http::proxy::Gate;
 use self::http::tls;
+use self::ops::crowd::{self, Crowd};
 use self::ops::reload::{self, Reloader};
 use self::ops::{status, violations, violations::ViolationLog};
 use self::store::reads::{self, Reads};
@@ -243,6 +244,9 @@ pub fn serve_with(
     let state = Arc::new(MemoryState::new(config.max_clients));
     let reads = Arc::new(Reads::open(Reads::state_path(&shared.load().traps_state), &*state));
     server.add_service(GenBackgroundService::new("robots.txt reads".into(), Arc::new(reads::Writer(reads.clone()))));
+    let crowd = Arc::new(Crowd::default());
+    let judge = crowd::Judge { crowd: crowd.clone(), snapshot: shared.clone() };
+    server.add_service(GenBackgroundService::new("one-client check".into(), Arc::new(judge)));
     let store = match &config.shared_state {
         Some(s) => Some(Arc::new(redis::SharedStore::new(s, state.clone()).map_err(anyhow::Error::msg)?)),
         None => None,
@@ -256,6 +260,7 @@ pub fn serve_with(
         state,
         shared: store.clone(),
         reads,
+        crowd: crowd.clone(),
         status_page: config.status_page,
         dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
             Ok(d) => Some(Arc::new(d)),

@@ -152,6 +152,10 @@ impl Gate {
             target: &target,
             user_agent,
             client: ctx.client,
+            crowd: *ctx.crowd.get_or_insert_with(|| {
+                let forwarded = req.headers.contains_key("x-forwarded-for") || req.headers.contains_key("forwarded");
+                self.crowd.note(ctx.client, forwarded)
+            }),
         };
         let started = Instant::now();
         let classify = |ua| classify(snap, ua);

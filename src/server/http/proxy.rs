@@ -25,6 +25,7 @@ use super::respond;
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
 use crate::policy::{Action, Banned, Outcome, SiteFile, Spoofed, Stale, TrapHit, Violation};
+use crate::server::ops::crowd::Crowd;
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
 use crate::server::store::reads::Reads;
@@ -54,6 +55,8 @@ pub struct Gate {
     pub shared: Option<Arc<SharedStore>>,
     /// The robots.txt reads, kept across restarts.
     pub reads: Arc<Reads>,
+    /// Whether every client looks like one ([`Crowd`]).
+    pub crowd: Arc<Crowd>,
     /// Keep the last violations for the status page.
     pub status_page: bool,
     /// Seconds an idle keep-alive connection stays open (`limits.keepalive_timeout`).
@@ -86,6 +89,8 @@ pub struct Ctx {
     /// The request was counted by a first decision (a second one follows
     /// a shared store's answer).
     pub(super) counted: bool,
+    /// The request was counted for [`Crowd`], and whether its client is the crowd's address.
+    pub(super) crowd: Option<bool>,
 }
 
 impl Ctx {
