@@ -151,6 +151,20 @@ pub struct RawPolicy {
     /// purposes: `enforce` (default), `log` or `off`.
     #[serde(default)]
     pub preferences: Option<String>,
+    /// What a crawler still using the robots.txt it fetched before a change
+    /// gets (RFC 9309 2.4).
+    #[serde(default)]
+    pub robots_change: RawRobotsChange,
+}
+
+/// `policy.robots_change`: `{grace: 24h, action: pass}` by default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRobotsChange {
+    /// How long after its fetch a crawler's copy counts (at most 24h; 0: never).
+    pub grace: Option<RawDuration>,
+    /// `pass` (default) or `enforce`.
+    pub action: Option<String>,
 }
 
 /// One entry of `sites:`.

@@ -51,6 +51,8 @@ pub const FEED_MAX: u64 = 16 << 20;
 pub const PEM_MAX: u64 = 1 << 20;
 /// The traps state file (`robotgate-traps.json`).
 pub const TRAPS_MAX: u64 = 4 << 20;
+/// The robots.txt versions file (`robotgate-robots-versions.json`).
+pub const VERSIONS_MAX: u64 = 64 << 20;
 
 /// Abandoned reads (stuck in the kernel) allowed at once; past that, reads
 /// are refused without starting a thread.

@@ -27,6 +27,7 @@ use bytes::Bytes;
 mod content;
 pub mod file;
 pub mod traps;
+pub mod versions;
 
 pub use content::check_robots_body;
 pub use file::{Reason, Refusal};
@@ -100,6 +101,8 @@ pub struct LiveSite {
     pub armed_at: Vec<u64>,
     /// The link put into HTML pages, with `traps.inject_link`.
     pub trap_link: Option<Bytes>,
+    /// Versions of robots.txt served in the last 24 hours before the current one.
+    pub earlier: Vec<crate::policy::EarlierRobots>,
 }
 
 impl LiveSite {
@@ -112,6 +115,7 @@ impl LiveSite {
             humans: self.humans.is_some(),
             traps: self.conf.traps.as_ref(),
             armed_at: &self.armed_at,
+            earlier: &self.earlier,
         }
     }
 
@@ -158,6 +162,9 @@ pub struct Snapshot {
     pub traps_first_served: traps::FirstServed,
     /// Where that is kept.
     pub traps_state: PathBuf,
+    /// The robots.txt versions of the last 24 hours: what `serve` keeps in
+    /// [`versions::state_path`].
+    pub robots_versions: versions::Versions,
     /// Files this reload refused whose last good version it kept (robots.txt,
     /// humans.txt, alternate content), one problem each; empty at start,
     /// where a refused file is an error.
@@ -378,6 +385,8 @@ pub fn load_config(
     };
     let traps_state = traps::state_path(&settings, config_path);
     let mut traps_first_served = traps::read(&traps_state);
+    let mut robots_versions =
+        previous.map_or_else(|| versions::read(&versions::state_path(&traps_state)), |p| p.robots_versions.clone());
     let now_unix = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let mut sites = Vec::new();
     let (mut refused, mut originals) = (Vec::new(), HashMap::new());
@@ -413,6 +422,7 @@ pub fn load_config(
             alternates: HashMap::new(),
             armed_at,
             trap_link,
+            earlier: Vec::new(),
         };
         let site = &files.conf;
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
@@ -471,9 +481,15 @@ pub fn load_config(
                 }
             }
         }
+        let kept = robots_versions.entry(site.name.clone()).or_default();
+        versions::update(kept, robots_file.as_ref().map(|r| (r.compiled.hash(), &r.file.body[..])), now_unix);
+        let before = previous.and_then(|p| p.sites.iter().find(|s| s.conf.name == site.name));
+        let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
+        files.earlier = versions::compile(kept, before.map_or(&[][..], |s| &s.earlier), options);
         (files.robots, files.humans, files.alternates) = (robots_file, humans_file, alternates);
         sites.push(files);
     }
+    robots_versions.retain(|name, _| sites.iter().any(|s: &LiveSite| &s.conf.name == name));
     if !problems.is_empty() {
         // The whole load is refused: say which files were refused too.
         problems.append(&mut refused);
@@ -505,6 +521,7 @@ pub fn load_config(
         read_at,
         traps_first_served,
         traps_state,
+        robots_versions,
         refused,
         originals,
     })

@@ -85,6 +85,8 @@ pub struct PolicyConfig {
     pub unsupported: Unsupported,
     /// What a refusal by usage preference does (`policy.preferences`).
     pub preferences: super::PreferenceMode,
+    /// What a crawler still using the robots.txt it fetched before a change gets.
+    pub robots_change: super::RobotsChange,
 }
 
 /// What a robot gets for a directive its operator documents it ignores
@@ -146,6 +148,7 @@ impl Default for PolicyConfig {
             ipv6_prefix: crate::net::BAN_PREFIX_V6,
             unsupported: Unsupported::Pass,
             preferences: super::PreferenceMode::Enforce,
+            robots_change: super::RobotsChange::default(),
         }
     }
 }

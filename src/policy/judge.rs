@@ -118,7 +118,8 @@ pub fn judge<'a, S: AsRef<str>>(
             window: None,
         };
     }
-    let rate = if policy.rate_limit { super::pace::rate_of(robots, &selection, crate::agent::Ignored::NONE) } else { None };
+    let rate =
+        if policy.rate_limit { super::pace::rate_of(robots, &selection, crate::agent::Ignored::NONE) } else { None };
     let window = if policy.visit_time {
         robots.visit_time(&selection).map(|v| Window { window: v.value, line: v.line })
     } else {
@@ -126,4 +127,3 @@ pub fn judge<'a, S: AsRef<str>>(
     };
     Judgement { selection: Some(selection), group, rule: None, action: None, rate, window }
 }
-

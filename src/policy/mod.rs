@@ -10,23 +10,27 @@
 //! callers that keep no rate state.
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod action;
 mod claims;
+mod clock;
 mod judge;
 mod pace;
 mod preference;
 mod record;
+mod stale;
 pub mod unsupported;
 
 pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use self::claims::{claims, judge_claims, Claimed};
+pub use self::clock::Clock;
 use self::judge::LOG_ONLY;
 pub use self::judge::{judge, Judgement, Rate, Requester, Window};
 use self::pace::pace;
 pub use self::preference::{in_force, usage_header, PreferenceMode, Refused};
 pub use self::record::Requested;
+pub use self::stale::{ChangeAction, EarlierRobots, RobotsChange, Stale, MAX_GRACE};
 use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
 use crate::net::client_key;
@@ -45,6 +49,9 @@ pub struct RequestFacts<'a> {
     pub user_agent: &'a [u8],
     /// The client address, after trusted proxies.
     pub client: Option<IpAddr>,
+    /// The client address sent most of the last minute's traffic: likely a
+    /// proxy's, so a trap hit from it bans no one.
+    pub crowd: bool,
 }
 
 /// What a site brings to a decision.
@@ -63,42 +70,8 @@ pub struct SiteRules<'a> {
     pub traps: Option<&'a Traps>,
     /// When each trap path is armed (Unix seconds), parallel to `traps.paths`.
     pub armed_at: &'a [u64],
-}
-
-/// The clock a decision reads: monotonic for rates, wall time for Visit-time.
-/// Read only when a bot's group has a pace or hours, so most requests never
-/// ask the system for the time.
-#[derive(Debug, Clone, Copy)]
-pub enum Clock {
-    /// The system's clocks.
-    System,
-    /// A fixed time (tests, replays of logs).
-    Fixed {
-        /// Now, monotonic.
-        instant: Instant,
-        /// Now, seconds since the Unix epoch (UTC).
-        unix_secs: u64,
-    },
-}
-
-impl Clock {
-    /// Now, monotonic.
-    pub fn instant(self) -> Instant {
-        match self {
-            Clock::System => Instant::now(),
-            Clock::Fixed { instant, .. } => instant,
-        }
-    }
-
-    /// Now, seconds since the Unix epoch (UTC).
-    pub fn unix_secs(self) -> u64 {
-        match self {
-            Clock::System => {
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-            }
-            Clock::Fixed { unix_secs, .. } => unix_secs,
-        }
-    }
+    /// Versions of its robots.txt served before the current one ([`stale`]).
+    pub earlier: &'a [EarlierRobots],
 }
 
 /// A file robotgate answers with itself.
@@ -167,7 +140,7 @@ pub struct TrapHit<'a> {
     /// Whether the client is now banned (the trap was armed and the client
     /// is no verified crawler); otherwise the hit is only recorded.
     pub banned: bool,
-    /// `banned`, `not-armed` or `verified-crawler`.
+    /// `banned`, `not-armed`, `verified-crawler` or `crowd-address`.
     pub why: &'static str,
     /// What this request gets, when `enforce`: the traps' action for a
     /// client now banned; the site's action for the robot, for a verified
@@ -216,6 +189,8 @@ pub enum Outcome<'a> {
     /// robots.txt allows it, but the site's usage preferences refuse every
     /// purpose the robot fetches for.
     Refused(Refused<'a>),
+    /// Only the current robots.txt disallows it, not the crawler's copy.
+    Stale(Stale<'a>),
 }
 
 /// A decision: who asked (when it mattered) and what happens.
@@ -299,11 +274,11 @@ pub fn decide_with<'s: 'r, 'r>(
         preference_unknown: false,
     };
     if facts.fetch && path == b"/robots.txt" {
-        let Some(_) = site.robots else { return decided(Outcome::Pass) };
+        let Some(robots) = site.robots else { return decided(Outcome::Pass) };
         let agent = classify(facts.user_agent);
         if agent.is_bot() {
             if let Some(key) = seen_key(site, &agent, facts) {
-                state.saw_robots(&key, clock.instant());
+                state.saw_robots(&key, robots.hash(), clock.instant());
             }
         }
         let identity = Identity::NotClaimed;
@@ -357,12 +332,16 @@ pub fn decide_with<'s: 'r, 'r>(
                 };
                 let robots_seen = Some(read_robots(state, site, &a, facts, clock));
                 let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
-                let banned = armed && !verified;
+                let banned = armed && !verified && !facts.crowd;
                 if banned {
                     state.ban(&key, clock.instant() + traps.ban);
                 }
                 let (why, action) = if banned {
                     ("banned", &traps.action)
+                } else if armed && !verified {
+                    // Most traffic comes from this address: a ban would
+                    // shut everyone out (issue #27); recorded, not enforced.
+                    ("crowd-address", &traps.action)
                 } else if verified {
                     // Never a ban: a ban would cut a search engine off for
                     // its whole duration. Once armed, the site's action for it.
@@ -370,7 +349,8 @@ pub fn decide_with<'s: 'r, 'r>(
                 } else {
                     ("not-armed", &traps.action)
                 };
-                let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce: armed };
+                let enforce = armed && why != "crowd-address";
+                let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce };
                 let identity = claimed.identity;
                 return Decision {
                     agent: Some(a),
@@ -440,7 +420,10 @@ pub fn decide_with<'s: 'r, 'r>(
     };
     let mut preference_unknown = false;
     let outcome = match (j.rule, j.action) {
-        (Some(rule), Some(action)) => Outcome::Violation(Violation { group: j.group, rule, action }),
+        (Some(rule), Some(action)) => match stale::stale(site, &agent, facts, state, clock, j.group, rule, action) {
+            Some(s) if !spoofed => Outcome::Stale(s),
+            _ => Outcome::Violation(Violation { group: j.group, rule, action }),
+        },
         _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
         _ => {
             // Only robots whose identity is not spoofed get here.
@@ -457,15 +440,21 @@ pub fn decide_with<'s: 'r, 'r>(
             }
         }
     };
-    let robots_seen =
-        matches!(outcome, Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Refused(_))
-            .then(|| read_robots(state, site, &agent, facts, clock));
+    let robots_seen = matches!(
+        outcome,
+        Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Refused(_) | Outcome::Stale(_)
+    )
+    .then(|| read_robots(state, site, &agent, facts, clock));
     Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None, preference_unknown }
 }
 
 /// Who a robots.txt read is remembered as: a database bot by name, anyone
 /// else by address and User-Agent.
-fn seen_key<'a>(site: &SiteRules<'a>, agent: &'a Agent<'_>, facts: &RequestFacts<'a>) -> Option<SeenKey<'a>> {
+pub(super) fn seen_key<'a>(
+    site: &SiteRules<'a>,
+    agent: &'a Agent<'_>,
+    facts: &RequestFacts<'a>,
+) -> Option<SeenKey<'a>> {
     match (agent.is_known(), agent.name) {
         (true, Some(name)) => Some(SeenKey::Bot { site: site.name, name }),
         _ => facts.client.map(|client| SeenKey::Client {
@@ -508,6 +497,7 @@ pub const DEFAULT_TRAP: &str = "/.well-known/robotgate/trap/";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     const ROBOTS: &[u8] = b"User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nDisallow: /nogoogle\n\nUser-agent: bingbot\nCrawl-delay: 5\nRequest-rate: 1/10s\nVisit-time: 0100-0500\n";
 
@@ -589,7 +579,7 @@ mod tests {
     const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
     fn facts<'a>(target: &'a [u8], ua: &'a [u8]) -> RequestFacts<'a> {
-        RequestFacts { fetch: true, target, user_agent: ua, client: Some("192.0.2.1".parse().unwrap()) }
+        RequestFacts { fetch: true, target, user_agent: ua, client: Some("192.0.2.1".parse().unwrap()), crowd: false }
     }
 
     fn outcome_name(o: &Outcome<'_>) -> &'static str {
@@ -603,6 +593,7 @@ mod tests {
             Outcome::Banned(_) => "banned",
             Outcome::Spoofed(_) => "spoofed",
             Outcome::Refused(_) => "refused",
+            Outcome::Stale(_) => "stale-robots",
         }
     }
 
@@ -610,8 +601,15 @@ mod tests {
     fn decide_gives_one_outcome_per_request() {
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: true, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: true,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let c = Classifier::builtin();
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 2 * 3600 }; // 02:00 UTC, inside bingbot's hours
@@ -640,8 +638,15 @@ mod tests {
         use crate::state::shared::{Answer, Asking};
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let c = Classifier::builtin();
         let local = crate::state::MemoryState::new(64);
         let now = Instant::now();
@@ -672,8 +677,15 @@ mod tests {
         let c = Classifier::builtin();
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 12 * 3600 }; // noon: outside 01:00-05:00
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         match decide(&facts(b"/private/x", GPTBOT), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Violation(v) => {
                 assert_eq!((v.rule.line, v.group, v.action.name()), (2, Some("*"), "block"));
@@ -733,9 +745,11 @@ mod tests {
             humans: false,
             traps: Some(&traps),
             armed_at: &armed_at,
+            earlier: &[],
         };
         let from = |ip: &str, target: &'static [u8], ua: &'static [u8], secs: u64| {
-            let f = RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()) };
+            let f =
+                RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()), crowd: false };
             let d = decide(&f, &site, &c, &state, &Says, at(secs));
             match d.outcome {
                 Outcome::Trap(t) => format!("trap:{}", t.why),
@@ -765,14 +779,22 @@ mod tests {
         let c = Classifier::builtin();
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let seen = |ip: &str| {
             let f = RequestFacts {
                 fetch: true,
                 target: b"/private/x",
                 user_agent: GPTBOT,
                 client: Some(ip.parse().unwrap()),
+                crowd: false,
             };
             decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock).robots_seen
         };
@@ -783,6 +805,7 @@ mod tests {
             target: b"/robots.txt",
             user_agent: GPTBOT,
             client: Some("198.51.100.1".parse().unwrap()),
+            crowd: false,
         };
         decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock);
         assert_eq!(seen("192.0.2.1"), Some(true));
@@ -796,9 +819,17 @@ mod tests {
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
         let decide_as = |policy: &PolicyConfig, ip: &str, target: &'static [u8]| {
-            let site =
-                SiteRules { name: "s", policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
-            let f = RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()) };
+            let site = SiteRules {
+                name: "s",
+                policy,
+                robots: Some(&robots),
+                humans: false,
+                traps: None,
+                armed_at: &[],
+                earlier: &[],
+            };
+            let f =
+                RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()), crowd: false };
             let d = decide(&f, &site, &c, &state, &Says, clock);
             (outcome_name(&d.outcome).to_owned(), d.identity)
         };

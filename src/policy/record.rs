@@ -2,7 +2,7 @@
 //! and `robotgate replay` share, so both write the same record for the same
 //! request.
 
-use super::{Banned, Decision, Limited, Outcome, Refused, Spoofed, TrapHit, Violation};
+use super::{Banned, Decision, Limited, Outcome, Refused, Spoofed, Stale, TrapHit, Violation};
 use crate::identity::Identity;
 use crate::record::Record;
 use crate::robots::LineMap;
@@ -73,8 +73,19 @@ impl Decision<'_, '_> {
             Outcome::Spoofed(Spoofed { action }) => ("spoofed-identity", None, None, None, action.name(), false),
             // The pattern field names the refused purpose (`train-ai`).
             Outcome::Refused(Refused { group, directive, line, purpose, action }) => {
-                (directive, group, Some(purpose.as_str()), Some(line), action.name(), line > req.file_lines)
+                let line = req.lines.file_line(line);
+                (directive, group, Some(purpose.as_str()), line, action.name(), line.is_none())
             }
+            // RFC 9309 2.4: no violation, whatever it gets (`policy.robots_change`).
+            Outcome::Stale(Stale { group, rule, action, .. }) => {
+                let action = action.map_or("pass", |a| a.name());
+                let line = req.lines.file_line(rule.line);
+                ("stale-robots", group, Some(rule.pattern.as_str()), line, action, line.is_none())
+            }
+        };
+        let stale = match self.outcome {
+            Outcome::Stale(s) => Some(s),
+            _ => None,
         };
         Some(Record {
             time: String::new(),
@@ -94,6 +105,12 @@ impl Decision<'_, '_> {
             robots_hash: req.robots_hash.to_owned(),
             managed,
             robots_seen: self.robots_seen,
+            fetched_hash: stale.map(|s| crate::robots::short_hash(s.fetched)),
+            fetched_at: stale.map(|s| crate::record::time::rfc3339_ms(s.fetched_at.saturating_mul(1000))),
+            reason: match self.outcome {
+                Outcome::Trap(TrapHit { why: "crowd-address", .. }) => Some("crowd-address"),
+                _ => None,
+            },
             identity: (self.identity != Identity::NotClaimed).then(|| self.identity.as_str()),
             action,
             status: 0,

@@ -57,6 +57,18 @@ pub struct Record {
     /// Whether the bot had fetched the site's robots.txt in the last 24 hours.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub robots_seen: Option<bool>,
+    /// `stale-robots`: the version of robots.txt the crawler fetched, which
+    /// allows the request (`robots_hash` is the version that does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_hash: Option<String>,
+    /// `stale-robots`: when the crawler fetched that version (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_at: Option<String>,
+    /// Why an armed trap banned no one: `crowd-address` (the address sent
+    /// most of the last minute's traffic, likely a proxy's missing from
+    /// `trusted_proxies`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     /// For a robot of the database: `verified`, `spoofed` or `unverifiable`
     /// (checked against its operator's published addresses).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,6 +126,9 @@ pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time
         robots_hash: "0123456789ab".into(),
         managed: false,
         robots_seen: Some(false),
+        fetched_hash: None,
+        fetched_at: None,
+        reason: None,
         identity: None,
         action: "block",
         status: 403,

@@ -268,6 +268,8 @@ impl<'s> Worker<'s> {
             target: &target,
             user_agent: user_agent.as_bytes(),
             client,
+            // A log cannot tell a proxy's address (said in every report).
+            crowd: false,
         };
         let classifier = setup.classifier;
         let classify = self.memo.classify(classifier);
@@ -301,7 +303,12 @@ impl<'s> Worker<'s> {
             if l.unsupported && counted {
                 // A pace or hours the robot says it ignores (#27): collateral
                 // of the directive, whatever the policy does with it.
-                self.tally.unsupported(site_index, l.directive, site.lines.file_line(l.line).unwrap_or(l.line), agent.name);
+                self.tally.unsupported(
+                    site_index,
+                    l.directive,
+                    site.lines.file_line(l.line).unwrap_or(l.line),
+                    agent.name,
+                );
             }
         }
         let refused = answer(&decision.outcome).is_some();

@@ -27,6 +27,9 @@ pub struct Report {
     pub violations: u64,
     /// Records counted.
     pub records: u64,
+    /// Requests only a newer robots.txt forbids, from crawlers within 24
+    /// hours of the version they fetched (`stale-robots`): not violations.
+    pub stale_robots: u64,
     /// Records and overflow lines skipped by the filter.
     pub filtered_out: u64,
     /// Violations the proxy could only count (overflow lines): in the total
@@ -284,6 +287,7 @@ impl Report {
             site_filter: summary.filter.site.clone(),
             violations: summary.violations,
             records: summary.records,
+            stale_robots: summary.stale_robots,
             filtered_out: summary.filtered,
             overflow: summary.overflow,
             undated: summary.undated,

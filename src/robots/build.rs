@@ -144,6 +144,11 @@ pub(crate) fn limit_body(body: &[u8], max: usize) -> (&[u8], bool) {
     (&body[..cut], true)
 }
 
+/// A [`RobotsTxt::hash`] as 12 hex digits, as logs and metrics show it.
+pub fn short_hash(hash: u64) -> String {
+    format!("{:012x}", hash >> 16)
+}
+
 /// FNV-1a, 64 bits: a stable, dependency-free fingerprint of a robots.txt
 /// version for logs and metrics (not a security hash).
 pub fn fingerprint(body: &[u8]) -> u64 {
@@ -300,7 +305,7 @@ impl RobotsTxt {
 
     /// The fingerprint as 12 hex digits, as logs and metrics show it.
     pub fn short_hash(&self) -> String {
-        format!("{:012x}", self.hash >> 16)
+        short_hash(self.hash)
     }
 
     /// Size of the body in bytes, before the size limit.

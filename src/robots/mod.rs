@@ -16,7 +16,9 @@ mod query;
 pub mod usage;
 mod usage_lint;
 
-pub use build::{fingerprint, AgentLine, Group, Located, Options, RobotsTxt, Rule, UsageRule, DEFAULT_MAX_BYTES};
+pub use build::{
+    fingerprint, short_hash, AgentLine, Group, Located, Options, RobotsTxt, Rule, UsageRule, DEFAULT_MAX_BYTES,
+};
 pub use lines::LineMap;
 pub use pattern::RuleKind;
 pub use query::{GroupMatch, Selection, UsageMatch, Verdict};

@@ -35,8 +35,10 @@ use pingora::services::listening::Service;
 
 use self::http::proxy::Gate;
 use self::http::tls;
+use self::ops::crowd::{self, Crowd};
 use self::ops::reload::{self, Reloader};
 use self::ops::{status, violations, violations::ViolationLog};
+use self::store::reads::{self, Reads};
 use self::store::redis;
 use self::verify::{dns, feeds, wba};
 use crate::state::MemoryState;
@@ -245,6 +247,11 @@ pub fn serve_with(
     server.bootstrap();
 
     let state = Arc::new(MemoryState::new(config.max_clients));
+    let reads = Arc::new(Reads::open(Reads::state_path(&shared.load().traps_state), &*state));
+    server.add_service(GenBackgroundService::new("robots.txt reads".into(), Arc::new(reads::Writer(reads.clone()))));
+    let crowd = Arc::new(Crowd::default());
+    let judge = crowd::Judge { crowd: crowd.clone(), snapshot: shared.clone() };
+    server.add_service(GenBackgroundService::new("one-client check".into(), Arc::new(judge)));
     let store = match &config.shared_state {
         Some(s) => Some(Arc::new(redis::SharedStore::new(s, state.clone()).map_err(anyhow::Error::msg)?)),
         None => None,
@@ -257,6 +264,8 @@ pub fn serve_with(
         snapshot: shared.clone(),
         state,
         shared: store.clone(),
+        reads,
+        crowd: crowd.clone(),
         status_page: config.status_page,
         dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
             Ok(d) => Some(Arc::new(d)),

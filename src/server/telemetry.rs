@@ -70,6 +70,14 @@ pub struct Metrics {
     /// `robotgate_proxy_protocol_refused_total{reason}`: connections dropped
     /// on a PROXY protocol listener.
     pub proxy_protocol_refused: IntCounterVec,
+    /// `robotgate_stale_robots_total{site,bot,action}`: requests only the
+    /// current robots.txt disallows, from a crawler still within the grace
+    /// of the version it fetched (RFC 9309 2.4): not violations.
+    pub stale_robots: IntCounterVec,
+    /// `robotgate_one_client_warning`: 1 while most traffic comes from
+    /// loopback or private addresses carrying forwarding headers and
+    /// `trusted_proxies` is empty.
+    pub one_client: IntGauge,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -196,6 +204,17 @@ pub fn metrics() -> &'static Metrics {
             "robotgate_proxy_protocol_refused_total",
             "Connections dropped on a PROXY protocol listener: untrusted_peer, missing, invalid, too_long, timeout, closed",
             &["reason"]
+        )
+        .expect("metric registers once"),
+        stale_robots: register_int_counter_vec!(
+            "robotgate_stale_robots_total",
+            "Requests only the current robots.txt disallows, from crawlers within the grace of the version they fetched (not violations)",
+            &["site", "bot", "action"]
+        )
+        .expect("metric registers once"),
+        one_client: register_int_gauge!(
+            "robotgate_one_client_warning",
+            "1 while over 90% of a minute's requests come from loopback or private addresses with forwarding headers and trusted_proxies is empty"
         )
         .expect("metric registers once"),
     })

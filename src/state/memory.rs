@@ -23,26 +23,29 @@ use super::{BanKey, RateKey, SeenKey, State};
 pub const WAYS: usize = 4;
 
 #[derive(Clone, Copy, Default)]
-struct Entry {
+struct Entry<T> {
     /// Hash of the key; 0 = empty.
     key: u64,
     /// Nanoseconds since the table's epoch (a time whose meaning is the
     /// table's: last request, ban end, last read).
     at: u64,
+    /// What the table keeps beside the time (`()` for most tables; the
+    /// robots.txt version read, for reads).
+    tag: T,
 }
 
-/// A bounded map from keys to times, the building block of the in-process
-/// state. Keys are kept as 64-bit hashes with a per-process random seed, so
-/// clients cannot aim collisions.
-pub struct TimeTable {
-    buckets: Box<[Mutex<[Entry; WAYS]>]>,
+/// A bounded map from keys to times (and a small `T` beside each), the
+/// building block of the in-process state. Keys are kept as 64-bit hashes
+/// with a per-process random seed, so clients cannot aim collisions.
+pub struct TimeTable<T = ()> {
+    buckets: Box<[Mutex<[Entry<T>; WAYS]>]>,
     hasher: RandomState,
     epoch: Instant,
 }
 
-impl TimeTable {
+impl<T: Copy + Default> TimeTable<T> {
     /// A table that holds at most `capacity` keys (rounded up to whole buckets).
-    pub fn new(capacity: usize) -> TimeTable {
+    pub fn new(capacity: usize) -> TimeTable<T> {
         let n = capacity.div_ceil(WAYS).max(1);
         TimeTable {
             buckets: (0..n).map(|_| Mutex::new([Entry::default(); WAYS])).collect(),
@@ -73,18 +76,30 @@ impl TimeTable {
     /// returned by `f` is stored, taking the empty or oldest entry of the
     /// bucket for a new key.
     pub fn update<R>(&self, key: impl Hash, f: impl FnOnce(Option<Instant>) -> (Option<Instant>, R)) -> R {
+        self.update_tagged(key, |found| {
+            let (store, r) = f(found.map(|(t, _)| t));
+            (store.map(|t| (t, T::default())), r)
+        })
+    }
+
+    /// [`TimeTable::update`] with the tag kept beside the time.
+    pub fn update_tagged<R>(
+        &self,
+        key: impl Hash,
+        f: impl FnOnce(Option<(Instant, T)>) -> (Option<(Instant, T)>, R),
+    ) -> R {
         let h = self.hasher.hash_one(key) | 1; // never 0, which marks an empty entry
         let bucket = &self.buckets[(h >> 7) as usize % self.buckets.len()];
         let mut entries = bucket.lock().unwrap_or_else(|e| e.into_inner());
         let found = entries.iter().position(|e| e.key == h);
-        let (store, r) = f(found.map(|i| self.instant(entries[i].at)));
-        if let Some(t) = store {
+        let (store, r) = f(found.map(|i| (self.instant(entries[i].at), entries[i].tag)));
+        if let Some((t, tag)) = store {
             let at = self.ns(t);
             let i = found.unwrap_or_else(|| {
                 let oldest = entries.iter().enumerate().min_by_key(|(_, e)| if e.key == 0 { 0 } else { e.at });
                 oldest.map_or(0, |(i, _)| i)
             });
-            entries[i] = Entry { key: h, at };
+            entries[i] = Entry { key: h, at, tag };
         }
         r
     }
@@ -126,7 +141,8 @@ impl RateTable {
 pub struct MemoryState {
     rates: RateTable,
     bans: TimeTable,
-    seen: TimeTable,
+    /// Robots.txt reads: when, and which version ([`crate::robots::RobotsTxt::hash`]).
+    seen: TimeTable<u64>,
 }
 
 impl MemoryState {
@@ -158,12 +174,16 @@ impl State for MemoryState {
         self.bans.update(key, |until| (None, until.filter(|u| *u > now).map(|u| u - now)))
     }
 
-    fn saw_robots(&self, key: &SeenKey<'_>, now: Instant) {
-        self.seen.update(key, |_| (Some(now), ()));
+    fn saw_robots(&self, key: &SeenKey<'_>, version: u64, now: Instant) {
+        // A read announced late (by another instance) never replaces a later one.
+        self.seen.update_tagged(key, |last| match last {
+            Some((t, _)) if t > now => (None, ()),
+            _ => (Some((now, version)), ()),
+        });
     }
 
-    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool {
-        self.seen.update(key, |last| (None, last.is_some_and(|t| now.saturating_duration_since(t) <= within)))
+    fn robots_read(&self, key: &SeenKey<'_>) -> Option<(Instant, u64)> {
+        self.seen.update_tagged(key, |last| (None, last))
     }
 }
 

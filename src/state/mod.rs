@@ -82,9 +82,15 @@ pub trait State: Send + Sync {
     /// How long the key's ban still runs, if it is banned at `now`.
     fn banned(&self, key: &BanKey<'_>, now: Instant) -> Option<Duration>;
 
-    /// Remember that the key fetched robots.txt at `now`.
-    fn saw_robots(&self, key: &SeenKey<'_>, now: Instant);
+    /// Remember that the key fetched robots.txt at `now`, and which version
+    /// (its [`crate::robots::RobotsTxt::hash`]; 0: unknown).
+    fn saw_robots(&self, key: &SeenKey<'_>, version: u64, now: Instant);
+
+    /// The key's last fetch of robots.txt: when, and which version.
+    fn robots_read(&self, key: &SeenKey<'_>) -> Option<(Instant, u64)>;
 
     /// Whether the key fetched robots.txt at most `within` before `now`.
-    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool;
+    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool {
+        self.robots_read(key).is_some_and(|(t, _)| now.saturating_duration_since(t) <= within)
+    }
 }

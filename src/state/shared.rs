@@ -79,6 +79,10 @@ pub enum Event {
         user_agent: Option<String>,
         /// When.
         at_ms: u64,
+        /// Which version it read ([`crate::robots::RobotsTxt::hash`]; 0:
+        /// unknown, as in events of earlier releases).
+        #[serde(default)]
+        version: u64,
     },
 }
 
@@ -140,12 +144,12 @@ impl Event {
             Event::Ban { site, client, until_ms } => {
                 local.ban(&BanKey { client: *client, site }, at(*until_ms));
             }
-            Event::RobotsRead { site, bot: Some(name), at_ms, .. } => {
-                local.saw_robots(&SeenKey::Bot { site, name }, at(*at_ms));
+            Event::RobotsRead { site, bot: Some(name), at_ms, version, .. } => {
+                local.saw_robots(&SeenKey::Bot { site, name }, *version, at(*at_ms));
             }
-            Event::RobotsRead { site, bot: None, client: Some(client), user_agent, at_ms } => {
+            Event::RobotsRead { site, bot: None, client: Some(client), user_agent, at_ms, version } => {
                 let user_agent = user_agent.as_deref().unwrap_or("").as_bytes();
-                local.saw_robots(&SeenKey::Client { site, client: *client, user_agent }, at(*at_ms));
+                local.saw_robots(&SeenKey::Client { site, client: *client, user_agent }, *version, at(*at_ms));
             }
             Event::RobotsRead { .. } => {}
         }
@@ -233,8 +237,8 @@ impl State for Asking<'_> {
         self.local.banned(key, now)
     }
 
-    fn saw_robots(&self, key: &SeenKey<'_>, now: Instant) {
-        self.local.saw_robots(key, now);
+    fn saw_robots(&self, key: &SeenKey<'_>, version: u64, now: Instant) {
+        self.local.saw_robots(key, version, now);
         let at_ms = self.ms(now);
         let event = match *key {
             SeenKey::Bot { site, name } => Event::RobotsRead {
@@ -243,6 +247,7 @@ impl State for Asking<'_> {
                 client: None,
                 user_agent: None,
                 at_ms,
+                version,
             },
             SeenKey::Client { user_agent, .. } if user_agent.len() > MAX_ANNOUNCED_UA => return,
             SeenKey::Client { site, client, user_agent } => Event::RobotsRead {
@@ -251,13 +256,14 @@ impl State for Asking<'_> {
                 client: Some(client),
                 user_agent: Some(String::from_utf8_lossy(user_agent).into_owned()),
                 at_ms,
+                version,
             },
         };
         let _ = self.event.set(event);
     }
 
-    fn read_robots_within(&self, key: &SeenKey<'_>, within: Duration, now: Instant) -> bool {
-        self.local.read_robots_within(key, within, now)
+    fn robots_read(&self, key: &SeenKey<'_>) -> Option<(Instant, u64)> {
+        self.local.robots_read(key)
     }
 }
 
@@ -323,13 +329,14 @@ mod tests {
             SeenKey::Client { site: "shop", client: ip("198.51.100.4"), user_agent: b"odd-crawler/1.0" },
         ] {
             let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
-            asking.saw_robots(&key, t);
+            asking.saw_robots(&key, 0xfeed, t);
             let event = asking.event().expect("announced");
             assert_eq!(event.ttl(7_000), window);
             let back: Event = serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
             assert!(!b.read_robots_within(&key, window, t));
             back.apply(&b, t, 7_000);
             assert!(b.read_robots_within(&key, window, t), "{event:?}");
+            assert_eq!(b.robots_read(&key).map(|(_, v)| v), Some(0xfeed), "the version travels");
         }
         // A client's key names it by a hash of its User-Agent, not the text.
         let long = "x".repeat(10_000);
@@ -339,11 +346,13 @@ mod tests {
             client: Some(ip("192.0.2.9")),
             user_agent: Some(long.clone()),
             at_ms: 0,
+            version: 0,
         };
         assert!(e.key().len() < 64, "{}", e.key());
         // Over-long User-Agents are not announced at all.
         let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
-        asking.saw_robots(&SeenKey::Client { site: "s", client: ip("192.0.2.9"), user_agent: long.as_bytes() }, t);
+        let key = SeenKey::Client { site: "s", client: ip("192.0.2.9"), user_agent: long.as_bytes() };
+        asking.saw_robots(&key, 1, t);
         assert!(asking.event().is_none());
     }
 

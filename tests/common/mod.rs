@@ -134,16 +134,7 @@ impl Gate {
         let config_path = dir.path().join("robotgate.yaml");
         std::fs::write(&config_path, text).unwrap();
         let stderr_path = dir.path().join("stderr.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_robotgate"))
-            .args(["serve", "--config", config_path.to_str().unwrap()])
-            .arg("--pid-file")
-            .arg(dir.path().join("robotgate.pid"))
-            .arg("--upgrade-sock")
-            .arg(dir.path().join("upgrade.sock"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr_path).unwrap())
-            .spawn()
-            .unwrap();
+        let child = Gate::spawn(dir.path(), &stderr_path);
         let gate = Gate { child, port, metrics_port, dir, stderr_path };
         gate.wait_listening(port);
         // The metrics listener is a service of its own and may come up a
@@ -152,6 +143,28 @@ impl Gate {
             gate.wait_listening(metrics_port);
         }
         gate
+    }
+
+    fn spawn(dir: &Path, stderr_path: &Path) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_robotgate"))
+            .args(["serve", "--config", dir.join("robotgate.yaml").to_str().unwrap()])
+            .arg("--pid-file")
+            .arg(dir.join("robotgate.pid"))
+            .arg("--upgrade-sock")
+            .arg(dir.join("upgrade.sock"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(stderr_path).unwrap())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Stop (SIGTERM) and start again on the same ports and files.
+    pub fn restart(&mut self) {
+        if self.child.try_wait().unwrap().is_none() {
+            self.stop();
+        }
+        self.child = Gate::spawn(self.dir.path(), &self.stderr_path);
+        self.wait_listening(self.port);
     }
 
     fn wait_listening(&self, port: u16) {

@@ -1,11 +1,12 @@
 //! The responses a policy chooses (`action:` blocks), and a site's
 //! `policy:` made of them.
 
-use super::super::{ConfigError, RawAction, RawPolicy};
+use super::super::{ConfigError, RawAction, RawPolicy, RawRobotsChange};
 use super::fields::header_value;
 use crate::agent::Category;
 use crate::policy::{
-    Action, PolicyConfig, PreferenceMode, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY,
+    Action, ChangeAction, PolicyConfig, PreferenceMode, RobotsChange, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX,
+    DEFAULT_SPOOFED_BODY, MAX_GRACE,
 };
 
 pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
@@ -164,5 +165,30 @@ pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigE
                 Unsupported::Pass
             }),
         },
+        robots_change: robots_change(&format!("{field}.robots_change"), &raw.robots_change, errors),
     }
+}
+
+/// `policy.robots_change`: a grace of at most 24 hours (RFC 9309 2.4, and
+/// earlier versions are kept no longer), `pass` or `enforce`.
+fn robots_change(field: &str, raw: &RawRobotsChange, errors: &mut Vec<ConfigError>) -> RobotsChange {
+    let mut change = RobotsChange::default();
+    if let Some(g) = &raw.grace {
+        match super::fields::duration(g) {
+            Ok(g) if g <= MAX_GRACE => change.grace = g,
+            Ok(_) => errors.push(ConfigError::new(
+                format!("{field}.grace"),
+                "must be at most 24h: RFC 9309 2.4 lets a crawler use its copy of robots.txt for 24 hours, no longer",
+            )),
+            Err(e) => errors.push(ConfigError::new(format!("{field}.grace"), e)),
+        }
+    }
+    match raw.action.as_deref() {
+        None | Some("pass") => {}
+        Some("enforce") => change.action = ChangeAction::Enforce,
+        Some(other) => {
+            errors.push(ConfigError::new(format!("{field}.action"), format!("`{other}` is not `pass` or `enforce`")))
+        }
+    }
+    change
 }

@@ -163,6 +163,8 @@ pub struct Summary {
     pub(super) violations: u64,
     /// Records counted.
     pub(super) records: u64,
+    /// `stale-robots` records' requests: not violations (RFC 9309 2.4).
+    pub(super) stale_robots: u64,
     /// Records and overflow lines the filter skipped.
     pub(super) filtered: u64,
     /// Violations of overflow lines.
@@ -192,6 +194,7 @@ impl Summary {
             undated: 0,
             violations: 0,
             records: 0,
+            stale_robots: 0,
             filtered: 0,
             overflow: 0,
             first: String::new(),
@@ -212,6 +215,11 @@ impl Summary {
         }
         let n = r.count;
         self.records += 1;
+        if r.directive == "stale-robots" {
+            // A crawler within 24 hours of its robots.txt: counted apart.
+            self.stale_robots = self.stale_robots.saturating_add(n);
+            return;
+        }
         self.violations = self.violations.saturating_add(n);
         widen(&mut self.first, &mut self.last, r);
         let cat = category_index(&r.category);

@@ -28,6 +28,9 @@ pub struct StatusView {
     pub now: String,
     /// The last reload attempt, if there was one.
     pub last_reload: Option<ReloadStatus>,
+    /// Warnings about the set-up (a proxy missing from `trusted_proxies`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The state backend.
     pub state: StateStatus,
     /// One entry per site of the configuration in force.
@@ -99,6 +102,9 @@ pub fn html(view: &StatusView) -> String {
                 tbody {
                     tr { th { "Last reload" } td { (reload(view.last_reload.as_ref())) } }
                     tr { th { "State" } td #state { (state(&view.state)) } }
+                    @for w in &view.warnings {
+                        tr { th { "Warning" } td.warning { (w) } }
+                    }
                 }
             }
         }
@@ -228,6 +234,7 @@ mod tests {
                 ok: false,
                 message: "robots.txt: <bad>".into(),
             }),
+            warnings: Vec::new(),
             state: StateStatus {
                 backend: "redis",
                 up: Some(false),

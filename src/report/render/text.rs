@@ -92,6 +92,13 @@ pub fn to_string(report: &Report) -> String {
         thousands(report.violations),
         thousands(report.records)
     );
+    if report.stale_robots > 0 {
+        let _ = writeln!(
+            o,
+            "  and {} stale-robots requests: crawlers within 24 hours of the robots.txt they fetched (not violations)",
+            thousands(report.stale_robots)
+        );
+    }
     if let Some(since) = &report.since {
         let _ = writeln!(o, "  since {}", clipped(since, 40));
     }

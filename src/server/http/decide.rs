@@ -24,7 +24,6 @@ use crate::server::snapshot::Snapshot;
 use crate::server::store::redis::unix_ms;
 use crate::server::telemetry::metrics;
 use crate::state::shared::{Answer, Asking, Question};
-use crate::state::State;
 use crate::target::{self, Gatekeep};
 
 /// Bot label for metrics: only database names, so clients cannot mint series.
@@ -199,18 +198,20 @@ impl Gate {
             target: &target,
             user_agent,
             client: ctx.client,
+            crowd: *ctx.crowd.get_or_insert_with(|| {
+                let forwarded = req.headers.contains_key("x-forwarded-for") || req.headers.contains_key("forwarded");
+                self.crowd.note(ctx.client, forwarded)
+            }),
         };
         let started = Instant::now();
         let classify = |ua| classify(snap, ua);
-        // With a shared store, the decision goes through `Asking`: its rate
+        // The decision goes through `Asking`: with a shared store, its rate
         // question comes back to be put to the store, and its ban or
-        // robots.txt read is announced to the other instances.
-        let mut asking = self.shared.as_ref().map(|_| Asking::new(&*self.state, rate, (Instant::now(), unix_ms())));
-        let state: &dyn State = match &asking {
-            Some(a) => a,
-            None => &*self.state,
-        };
-        let decision = policy::decide_with(&facts, &site.rules(), classify, state, identify, Clock::System);
+        // robots.txt read is announced to the other instances; a read is
+        // also kept across restarts ([`Reads`]). Without a store, rate
+        // questions go to the local tables (`Answer::Local`).
+        let mut asking = Asking::new(&*self.state, rate, (Instant::now(), unix_ms()));
+        let decision = policy::decide_with(&facts, &site.rules(), classify, &asking, identify, Clock::System);
         if let (Identity::Pending, Some(bot)) = (decision.identity, decision.lookup) {
             return Step::Pending(bot);
         }
@@ -218,10 +219,10 @@ impl Gate {
         // everything below is done as for a pass, and the question goes out
         // in its place. Only a "wait" brings the request back here, as the
         // second decision (`Answer::Given`), which counts nothing again.
-        let mut question = None;
-        if let (Some(asking), Some(store)) = (asking.as_mut(), self.shared.as_ref()) {
-            question = asking.question();
-            if let Some(event) = asking.event() {
+        let question = asking.question();
+        if let Some(event) = asking.event() {
+            self.reads.note(&event);
+            if let Some(store) = &self.shared {
                 store.announce(event);
             }
         }
@@ -283,6 +284,7 @@ impl Gate {
                     Outcome::Limited(_) => {
                         count(&LAST_LIMITED, &metrics().rate_limited, &[site_name, bot, r.directive])
                     }
+                    Outcome::Stale(_) => metrics().stale_robots.with_label_values(&[site_name, bot, r.action]).inc(),
                     _ => {
                         let seen = if r.robots_seen == Some(true) { "true" } else { "false" };
                         let identity = r.identity.unwrap_or("not-claimed");

@@ -24,9 +24,11 @@ use super::forwarded::add_forwarded_headers;
 use super::respond::{self, Reader};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
-use crate::policy::{Action, Banned, Outcome, Refused, SiteFile, Spoofed, TrapHit, Violation};
+use crate::policy::{Action, Banned, Outcome, Refused, SiteFile, Spoofed, Stale, TrapHit, Violation};
+use crate::server::ops::crowd::Crowd;
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
+use crate::server::store::reads::Reads;
 use crate::server::store::redis::SharedStore;
 use crate::server::telemetry::metrics;
 use crate::server::verify::dns::DnsVerifier;
@@ -51,6 +53,10 @@ pub struct Gate {
     pub wba: Arc<DirectoryCache>,
     /// The store shared with other instances (`state.redis`), if any.
     pub shared: Option<Arc<SharedStore>>,
+    /// The robots.txt reads, kept across restarts.
+    pub reads: Arc<Reads>,
+    /// Whether every client looks like one ([`Crowd`]).
+    pub crowd: Arc<Crowd>,
     /// Keep the last violations for the status page.
     pub status_page: bool,
     /// Seconds an idle keep-alive connection stays open (`limits.keepalive_timeout`).
@@ -94,6 +100,8 @@ pub struct Ctx {
     /// The request was counted by a first decision (a second one follows
     /// a shared store's answer).
     pub(super) counted: bool,
+    /// The request was counted for [`Crowd`], and whether its client is the crowd's address.
+    pub(super) crowd: Option<bool>,
 }
 
 impl Gate {
@@ -350,7 +358,8 @@ impl Gate {
             | Step::Decided(Outcome::Trap(TrapHit { enforce: true, action, .. }))
             | Step::Decided(Outcome::Banned(Banned { action, .. }))
             | Step::Decided(Outcome::Spoofed(Spoofed { action }))
-            | Step::Decided(Outcome::Refused(Refused { action, .. })) => match action {
+            | Step::Decided(Outcome::Refused(Refused { action, .. }))
+            | Step::Decided(Outcome::Stale(Stale { action: Some(action), .. })) => match action {
                 Action::Noindex { value } => {
                     ctx.noindex = Some(value.clone());
                     Ok(false)
@@ -363,6 +372,7 @@ impl Gate {
                 }
             },
             Step::Decided(Outcome::Trap(_)) => Ok(false), // Not armed, or a verified crawler: recorded only.
+            Step::Decided(Outcome::Stale(_)) => Ok(false), // RFC 9309 2.4: its copy allows it.
             Step::Decided(Outcome::Limited(l)) if !l.enforce => Ok(false),
             Step::Decided(Outcome::Limited(l)) => {
                 let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);

@@ -60,10 +60,15 @@ pub fn publish_info(snap: &Snapshot) {
     }
 }
 
-/// Keep the snapshot's first-served times, when any site has traps; a
-/// failure is logged (arming then restarts with the process, which only
-/// delays bans).
+/// Keep the snapshot's first-served times, when any site has traps, and
+/// its robots.txt versions of the last 24 hours; a failure is logged
+/// (arming then restarts with the process, which only delays bans; a
+/// crawler holding an earlier robots.txt then gets no grace).
 pub fn persist_traps(snap: &Snapshot) {
+    let versions = crate::load::versions::state_path(&snap.traps_state);
+    if let Err(e) = crate::load::versions::write(&versions, &snap.robots_versions) {
+        tracing::warn!(target: "robotgate::robots", file = %versions.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
+    }
     if snap.sites.iter().all(|s| s.conf.traps.is_none()) {
         return;
     }

@@ -27,12 +27,18 @@ pub struct Board {
     started_ms: u64,
     recent: Mutex<Vec<(String, VecDeque<Record>)>>,
     reload: Mutex<Option<ReloadStatus>>,
+    warning: Mutex<Option<&'static str>>,
 }
 
 /// The board (made on first use; `serve` touches it at start).
 pub fn board() -> &'static Board {
     static B: OnceLock<Board> = OnceLock::new();
-    B.get_or_init(|| Board { started_ms: unix_ms(), recent: Mutex::new(Vec::new()), reload: Mutex::new(None) })
+    B.get_or_init(|| Board {
+        started_ms: unix_ms(),
+        recent: Mutex::new(Vec::new()),
+        reload: Mutex::new(None),
+        warning: Mutex::new(None),
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -75,6 +81,11 @@ impl Board {
             ring.pop_front();
         }
         ring.push_back(rec.clone());
+    }
+
+    /// Show a warning about the set-up, or none ([`super::crowd`]).
+    pub fn warn(&self, warning: Option<&'static str>) {
+        *lock(&self.warning) = warning;
     }
 
     /// Note a reload's result.
@@ -140,6 +151,7 @@ impl Board {
             started: rfc3339_ms(self.started_ms),
             now: rfc3339_ms(unix_ms()),
             last_reload: lock(&self.reload).clone(),
+            warnings: lock(&self.warning).iter().map(|w| (*w).to_owned()).collect(),
             state,
             sites,
         }
@@ -169,6 +181,9 @@ mod tests {
             robots_hash: String::new(),
             managed: false,
             robots_seen: None,
+            fetched_hash: None,
+            fetched_at: None,
+            reason: None,
             identity: None,
             action: "block",
             status: 403,
@@ -180,7 +195,12 @@ mod tests {
 
     #[test]
     fn the_ring_folds_repeats_and_keeps_the_last_hundred() {
-        let b = Board { started_ms: 0, recent: Mutex::new(Vec::new()), reload: Mutex::new(None) };
+        let b = Board {
+            started_ms: 0,
+            recent: Mutex::new(Vec::new()),
+            reload: Mutex::new(None),
+            warning: Mutex::new(None),
+        };
         for _ in 0..5 {
             b.push(&rec("192.0.2.1", "/p"));
         }

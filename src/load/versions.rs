@@ -1,0 +1,144 @@
+//! The versions of each site's robots.txt served in the last 24 hours, kept
+//! in a small JSON file so that they outlive a restart.
+//!
+//! RFC 9309 2.4 lets a crawler use the robots.txt it fetched for up to 24
+//! hours; to judge a request by the copy a crawler holds, robotgate needs
+//! that copy ([`crate::policy::EarlierRobots`]). The file sits beside the
+//! traps' state ([`super::traps::state_path`]) as
+//! `robotgate-robots-versions.json`: `{"site": [{"hash", "replaced_at",
+//! "body"}, ...]}`, the served text (with the managed lines) of each version.
+//!
+//! Bounded: per site, the current version and at most [`MAX_EARLIER`]
+//! earlier ones of at most [`MAX_EARLIER_BYTES`] together; a version
+//! replaced more than 24 hours ago is dropped. Past the bounds the oldest
+//! go first, and a crawler still holding one gets no grace.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{EarlierRobots, MAX_GRACE};
+use crate::robots::{Options, RobotsTxt};
+
+/// Earlier versions kept per site.
+pub const MAX_EARLIER: usize = 8;
+
+/// Bytes of earlier versions kept per site (four robots.txt of the 500 KiB
+/// crawlers read).
+pub const MAX_EARLIER_BYTES: usize = 2 << 20;
+
+/// One version of a site's robots.txt, as kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// [`RobotsTxt::hash`] of the served text.
+    pub hash: u64,
+    /// When it stopped being served (Unix seconds); `None`: it is served.
+    #[serde(default)]
+    pub replaced_at: Option<u64>,
+    /// The served text.
+    pub body: String,
+}
+
+/// The kept versions, by site name.
+pub type Versions = BTreeMap<String, Vec<Kept>>;
+
+/// Where the file lives: beside the traps' state.
+pub fn state_path(traps_state: &Path) -> PathBuf {
+    traps_state.with_file_name("robotgate-robots-versions.json")
+}
+
+/// Read the file; a missing, refused or unreadable one is empty (crawlers
+/// holding an earlier version then get no grace).
+pub fn read(path: &Path) -> Versions {
+    super::file::read(path, super::file::VERSIONS_MAX)
+        .ok()
+        .and_then(|c| serde_json::from_slice(&c.body).ok())
+        .unwrap_or_default()
+}
+
+/// Write the file (through a temporary file and a rename).
+///
+/// # Errors
+/// The file cannot be written.
+pub fn write(path: &Path, versions: &Versions) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(versions).map_err(std::io::Error::other)?)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Bring a site's kept versions up to `now`, with `current` (hash and
+/// served text) in force: the version it replaces is marked replaced now,
+/// and those past 24 hours or the bounds are dropped.
+pub fn update(kept: &mut Vec<Kept>, current: Option<(u64, &[u8])>, now: u64) {
+    let hash = current.map(|(h, _)| h);
+    for k in kept.iter_mut() {
+        if Some(k.hash) == hash {
+            k.replaced_at = None;
+        } else if k.replaced_at.is_none() {
+            k.replaced_at = Some(now);
+        }
+    }
+    if let Some((h, body)) = current {
+        if !kept.iter().any(|k| k.hash == h) {
+            kept.push(Kept { hash: h, replaced_at: None, body: String::from_utf8_lossy(body).into_owned() });
+        }
+    }
+    kept.retain(|k| k.replaced_at.is_none_or(|t| t.saturating_add(MAX_GRACE.as_secs()) > now));
+    // Newest first: the current version, then by replacement time.
+    kept.sort_by_key(|k| std::cmp::Reverse(k.replaced_at.unwrap_or(u64::MAX)));
+    let (mut count, mut bytes) = (0, 0);
+    kept.retain(|k| {
+        if k.replaced_at.is_none() {
+            return true;
+        }
+        count += 1;
+        bytes += k.body.len();
+        count <= MAX_EARLIER && bytes <= MAX_EARLIER_BYTES
+    });
+}
+
+/// The compiled earlier versions of `kept`, reusing those of `previous`.
+pub fn compile(kept: &[Kept], previous: &[EarlierRobots], options: Options) -> Vec<EarlierRobots> {
+    kept.iter()
+        .filter_map(|k| {
+            let replaced_at = k.replaced_at?;
+            let robots = match previous.iter().find(|p| p.hash == k.hash) {
+                Some(p) => p.robots.clone(),
+                None => Arc::new(RobotsTxt::compile_with(k.body.as_bytes(), options)),
+            };
+            Some(EarlierRobots { hash: k.hash, robots, replaced_at })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_keeps_the_old_version_for_a_day_within_bounds() {
+        let mut kept = Vec::new();
+        update(&mut kept, Some((1, b"User-agent: *\nDisallow:\n")), 1_000);
+        assert_eq!(kept.len(), 1);
+        update(&mut kept, Some((2, b"User-agent: *\nDisallow: /newly/\n")), 2_000);
+        assert_eq!(kept.iter().map(|k| (k.hash, k.replaced_at)).collect::<Vec<_>>(), [(2, None), (1, Some(2_000))]);
+        // Back to the first: it is current again.
+        update(&mut kept, Some((1, b"User-agent: *\nDisallow:\n")), 3_000);
+        assert_eq!(kept.iter().map(|k| (k.hash, k.replaced_at)).collect::<Vec<_>>(), [(1, None), (2, Some(3_000))]);
+        // A day later the replaced one is gone.
+        update(&mut kept, Some((1, b"")), 3_000 + 86_400);
+        assert_eq!(kept.len(), 1);
+        // Many changes: at most MAX_EARLIER earlier versions, and bytes bounded.
+        for h in 10..40u64 {
+            update(&mut kept, Some((h, &vec![b'x'; 400 << 10])), 10_000 + h);
+        }
+        let earlier: Vec<_> = kept.iter().filter(|k| k.replaced_at.is_some()).collect();
+        assert!(earlier.len() <= MAX_EARLIER);
+        assert!(earlier.iter().map(|k| k.body.len()).sum::<usize>() <= MAX_EARLIER_BYTES);
+        assert_eq!(earlier[0].hash, 38, "the newest earlier version stays");
+        let compiled = compile(&kept, &[], Options::default());
+        assert_eq!(compiled.len(), earlier.len());
+    }
+}
