@@ -181,6 +181,7 @@ struct RawBot {
     signature_agents: Vec<String>,
     #[serde(default)]
     extensions: Vec<RawClaim>,
+    #[serde(default)]
     purposes: std::collections::BTreeMap<String, String>,
 }
 

@@ -35,7 +35,7 @@ use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
 use crate::net::client_key;
 use crate::robots::{RobotsTxt, Rule};
-use crate::state::{BanKey, RateKey, SeenKey, State};
+use crate::state::{BanKey, SeenKey, State};
 
 /// The facts of one request, gathered once by the proxy from what the client
 /// sent (all of it attacker-controlled).

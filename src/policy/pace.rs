@@ -114,8 +114,15 @@ mod tests {
     fn run(robots: &[u8], mode: Unsupported, at: &[u64]) -> Vec<(&'static str, &'static str, bool, bool)> {
         let robots = RobotsTxt::compile(robots);
         let policy = PolicyConfig { unsupported: mode, ..PolicyConfig::default() };
-        let site =
-            SiteRules { name: "s", policy: &policy, robots: Some(&robots), humans: false, traps: None, armed_at: &[] };
+        let site = SiteRules {
+            name: "s",
+            policy: &policy,
+            robots: Some(&robots),
+            humans: false,
+            traps: None,
+            armed_at: &[],
+            earlier: &[],
+        };
         let (c, state, base) = (Classifier::builtin(), crate::state::MemoryState::new(64), Instant::now());
         at.iter()
             .map(|&s| {
@@ -125,6 +132,7 @@ mod tests {
                     target: b"/p",
                     user_agent: YANDEX,
                     client: Some("192.0.2.1".parse().unwrap()),
+                    crowd: false,
                 };
                 match decide(&facts, &site, &c, &state, &TakeTheirWord, clock).outcome {
                     Outcome::Pass => ("pass", "", false, false),
