@@ -124,9 +124,10 @@ fn a_user_agent_that_names_several_robots_is_held_to_every_claim() {
         "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)";
     assert_eq!(from(&gate, "203.0.113.10", claude_user, "/private/x"), 200, "ai-user alone: logged");
     assert_eq!(from(&gate, "203.0.113.11", FIREFOX, "/private/x"), 200);
-    // Two ai-user fetchers: still only logged.
+    // Two ai-user fetchers, one of them verifiable by its operator's
+    // published range (Perplexity-User, #29): from outside it, spoofed.
     let two = "Mozilla/5.0 (compatible; Claude-User/1.0) Perplexity-User/1.0";
-    assert_eq!(from(&gate, "203.0.113.12", two, "/private/x"), 200);
+    assert_eq!(from(&gate, "203.0.113.12", two, "/private/x"), 403);
 
     // The record names every claimed robot.
     let lines = wait_lines(&gate.path("violations.jsonl"), 5);

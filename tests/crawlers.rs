@@ -148,8 +148,11 @@ fn crawl_through_robotgate(name: &str, crawl: impl FnOnce(&str, &Path)) {
     assert!(pages.len() >= PAGES * 3 / 4, "{name} crawled only {} pages: {paths:?}", pages.len());
     assert!(!paths.iter().any(|p| p.starts_with("/trap/") || p.starts_with("/private/")), "{name}: {paths:?}");
     assert_eq!(records, 0, "{name} was recorded:\n{}", std::fs::read_to_string(gate.path("violations.jsonl")).unwrap());
-    // The log works: a client that does follow the trap is recorded.
-    assert_eq!(get(&gate.url("/trap/x"), &[("User-Agent", FIREFOX)]).status, 403);
+    // The log works: a client that does follow the trap is recorded. (Not
+    // banned here: all of this test's traffic comes from 127.0.0.1, and a
+    // trap hit from the address that sends most of a minute's requests is
+    // only logged, #27's one-client rule; tests/crowd.rs covers that.)
+    get(&gate.url("/trap/x"), &[("User-Agent", FIREFOX)]);
     let recs = wait_lines(&gate.path("violations.jsonl"), 1);
     assert!(recs.first().is_some_and(|r| r.contains("\"directive\":\"trap\"")), "{recs:?}");
 }

@@ -115,7 +115,9 @@ fn robotgate(served: &Path, agent: &str, paths: &[String]) -> Vec<bool> {
         .unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "check failed: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    let verdicts: Vec<bool> = text.lines().map(|l| l.starts_with("allowed")).collect();
+    // One verdict line per URL; an allowed one may be followed by its usage preference line.
+    let verdicts: Vec<bool> =
+        text.lines().filter(|l| !l.starts_with("usage preference:")).map(|l| l.starts_with("allowed")).collect();
     assert_eq!(verdicts.len(), paths.len(), "{text}");
     verdicts
 }

@@ -26,7 +26,10 @@ Disallow: /
 
 const ROBOTS_B: &str = "User-agent: *\nDisallow: /b-only/\n";
 
-const PERPLEXITY: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
+// A robot whose operator publishes no addresses (PerplexityBot, here before,
+// is verifiable by range since #29, so from loopback it is spoofed).
+const BYTESPIDER: &str =
+    "Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)";
 const FACEBOOK: &str = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)";
 const MJ12: &str = "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)";
 
@@ -51,7 +54,7 @@ sites:
         social: {{ action: log }}
       bots:
         ClaudeBot: {{ action: alternate, file: {{dir}}/alt.html, status: 200 }}
-        PerplexityBot: {{ action: alternate, redirect: "https://example.com/why" }}
+        Bytespider: {{ action: alternate, redirect: "https://example.com/why" }}
   - name: site-b
     hosts: ["b.test"]
     upstream: "{origin}"
@@ -118,7 +121,7 @@ fn each_action_does_what_it_says() {
     let r = get(&gate.url("/private/x"), &[("User-Agent", CLAUDEBOT)]);
     assert_eq!((r.status, r.body.as_str()), (200, "<p>alternate content</p>\n"));
     // redirect.
-    let r = get(&gate.url("/private/x"), &[("User-Agent", PERPLEXITY)]);
+    let r = get(&gate.url("/private/x"), &[("User-Agent", BYTESPIDER)]);
     assert_eq!(r.status, 302);
     assert_eq!(r.header("location"), Some("https://example.com/why"));
     assert_eq!(origin.hits(), 0);
