@@ -76,6 +76,10 @@ sites:
     managed:
       ai_training: disallow
       content_signal: "search=yes, ai-train=no"
+    # These tests are about traps and identity: the Content-Signal is served,
+    # not enforced (tests/preferences.rs enforces it).
+    policy:
+      preferences: "off"
 verify:
   feeds: "{{dir}}/feeds"
   dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
