@@ -165,6 +165,11 @@ impl Gate {
         }
         self.child = Gate::spawn(self.dir.path(), &self.stderr_path);
         self.wait_listening(self.port);
+        // As in `start`: the metrics listener may come up a moment later.
+        let config = std::fs::read_to_string(self.path("robotgate.yaml")).unwrap_or_default();
+        if config.contains(&format!(":{}", self.metrics_port)) {
+            self.wait_listening(self.metrics_port);
+        }
     }
 
     fn wait_listening(&self, port: u16) {
