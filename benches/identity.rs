@@ -54,15 +54,7 @@ fn bench(c: &mut Criterion) {
     let ranges = RangesOnly(ByRanges { table: &table, feeds: &feeds, has_rdns: &has_rdns });
     let robots = RobotsTxt::compile(b"User-agent: *\nDisallow: /private/\n");
     let policy = PolicyConfig::default();
-    let site = SiteRules {
-        name: "s",
-        policy: &policy,
-        robots: Some(&robots),
-        humans: false,
-        traps: None,
-        armed_at: &[],
-        earlier: &[],
-    };
+    let site = SiteRules::new("s", &policy, Some(&robots));
     let state = MemoryState::new(1024);
     let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 1_795_000_000 };
     let facts = |ua: &'static [u8]| RequestFacts {

@@ -36,15 +36,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
         Some(other) => anyhow::bail!("--emit {other}: only `violations` can be emitted"),
     };
     let snap = load_snapshot(config)?;
-    let only_site = match &args.site {
-        None => None,
-        Some(name) => Some(
-            snap.sites
-                .iter()
-                .position(|s| &s.conf.name == name)
-                .with_context(|| format!("--site {name}: no such site"))?,
-        ),
-    };
+    let only_site = site_index(&snap, args.site.as_deref())?;
     let mut inputs: Vec<Input> = Vec::with_capacity(logs.len());
     for path in logs {
         inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
@@ -199,6 +191,13 @@ fn log_format(
 }
 
 /// The sites of `snap` as replay judges them.
+/// The index of `--site NAME` in the snapshot, if one was named.
+fn site_index(snap: &robotgate::load::Snapshot, name: Option<&str>) -> anyhow::Result<Option<usize>> {
+    let Some(name) = name else { return Ok(None) };
+    let found = snap.sites.iter().position(|s| s.conf.name == name);
+    found.map(Some).with_context(|| format!("--site {name}: no such site"))
+}
+
 fn sites_of(snap: &robotgate::load::Snapshot) -> Vec<robotgate::replay::Site<'_>> {
     use robotgate::replay;
     snap.sites
@@ -265,15 +264,7 @@ pub fn compare(
         .collect();
     let mut setups = Vec::with_capacity(2);
     for (snap, identify) in snaps.iter().zip(&ranges) {
-        let only_site = match &args.site {
-            None => None,
-            Some(name) => Some(
-                snap.sites
-                    .iter()
-                    .position(|s| &s.conf.name == name)
-                    .with_context(|| format!("--site {name}: no such site"))?,
-            ),
-        };
+        let only_site = site_index(snap, args.site.as_deref())?;
         setups.push(Setup {
             sites: sites_of(snap),
             settings: &snap.settings,

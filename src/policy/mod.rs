@@ -74,6 +74,15 @@ pub struct SiteRules<'a> {
     pub earlier: &'a [EarlierRobots],
 }
 
+impl<'a> SiteRules<'a> {
+    /// A site with only a name, a policy and a robots.txt: no humans.txt,
+    /// no traps, no earlier versions (tests, benchmarks; a live site comes
+    /// from `load::LiveSite::rules`).
+    pub fn new(name: &'a str, policy: &'a PolicyConfig, robots: Option<&'a RobotsTxt>) -> SiteRules<'a> {
+        SiteRules { name, policy, robots, humans: false, traps: None, armed_at: &[], earlier: &[] }
+    }
+}
+
 /// A file robotgate answers with itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SiteFile {
@@ -601,15 +610,7 @@ mod tests {
     fn decide_gives_one_outcome_per_request() {
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site = SiteRules {
-            name: "s",
-            policy: &policy,
-            robots: Some(&robots),
-            humans: true,
-            traps: None,
-            armed_at: &[],
-            earlier: &[],
-        };
+        let site = SiteRules { humans: true, ..SiteRules::new("s", &policy, Some(&robots)) };
         let c = Classifier::builtin();
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 2 * 3600 }; // 02:00 UTC, inside bingbot's hours
@@ -638,15 +639,7 @@ mod tests {
         use crate::state::shared::{Answer, Asking};
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
-        let site = SiteRules {
-            name: "s",
-            policy: &policy,
-            robots: Some(&robots),
-            humans: false,
-            traps: None,
-            armed_at: &[],
-            earlier: &[],
-        };
+        let site = SiteRules::new("s", &policy, Some(&robots));
         let c = Classifier::builtin();
         let local = crate::state::MemoryState::new(64);
         let now = Instant::now();
@@ -677,15 +670,7 @@ mod tests {
         let c = Classifier::builtin();
         let rates = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 12 * 3600 }; // noon: outside 01:00-05:00
-        let site = SiteRules {
-            name: "s",
-            policy: &policy,
-            robots: Some(&robots),
-            humans: false,
-            traps: None,
-            armed_at: &[],
-            earlier: &[],
-        };
+        let site = SiteRules::new("s", &policy, Some(&robots));
         match decide(&facts(b"/private/x", GPTBOT), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Violation(v) => {
                 assert_eq!((v.rule.line, v.group, v.action.name()), (2, Some("*"), "block"));
@@ -738,15 +723,8 @@ mod tests {
         let t0 = Instant::now();
         let at = |secs: u64| Clock::Fixed { instant: t0 + Duration::from_secs(secs), unix_secs: 1_000 + secs };
         let armed_at = [1_000 + 10];
-        let site = SiteRules {
-            name: "s",
-            policy: &policy,
-            robots: Some(&robots),
-            humans: false,
-            traps: Some(&traps),
-            armed_at: &armed_at,
-            earlier: &[],
-        };
+        let site =
+            SiteRules { traps: Some(&traps), armed_at: &armed_at, ..SiteRules::new("s", &policy, Some(&robots)) };
         let from = |ip: &str, target: &'static [u8], ua: &'static [u8], secs: u64| {
             let f =
                 RequestFacts { fetch: true, target, user_agent: ua, client: Some(ip.parse().unwrap()), crowd: false };
@@ -779,15 +757,7 @@ mod tests {
         let c = Classifier::builtin();
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
-        let site = SiteRules {
-            name: "s",
-            policy: &policy,
-            robots: Some(&robots),
-            humans: false,
-            traps: None,
-            armed_at: &[],
-            earlier: &[],
-        };
+        let site = SiteRules::new("s", &policy, Some(&robots));
         let seen = |ip: &str| {
             let f = RequestFacts {
                 fetch: true,
@@ -819,15 +789,7 @@ mod tests {
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
         let decide_as = |policy: &PolicyConfig, ip: &str, target: &'static [u8]| {
-            let site = SiteRules {
-                name: "s",
-                policy,
-                robots: Some(&robots),
-                humans: false,
-                traps: None,
-                armed_at: &[],
-                earlier: &[],
-            };
+            let site = SiteRules::new("s", policy, Some(&robots));
             let f =
                 RequestFacts { fetch: true, target, user_agent: BING, client: Some(ip.parse().unwrap()), crowd: false };
             let d = decide(&f, &site, &c, &state, &Says, clock);

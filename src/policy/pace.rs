@@ -114,15 +114,7 @@ mod tests {
     fn run(robots: &[u8], mode: Unsupported, at: &[u64]) -> Vec<(&'static str, &'static str, bool, bool)> {
         let robots = RobotsTxt::compile(robots);
         let policy = PolicyConfig { unsupported: mode, ..PolicyConfig::default() };
-        let site = SiteRules {
-            name: "s",
-            policy: &policy,
-            robots: Some(&robots),
-            humans: false,
-            traps: None,
-            armed_at: &[],
-            earlier: &[],
-        };
+        let site = SiteRules::new("s", &policy, Some(&robots));
         let (c, state, base) = (Classifier::builtin(), crate::state::MemoryState::new(64), Instant::now());
         at.iter()
             .map(|&s| {

@@ -141,15 +141,7 @@ mod tests {
         let t0 = Instant::now(); // after the table's epoch, which it cannot go before
         let at = |secs: u64| Clock::Fixed { instant: t0 + Duration::from_secs(secs), unix_secs: 1_000 + secs };
         let run = |policy: &PolicyConfig, state: &MemoryState, target: &'static [u8], secs| {
-            let site = SiteRules {
-                name: "s",
-                policy,
-                robots: Some(&new),
-                humans: false,
-                traps: None,
-                armed_at: &[],
-                earlier: &earlier,
-            };
+            let site = SiteRules { earlier: &earlier, ..SiteRules::new("s", policy, Some(&new)) };
             let d = decide(&facts(target), &site, &c, state, &TakeTheirWord, at(secs));
             (name(&d.outcome), d.robots_seen)
         };
