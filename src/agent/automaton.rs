@@ -40,7 +40,9 @@ use regex_automata::{Anchored, Input, MatchKind};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::db::{is_token_byte, syntax_config, Bot, BotDb, Category, DbError};
+use super::frozen::{is_version_byte, Part};
 use super::vocab::{has_marker, MARKER_NEEDLES, SUSPECT_NEEDLES};
+use super::words::Folded;
 
 /// At most this many literal occurrences are resolved per UA (each costs one
 /// short reverse walk); later ones are ignored. Real robot UAs hold one to
@@ -164,17 +166,24 @@ const OPENINGS: &[&[u8]] = &[
     b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:",
 ];
 
+/// [`COMMON_PREFIX`], folded for comparison.
+const COMMON: Folded = Folded::new(COMMON_PREFIX);
+
 /// Whether `ua` starts with the lowercase `opening`, ASCII case-insensitively,
 /// and goes on after it.
-fn opens_with(ua: &[u8], opening: &[u8]) -> bool {
-    ua.len() > opening.len() && ua[..opening.len()].eq_ignore_ascii_case(opening)
+#[inline]
+fn opens_with(ua: &[u8], opening: &Folded) -> bool {
+    ua.len() > opening.len() && opening.starts(ua)
 }
 
 /// The forward DFA's state after an opening, and whether a browser marker
 /// occurred in it; kept only if nothing else matched inside it.
 #[derive(Debug, Clone)]
 struct Shortcut {
-    opening: &'static [u8],
+    opening: Folded,
+    /// The opening's byte after [`COMMON_PREFIX`]: only openings that agree
+    /// on it are compared.
+    key: u8,
     state: StateID,
     marker: bool,
 }
@@ -449,9 +458,9 @@ impl Automata {
         // The walk over an opening always ends in the same state and reports
         // at most a browser marker on the way (checked when it was computed).
         let mut skip = 0;
-        if opens_with(ua, COMMON_PREFIX) {
-            let rest = &ua[COMMON_PREFIX.len()..];
-            if let Some(s) = shortcuts.iter().find(|s| opens_with(rest, &s.opening[COMMON_PREFIX.len()..])) {
+        if opens_with(ua, &COMMON) {
+            let key = ua[COMMON_PREFIX.len()].to_ascii_lowercase();
+            if let Some(s) = shortcuts.iter().find(|s| (s.key == key || s.key == 0) && opens_with(ua, &s.opening)) {
                 sid = s.state;
                 skip = s.opening.len();
                 scan.marker = s.marker;
@@ -500,6 +509,71 @@ impl Automata {
         }
     }
 
+    /// Whether no string of the frozen shape `parts` (see `frozen`) makes the
+    /// forward walk report anything but a browser marker: the walk over each
+    /// literal from every state the walk can be in there, and over every
+    /// version run (all states reachable by version bytes), then the end of
+    /// input. `Some(marker)` if so, `marker` telling whether every such
+    /// string reports a marker; `None` also when the states to follow exceed
+    /// a bound or the walk can quit: then the shape is not proved.
+    pub(super) fn quiet_shape(&self, parts: &[Part], example: &[u8]) -> Option<bool> {
+        const MAX_STATES: usize = 4096;
+        let fwd = &self.fwd;
+        // `Some(is a marker)` for a state that reports nothing else.
+        let quiet = |sid: StateID| {
+            if fwd.is_quit_state(sid) {
+                return None;
+            }
+            if !fwd.is_match_state(sid) {
+                return Some(false);
+            }
+            let pattern = |i| fwd.match_pattern(sid, i).as_usize();
+            (0..fwd.match_len(sid)).all(|i| pattern(i) == FWD_MARKER).then_some(true)
+        };
+        let mut states = vec![fwd.start_state_forward(&Input::new(example)).ok()?];
+        let mut marker = false;
+        for part in parts {
+            match part {
+                Part::Lit(lit) => {
+                    let mut all_marked = true;
+                    for sid in &mut states {
+                        let mut marked = false;
+                        for &b in lit.text() {
+                            *sid = fwd.next_state(*sid, b);
+                            marked |= quiet(*sid)?;
+                        }
+                        all_marked &= marked;
+                    }
+                    marker |= all_marked;
+                    states.sort_unstable();
+                    states.dedup();
+                }
+                Part::Version => {
+                    let mut seen: std::collections::HashSet<StateID> = states.iter().copied().collect();
+                    let mut todo = states;
+                    while let Some(sid) = todo.pop() {
+                        for b in (0..=u8::MAX).filter(|b| is_version_byte(*b)) {
+                            let next = fwd.next_state(sid, b);
+                            quiet(next)?;
+                            if seen.insert(next) {
+                                if seen.len() > MAX_STATES {
+                                    return None;
+                                }
+                                todo.push(next);
+                            }
+                        }
+                    }
+                    states = seen.into_iter().collect();
+                    states.sort_unstable();
+                }
+            }
+        }
+        for sid in states {
+            quiet(fwd.next_eoi_state(sid))?;
+        }
+        Some(marker)
+    }
+
     /// The walk over a lowercase `opening` at the start of a UA, or `None`
     /// if something other than a browser marker matches inside it, or it
     /// reaches a dead or quit state: then skipping it would lose a report.
@@ -516,7 +590,13 @@ impl Automata {
             }
         }
         let only_marker = Scan { marker: scan.marker, ..Scan::default() };
-        (scan == only_marker).then_some(Shortcut { opening, state: sid, marker: scan.marker })
+        let key = opening.get(COMMON_PREFIX.len()).copied().unwrap_or(0);
+        (scan == only_marker).then_some(Shortcut {
+            opening: Folded::new(opening),
+            key,
+            state: sid,
+            marker: scan.marker,
+        })
     }
 }
 
@@ -627,7 +707,7 @@ mod tests {
         for ua in samples.chain(REFERENCE_BROWSERS.iter().copied()).chain(openings.iter().map(String::as_str)) {
             let ua = ua.as_bytes();
             assert_eq!(c.scan(ua), c.scan_with(ua, &[]), "{}", String::from_utf8_lossy(ua));
-            n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, s.opening)));
+            n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, &s.opening)));
         }
         assert!(n > 100, "{n} UAs took a shortcut");
         // Every sample glued right after each opening: literals that start

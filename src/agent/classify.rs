@@ -19,8 +19,9 @@
 
 use super::automaton::{rank, Automata, Place, Scan};
 use super::db::{Bot, BotDb, Category, DbError};
+use super::frozen;
 use super::unknown::{self, Signals};
-use super::vocab::REFERENCE_BROWSERS;
+use super::vocab::{first_word_is_browser, REFERENCE_BROWSERS};
 use super::words::{in_url, preceded_by_like};
 use super::{Agent, AgentKind, Claim};
 
@@ -54,11 +55,14 @@ pub const MAX_UA_TOKENS: usize = 6;
 pub struct Classifier {
     db: BotDb,
     automata: Automata,
+    /// Per frozen shape (`frozen::SHAPES`): whether a whole string of it is a
+    /// browser without the walk, proved for this database in [`Classifier::new`].
+    fast_shapes: Vec<bool>,
 }
 
 /// The automaton's signals, as the word rules take them.
-fn signals(scan: &Scan) -> Signals<'_> {
-    Signals { suspect: scan.n_suspect > 0, suspect_ends: scan.all_suspect_ends(), marker: scan.marker }
+fn signals(scan: &Scan, frozen_end: Option<usize>) -> Signals<'_> {
+    Signals { suspect: scan.n_suspect > 0, suspect_ends: scan.all_suspect_ends(), marker: scan.marker, frozen_end }
 }
 
 /// See [`Agent::announced`]. `announced` are the product tokens of the UA in
@@ -70,7 +74,7 @@ fn announced_name<'a>(ua: &'a [u8], bot: &Bot, announced: &[&'a str], scan: &Sca
     };
     let of_family = |token: &str| extends(token, &bot.name) || literals().any(|l| extends(token, l));
     let tool = bot.category == Category::Tool;
-    let name = if tool { unknown::analyze(ua, &signals(scan)).and_then(|u| u.name) } else { None };
+    let name = if tool { unknown::analyze(ua, &signals(scan, None)).and_then(|u| u.name) } else { None };
     // A robot that names itself with a robot word and mentions the library
     // or automation it runs on is the robot, even when it names the library
     // too: `HeadlessChrome/87.0 YextBot/Java`.
@@ -119,7 +123,24 @@ impl Classifier {
     pub fn new(db: &BotDb) -> Result<Classifier, DbError> {
         db.check_across()?;
         let automata = Automata::build(db)?;
-        let classifier = Classifier { db: db.clone(), automata };
+        let mut classifier = Classifier { db: db.clone(), automata, fast_shapes: Vec::new() };
+        // A shape skips the walk only if no string of it can match a pattern
+        // of this database, and every string of it reports a browser marker
+        // or opens like a browser (so that the word rules reach the shape
+        // check, which lets a whole frozen string through); its example
+        // classified the slow way must agree.
+        let fast_shapes = frozen::SHAPES
+            .iter()
+            .map(|parts| {
+                let example = frozen::example(parts);
+                classifier
+                    .automata
+                    .quiet_shape(parts, &example)
+                    .is_some_and(|marker| marker || first_word_is_browser(&example))
+                    && classifier.classify(&example).kind == AgentKind::Browser
+            })
+            .collect();
+        classifier.fast_shapes = fast_shapes;
         for browser in REFERENCE_BROWSERS {
             if let AgentKind::Known(index) = classifier.classify(browser.as_bytes()).kind {
                 return Err(DbError::MatchesBrowser { index, name: classifier.db.bots()[index].name.clone(), browser });
@@ -166,12 +187,19 @@ impl Classifier {
     /// allocates nothing. Never panics.
     pub fn classify<'a>(&'a self, ua: &'a [u8]) -> Agent<'a> {
         let ua = &ua[..ua.len().min(MAX_UA_LEN)];
+        let frozen = frozen::frozen_end(ua);
+        if let Some((shape, end)) = frozen {
+            if end == ua.len() && self.fast_shapes.get(shape) == Some(&true) {
+                return Agent::browser();
+            }
+        }
         let scan = self.automata.scan(ua);
+        let sig = signals(&scan, frozen.map(|(_, end)| end));
         if let Some((index, others)) = self.pick(ua, &scan) {
             let bot = &self.db.bots()[index];
             let also = self.claims(bot, &others);
             let mut from_ua = Vec::with_capacity(MAX_UA_TOKENS);
-            unknown::product_tokens(ua, &signals(&scan), &mut from_ua, MAX_UA_TOKENS);
+            unknown::product_tokens(ua, &sig, &mut from_ua, MAX_UA_TOKENS);
             let announced = announced_name(ua, bot, &from_ua, &scan);
             let mut tokens = Vec::with_capacity(bot.robots_tokens.len() + from_ua.len());
             tokens.extend(bot.robots_tokens.iter().map(String::as_str));
@@ -193,14 +221,14 @@ impl Classifier {
                 ignores: super::Ignored::of(&bot.extensions),
             };
         }
-        match unknown::analyze(ua, &signals(&scan)) {
+        match unknown::analyze(ua, &sig) {
             None => Agent::browser(),
             Some(robot) => {
                 let mut tokens = Vec::new();
                 if let Some(name) = robot.name.filter(|n| !n.contains(' ')) {
                     tokens.push(name);
                 }
-                unknown::product_tokens(ua, &signals(&scan), &mut tokens, MAX_UA_TOKENS);
+                unknown::product_tokens(ua, &sig, &mut tokens, MAX_UA_TOKENS);
                 Agent {
                     kind: AgentKind::UnknownBot,
                     name: robot.name,
@@ -249,9 +277,13 @@ impl Classifier {
     /// (issue #32: a robot's token appended to a User-Agent must not turn
     /// the request into that robot's).
     fn pick(&self, ua: &[u8], scan: &Scan) -> Option<(usize, Others)> {
+        // Nearly every browser: nothing matched, and nothing to set up.
+        if scan.n_ends == 0 && scan.regex.is_none() {
+            return None;
+        }
         let mut best = scan.regex.map(|(rank, entry)| (rank, entry, 0..0));
         let mut hits = Others::default();
-        let mut spans: [(u32, std::ops::Range<usize>); MAX_OTHERS] = std::array::from_fn(|_| (0, 0..0));
+        let mut spans = [(0u32, 0usize, 0usize); MAX_OTHERS];
         for &end in &scan.ends[..scan.n_ends] {
             self.automata.literals_ending_at(ua, end as usize, |lit, start| {
                 if preceded_by_like(ua, start) {
@@ -260,7 +292,7 @@ impl Classifier {
                 let place = if in_url(ua, start) { Place::InUrl } else { Place::Clean };
                 let span = start..start + lit.len as usize;
                 if place == Place::Clean && hits.n < MAX_OTHERS {
-                    spans[hits.n] = (lit.entry, span.clone());
+                    spans[hits.n] = (lit.entry, span.start, span.end);
                     hits.entries[hits.n] = lit.entry;
                     hits.n += 1;
                 }
@@ -276,10 +308,10 @@ impl Classifier {
             others.entries[0] = regex_entry as u32;
             others.n = 1;
         }
-        for (e, span) in &spans[..hits.n] {
-            let inside = won.start <= span.start && span.end <= won.end;
-            if *e as usize != entry && !inside && others.n < MAX_OTHERS {
-                others.entries[others.n] = *e;
+        for &(e, start, end) in &spans[..hits.n] {
+            let inside = won.start <= start && end <= won.end;
+            if e as usize != entry && !inside && others.n < MAX_OTHERS {
+                others.entries[others.n] = e;
                 others.n += 1;
             }
         }
@@ -403,8 +435,8 @@ bots:
             let ua = ua.as_bytes();
             let scan = c.automata.scan(ua);
             let (mut fast, mut full) = (Vec::new(), Vec::new());
-            unknown::product_tokens(ua, &signals(&scan), &mut fast, MAX_UA_TOKENS);
-            let every_word = Signals { suspect: true, suspect_ends: None, marker: scan.marker };
+            unknown::product_tokens(ua, &signals(&scan, None), &mut fast, MAX_UA_TOKENS);
+            let every_word = Signals { suspect: true, suspect_ends: None, marker: scan.marker, frozen_end: None };
             unknown::product_tokens(ua, &every_word, &mut full, MAX_UA_TOKENS);
             assert_eq!(fast, full, "{}", String::from_utf8_lossy(ua));
             n += 1;
@@ -516,7 +548,7 @@ bots:
             let scan = c.automata.scan(b);
             proptest::prop_assert_eq!(scan.n_suspect > 0, vocab::has_suspect(b));
             proptest::prop_assert_eq!(scan.marker, vocab::has_marker(b));
-            let fast = unknown::analyze(b, &signals(&scan));
+            let fast = unknown::analyze(b, &signals(&scan, frozen::frozen_end(b).map(|(_, end)| end)));
             let slow = unknown::analyze(b, &Signals::of(b));
             proptest::prop_assert_eq!(fast, slow, "{}", ua);
         }
@@ -557,5 +589,65 @@ bots:
         assert!(also("W3C-checklink/4.5 [4.154] libwww-perl/5.823").is_empty());
         assert!(also("Apache-HttpClient/4.5.7 (Java/11.0.3)").is_empty());
         assert!(also("Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0").is_empty());
+    }
+
+    #[test]
+    fn a_whole_frozen_string_answers_as_the_walk_would() {
+        let c = Classifier::builtin();
+        assert!(
+            c.fast_shapes.iter().all(|&fast| fast),
+            "the builtin database lets every frozen shape skip the walk: {:?}",
+            c.fast_shapes
+        );
+        let slow = Classifier { fast_shapes: Vec::new(), ..c.clone() };
+        let versions = ["", "1", "124.0.0.0", "17_4_1", "9.", "..", "0_0.0"];
+        let tails = ["", " ", " Edg/124.0.0.0", " owl.example.org", "bot", ".x", " (compatible; Zeta)"];
+        let mut n = 0;
+        for parts in frozen::SHAPES {
+            for v in versions {
+                for tail in tails {
+                    let mut ua = Vec::new();
+                    for part in *parts {
+                        match part {
+                            frozen::Part::Lit(lit) => ua.extend_from_slice(lit.text()),
+                            frozen::Part::Version => ua.extend_from_slice(v.as_bytes()),
+                        }
+                    }
+                    ua.extend_from_slice(tail.as_bytes());
+                    for ua in [ua.clone(), ua.to_ascii_uppercase()] {
+                        assert_eq!(c.classify(&ua), slow.classify(&ua), "{}", String::from_utf8_lossy(&ua));
+                        n += usize::from(frozen::frozen_end(&ua).is_some_and(|(_, end)| end == ua.len()));
+                    }
+                }
+            }
+        }
+        assert!(n > 100, "{n} strings took the fast answer");
+    }
+
+    #[test]
+    fn a_pattern_that_matches_inside_a_frozen_string_keeps_the_walk() {
+        let db = BotDb::from_yaml(
+            r#"
+version: 1
+bots:
+  - name: Chrome124
+    operator: Test
+    category: other-bot
+    robots_tokens: [Chrome124]
+    ua_regex: 'chrome/99\.1\.2\.3 safari'
+    obeys_robots: true
+"#,
+        )
+        .unwrap();
+        let c = Classifier::new(&db).unwrap();
+        let windows = frozen::SHAPES
+            .iter()
+            .position(|p| frozen::example(p).starts_with(b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit"))
+            .unwrap();
+        assert!(!c.fast_shapes[windows]);
+        let ua = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/99.1.2.3 Safari/537.36";
+        assert_eq!(c.classify(ua).name, Some("Chrome124"));
+        let firefox = b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0";
+        assert!(!c.classify(firefox).is_bot());
     }
 }

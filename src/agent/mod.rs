@@ -18,8 +18,9 @@
 //! One concern per file, and a User-Agent flows one way through them:
 //! `classify` (the [`Classifier`], the entry point) runs `automaton` (the
 //! literals, the trie regex, the precomputed walks, the DFAs) and then
-//! `unknown` (the rules for robots the database does not know, and naming);
-//! both draw on `vocab` (needle and word lists) and `words` (cutting a UA
+//! `unknown` (the rules for robots the database does not know, and naming),
+//! unless `frozen` (the whole frozen strings of today's browsers) answers
+//! first; they draw on `vocab` (needle and word lists) and `words` (cutting a UA
 //! into words, finding URLs and e-mail addresses). `db` is the database they
 //! are compiled from.
 
@@ -27,6 +28,7 @@ mod automaton;
 mod classify;
 mod db;
 pub mod extensions;
+mod frozen;
 mod memo;
 mod purpose;
 mod unknown;

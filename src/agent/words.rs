@@ -75,9 +75,83 @@ impl Iterator for Words<'_> {
     }
 }
 
+/// A lowercase ASCII prefix compared ASCII case-insensitively, eight bytes at
+/// a time: a UA byte matches a letter of the prefix in either case and any
+/// other byte only as itself. The frozen openings of browser strings are
+/// 40 to 100 bytes long and are compared on every request; byte by byte that
+/// was a fifth of a browser's classification.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Folded {
+    text: &'static [u8],
+    len: usize,
+    /// The prefix, little-endian, zero-padded.
+    lower: [u64; FOLDED_WORDS],
+    /// 0x20 where the prefix has a letter: OR-ing it into a UA byte lowercases
+    /// that byte if it is a letter, and changes nothing a letter could match.
+    mask: [u64; FOLDED_WORDS],
+}
+
+const FOLDED_WORDS: usize = 16;
+
+impl Folded {
+    /// # Panics
+    /// At compile time (in a `const`) or at build, if `prefix` is longer than
+    /// 128 bytes or holds an uppercase letter.
+    pub(super) const fn new(prefix: &'static [u8]) -> Folded {
+        assert!(prefix.len() <= FOLDED_WORDS * 8, "a folded prefix is at most 128 bytes");
+        let mut lower = [0u64; FOLDED_WORDS];
+        let mut mask = [0u64; FOLDED_WORDS];
+        let mut i = 0;
+        while i < prefix.len() {
+            let b = prefix[i];
+            assert!(!b.is_ascii_uppercase(), "a folded prefix is lowercase");
+            lower[i / 8] |= (b as u64) << (8 * (i % 8));
+            if b.is_ascii_lowercase() {
+                mask[i / 8] |= 0x20 << (8 * (i % 8));
+            }
+            i += 1;
+        }
+        Folded { text: prefix, len: prefix.len(), lower, mask }
+    }
+
+    /// The prefix, as given (lowercase).
+    pub(super) const fn text(&self) -> &'static [u8] {
+        self.text
+    }
+
+    /// The prefix's length in bytes.
+    pub(super) const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether `hay` starts with the prefix, ASCII case-insensitively.
+    #[inline]
+    pub(super) fn starts(&self, hay: &[u8]) -> bool {
+        if hay.len() < self.len {
+            return false;
+        }
+        let full = self.len / 8;
+        for i in 0..full.min(FOLDED_WORDS) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&hay[8 * i..8 * i + 8]);
+            if u64::from_le_bytes(word) | self.mask[i] != self.lower[i] {
+                return false;
+            }
+        }
+        let tail = &hay[8 * full..self.len];
+        if tail.is_empty() {
+            return true;
+        }
+        let mut last = [0u8; 8];
+        last[..tail.len()].copy_from_slice(tail);
+        u64::from_le_bytes(last) | self.mask[full] == self.lower[full]
+    }
+}
+
 pub(super) fn contains_ci(hay: &[u8], needle: &str) -> bool {
     let n = needle.as_bytes();
-    n.len() <= hay.len() && hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    let Some(&first) = n.first() else { return true };
+    n.len() <= hay.len() && hay.windows(n.len()).any(|w| w[0].eq_ignore_ascii_case(&first) && w.eq_ignore_ascii_case(n))
 }
 
 pub(super) fn find_ci(hay: &[u8], needle: &str, from: usize) -> Option<usize> {
@@ -85,7 +159,11 @@ pub(super) fn find_ci(hay: &[u8], needle: &str, from: usize) -> Option<usize> {
     if from > hay.len() || n.len() > hay.len() - from {
         return None;
     }
-    hay[from..].windows(n.len()).position(|w| w.eq_ignore_ascii_case(n)).map(|i| i + from)
+    let Some(&first) = n.first() else { return Some(from) };
+    hay[from..]
+        .windows(n.len())
+        .position(|w| w[0].eq_ignore_ascii_case(&first) && w.eq_ignore_ascii_case(n))
+        .map(|i| i + from)
 }
 
 pub(super) fn contains(hay: &[u8], needle: &str) -> bool {
@@ -242,5 +320,26 @@ mod tests {
         let ua = b"(crawler@example.org)";
         let w = Words::new(ua).next().unwrap();
         assert!(email_at(ua, &w).is_some());
+    }
+
+    #[test]
+    fn folded_prefix_is_eq_ignore_ascii_case() {
+        let prefixes: [&[u8]; 5] =
+            [b"", b"mozilla/5.0 (", b"x_y@[`{", b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/", b"abcdefgh"];
+        // Every byte at every position of each prefix, and each prefix cut short.
+        for p in prefixes {
+            let f = Folded::new(p);
+            assert_eq!(f.len(), p.len());
+            for at in 0..p.len() {
+                for b in 0..=255u8 {
+                    let mut hay = p.to_vec();
+                    hay[at] = b;
+                    hay.push(b'!');
+                    assert_eq!(f.starts(&hay), hay[..p.len()].eq_ignore_ascii_case(p), "{p:?} with {b:#x} at {at}");
+                }
+            }
+            assert!(f.starts(p) && f.starts(&p.to_ascii_uppercase()));
+            assert!(p.is_empty() || !f.starts(&p[..p.len() - 1]));
+        }
     }
 }

@@ -8,7 +8,7 @@
 
 use super::name::{as_str, is_nameable, trim_name};
 use crate::agent::vocab::is_host_name;
-use crate::agent::words::{contains_ci, Word, Words};
+use crate::agent::words::{Folded, Word, Words};
 
 /// Rule 3's exception: a robot that copied a modern browser's UA and wrote
 /// into it what no browser writes. Returns `Some(name)` for such a UA (the
@@ -37,15 +37,21 @@ use crate::agent::words::{contains_ci, Word, Words};
 /// nearly all others, else one pass over the words of at most [`MAX_WORDS_LEN`](super::MAX_WORDS_LEN) bytes with a
 /// few byte comparisons per word; runs for every browser UA, allocates
 /// nothing.
-pub(super) fn impossible_shape(ua: &[u8]) -> Option<Option<&str>> {
-    const OPENING: &[u8] = b"mozilla/5.0 (";
-    if ua.len() <= OPENING.len() || !ua[..OPENING.len()].eq_ignore_ascii_case(OPENING) || is_plain_frozen(ua) {
+pub(super) fn impossible_shape(ua: &[u8], frozen_end: Option<usize>) -> Option<Option<&str>> {
+    const OPENING: Folded = Folded::new(b"mozilla/5.0 (");
+    if ua.len() <= OPENING.len() || !OPENING.starts(ua) {
         return None;
     }
     // Neither shape can occur without `compatible` or a dot before a
     // lowercase letter (a host name's last label): one byte scan spares
-    // nearly every browser the word pass.
-    if !(ua.windows(2).any(|p| p[0] == b'.' && p[1].is_ascii_lowercase()) || contains_ci(ua, "compatible")) {
+    // nearly every browser the word pass. After a frozen opening it starts
+    // at the frozen part's last byte (a version's dot).
+    let from = match frozen_end {
+        Some(end) if end == ua.len() => return None,
+        Some(end) => end.saturating_sub(1),
+        None => 0,
+    };
+    if !may_have_shape(&ua[from..]) {
         return None;
     }
     // The platform comment: up to the first `)`; a nested `(` is not a shape
@@ -126,47 +132,39 @@ pub(super) fn impossible_shape(ua: &[u8]) -> Option<Option<&str>> {
     Some(name.and_then(|w| as_str(trim_name(&ua[w.start..w.end]))))
 }
 
-/// Whether `ua` is, whole, one of the frozen strings most desktop traffic
-/// sends (Chrome, Firefox and Safari after their UA reductions) with only the
-/// versions varying: the common case of [`impossible_shape`] in one comparison
-/// instead of a word-by-word pass.
-fn is_plain_frozen(ua: &[u8]) -> bool {
-    const CHROME: &[u8] = b" safari/537.36";
-    const FIREFOX: &[u8] = b") gecko/20100101 firefox/";
-    #[rustfmt::skip]
-    const SHAPES: &[(&[u8], &[u8], bool)] = &[
-        (b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/", CHROME, false),
-        (b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/", CHROME, false),
-        (b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/", CHROME, false),
-        (b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/", b" safari/605.1.15", false),
-        (b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:", FIREFOX, true),
-        (b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:", FIREFOX, true),
-        (b"mozilla/5.0 (x11; linux x86_64; rv:", FIREFOX, true),
-        (b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:", FIREFOX, true),
-    ];
-    let version = |s: &[u8]| s.iter().take_while(|b| b.is_ascii_digit() || **b == b'.').count();
-    SHAPES.iter().any(|&(opening, middle, versioned_end)| {
-        if ua.len() <= opening.len() || !ua[..opening.len()].eq_ignore_ascii_case(opening) {
-            return false;
+/// Whether `ua` holds `compatible` (any case) or a dot before a lowercase
+/// letter. Eight bytes at a time, a chunk is looked into only if it holds a
+/// `.` or a `c` (a browser string has a dozen): this runs for every browser
+/// string that is not a frozen one.
+fn may_have_shape(ua: &[u8]) -> bool {
+    const COMPATIBLE: &[u8] = b"compatible";
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // A byte of `v` is zero (and, rarely, a false alarm that the check below
+    // clears; never a miss).
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & (ONES << 7) != 0;
+    let hit = |i: usize| match ua[i] {
+        b'.' => ua.get(i + 1).is_some_and(u8::is_ascii_lowercase),
+        b'c' | b'C' => ua[i..].get(..COMPATIBLE.len()).is_some_and(|w| w.eq_ignore_ascii_case(COMPATIBLE)),
+        _ => false,
+    };
+    let mut chunks = ua.chunks_exact(8);
+    for (n, chunk) in chunks.by_ref().enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let candidate =
+            has_zero(w ^ (ONES * u64::from(b'.'))) || has_zero((w | ONES * 0x20) ^ (ONES * u64::from(b'c')));
+        if candidate && (8 * n..8 * n + 8).any(hit) {
+            return true;
         }
-        let rest = &ua[opening.len()..];
-        let rest = &rest[version(rest)..];
-        if rest.len() < middle.len() || !rest[..middle.len()].eq_ignore_ascii_case(middle) {
-            return false;
-        }
-        let rest = &rest[middle.len()..];
-        if versioned_end {
-            version(rest) == rest.len() && !rest.is_empty()
-        } else {
-            rest.is_empty()
-        }
-    })
+    }
+    (ua.len() - chunks.remainder().len()..ua.len()).any(hit)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tests::slow;
-    use super::*;
+    use super::impossible_shape;
 
     #[test]
     fn what_no_modern_browser_writes_makes_a_robot() {
@@ -250,11 +248,28 @@ mod tests {
     }
 
     #[test]
-    fn plain_frozen_shapes_are_only_whole_strings() {
-        assert!(is_plain_frozen(b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"));
-        assert!(is_plain_frozen(b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0"));
-        assert!(!is_plain_frozen(b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0 Zorblax"));
-        assert!(!is_plain_frozen(b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 Zorblax/1"));
-        assert!(!is_plain_frozen(b"Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/"));
+    fn a_frozen_opening_changes_no_answer() {
+        let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0";
+        let chrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+        let mut n = 0;
+        for opening in [firefox, chrome] {
+            for tail in [
+                "",
+                " owl.example.org",
+                ".owl.example.org",
+                " Edg/124.0",
+                " (compatible; Zeta)",
+                "compatible",
+                " Frob.io/2.0",
+            ] {
+                let ua = format!("{opening}{tail}");
+                let end = crate::agent::frozen::frozen_end(ua.as_bytes()).map(|(_, end)| end);
+                assert!(end.is_some(), "{ua}");
+                let with = impossible_shape(ua.as_bytes(), end);
+                assert_eq!(with, impossible_shape(ua.as_bytes(), None), "{ua}");
+                n += usize::from(with.is_some());
+            }
+        }
+        assert!(n >= 4, "{n} robots among them");
     }
 }

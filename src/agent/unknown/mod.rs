@@ -57,13 +57,21 @@ pub(super) struct Signals<'h> {
     pub suspect_ends: Option<&'h [u32]>,
     /// Some [`MARKER_NEEDLES`](super::vocab::MARKER_NEEDLES) substring occurs.
     pub marker: bool,
+    /// Where the frozen browser shape the UA opens with ends, if it opens
+    /// with one (`None` also means not looked for: always safe).
+    pub frozen_end: Option<usize>,
 }
 
 impl Signals<'_> {
     /// Signals computed without the automaton (slow; for tests).
     #[cfg(test)]
     pub(super) fn of(ua: &[u8]) -> Signals<'static> {
-        Signals { suspect: super::vocab::has_suspect(ua), suspect_ends: None, marker: super::vocab::has_marker(ua) }
+        Signals {
+            suspect: super::vocab::has_suspect(ua),
+            suspect_ends: None,
+            marker: super::vocab::has_marker(ua),
+            frozen_end: None,
+        }
     }
 }
 
@@ -89,7 +97,7 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
         return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
     }
     if sig.marker || first_word_is_browser(ua) {
-        return impossible_shape(ua).map(|name| Unknown { name });
+        return impossible_shape(ua, sig.frozen_end).map(|name| Unknown { name });
     }
     Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) })
 }
