@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use robotgate::agent::{to_json_line, Classifier};
 use robotgate::load::{check_robots_body, Reason};
+use robotgate::robots::usage::{parse_rule, parse_usage, UsageError, MAX_VALUE};
 use robotgate::robots::{lint, parse::escape_pattern, RobotsTxt};
 use robotgate::target::{normalise, normalise_pattern, EncodedSlash, Target, TargetOptions};
 
@@ -233,4 +234,35 @@ pub fn proxy_protocol(data: &[u8]) {
     };
     let reread = parse(&again).expect("a header written from what was read");
     assert_eq!((reread.source, reread.destination), (parsed.source, parsed.destination));
+}
+
+/// Read arbitrary text as a `Content-Usage` value (the HTTP header, and a
+/// robots.txt rule with its optional path), then as a rule inside a
+/// robots.txt group that is compiled, queried and linted. A value longer
+/// than `MAX_VALUE` is refused; a syntax error points inside the value (or
+/// at the limit); only a rule can lack a preference; the same text reads
+/// the same twice.
+pub fn content_usage(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    match parse_usage(&text) {
+        Ok(parsed) => {
+            assert!(text.len() <= MAX_VALUE);
+            assert_eq!(parse_usage(&text).map(|p| p.pref).ok(), Some(parsed.pref));
+        }
+        Err(UsageError::Syntax(at)) => assert!(at <= text.len().max(MAX_VALUE)),
+        Err(UsageError::NoPreference) => panic!("a header value has no path to lack a preference after"),
+    }
+    if let Ok((Some(path), _)) = parse_rule(&text) {
+        assert!(path.starts_with('/') || path.starts_with('*'));
+    }
+    let line = text.lines().next().unwrap_or_default();
+    let robots =
+        format!("User-agent: *\nContent-Usage: {line}\nDisallow: /x\n\nUser-agent: FooBot\nContent-Usage: {line}\n");
+    let compiled = RobotsTxt::compile(robots.as_bytes());
+    let _ = compiled.allows("FooBot", "/a/b");
+    let selection = compiled.select(&["FooBot"]);
+    let _ = compiled.check(&selection, b"/a/b");
+    let _ = compiled.usage(&selection, b"/a/b");
+    let _ = compiled.usage(&compiled.select(&["OtherBot"]), b"/x");
+    let _ = lint::lint(robots.as_bytes());
 }

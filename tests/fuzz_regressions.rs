@@ -147,3 +147,23 @@ fn proxy_protocol_inputs() {
     );
     assert!(n >= 8);
 }
+
+#[test]
+fn content_usage_inputs() {
+    let long = "train-ai=n, ".repeat(500);
+    let n = replay(
+        "content_usage",
+        checks::content_usage,
+        &[
+            b"",
+            b"train-ai=n, search=y;q=1, x=(a b)",
+            b"/private/ train-ai=n",
+            b"/lone-path",
+            b"train-ai=n,",
+            b"a=(((((((",
+            b"\xff\xfe=?0, train-ai=\"y\"",
+            long.as_bytes(),
+        ],
+    );
+    assert!(n >= 8);
+}
