@@ -5,7 +5,14 @@
 //! answers their subrequests on its auth listener and serves robots.txt on
 //! its proxy listener. A real client (curl) talks to the edge from several
 //! loopback addresses (127.0.0.2 and up), which the edge names to robotgate
-//! in `X-Forwarded-For`; the edge itself (127.0.0.1) is the one trusted proxy.
+//! in `X-Forwarded-For`; the edge itself (127.0.0.1) is a trusted proxy.
+//!
+//! One address, 127.0.0.6, plays a load balancer in front of the edge: it
+//! names a public client (203.0.113.9) in its own `X-Forwarded-For`, which
+//! the edge keeps and appends to, and robotgate trusts it as a second hop.
+//! That client claims to be Googlebot; a real DNS server on loopback answers
+//! its reverse lookup with a host outside Google's domains, so the claim is
+//! spoofed, and refused, through each edge.
 //!
 //! Traefik is not packaged for Debian and is not on crates.io, PyPI or npm:
 //! its snippet is checked for shape only.
@@ -16,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::dns_server::{self, Answer};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
@@ -38,15 +46,32 @@ fn retarget(text: &str, gate: &Gate, auth: u16, origin: &Origin) -> String {
         .replace("127.0.0.1:8000", &origin.addr.to_string())
 }
 
+/// The load balancer in front of the edge: a trusted hop that names the
+/// client in `X-Forwarded-For` before the edge appends its own entry.
+const BALANCER: &str = "127.0.0.6";
+
+/// The public client the load balancer names: TEST-NET-3 (RFC 5737), in no
+/// crawler's published ranges and not a local address, so a robot's claim
+/// from it goes to reverse DNS.
+const PUBLIC_CLIENT: &str = "203.0.113.9";
+
+/// A loopback DNS server answering the reverse lookup of [`PUBLIC_CLIENT`]
+/// with a host outside Google's domains: whoever claims Googlebot from there
+/// is lying.
+fn start_dns() -> dns_server::Server {
+    dns_server::Server::answering(&[("9.113.0.203.in-addr.arpa", Answer::Ptr(vec!["host", "example", "net"]))])
+}
+
 /// robotgate in auth mode: the proxy listener (robots.txt), the auth
-/// listener on `auth`, the edge on 127.0.0.1 trusted to name the client.
-/// GPTBot's feed puts it on 127.0.0.0/30 only; no reverse DNS is asked.
-fn start_gate(origin: &Origin, auth: u16) -> Gate {
+/// listener on `auth`, the edge on 127.0.0.1 and the load balancer before it
+/// trusted to name the client. GPTBot's feed puts it on 127.0.0.0/30 only;
+/// reverse DNS goes to `dns`, which only a claim from a public address asks.
+fn start_gate(origin: &Origin, auth: u16, dns: &dns_server::Server) -> Gate {
     let config = format!(
         r#"
 listen: ["127.0.0.1:{{port}}"]
 auth: {{ listen: ["127.0.0.1:{auth}"] }}
-trusted_proxies: ["127.0.0.1/32"]
+trusted_proxies: ["127.0.0.1/32", "{BALANCER}/32"]
 client_header: X-Forwarded-For
 grace_period: 1
 sites:
@@ -63,13 +88,14 @@ sites:
         ChatGPT-User: {{ action: noindex }}
 verify:
   feeds: "{{dir}}/feeds"
-  dns: {{ nameservers: ["127.0.0.1:9"], timeout_ms: 300 }}
+  dns: {{ nameservers: ["{dns}"], timeout_ms: 2000 }}
 log:
   violations: "{{dir}}/violations.jsonl"
   aggregate_window: 0
   level: warn
 "#,
         origin = origin.addr,
+        dns = dns.addr,
     );
     let gptbot = br#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#;
     let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", gptbot)]);
@@ -164,6 +190,22 @@ fn start_caddy(dir: &Path, port: u16, site: &str) -> Running {
     running
 }
 
+/// The Caddy site with the load balancer trusted on the request to
+/// robotgate. Caddy's `reverse_proxy` drops an incoming `X-Forwarded-For`
+/// unless the peer is a trusted proxy (it would otherwise pass on whatever a
+/// client wrote), and sends only the peer's address; nginx's
+/// `$proxy_add_x_forwarded_for` appends to any. A deployment with a balancer
+/// in front of Caddy says so with `trusted_proxies`: as a `reverse_proxy`
+/// subdirective since Caddy 2.5 (its reverse_proxy documentation still lists
+/// it), or in the global `servers` option since 2.6.3. Debian's Caddy
+/// (2.6.2) rejects the global option, so the subdirective is used here. The
+/// shipped snippet has no balancer in front, so it stays without.
+fn trust_balancer(site: &str, auth: u16) -> String {
+    let ask = format!("reverse_proxy 127.0.0.1:{auth} {{");
+    assert_eq!(site.matches(&ask).count(), 1, "the Caddy snippet no longer asks robotgate in one block");
+    site.replace(&ask, &format!("{ask}\n\t\t\ttrusted_proxies {BALANCER}/32"))
+}
+
 /// A response through the edge.
 struct Answered {
     status: u16,
@@ -199,7 +241,7 @@ fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
 }
 
 /// Everything the issue asks of an edge, through the edge on `port`.
-fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin) {
+fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_server::Server) {
     // A browser gets the page, from the origin.
     let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
     assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{edge}: {}", r.head);
@@ -233,18 +275,30 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin) {
     // A spoofed GPTBot: from 127.0.0.5, outside its operator's ranges (the
     // test feed gives it 127.0.0.0/30), it is refused; the address it writes
     // in its own X-Forwarded-For (inside them) is not believed, since the
-    // edge appends the one it saw. (Googlebot cannot play this on loopback:
-    // its claim falls back to reverse DNS, which a loopback address cannot
-    // pass or fail, so it is unverifiable there, not spoofed.)
+    // edge appends the one it saw and 127.0.0.5 is no trusted hop. (A claim
+    // that only reverse DNS can settle, such as Googlebot's outside Google's
+    // ranges, is not asked from a loopback address at all: it is
+    // unverifiable there, not spoofed. The next one comes from a public address.)
     let claims = [("User-Agent", GPTBOT), ("X-Forwarded-For", "127.0.0.2")];
     let r = get_from(port, "127.0.0.5", "/page", &claims);
     assert_eq!(r.status, 403, "{edge}: {}\n{}", r.head, r.body);
+
+    // A spoofed Googlebot behind a load balancer: the balancer (trusted)
+    // names 203.0.113.9, the edge appends the balancer's address, and
+    // robotgate walks the chain from the right past both trusted hops to the
+    // client. 203.0.113.9 is in none of Google's ranges, so reverse DNS
+    // decides, and its PTR names a host outside googlebot.com and google.com.
+    assert_eq!(dns.count_type(dns_server::PTR), 0, "{edge}: a lookup before any public claim");
+    let claims = [("User-Agent", GOOGLEBOT), ("X-Forwarded-For", PUBLIC_CLIENT)];
+    let r = get_from(port, BALANCER, "/page", &claims);
+    assert_eq!(r.status, 403, "{edge}: {}\n{}", r.head, r.body);
+    assert!(dns.count_type(dns_server::PTR) >= 1, "{edge}: the claim was not put to reverse DNS");
 
     // The origin saw the browser's page, GPTBot's /a, ChatGPT-User's page: no refusal, no robots.txt.
     assert_eq!(origin.hits(), served + 2, "{edge}: the origin saw a refused request");
 
     // The violation log has each refusal, with the client the edge named.
-    let recs = records(gate, 4);
+    let recs = records(gate, 5);
     let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
         recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("{edge}: no record of {what}: {recs:#?}")).clone()
     };
@@ -255,9 +309,12 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin) {
     assert_eq!((limited["client"].as_str(), limited["status"].as_u64()), (Some("127.0.0.3"), Some(429)), "{edge}");
     let noindex = find("the noindex pass", &|r| r["path"] == "/private/n");
     assert_eq!(noindex["action"].as_str(), Some("noindex"), "{edge}");
-    let spoofed = find("the spoofed GPTBot", &|r| r["directive"] == "spoofed-identity");
+    let spoofed = find("the spoofed GPTBot", &|r| r["directive"] == "spoofed-identity" && r["bot"] == "GPTBot");
     assert_eq!((spoofed["client"].as_str(), spoofed["bot"].as_str()), (Some("127.0.0.5"), Some("GPTBot")), "{edge}");
     assert_eq!(spoofed["status"].as_u64(), Some(403), "{edge}");
+    let spoofed = find("the spoofed Googlebot", &|r| r["directive"] == "spoofed-identity" && r["bot"] == "Googlebot");
+    assert_eq!(spoofed["client"].as_str(), Some(PUBLIC_CLIENT), "{edge}: the walk stopped at the wrong hop");
+    assert_eq!((spoofed["identity"].as_str(), spoofed["status"].as_u64()), (Some("spoofed"), Some(403)), "{edge}");
 }
 
 #[test]
@@ -266,14 +323,14 @@ fn nginx_auth_request_in_front() {
         eprintln!("\n*** SKIPPED: nginx is not installed (apt-get install -y nginx); .ci/run installs it ***\n");
         return;
     }
-    let (origin, auth) = (Origin::start(), free_port());
-    let gate = start_gate(&origin, auth);
+    let (origin, auth, dns) = (Origin::start(), free_port(), start_dns());
+    let gate = start_gate(&origin, auth, &dns);
     let dir = tempfile::tempdir().unwrap();
     // nginx's worker runs as another user when started by root: let it in.
     let _ = Command::new("chmod").arg("755").arg(dir.path()).status();
     let port = free_port();
     let _nginx = start_nginx(dir.path(), port, &retarget(&snippet("nginx.conf"), &gate, auth, &origin));
-    exercise("nginx", port, &gate, &origin);
+    exercise("nginx", port, &gate, &origin, &dns);
 
     // A subrequest that does not say what it is about: 400, naming the headers.
     let r = get(&format!("http://127.0.0.1:{auth}/"), &[("User-Agent", FIREFOX)]);
@@ -286,12 +343,13 @@ fn caddy_forward_auth_in_front() {
     if !have("curl") || !have("caddy") {
         return;
     }
-    let (origin, auth) = (Origin::start(), free_port());
-    let gate = start_gate(&origin, auth);
+    let (origin, auth, dns) = (Origin::start(), free_port(), start_dns());
+    let gate = start_gate(&origin, auth, &dns);
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let _caddy = start_caddy(dir.path(), port, &retarget(&snippet("Caddyfile"), &gate, auth, &origin));
-    exercise("caddy", port, &gate, &origin);
+    let site = trust_balancer(&retarget(&snippet("Caddyfile"), &gate, auth, &origin), auth);
+    let _caddy = start_caddy(dir.path(), port, &site);
+    exercise("caddy", port, &gate, &origin, &dns);
 }
 
 /// Traefik cannot be installed from the registries CI reaches: its file is

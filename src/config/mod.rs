@@ -116,6 +116,9 @@ pub struct Settings {
     pub verify: Verify,
     /// State shared with other instances, when configured.
     pub shared_state: Option<SharedState>,
+    /// The directory of robotgate's own state files (`state_dir`; see
+    /// [`crate::load::traps::state_path`]); none: the default place.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// `state:`, validated: a Redis or Valkey server shared by instances.

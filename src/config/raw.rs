@@ -434,6 +434,10 @@ pub struct RawConfig {
     /// Where state shared between instances lives (absent: in process only).
     #[serde(default)]
     pub state: Option<RawState>,
+    /// The directory of robotgate's own state files (absent: beside the
+    /// violation log, or beside this file when the log is stdout).
+    #[serde(default)]
+    pub state_dir: Option<String>,
 }
 
 /// `state:`: a Redis or Valkey server that instances share.

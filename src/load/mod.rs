@@ -383,7 +383,9 @@ pub fn load_config(
             }
         }
     };
-    let traps_state = traps::state_path(&settings, config_path);
+    // Where the state is kept is settled at start (`state_dir` and
+    // `log.violations` take effect on restart; the reads' file is opened once).
+    let traps_state = previous.map_or_else(|| traps::state_path(&settings, config_path), |p| p.traps_state.clone());
     let mut traps_first_served = traps::read(&traps_state);
     let mut robots_versions =
         previous.map_or_else(|| versions::read(&versions::state_path(&traps_state)), |p| p.robots_versions.clone());

@@ -84,6 +84,7 @@ impl RawConfig {
         let dns = settings::dns("verify.dns", &self.verify.dns, &mut errors);
         let refresh_every = settings::feed_sources(&self.verify, &mut errors);
         let shared_state = self.state.as_ref().map(|s| settings::shared_state(s, &mut errors));
+        let state_dir = self.state_dir.as_deref().and_then(|d| settings::state_dir(d, &mut errors));
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -115,6 +116,7 @@ impl RawConfig {
                 feed_urls: self.verify.feed_urls.clone().into_iter().collect(),
             },
             shared_state,
+            state_dir,
         };
         Ok(Config { settings, sites })
     }

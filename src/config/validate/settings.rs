@@ -1,6 +1,7 @@
 //! What applies to the whole process: listeners, trusted proxies, the
 //! violation log, the DNS resolver, feed refreshes and shared state.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::super::{
@@ -237,9 +238,43 @@ pub(super) fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> Sha
     SharedState { url, prefix, timeout: Duration::from_millis(ms.clamp(1, 10_000)) }
 }
 
+/// `state_dir:`: a directory path, taken as given (relative to the working
+/// directory, like every path in the file); whether it exists and can be
+/// written is found out when the state is first kept, as for the log.
+pub(super) fn state_dir(raw: &str, errors: &mut Vec<ConfigError>) -> Option<PathBuf> {
+    let dir = raw.trim();
+    if dir.is_empty() {
+        errors.push(ConfigError::new(
+            "state_dir",
+            "must be a directory path (remove the key to keep the state beside the violation log)",
+        ));
+        return None;
+    }
+    Some(PathBuf::from(dir))
+}
+
 #[cfg(test)]
 mod tests {
     const MINIMAL: &str = include_str!("../../../examples/configs/minimal.yaml");
+
+    #[test]
+    fn state_dir_is_a_directory_path_or_absent() {
+        let with = |extra: &str| crate::config::parse(&format!("{MINIMAL}{extra}"));
+        assert_eq!(crate::config::parse(MINIMAL).unwrap().settings.state_dir, None, "absent: the default place");
+        assert_eq!(with("state_dir: ~\n").unwrap().settings.state_dir, None, "null: the default place");
+        let c = with("state_dir: /var/lib/robotgate\n").unwrap();
+        assert_eq!(c.settings.state_dir.as_deref(), Some(std::path::Path::new("/var/lib/robotgate")));
+        let c = with("state_dir: \" state \"\n").unwrap();
+        assert_eq!(c.settings.state_dir.as_deref(), Some(std::path::Path::new("state")), "trimmed, relative");
+        for empty in ["\"\"", "\"  \""] {
+            let errors = with(&format!("state_dir: {empty}\n")).unwrap_err();
+            assert!(
+                errors.iter().any(|e| e.field == "state_dir" && e.reason.contains("directory path")),
+                "{empty}: {errors:?}"
+            );
+        }
+        assert!(with("state_dir: [a]\n").is_err(), "a list is no path");
+    }
 
     #[test]
     fn auth_listeners_are_addresses_of_their_own() {

@@ -175,6 +175,9 @@ pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::
     if old.grace_period != new.grace_period {
         out.push("grace_period");
     }
+    if old.state_dir != new.state_dir {
+        out.push("state_dir");
+    }
     out
 }
 
