@@ -189,12 +189,13 @@ fn a_new_trap_is_only_recorded_until_armed_and_arming_survives_a_restart() {
     let state: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
     assert_eq!(state.len(), 2, "{state:?}");
-    // Make `/old-trap/` two hours old, as if served before a restart.
+    // Make `/old-trap/` two hours old, as if served before a restart: with
+    // robotgate stopped, which may write the file until it exits.
+    gate.stop();
     let old = state["s\t/old-trap/"].as_u64().unwrap() - 7200;
     let mut state = state;
     state.insert("s\t/old-trap/".into(), old.into());
     std::fs::write(&state_path, serde_json::to_string(&state).unwrap()).unwrap();
-    gate.stop();
     let config_text = std::fs::read_to_string(gate.path("robotgate.yaml")).unwrap();
     let port = gate.port;
     let restarted = std::process::Command::new(env!("CARGO_BIN_EXE_robotgate"))
