@@ -122,7 +122,7 @@ pub fn normalise_target(data: &[u8]) {
         encoded_slash: if knobs & 8 == 0 { EncodedSlash::Decode } else { EncodedSlash::Reject },
         max_len: if knobs & 16 == 0 { 8192 } else { 64 },
     };
-    let unlimited = TargetOptions { max_len: usize::MAX, ..opts.clone() };
+    let unlimited = TargetOptions { max_len: usize::MAX, ..opts };
     if let Ok(Target::Path(p)) = normalise(method, target, &opts) {
         assert_eq!(p.first(), Some(&b'/'));
         match normalise(b"GET", &p, &unlimited) {

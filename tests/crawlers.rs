@@ -52,7 +52,7 @@ fn page(path: &str) -> String {
     } else {
         links.push(format!("/page/{}.html", n % PAGES + 1));
         links.push(format!("/page/{}.html", (n * 7) % PAGES + 1));
-        if n % 5 == 0 {
+        if n.is_multiple_of(5) {
             links.push(format!("/private/secret-{n}.html"));
         }
     }

@@ -383,7 +383,7 @@ impl Automata {
                     .map_err(|e| regex_err(Box::new(e)))?;
                 let min_len = hir.properties().minimum_len().unwrap_or(0);
                 // Compile alone first so that an error names the entry.
-                build_fwd(std::slice::from_ref(re)).map_err(|e| regex_err(e))?;
+                build_fwd(std::slice::from_ref(re)).map_err(regex_err)?;
                 regex_res.push(format!("(?i:{re})"));
                 let min_len = u32::try_from(min_len).unwrap_or(u32::MAX);
                 regexes.push((rank(db.bots(), entry, Place::Clean, min_len), i));
@@ -617,7 +617,7 @@ fn build<P: AsRef<str>>(patterns: &[P], start: StartKind, reverse: bool) -> Buil
     let syntax = syntax_config().case_insensitive(false);
     let hirs = patterns
         .iter()
-        .map(|p| regex_automata::util::syntax::parse_with(p.as_ref(), &syntax).map(without_uppercase))
+        .map(|p| regex_automata::util::syntax::parse_with(p.as_ref(), &syntax).map(without_uppercase).map_err(Box::new))
         .collect::<Result<Vec<_>, _>>()?;
     let nfa = thompson::Compiler::new()
         .configure(thompson::Config::new().utf8(false).reverse(reverse).which_captures(thompson::WhichCaptures::None))

@@ -20,7 +20,7 @@ use super::words::Folded;
 /// [`is_version_byte`] bytes).
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Part {
-    Lit(Folded),
+    Lit(&'static Folded),
     Version,
 }
 
@@ -31,22 +31,22 @@ pub(super) fn is_version_byte(b: u8) -> bool {
     b.is_ascii_digit() || b == b'.' || b == b'_'
 }
 
-const CHROME_END: Part = Lit(Folded::new(b" safari/537.36"));
-const FIREFOX_MIDDLE: Part = Lit(Folded::new(b") gecko/20100101 firefox/"));
+const CHROME_END: Part = Lit(&Folded::new(b" safari/537.36"));
+const FIREFOX_MIDDLE: Part = Lit(&Folded::new(b") gecko/20100101 firefox/"));
 
 /// The shapes, each a literal followed by alternating versions and literals.
 #[rustfmt::skip]
 pub(super) const SHAPES: &[&[Part]] = &[
-    &[Lit(Folded::new(b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, CHROME_END],
-    &[Lit(Folded::new(b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, CHROME_END],
-    &[Lit(Folded::new(b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, CHROME_END],
-    &[Lit(Folded::new(b"mozilla/5.0 (linux; android 10; k) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, Lit(Folded::new(b" mobile safari/537.36"))],
-    &[Lit(Folded::new(b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/")), Version, Lit(Folded::new(b" safari/605.1.15"))],
-    &[Lit(Folded::new(b"mozilla/5.0 (iphone; cpu iphone os ")), Version, Lit(Folded::new(b" like mac os x) applewebkit/605.1.15 (khtml, like gecko) version/")), Version, Lit(Folded::new(b" mobile/15e148 safari/604.1"))],
-    &[Lit(Folded::new(b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:")), Version, FIREFOX_MIDDLE, Version],
-    &[Lit(Folded::new(b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:")), Version, FIREFOX_MIDDLE, Version],
-    &[Lit(Folded::new(b"mozilla/5.0 (x11; linux x86_64; rv:")), Version, FIREFOX_MIDDLE, Version],
-    &[Lit(Folded::new(b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:")), Version, FIREFOX_MIDDLE, Version],
+    &[Lit(&Folded::new(b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, CHROME_END],
+    &[Lit(&Folded::new(b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, CHROME_END],
+    &[Lit(&Folded::new(b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, CHROME_END],
+    &[Lit(&Folded::new(b"mozilla/5.0 (linux; android 10; k) applewebkit/537.36 (khtml, like gecko) chrome/")), Version, Lit(&Folded::new(b" mobile safari/537.36"))],
+    &[Lit(&Folded::new(b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/")), Version, Lit(&Folded::new(b" safari/605.1.15"))],
+    &[Lit(&Folded::new(b"mozilla/5.0 (iphone; cpu iphone os ")), Version, Lit(&Folded::new(b" like mac os x) applewebkit/605.1.15 (khtml, like gecko) version/")), Version, Lit(&Folded::new(b" mobile/15e148 safari/604.1"))],
+    &[Lit(&Folded::new(b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:")), Version, FIREFOX_MIDDLE, Version],
+    &[Lit(&Folded::new(b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:")), Version, FIREFOX_MIDDLE, Version],
+    &[Lit(&Folded::new(b"mozilla/5.0 (x11; linux x86_64; rv:")), Version, FIREFOX_MIDDLE, Version],
+    &[Lit(&Folded::new(b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:")), Version, FIREFOX_MIDDLE, Version],
 ];
 
 /// The shape `ua` opens with and where that shape ends in it: `ua.len()` for

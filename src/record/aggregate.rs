@@ -77,6 +77,9 @@ struct Open {
 /// A line to write: a record, or the tally of violations kept only as a count.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(untagged)]
+// A line is made once per written record and moved straight to the writer:
+// boxing the record would add an allocation per violation for nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Line {
     /// A record (`count` 1, or an aggregate).
     Record(Record),
@@ -96,6 +99,7 @@ impl Line {
 
 /// What [`Aggregator::offer`] decided.
 #[derive(Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // as for `Line`: one per offered record, moved once
 pub enum Offer {
     /// Write this record now (`count` 1).
     Write(Record),

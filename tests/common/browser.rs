@@ -18,6 +18,7 @@
 //!   feature that script fetches the protocol from GitHub); `evaluate` does
 //!   not return objects by value, so `eval` would build a raw
 //!   `Runtime.evaluate` anyway.
+//!
 //! The page tests would not get shorter (they already call only
 //! `navigate`, `eval`, `errors` and `screenshot`); this file would lose
 //! some fifty lines of launching and message plumbing. `tungstenite` adds

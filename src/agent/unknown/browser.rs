@@ -153,7 +153,7 @@ fn may_have_shape(ua: &[u8]) -> bool {
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
         let candidate =
-            has_zero(w ^ (ONES * u64::from(b'.'))) || has_zero((w | ONES * 0x20) ^ (ONES * u64::from(b'c')));
+            has_zero(w ^ (ONES * u64::from(b'.'))) || has_zero((w | (ONES * 0x20)) ^ (ONES * u64::from(b'c')));
         if candidate && (8 * n..8 * n + 8).any(hit) {
             return true;
         }

@@ -10,14 +10,11 @@
 //! applies wins):
 //!
 //! 1. empty or whitespace-only UA: robot;
-
 //! 2. robot evidence (see `evidence`): robot;
-
 //! 3. a browser platform/engine marker, or a first word that is a handset
 //!    vendor or browser name: browser, unless it is a modern browser string
 //!    in a shape no browser produces (see `browser`): robot. An unknown word
 //!    alone never makes a robot: browsers add product tokens of their own;
-
 //! 4. anything else does not start like a browser at all: robot.
 //!
 //! The words come from `words`, their meaning from `vocab`; the automaton's

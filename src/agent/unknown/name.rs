@@ -9,10 +9,8 @@ use crate::agent::words::{eq_any, is_version_like, is_word_byte, DeviceModel, Wo
 /// Picks the name an unknown robot announces, in this order: a distinctive
 /// robot word (strong, then weak: `ExampleBot`); the UA's first word if it is
 /// a product (`Claude-Web/1.0 (web crawler)`); the word after `compatible;`;
-
 /// a library word; the first product outside comments; a generic robot word
 /// widened to the words before it (`Sogou web spider`); the UA's first word;
-
 /// the first product inside a comment; a generic robot word alone; a bare
 /// runtime name (`Java`); the last nameable word before the contact address,
 /// or without one the first nameable word.

@@ -49,7 +49,7 @@ where
     }
     points.sort_unstable();
     points.dedup();
-    ranges.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+    ranges.sort_unstable_by_key(|x| x.0);
     let mut active: Vec<(T, Hit)> = Vec::new(); // (last, hit)
     let mut next = 0;
     let mut scratch: Vec<Hit> = Vec::new();

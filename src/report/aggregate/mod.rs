@@ -133,17 +133,12 @@ pub struct MalformedSample {
 ///
 /// ```
 /// use robotgate::report::{read, Filter, Summary};
-
 ///
 /// let log = "{\"time\":\"2025-01-01T00:00:00Z\",\"site\":\"s\",\"bot\":\"GPTBot\",\
 ///            \"category\":\"ai-crawler\",\"path\":\"/a\",\"count\":5}\n";
-
 /// let mut summary = Summary::new(Filter::default());
-
 /// read::feed(log.as_bytes(), "log", &mut summary).unwrap();
-
 /// assert_eq!(summary.violations(), 5);
-
 /// ```
 #[derive(Debug, Clone)]
 pub struct Summary {

@@ -88,12 +88,15 @@ thread_local! {
     /// The counter handle of this thread's last violation and rate limit, by
     /// label values: a flood repeats them, and `with_label_values` hashes
     /// every value and takes a lock.
-    static LAST_VIOLATION: RefCell<Option<(Vec<String>, IntCounter)>> = const { RefCell::new(None) };
-    static LAST_LIMITED: RefCell<Option<(Vec<String>, IntCounter)>> = const { RefCell::new(None) };
+    static LAST_VIOLATION: LastHandle = const { RefCell::new(None) };
+    static LAST_LIMITED: LastHandle = const { RefCell::new(None) };
 }
 
+/// A thread's last counter handle and the labels it was made for.
+type LastHandle = RefCell<Option<(Vec<String>, IntCounter)>>;
+
 /// Add one to `family{labels}`, through `last`'s handle when the labels repeat.
-fn count(last: &'static LocalKey<RefCell<Option<(Vec<String>, IntCounter)>>>, family: &IntCounterVec, labels: &[&str]) {
+fn count(last: &'static LocalKey<LastHandle>, family: &IntCounterVec, labels: &[&str]) {
     last.with_borrow_mut(|last| {
         let same = last.as_ref().is_some_and(|(seen, _)| seen.iter().map(String::as_str).eq(labels.iter().copied()));
         if !same {

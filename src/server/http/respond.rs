@@ -118,7 +118,7 @@ pub async fn too_many_requests(
     const BEFORE: &str = "Too Many Requests: this site's robots.txt asks your crawler to slow down (";
     let mut body = Vec::with_capacity(BEFORE.len() + directive.len() + 20);
     // Writing into a Vec cannot fail.
-    let _ = write!(body, "{BEFORE}{directive}, line {line}).\n");
+    let _ = writeln!(body, "{BEFORE}{directive}, line {line}).");
     let mut resp = head(429, "text/plain; charset=utf-8", body.len(), &[])?;
     resp.insert_header("retry-after", retry_after.max(1))?;
     if let Some(interval) = interval {
