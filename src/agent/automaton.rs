@@ -40,7 +40,7 @@ use regex_automata::{Anchored, Input, MatchKind};
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
 
 use super::db::{is_token_byte, syntax_config, Bot, BotDb, Category, DbError};
-use super::frozen::{is_version_byte, Part};
+use super::frozen::{self, is_version_byte, Part, MOZILLA};
 use super::vocab::{has_marker, MARKER_NEEDLES, SUSPECT_NEEDLES};
 use super::words::Folded;
 
@@ -134,40 +134,20 @@ pub(super) struct Automata {
     /// Rank (as a match of its minimum length in the UA proper) and entry
     /// index of each `ua_regex`, by forward pattern id minus [`FWD_REGEX0`].
     regexes: Vec<(Rank, usize)>,
-    /// Precomputed walks over [`OPENINGS`], longest first (see
+    /// Precomputed walks over [`openings`], longest first (see
     /// [`Automata::scan`]).
     shortcuts: Vec<Shortcut>,
 }
 
-/// The opening almost every browser UA (and many robot UAs) shares.
-const COMMON_PREFIX: &[u8] = b"mozilla/5.0 (";
-
-/// Openings of the most frequent browser UAs, lowercase. Chromium's
-/// User-Agent reduction froze the platform part of its UA (Windows is always
-/// `Windows NT 10.0; Win64; x64`, macOS always `10_15_7`, Android always
-/// `Android 10; K`), Firefox froze its macOS version, and Safari on macOS its
-/// OS version; so most real browser traffic starts with one of these, up to
-/// the browser's own version. The forward walk over each is computed once, and
-/// a walk over a UA that starts with one resumes after it: the walk costs one
-/// dependent table load per byte, and these openings are most of a browser
-/// UA's bytes. Every entry starts with [`COMMON_PREFIX`], which alone serves
-/// every other `Mozilla/5.0 (` UA, robots included.
-const OPENINGS: &[&[u8]] = &[
-    COMMON_PREFIX,
-    b"mozilla/5.0 (windows nt 10.0; win64; x64) applewebkit/537.36 (khtml, like gecko) chrome/",
-    b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/537.36 (khtml, like gecko) chrome/",
-    b"mozilla/5.0 (x11; linux x86_64) applewebkit/537.36 (khtml, like gecko) chrome/",
-    b"mozilla/5.0 (linux; android 10; k) applewebkit/537.36 (khtml, like gecko) chrome/",
-    b"mozilla/5.0 (macintosh; intel mac os x 10_15_7) applewebkit/605.1.15 (khtml, like gecko) version/",
-    b"mozilla/5.0 (iphone; cpu iphone os ",
-    b"mozilla/5.0 (windows nt 10.0; win64; x64; rv:",
-    b"mozilla/5.0 (macintosh; intel mac os x 10.15; rv:",
-    b"mozilla/5.0 (x11; linux x86_64; rv:",
-    b"mozilla/5.0 (x11; ubuntu; linux x86_64; rv:",
-];
-
-/// [`COMMON_PREFIX`], folded for comparison.
-const COMMON: Folded = Folded::new(COMMON_PREFIX);
+/// The openings of the precomputed walks: [`MOZILLA`], which serves every
+/// `Mozilla/5.0 (` UA, robots included, and the frozen openings of the most
+/// frequent browser UAs (`frozen::openings`: Chromium's reduced strings,
+/// Firefox and Safari), which are most of such a UA's bytes. The forward walk
+/// over each is computed once, and a walk over a UA that starts with one
+/// resumes after it: the walk costs one dependent table load per byte.
+fn openings() -> impl Iterator<Item = &'static Folded> {
+    std::iter::once(&MOZILLA).chain(frozen::openings())
+}
 
 /// Whether `ua` starts with the lowercase `opening`, ASCII case-insensitively,
 /// and goes on after it.
@@ -180,8 +160,8 @@ fn opens_with(ua: &[u8], opening: &Folded) -> bool {
 /// occurred in it; kept only if nothing else matched inside it.
 #[derive(Debug, Clone)]
 struct Shortcut {
-    opening: Folded,
-    /// The opening's byte after [`COMMON_PREFIX`]: only openings that agree
+    opening: &'static Folded,
+    /// The opening's byte after [`MOZILLA`]: only openings that agree
     /// on it are compared.
     key: u8,
     state: StateID,
@@ -395,7 +375,7 @@ impl Automata {
         let fwd = build_fwd(&fwd_patterns).map_err(build_err)?;
         let rev = build_rev(&literal_res).map_err(build_err)?;
         let mut automata = Automata { fwd, rev, literals, regexes, shortcuts: Vec::new() };
-        automata.shortcuts = OPENINGS.iter().filter_map(|o| automata.walk_opening(o)).collect();
+        automata.shortcuts = openings().filter_map(|o| automata.walk_opening(o)).collect();
         automata.shortcuts.sort_by_key(|s| std::cmp::Reverse(s.opening.len()));
         Ok(automata)
     }
@@ -458,9 +438,9 @@ impl Automata {
         // The walk over an opening always ends in the same state and reports
         // at most a browser marker on the way (checked when it was computed).
         let mut skip = 0;
-        if opens_with(ua, &COMMON) {
-            let key = ua[COMMON_PREFIX.len()].to_ascii_lowercase();
-            if let Some(s) = shortcuts.iter().find(|s| (s.key == key || s.key == 0) && opens_with(ua, &s.opening)) {
+        if opens_with(ua, &MOZILLA) {
+            let key = ua[MOZILLA.len()].to_ascii_lowercase();
+            if let Some(s) = shortcuts.iter().find(|s| (s.key == key || s.key == 0) && opens_with(ua, s.opening)) {
                 sid = s.state;
                 skip = s.opening.len();
                 scan.marker = s.marker;
@@ -577,10 +557,11 @@ impl Automata {
     /// The walk over a lowercase `opening` at the start of a UA, or `None`
     /// if something other than a browser marker matches inside it, or it
     /// reaches a dead or quit state: then skipping it would lose a report.
-    fn walk_opening(&self, opening: &'static [u8]) -> Option<Shortcut> {
-        let mut sid = self.fwd.start_state_forward(&Input::new(opening)).ok()?;
+    fn walk_opening(&self, opening: &'static Folded) -> Option<Shortcut> {
+        let text = opening.text();
+        let mut sid = self.fwd.start_state_forward(&Input::new(text)).ok()?;
         let mut scan = Scan::default();
-        for (i, &b) in opening.iter().enumerate() {
+        for (i, &b) in text.iter().enumerate() {
             sid = self.fwd.next_state(sid, b);
             if self.fwd.is_dead_state(sid) || self.fwd.is_quit_state(sid) {
                 return None;
@@ -590,13 +571,8 @@ impl Automata {
             }
         }
         let only_marker = Scan { marker: scan.marker, ..Scan::default() };
-        let key = opening.get(COMMON_PREFIX.len()).copied().unwrap_or(0);
-        (scan == only_marker).then_some(Shortcut {
-            opening: Folded::new(opening),
-            key,
-            state: sid,
-            marker: scan.marker,
-        })
+        let key = text.get(MOZILLA.len()).copied().unwrap_or(0);
+        (scan == only_marker).then_some(Shortcut { opening, key, state: sid, marker: scan.marker })
     }
 }
 
@@ -694,27 +670,26 @@ mod tests {
     fn starting_after_an_opening_changes_nothing() {
         let db = BotDb::builtin();
         let c = Automata::build(&db).unwrap();
-        assert_eq!(c.shortcuts.len(), OPENINGS.len(), "the builtin database allows every shortcut");
+        assert_eq!(c.shortcuts.len(), openings().count(), "the builtin database allows every shortcut");
         let samples = db.bots().iter().flat_map(|b| b.samples.iter().map(String::as_str));
         // Each opening alone, with one more byte, and as a whole browser UA
         // (in upper case too).
-        let openings: Vec<String> = OPENINGS
-            .iter()
-            .map(|o| String::from_utf8_lossy(o).into_owned())
+        let texts: Vec<String> = openings()
+            .map(|o| String::from_utf8_lossy(o.text()).into_owned())
             .flat_map(|o| [o.clone(), format!("{o}1"), format!("{o}124.0 Safari/537.36"), o.to_uppercase() + "1"])
             .collect();
         let mut n = 0;
-        for ua in samples.chain(REFERENCE_BROWSERS.iter().copied()).chain(openings.iter().map(String::as_str)) {
+        for ua in samples.chain(REFERENCE_BROWSERS.iter().copied()).chain(texts.iter().map(String::as_str)) {
             let ua = ua.as_bytes();
             assert_eq!(c.scan(ua), c.scan_with(ua, &[]), "{}", String::from_utf8_lossy(ua));
-            n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, &s.opening)));
+            n += usize::from(c.shortcuts.iter().any(|s| opens_with(ua, s.opening)));
         }
         assert!(n > 100, "{n} UAs took a shortcut");
         // Every sample glued right after each opening: literals that start
         // at, or run across, the point where the fast walk resumes.
-        for o in OPENINGS {
+        for o in openings() {
             for sample in db.bots().iter().flat_map(|b| b.samples.iter()) {
-                let ua = [o, sample.as_bytes()].concat();
+                let ua = [o.text(), sample.as_bytes()].concat();
                 assert_eq!(c.scan(&ua), c.scan_with(&ua, &[]), "{}", String::from_utf8_lossy(&ua));
             }
         }

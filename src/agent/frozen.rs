@@ -34,6 +34,10 @@ pub(super) fn is_version_byte(b: u8) -> bool {
 const CHROME_END: Part = Lit(&Folded::new(b" safari/537.36"));
 const FIREFOX_MIDDLE: Part = Lit(&Folded::new(b") gecko/20100101 firefox/"));
 
+/// The opening almost every browser UA (and many robot UAs) shares; every
+/// shape starts with it.
+pub(super) static MOZILLA: Folded = Folded::new(b"mozilla/5.0 (");
+
 /// The shapes, each a literal followed by alternating versions and literals.
 #[rustfmt::skip]
 pub(super) const SHAPES: &[&[Part]] = &[
@@ -54,15 +58,14 @@ pub(super) const SHAPES: &[&[Part]] = &[
 /// app's product). A shape that ends in a version needs one of at least one
 /// byte (`Firefox/` alone is not the frozen string).
 pub(super) fn frozen_end(ua: &[u8]) -> Option<(usize, usize)> {
-    // Every shape opens with `mozilla/5.0 (` (tested): the byte after it
+    // Every shape opens with [`MOZILLA`] (tested): the byte after it
     // narrows the shapes worth comparing.
-    const OPENING: Folded = Folded::new(b"mozilla/5.0 (");
-    if ua.len() <= OPENING.len() || !OPENING.starts(ua) {
+    if ua.len() <= MOZILLA.len() || !MOZILLA.starts(ua) {
         return None;
     }
-    let key = ua[OPENING.len()].to_ascii_lowercase();
+    let key = ua[MOZILLA.len()].to_ascii_lowercase();
     SHAPES.iter().enumerate().find_map(|(index, parts)| {
-        if !matches!(parts.first(), Some(Lit(lit)) if lit.text().get(OPENING.len()) == Some(&key)) {
+        if !matches!(parts.first(), Some(Lit(lit)) if lit.text().get(MOZILLA.len()) == Some(&key)) {
             return None;
         }
         let mut at = 0;
@@ -80,6 +83,16 @@ pub(super) fn frozen_end(ua: &[u8]) -> Option<(usize, usize)> {
         let ends_in_version = matches!(parts.last(), Some(Version));
         let last_len = ua[..at].iter().rev().take_while(|b| is_version_byte(**b)).count();
         (!ends_in_version || last_len > 0).then_some((index, at))
+    })
+}
+
+/// The first literal of each shape: the openings most browser UAs start
+/// with, up to the browser's own version (the automaton's precomputed walks
+/// resume after them).
+pub(super) fn openings() -> impl Iterator<Item = &'static Folded> {
+    SHAPES.iter().filter_map(|parts| match parts.first() {
+        Some(Lit(lit)) => Some(*lit),
+        _ => None,
     })
 }
 
@@ -118,9 +131,7 @@ mod tests {
         assert_eq!(frozen_end(b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Mobile Safari/537.36"), None);
         assert_eq!(frozen_end(b"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) GSA/300.0 Mobile/15E148 Safari/604.1"), None);
         for parts in SHAPES {
-            assert!(
-                matches!(parts.first(), Some(Lit(lit)) if lit.text().starts_with(b"mozilla/5.0 (") && lit.len() > 13)
-            );
+            assert!(matches!(parts.first(), Some(Lit(lit)) if MOZILLA.starts(lit.text()) && lit.len() > MOZILLA.len()));
             let ua = example(parts);
             assert_eq!(frozen_end(&ua).map(|s| s.1), Some(ua.len()), "{}", String::from_utf8_lossy(&ua));
         }

@@ -7,6 +7,7 @@
 //! browser itself, and browsers name products, not hosts.
 
 use super::name::{as_str, is_nameable, trim_name};
+use crate::agent::frozen::MOZILLA;
 use crate::agent::vocab::is_host_name;
 use crate::agent::words::{Folded, Word, Words};
 
@@ -38,7 +39,7 @@ use crate::agent::words::{Folded, Word, Words};
 /// few byte comparisons per word; runs for every browser UA, allocates
 /// nothing.
 pub(super) fn impossible_shape(ua: &[u8], frozen_end: Option<usize>) -> Option<Option<&str>> {
-    const OPENING: Folded = Folded::new(b"mozilla/5.0 (");
+    const OPENING: &Folded = &MOZILLA;
     if ua.len() <= OPENING.len() || !OPENING.starts(ua) {
         return None;
     }
