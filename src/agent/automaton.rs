@@ -41,7 +41,8 @@ use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassU
 
 use super::db::{is_token_byte, syntax_config, Bot, BotDb, Category, DbError};
 use super::frozen::{self, is_version_byte, Part, MOZILLA};
-use super::vocab::{has_marker, MARKER_NEEDLES, SUSPECT_NEEDLES};
+use super::table::Table;
+use super::vocab::{MARKER_NEEDLES, SUSPECT_NEEDLES};
 use super::words::Folded;
 
 /// At most this many literal occurrences are resolved per UA (each costs one
@@ -137,6 +138,8 @@ pub(super) struct Automata {
     /// Precomputed walks over [`openings`], longest first (see
     /// [`Automata::scan`]).
     shortcuts: Vec<Shortcut>,
+    /// `fwd`'s transitions laid out for the walk (see `table`).
+    table: Table,
 }
 
 /// The openings of the precomputed walks: [`MOZILLA`], which serves every
@@ -156,15 +159,16 @@ fn opens_with(ua: &[u8], opening: &Folded) -> bool {
     ua.len() > opening.len() && opening.starts(ua)
 }
 
-/// The forward DFA's state after an opening, and whether a browser marker
-/// occurred in it; kept only if nothing else matched inside it.
+/// The walk's state after an opening (as an id of the walk table), and
+/// whether a browser marker occurred in it; kept only if nothing else
+/// matched inside it.
 #[derive(Debug, Clone)]
 struct Shortcut {
     opening: &'static Folded,
     /// The opening's byte after [`MOZILLA`]: only openings that agree
     /// on it are compared.
     key: u8,
-    state: StateID,
+    id: u32,
     marker: bool,
 }
 
@@ -374,7 +378,9 @@ impl Automata {
         fwd_patterns.extend(regex_res);
         let fwd = build_fwd(&fwd_patterns).map_err(build_err)?;
         let rev = build_rev(&literal_res).map_err(build_err)?;
-        let mut automata = Automata { fwd, rev, literals, regexes, shortcuts: Vec::new() };
+        let marker_only = |sid| (0..fwd.match_len(sid)).all(|i| fwd.match_pattern(sid, i).as_usize() == FWD_MARKER);
+        let table = Table::build(&fwd, marker_only).map_err(|e| build_err(e.into()))?;
+        let mut automata = Automata { fwd, rev, literals, regexes, shortcuts: Vec::new(), table };
         automata.shortcuts = openings().filter_map(|o| automata.walk_opening(o)).collect();
         automata.shortcuts.sort_by_key(|s| std::cmp::Reverse(s.opening.len()));
         Ok(automata)
@@ -382,7 +388,7 @@ impl Automata {
 
     /// Heap bytes used by the automata.
     pub(super) fn memory_usage(&self) -> usize {
-        self.fwd.memory_usage() + self.rev.memory_usage()
+        self.fwd.memory_usage() + self.rev.memory_usage() + self.table.memory_usage()
     }
 
     /// Runs the reverse DFA backwards from `end`; calls `found` with each
@@ -427,26 +433,51 @@ impl Automata {
 
     fn scan_with(&self, ua: &[u8], shortcuts: &[Shortcut]) -> Scan {
         let mut scan = Scan::default();
-        let fwd = &self.fwd;
-        let Ok(mut sid) = fwd.start_state_forward(&Input::new(ua)) else {
-            // Cannot happen with these patterns (no Unicode word boundaries);
-            // fall back to the word rules alone.
-            scan.n_suspect = MAX_ENDS + 1;
-            scan.marker = has_marker(ua);
-            return scan;
-        };
+        let (fwd, table) = (&self.fwd, &self.table);
+        let mut id = table.start();
         // The walk over an opening always ends in the same state and reports
         // at most a browser marker on the way (checked when it was computed).
         let mut skip = 0;
         if opens_with(ua, &MOZILLA) {
             let key = ua[MOZILLA.len()].to_ascii_lowercase();
             if let Some(s) = shortcuts.iter().find(|s| (s.key == key || s.key == 0) && opens_with(ua, s.opening)) {
-                sid = s.state;
+                id = s.id;
                 skip = s.opening.len();
                 scan.marker = s.marker;
             }
         }
-        for (i, &b) in ua.iter().enumerate().skip(skip) {
+        let mut bound = table.stop_bound(scan.marker);
+        for (i, &b) in ua[skip..].iter().enumerate() {
+            id = table.step(id, b);
+            if id < bound {
+                if table.is_marker_only(id) {
+                    scan.marker = true;
+                    bound = table.stop_bound(true);
+                    continue;
+                }
+                let sid = table.dfa_state(id);
+                if !fwd.is_match_state(sid) {
+                    break; // dead or quit
+                }
+                self.collect(sid, skip + i, &mut scan);
+                bound = table.stop_bound(scan.marker);
+            }
+        }
+        let sid = fwd.next_eoi_state(table.dfa_state(id));
+        if fwd.is_match_state(sid) {
+            self.collect(sid, ua.len(), &mut scan);
+        }
+        scan
+    }
+
+    /// [`Automata::scan`] walking the DFA itself, without shortcuts: what
+    /// the table's walk must agree with.
+    #[cfg(test)]
+    fn scan_dfa(&self, ua: &[u8]) -> Scan {
+        let mut scan = Scan::default();
+        let fwd = &self.fwd;
+        let mut sid = fwd.start_state_forward(&Input::new(ua)).unwrap();
+        for (i, &b) in ua.iter().enumerate() {
             sid = fwd.next_state(sid, b.to_ascii_lowercase());
             if fwd.is_special_state(sid) {
                 if fwd.is_match_state(sid) {
@@ -572,7 +603,8 @@ impl Automata {
         }
         let only_marker = Scan { marker: scan.marker, ..Scan::default() };
         let key = text.get(MOZILLA.len()).copied().unwrap_or(0);
-        (scan == only_marker).then_some(Shortcut { opening, key, state: sid, marker: scan.marker })
+        let id = self.table.id(sid)?;
+        (scan == only_marker).then_some(Shortcut { opening, key, id, marker: scan.marker })
     }
 }
 
@@ -664,6 +696,40 @@ mod tests {
         // The walks never see uppercase, so the alphabet must not split it.
         let classes = a.fwd.byte_classes();
         assert!((b'A'..=b'Z').all(|b| classes.get(b) == classes.get(b'A')));
+    }
+
+    /// The walk over the table finds what the walk over the DFA finds, for
+    /// every sample, reference browser and opening, in both cases, and for
+    /// bytes of any value.
+    #[test]
+    fn the_table_walks_as_the_dfa_does() {
+        let db = BotDb::builtin();
+        let c = Automata::build(&db).unwrap();
+        let samples = db.bots().iter().flat_map(|b| b.samples.iter().cloned());
+        let openings = openings().map(|o| String::from_utf8_lossy(o.text()).into_owned());
+        let texts: Vec<String> = samples
+            .chain(REFERENCE_BROWSERS.iter().map(|s| s.to_string()))
+            .chain(openings)
+            .flat_map(|t| [t.to_uppercase(), t.clone(), t[..t.len() / 2].to_owned(), t])
+            .collect();
+        for t in &texts {
+            assert_eq!(c.scan_with(t.as_bytes(), &[]), c.scan_dfa(t.as_bytes()), "{t}");
+        }
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        runner
+            .run(&proptest::collection::vec(proptest::num::u8::ANY, 0..300), |bytes| {
+                proptest::prop_assert_eq!(c.scan_with(&bytes, &[]), c.scan_dfa(&bytes));
+                Ok(())
+            })
+            .unwrap();
+        // A database with regexes and open-ended literals.
+        let yaml = "version: 1\nbots:\n  - {name: Jav, operator: T, category: tool, robots_tokens: [Jav], \
+                    ua_regex: '(?:^|[^A-Za-z0-9_-])JaVa/[0-9]+x?$', ua: ['Zq*', '.net'], obeys_robots: false}\n";
+        let a = Automata::build(&BotDb::from_yaml(yaml).unwrap()).unwrap();
+        for t in ["Java/17", "x JAVA/8x", "java/1y", "Zqq .NET clr", ""] {
+            assert_eq!(a.scan_with(t.as_bytes(), &[]), a.scan_dfa(t.as_bytes()), "{t}");
+            assert_eq!(a.scan(t.as_bytes()), a.scan_dfa(t.as_bytes()), "{t}");
+        }
     }
 
     #[test]

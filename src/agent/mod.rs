@@ -31,6 +31,7 @@ pub mod extensions;
 mod frozen;
 mod memo;
 mod purpose;
+mod table;
 mod unknown;
 mod vocab;
 mod words;

@@ -242,6 +242,59 @@ impl WordSet {
     }
 }
 
+/// Short lowercase needles, searched for inside a word all at once.
+///
+/// A robot word is any of some forty needles inside a word. Searching for
+/// each in turn cost about 2,500 instructions per suspect word (a feature
+/// phone's `Java` and `UNTRUSTED` made a browser string cost 12,000). Here a
+/// word is read once: each pair of adjacent bytes is looked up in a bitmap
+/// of the needles' first two bytes, and only where a pair begins a needle are
+/// the needles of that first byte compared.
+pub(super) struct Needles {
+    /// Bit `a * 256 + b` is set when some needle begins with `a b`.
+    pairs: Vec<u64>,
+    /// The needles by first byte, each with whether it is strong.
+    by_first: Vec<Vec<(&'static [u8], bool)>>,
+}
+
+impl Needles {
+    /// `strong` and `weak` needles, lowercase, of two bytes or more.
+    fn new(strong: &[&'static str], weak: &[&'static str]) -> Needles {
+        let mut pairs = vec![0u64; 65536 / 64];
+        let mut by_first = vec![Vec::new(); 256];
+        let tagged = strong.iter().map(|n| (n, true)).chain(weak.iter().map(|n| (n, false)));
+        for (n, is_strong) in tagged {
+            let n = n.as_bytes();
+            assert!(n.len() >= 2 && !n.iter().any(u8::is_ascii_uppercase), "needle {n:?}");
+            let key = usize::from(n[0]) << 8 | usize::from(n[1]);
+            pairs[key / 64] |= 1 << (key % 64);
+            by_first[usize::from(n[0])].push((n, is_strong));
+        }
+        Needles { pairs, by_first }
+    }
+
+    /// The strongest needle in `hay` (lowercase): `Some(true)` if a strong
+    /// one occurs, `Some(false)` if only weak ones do, `None` if none does.
+    pub(super) fn find(&self, hay: &[u8]) -> Option<bool> {
+        let mut weak = false;
+        for (i, pair) in hay.windows(2).enumerate() {
+            let key = usize::from(pair[0]) << 8 | usize::from(pair[1]);
+            if self.pairs[key / 64] & (1 << (key % 64)) == 0 {
+                continue;
+            }
+            for &(n, is_strong) in &self.by_first[usize::from(pair[0])] {
+                if hay[i..].starts_with(n) {
+                    if is_strong {
+                        return Some(true);
+                    }
+                    weak = true;
+                }
+            }
+        }
+        weak.then_some(false)
+    }
+}
+
 /// The word lists as sets, built on first use.
 pub(super) struct Sets {
     markers: WordSet,
@@ -250,6 +303,8 @@ pub(super) struct Sets {
     pub(super) lang: WordSet,
     pub(super) not_a_name: WordSet,
     pub(super) generic: WordSet,
+    /// [`STRONG_BOT_WORDS`] (strong) and [`WEAK_BOT_WORDS`].
+    pub(super) robot_words: Needles,
 }
 
 pub(super) fn sets() -> &'static Sets {
@@ -261,6 +316,7 @@ pub(super) fn sets() -> &'static Sets {
         lang: WordSet::new(LANG_PARTS),
         not_a_name: WordSet::new(NOT_A_NAME),
         generic: WordSet::new(GENERIC),
+        robot_words: Needles::new(STRONG_BOT_WORDS, WEAK_BOT_WORDS),
     })
 }
 
@@ -291,7 +347,8 @@ pub(super) fn is_marker(word: &[u8]) -> bool {
 }
 
 /// Whether any [`MARKER_NEEDLES`] occurs (the slow twin of the automaton's
-/// marker signal, used when the caller has no automaton result).
+/// marker signal, for tests).
+#[cfg(test)]
 pub(super) fn has_marker(ua: &[u8]) -> bool {
     MARKER_NEEDLES.iter().any(|n| contains_ci(ua, n))
 }

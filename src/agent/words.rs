@@ -36,8 +36,20 @@ pub(super) struct Word {
 }
 
 pub(super) const fn is_word_byte(b: u8) -> bool {
-    is_token_byte(b) || b == b'.'
+    WORD_BYTES[b as usize]
 }
+
+/// [`is_word_byte`] for every byte: one load where the comparisons it stands
+/// for cost about eleven instructions a byte in the word loop.
+const WORD_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = is_token_byte(b as u8) || b as u8 == b'.';
+        b += 1;
+    }
+    t
+};
 
 /// Iterates words; linear, no allocation.
 pub(super) struct Words<'a> {

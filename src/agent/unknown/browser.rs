@@ -134,15 +134,16 @@ pub(super) fn impossible_shape(ua: &[u8], frozen_end: Option<usize>) -> Option<O
 }
 
 /// Whether `ua` holds `compatible` (any case) or a dot before a lowercase
-/// letter. Eight bytes at a time, a chunk is looked into only if it holds a
-/// `.` or a `c` (a browser string has a dozen): this runs for every browser
-/// string that is not a frozen one.
+/// letter. Eight bytes at a time: the positions of every `.` and `c` (any
+/// case) in a chunk are found at once, and only those are looked at (a
+/// browser string has a dozen): this runs for every browser string that is
+/// not a frozen one.
 fn may_have_shape(ua: &[u8]) -> bool {
     const COMPATIBLE: &[u8] = b"compatible";
     const ONES: u64 = 0x0101_0101_0101_0101;
-    // A byte of `v` is zero (and, rarely, a false alarm that the check below
-    // clears; never a miss).
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & (ONES << 7) != 0;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    // The high bit of each byte of `v` that is zero, and of no other byte.
+    let zero_bytes = |v: u64| !(((v & LOW7).wrapping_add(LOW7)) | v | LOW7);
     let hit = |i: usize| match ua[i] {
         b'.' => ua.get(i + 1).is_some_and(u8::is_ascii_lowercase),
         b'c' | b'C' => ua[i..].get(..COMPATIBLE.len()).is_some_and(|w| w.eq_ignore_ascii_case(COMPATIBLE)),
@@ -153,10 +154,13 @@ fn may_have_shape(ua: &[u8]) -> bool {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
-        let candidate =
-            has_zero(w ^ (ONES * u64::from(b'.'))) || has_zero((w | (ONES * 0x20)) ^ (ONES * u64::from(b'c')));
-        if candidate && (8 * n..8 * n + 8).any(hit) {
-            return true;
+        let mut candidates =
+            zero_bytes(w ^ (ONES * u64::from(b'.'))) | zero_bytes((w | (ONES * 0x20)) ^ (ONES * u64::from(b'c')));
+        while candidates != 0 {
+            if hit(8 * n + candidates.trailing_zeros() as usize / 8) {
+                return true;
+            }
+            candidates &= candidates - 1;
         }
     }
     (ua.len() - chunks.remainder().len()..ua.len()).any(hit)
@@ -165,7 +169,42 @@ fn may_have_shape(ua: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::tests::slow;
-    use super::impossible_shape;
+    use super::{impossible_shape, may_have_shape};
+
+    /// The chunked search answers as looking at every byte does.
+    #[test]
+    fn may_have_shape_as_byte_by_byte() {
+        let naive = |ua: &[u8]| {
+            (0..ua.len()).any(|i| match ua[i] {
+                b'.' => ua.get(i + 1).is_some_and(u8::is_ascii_lowercase),
+                _ => ua[i..].get(..10).is_some_and(|w| w.eq_ignore_ascii_case(b"compatible")),
+            })
+        };
+        let parts = proptest::sample::select(vec![
+            &b"."[..],
+            b"c",
+            b"C",
+            b"compatible",
+            b"COMPATIBLE",
+            b"Compatibl",
+            b"a",
+            b"0",
+            b" ",
+            b"\xff",
+            b"\x80",
+            b"/",
+            b".x",
+            b"\x2e",
+        ]);
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        runner
+            .run(&proptest::collection::vec(parts, 0..40), |parts| {
+                let ua = parts.concat();
+                proptest::prop_assert_eq!(may_have_shape(&ua), naive(&ua));
+                Ok(())
+            })
+            .unwrap();
+    }
 
     #[test]
     fn what_no_modern_browser_writes_makes_a_robot() {

@@ -3,7 +3,7 @@
 //! evidence and the candidates for a name.
 
 use super::name::{is_app_product, is_generic, is_nameable, is_numbered_name, trim_name};
-use crate::agent::vocab::{sets, STRONG_BOT_WORDS, WEAK_BOT_WORDS};
+use crate::agent::vocab::sets;
 use crate::agent::words::{
     contains, email_at, find_ci, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at, DeviceModel,
     Word, Words, MAX_WORD,
@@ -50,17 +50,18 @@ pub(super) fn has_bot(word: &[u8]) -> bool {
 pub(super) fn is_robot_word(word: &[u8]) -> bool {
     let mut buf = [0u8; MAX_WORD];
     let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
-    has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n))
+    has_bot(word) || sets().robot_words.find(low) == Some(true)
 }
 
 pub(super) fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {
     let word = &ua[w.start..w.end];
     let mut buf = [0u8; MAX_WORD];
     let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
-    if has_bot(word) || STRONG_BOT_WORDS.iter().any(|n| contains(low, n)) {
+    let found = sets().robot_words.find(low);
+    if found == Some(true) || has_bot(word) {
         return WordEvidence::Robot { strong: true };
     }
-    if WEAK_BOT_WORDS.iter().any(|n| contains(low, n)) {
+    if found == Some(false) {
         return WordEvidence::Robot { strong: false };
     }
     // Automation conventions: `ips-agent`, `GomezAgent` (not `User-Agent` or
@@ -102,6 +103,13 @@ pub(super) fn evidence_if_hit(ua: &[u8], w: &Word, hits: Option<&[u32]>) -> Word
     } else {
         WordEvidence::None
     }
+}
+
+/// Whether a suspect needle ends in `w`, right after it, or right at its
+/// start (a `+` before it): `hits` as for [`evidence_if_hit`]. Every contact
+/// address and every word with robot evidence is near a hit.
+fn near_hit(w: &Word, hits: Option<&[u32]>) -> bool {
+    hits.is_none_or(|h| h.iter().any(|&e| (w.start..=w.end + 1).contains(&(e as usize))))
 }
 
 /// What one pass of the word rules found: robot evidence and name candidates.
@@ -158,13 +166,22 @@ pub(super) fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]
         if w.start < skip_until {
             continue;
         }
-        if let Some(end) = url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) {
+        // A contact address needs a suspect needle at the word or right
+        // around it (`http`, `www.`, `@` after it, `+` before it, `(at)`),
+        // and so does robot evidence (see `evidence_if_hit`).
+        let near = near_hit(&w, hits);
+        if !near && !names {
+            continue;
+        }
+        let contact =
+            if near { url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) } else { None };
+        if let Some(end) = contact {
             f.evidence = true;
             f.contact.get_or_insert(w.start);
             skip_until = end;
             continue;
         }
-        if obfuscated_at(ua, &w) {
+        if near && obfuscated_at(ua, &w) {
             f.evidence = true;
             f.contact.get_or_insert(w.start);
             continue;
@@ -172,7 +189,7 @@ pub(super) fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]
         if f.evidence && !names {
             break; // evidence is all the caller wants
         }
-        let evidence = evidence_if_hit(ua, &w, hits);
+        let evidence = if near { evidence_if_hit(ua, &w, hits) } else { WordEvidence::None };
         if !names && evidence == WordEvidence::None {
             continue;
         }
@@ -267,6 +284,43 @@ mod tests {
         for w in ["Robotics", "Botswana", "abbotsford"] {
             assert!(!has_bot(w.as_bytes()), "{w}");
         }
+    }
+
+    /// The one-pass needle search finds what searching for each needle in
+    /// turn finds.
+    #[test]
+    fn robot_words_in_one_pass_as_one_by_one() {
+        use crate::agent::vocab::{STRONG_BOT_WORDS, WEAK_BOT_WORDS};
+        let naive = |low: &[u8]| {
+            if STRONG_BOT_WORDS.iter().any(|n| contains(low, n)) {
+                Some(true)
+            } else {
+                WEAK_BOT_WORDS.iter().any(|n| contains(low, n)).then_some(false)
+            }
+        };
+        let needles: Vec<&str> = STRONG_BOT_WORDS.iter().chain(WEAK_BOT_WORDS).copied().collect();
+        let mut words: Vec<String> = Vec::new();
+        for a in &needles {
+            words.push((*a).to_owned());
+            words.push(a[1..].to_owned());
+            words.push(a[..a.len() - 1].to_owned());
+            for b in &needles {
+                words.push(format!("{a}{b}"));
+                words.push(format!("x{}{}", &a[..a.len() - 1], &b[1..]));
+            }
+        }
+        words.extend(["", "c", "untrusted", "java", "crawlerbot", "mirrorcheck"].map(String::from));
+        for w in &words {
+            assert_eq!(sets().robot_words.find(w.as_bytes()), naive(w.as_bytes()), "{w}");
+        }
+        let alphabet = proptest::sample::select(vec![b'a', b'c', b'e', b'h', b'k', b'r', b's', b'w', b'l', b'o', b'-']);
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        runner
+            .run(&proptest::collection::vec(alphabet, 0..40), |w| {
+                proptest::prop_assert_eq!(sets().robot_words.find(&w), naive(&w));
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]
