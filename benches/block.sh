@@ -5,8 +5,11 @@
 # in robotgate's own bot database, conf/bots.yaml) with PCRE's JIT off and
 # on, and robotgate refusing the same requests because its robots.txt
 # disallows them (GPTBot verified by a loopback feed of its own, so this is
-# the robots.txt refusal, 403, not the spoofed-identity one). Each contender
-# also proxies browser traffic to the same origin. Alternates the cases for
+# the robots.txt refusal, 403, not the spoofed-identity one). Also the floor
+# of any Pingora refusal: the bare Pingora passthrough (examples/passthrough.rs)
+# answering 403 from `request_filter` when the User-Agent contains `GPTBot`,
+# with nothing else done. Each contender also proxies browser traffic to the
+# same origin. Alternates the cases for
 # several rounds and prints, per case, requests/s, p50/p99 latency and CPU
 # time per request of the contender's process (utime + stime from
 # /proc/PID/stat over the run, all threads), then the ratios.
@@ -15,7 +18,7 @@
 #
 # One worker each (nginx in one process, robotgate with one thread). Installs
 # wrk and nginx from Debian if missing. Loopback only; stops everything it
-# started; bounded by ROUNDS x 6 x SECONDS plus a few seconds.
+# started; bounded by ROUNDS x 7 x SECONDS plus a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -24,11 +27,11 @@ CONNS=${3:-64}
 
 . benches/common.sh
 install_missing wrk:wrk nginx:nginx-light curl:curl
-cargo build --release --bin robotgate >/dev/null 2>&1
+cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
 start_work
 
-ORIGIN=18120 NOJIT=18121 JIT=18122 GATE=18123
+ORIGIN=18120 NOJIT=18121 JIT=18122 GATE=18123 FLOOR=18124
 mkdir -p "$WORK/www"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 start_origin "$WORK" "$ORIGIN"
@@ -47,8 +50,10 @@ robotgate_verified_conf "$WORK"
 target/release/robotgate serve --config "$WORK/robotgate-verified.yaml" --pid-file "$WORK/rg.pid" \
   --upgrade-sock "$WORK/rg.sock" >/dev/null 2>&1 &
 PIDS+=($!) PID_OF[$GATE]=$!
+target/release/examples/passthrough "127.0.0.1:$FLOOR" "127.0.0.1:$ORIGIN" 1 refuse >/dev/null 2>&1 &
+PIDS+=($!) PID_OF[$FLOOR]=$!
 
-for port in $NOJIT $JIT $GATE; do
+for port in $NOJIT $JIT $GATE $FLOOR; do
   for _ in $(seq 1 40); do curl -s -o /dev/null "http://127.0.0.1:$port/page.html" && break; sleep 0.25; done
   code=$(curl -s -o /dev/null -w '%{http_code}' -A "$GPTBOT" "http://127.0.0.1:$port/page.html")
   [ "$code" = 403 ] || { echo "port $port answers GPTBot with $code, not 403" >&2; exit 1; }
@@ -62,6 +67,7 @@ CASES=(
   "nginx-block-nojit-bot|$NOJIT|$GPTBOT"
   "nginx-block-jit-bot|$JIT|$GPTBOT"
   "robotgate-bot-blocked|$GATE|$GPTBOT"
+  "pingora-floor-bot|$FLOOR|$GPTBOT"
   "nginx-block-nojit-browser|$NOJIT|$CHROME"
   "nginx-block-jit-browser|$JIT|$CHROME"
   "robotgate-browser|$GATE|$CHROME"
@@ -105,8 +111,10 @@ m() { median <<<"${1}"; }
 awk -v rg="$(m "${RPS[robotgate-bot-blocked]}")" -v nj="$(m "${RPS[nginx-block-nojit-bot]}")" \
   -v j="$(m "${RPS[nginx-block-jit-bot]}")" -v cb="$(m "${CPU[robotgate-bot-blocked]}")" \
   -v cr="$(m "${CPU[robotgate-browser]}")" -v cnj="$(m "${CPU[nginx-block-nojit-bot]}")" \
-  -v cj="$(m "${CPU[nginx-block-jit-bot]}")" 'BEGIN {
+  -v cj="$(m "${CPU[nginx-block-jit-bot]}")" -v fl="$(m "${RPS[pingora-floor-bot]}")" \
+  -v cf="$(m "${CPU[pingora-floor-bot]}")" 'BEGIN {
     printf "  blocked req/s  robotgate/nginx-nojit %.2f   robotgate/nginx-jit %.2f   (target >= 1.0 vs nojit)\n", rg/nj, rg/j
+    printf "  Pingora floor  floor/nginx-jit %.2f req/s, %.2f CPU   robotgate/floor %.2f req/s, %.2f CPU\n", fl/j, cf/cj, rg/fl, cb/cf
     printf "  blocked CPU    robotgate/nginx-nojit %.2f   robotgate/nginx-jit %.2f\n", cb/cnj, cb/cj
     printf "  robotgate CPU  blocked bot / proxied browser %.2f   (target <= 0.5)\n", cb/cr
   }'

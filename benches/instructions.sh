@@ -38,6 +38,7 @@ head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 start_origin "$WORK" "$ORIGIN"
 # nginx in one process (no master) so that callgrind sees its worker.
 nginx_proxy_conf "$WORK/proxy.conf" "$PROXY" "$ORIGIN" 1 'daemon off;' 'master_process off;'
+nginx_block_conf "$WORK/block-jit.conf" "$PROXY" "$ORIGIN" 1 on 'daemon off;' 'master_process off;'
 robotgate_conf "$WORK" "$PROXY" "$ORIGIN" 1
 robotgate_verified_conf "$WORK"
 
@@ -76,6 +77,10 @@ measure robotgate-browser "$CHROME" target/release/robotgate serve --config "$WO
 measure robotgate-bot-allowed "$GOOGLEBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"
 measure robotgate-bot-blocked "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate-verified.yaml"
 measure robotgate-bot-spoofed "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"
+# The refusals' floor: nginx's User-Agent block (PCRE JIT on) and the bare
+# Pingora passthrough refusing GPTBot from `request_filter` (see block.sh).
+measure nginx-jit-blocked "$GPTBOT" nginx -c "$WORK/block-jit.conf"
+measure passthrough-refuse-blocked "$GPTBOT" target/release/examples/passthrough "127.0.0.1:$PROXY" "127.0.0.1:$ORIGIN" 1 refuse
 [ -f "$WORK/result.nginx" ] && [ -f "$WORK/result.passthrough" ] && [ -f "$WORK/result.robotgate-browser" ] &&
   [ -f "$WORK/result.passthrough-forward" ] &&
 awk -v a="$(cat "$WORK/result.robotgate-browser")" -v b="$(cat "$WORK/result.passthrough")" \
