@@ -13,7 +13,7 @@
 
 use std::sync::OnceLock;
 
-use super::words::{contains_ci, lower, MAX_WORD};
+use super::words::{lower, MAX_WORD};
 
 /// Lowercase substrings that make a UA worth the word-level robot rules:
 /// robot words, library and runtime names, contact-address markers. Every rule
@@ -350,11 +350,11 @@ pub(super) fn is_marker(word: &[u8]) -> bool {
 /// marker signal, for tests).
 #[cfg(test)]
 pub(super) fn has_marker(ua: &[u8]) -> bool {
-    MARKER_NEEDLES.iter().any(|n| contains_ci(ua, n))
+    MARKER_NEEDLES.iter().any(|n| super::words::contains_ci(ua, n))
 }
 
 /// Whether any [`SUSPECT_NEEDLES`] occurs (slow twin of the suspect signal).
 #[cfg(test)]
 pub(super) fn has_suspect(ua: &[u8]) -> bool {
-    SUSPECT_NEEDLES.iter().any(|n| contains_ci(ua, n))
+    SUSPECT_NEEDLES.iter().any(|n| super::words::contains_ci(ua, n))
 }
