@@ -28,11 +28,41 @@ pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// A time in Unix milliseconds as RFC 3339 UTC with milliseconds
 /// (`2026-11-23T21:09:50.123Z`), the form records use.
+///
+/// The digits are written into a fixed template: `format!` cost about 3,000
+/// instructions, a tenth of a refused request's own work.
 pub fn rfc3339_ms(unix_ms: u64) -> String {
     let secs = unix_ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, unix_ms % 1000)
+    let Some(year) = u64::try_from(y).ok().filter(|&y| y <= 9999) else {
+        // After the year 9999: as many digits as it takes.
+        return format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60,
+            unix_ms % 1000
+        );
+    };
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    // (offset, width, value) of each field.
+    let fields = [
+        (0, 4, year),
+        (5, 2, m as u64),
+        (8, 2, d as u64),
+        (11, 2, rem / 3600),
+        (14, 2, rem % 3600 / 60),
+        (17, 2, rem % 60),
+        (20, 3, unix_ms % 1000),
+    ];
+    for (at, width, mut value) in fields {
+        for digit in text[at..at + width].iter_mut().rev() {
+            *digit = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    }
+    text.iter().map(|&b| char::from(b)).collect()
 }
 
 /// The Unix milliseconds of an RFC 3339 UTC time of the form records use
@@ -73,6 +103,32 @@ mod tests {
         assert_eq!(parse_rfc3339_ms("2026-11-23T21:09:50Z"), Some(1_795_468_190_000));
         for bad in ["", "2026-11-23", "2026-13-01T00:00:00Z", "2026-11-23T21:09:50+01:00", "2026-11-23T21:09:5xZ"] {
             assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_template_writes_what_format_writes() {
+        let format = |unix_ms: u64| {
+            let secs = unix_ms / 1000;
+            let (days, rem) = (secs / 86_400, secs % 86_400);
+            let (y, m, d) = civil_from_days(days as i64);
+            format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60,
+                unix_ms % 1000
+            )
+        };
+        let mut ms = 0u64;
+        while ms < 400_000_000_000_000 {
+            assert_eq!(rfc3339_ms(ms), format(ms), "{ms}");
+            ms = ms * 3 + 7_919;
+        }
+        for ms in
+            [0, 999, 1_000, 86_399_999, 951_782_400_007, 1_795_468_190_123, 253_402_300_799_999, 253_402_300_800_000]
+        {
+            assert_eq!(rfc3339_ms(ms), format(ms), "{ms}");
         }
     }
 
