@@ -16,8 +16,9 @@
 //!   request path;
 //! * what is used here: a **forward** unanchored dense DFA with only a few
 //!   patterns (0: every `ua` literal as one alternation, with its whole-token
-//!   boundaries; 1: the suspect needles; 2: the browser-marker needles; then
-//!   one pattern per `ua_regex`), which builds in tens of milliseconds and
+//!   boundaries; 1: the suspect needles; 2: the browser-marker needles; 3:
+//!   what the shape rule looks for; then one pattern per `ua_regex`), which
+//!   builds in tens of milliseconds and
 //!   needs no cache, plus a **reverse** anchored dense DFA with one pattern per
 //!   literal (anchored, so it is a trie: cheap to build). The forward pass
 //!   reports where a literal ends; the reverse DFA, run backwards from each such
@@ -63,8 +64,16 @@ pub(super) const MAX_LITERAL_LEN: usize = 128;
 const FWD_LITERALS: usize = 0;
 const FWD_SUSPECT: usize = 1;
 const FWD_MARKER: usize = 2;
+const FWD_SHAPE_HINT: usize = 3;
 /// First forward pattern id of the `ua_regex`es.
-const FWD_REGEX0: usize = 3;
+const FWD_REGEX0: usize = 4;
+
+/// What a browser-shaped string must hold for the shape rule
+/// (`unknown::browser`) to find a robot in it: `compatible`, or a dot before
+/// a letter (a host name's last label). The walk reads bytes lowercased, so
+/// this finds a dot before an uppercase letter too: more than the rule
+/// needs, never less.
+const SHAPE_HINTS: &str = r"compatible|\.[a-z]";
 
 /// What the forward pass found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,11 +88,21 @@ pub(super) struct Scan {
     suspect_ends: [u32; MAX_ENDS],
     pub(super) n_suspect: usize,
     pub(super) marker: bool,
+    /// End offset of the last [`SHAPE_HINTS`] match; 0 if none.
+    pub(super) shape_hint_end: u32,
 }
 
 impl Default for Scan {
     fn default() -> Self {
-        Scan { ends: [0; MAX_ENDS], n_ends: 0, regex: None, suspect_ends: [0; MAX_ENDS], n_suspect: 0, marker: false }
+        Scan {
+            ends: [0; MAX_ENDS],
+            n_ends: 0,
+            regex: None,
+            suspect_ends: [0; MAX_ENDS],
+            n_suspect: 0,
+            marker: false,
+            shape_hint_end: 0,
+        }
     }
 }
 
@@ -375,7 +394,8 @@ impl Automata {
             }
         }
         let all_literals = literals_regex(db);
-        let mut fwd_patterns = vec![all_literals, alternation(SUSPECT_NEEDLES), alternation(MARKER_NEEDLES)];
+        let mut fwd_patterns =
+            vec![all_literals, alternation(SUSPECT_NEEDLES), alternation(MARKER_NEEDLES), SHAPE_HINTS.to_owned()];
         fwd_patterns.extend(regex_res);
         let fwd = build_fwd(&fwd_patterns).map_err(build_err)?;
         let rev = build_rev(&literal_res).map_err(build_err)?;
@@ -448,21 +468,39 @@ impl Automata {
             }
         }
         let mut bound = table.stop_bound(scan.marker);
-        for (i, &b) in ua[skip..].iter().enumerate() {
+        let rest = &ua[skip..];
+        let mut i = 0;
+        loop {
+            // Four steps at a time while none of them stops: one comparison
+            // for four bytes. A stop among them is taken again one byte at a
+            // time below, from the state before the four.
+            while let Some(&[b0, b1, b2, b3]) = rest.get(i..i + 4) {
+                let s0 = table.step(id, b0);
+                let s1 = table.step(s0, b1);
+                let s2 = table.step(s1, b2);
+                let s3 = table.step(s2, b3);
+                if s0.min(s1).min(s2.min(s3)) < bound {
+                    break;
+                }
+                id = s3;
+                i += 4;
+            }
+            let Some(&b) = rest.get(i) else { break };
             id = table.step(id, b);
             if id < bound {
                 if table.is_marker_only(id) {
                     scan.marker = true;
                     bound = table.stop_bound(true);
-                    continue;
+                } else {
+                    let sid = table.dfa_state(id);
+                    if !fwd.is_match_state(sid) {
+                        break; // dead or quit
+                    }
+                    self.collect(sid, skip + i, &mut scan);
+                    bound = table.stop_bound(scan.marker);
                 }
-                let sid = table.dfa_state(id);
-                if !fwd.is_match_state(sid) {
-                    break; // dead or quit
-                }
-                self.collect(sid, skip + i, &mut scan);
-                bound = table.stop_bound(scan.marker);
             }
+            i += 1;
         }
         let sid = fwd.next_eoi_state(table.dfa_state(id));
         if fwd.is_match_state(sid) {
@@ -511,6 +549,7 @@ impl Automata {
                     scan.n_suspect = (scan.n_suspect + 1).min(MAX_ENDS + 1);
                 }
                 FWD_MARKER => scan.marker = true,
+                FWD_SHAPE_HINT => scan.shape_hint_end = end as u32,
                 pid => {
                     let (rank, entry) = self.regexes[pid - FWD_REGEX0];
                     if scan.regex.is_none_or(|(b, _)| rank < b) {

@@ -62,7 +62,13 @@ pub struct Classifier {
 
 /// The automaton's signals, as the word rules take them.
 fn signals(scan: &Scan, frozen_end: Option<usize>) -> Signals<'_> {
-    Signals { suspect: scan.n_suspect > 0, suspect_ends: scan.all_suspect_ends(), marker: scan.marker, frozen_end }
+    Signals {
+        suspect: scan.n_suspect > 0,
+        suspect_ends: scan.all_suspect_ends(),
+        marker: scan.marker,
+        frozen_end,
+        shape_hint_end: Some(scan.shape_hint_end as usize),
+    }
 }
 
 /// See [`Agent::announced`]. `announced` are the product tokens of the UA in
@@ -436,7 +442,13 @@ bots:
             let scan = c.automata.scan(ua);
             let (mut fast, mut full) = (Vec::new(), Vec::new());
             unknown::product_tokens(ua, &signals(&scan, None), &mut fast, MAX_UA_TOKENS);
-            let every_word = Signals { suspect: true, suspect_ends: None, marker: scan.marker, frozen_end: None };
+            let every_word = Signals {
+                suspect: true,
+                suspect_ends: None,
+                marker: scan.marker,
+                frozen_end: None,
+                shape_hint_end: None,
+            };
             unknown::product_tokens(ua, &every_word, &mut full, MAX_UA_TOKENS);
             assert_eq!(fast, full, "{}", String::from_utf8_lossy(ua));
             n += 1;

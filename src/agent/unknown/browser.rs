@@ -7,6 +7,7 @@
 //! browser itself, and browsers name products, not hosts.
 
 use super::name::{as_str, is_nameable, trim_name};
+use super::Signals;
 use crate::agent::frozen::MOZILLA;
 use crate::agent::vocab::is_host_name;
 use crate::agent::words::{Folded, Word, Words};
@@ -38,21 +39,28 @@ use crate::agent::words::{Folded, Word, Words};
 /// nearly all others, else one pass over the words of at most [`MAX_WORDS_LEN`](super::MAX_WORDS_LEN) bytes with a
 /// few byte comparisons per word; runs for every browser UA, allocates
 /// nothing.
-pub(super) fn impossible_shape(ua: &[u8], frozen_end: Option<usize>) -> Option<Option<&str>> {
+pub(super) fn impossible_shape<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Option<&'a str>> {
     const OPENING: &Folded = &MOZILLA;
     if ua.len() <= OPENING.len() || !OPENING.starts(ua) {
         return None;
     }
     // Neither shape can occur without `compatible` or a dot before a
-    // lowercase letter (a host name's last label): one byte scan spares
-    // nearly every browser the word pass. After a frozen opening it starts
-    // at the frozen part's last byte (a version's dot).
-    let from = match frozen_end {
+    // lowercase letter (a host name's last label), which spares nearly
+    // every browser the word pass. After a frozen opening they are looked
+    // for from the frozen part's last byte (a version's dot) on. The walk
+    // of the automaton notes where the last of them (or of more: a dot
+    // before any letter) ends; one that starts at `from` or later ends at
+    // `from + 2` or later.
+    let from = match sig.frozen_end {
         Some(end) if end == ua.len() => return None,
         Some(end) => end.saturating_sub(1),
         None => 0,
     };
-    if !may_have_shape(&ua[from..]) {
+    let may_have_shape = match sig.shape_hint_end {
+        Some(end) => end >= from + 2,
+        None => may_have_shape(&ua[from..]),
+    };
+    if !may_have_shape {
         return None;
     }
     // The platform comment: up to the first `)`; a nested `(` is not a shape
@@ -169,7 +177,7 @@ fn may_have_shape(ua: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::tests::slow;
-    use super::{impossible_shape, may_have_shape};
+    use super::{impossible_shape, may_have_shape, Signals};
 
     /// The chunked search answers as looking at every byte does.
     #[test]
@@ -303,11 +311,24 @@ mod tests {
                 " Frob.io/2.0",
             ] {
                 let ua = format!("{opening}{tail}");
-                let end = crate::agent::frozen::frozen_end(ua.as_bytes()).map(|(_, end)| end);
-                assert!(end.is_some(), "{ua}");
-                let with = impossible_shape(ua.as_bytes(), end);
-                assert_eq!(with, impossible_shape(ua.as_bytes(), None), "{ua}");
-                n += usize::from(with.is_some());
+                let b = ua.as_bytes();
+                let frozen_end = crate::agent::frozen::frozen_end(b).map(|(_, end)| end);
+                assert!(frozen_end.is_some(), "{ua}");
+                // Where the walk's last hint ends: a dot before a letter of
+                // any case, or `compatible`.
+                let hint_end = (0..b.len())
+                    .filter_map(|i| match b[i] {
+                        b'.' => b.get(i + 1).is_some_and(u8::is_ascii_alphabetic).then_some(i + 2),
+                        _ => b[i..].get(..10).is_some_and(|w| w.eq_ignore_ascii_case(b"compatible")).then_some(i + 10),
+                    })
+                    .max()
+                    .unwrap_or(0);
+                let without = impossible_shape(b, &Signals::of(b));
+                for shape_hint_end in [None, Some(hint_end)] {
+                    let sig = Signals { frozen_end, shape_hint_end, ..Signals::of(b) };
+                    assert_eq!(impossible_shape(b, &sig), without, "{ua}");
+                }
+                n += usize::from(without.is_some());
             }
         }
         assert!(n >= 4, "{n} robots among them");

@@ -57,6 +57,10 @@ pub(super) struct Signals<'h> {
     /// Where the frozen browser shape the UA opens with ends, if it opens
     /// with one (`None` also means not looked for: always safe).
     pub frozen_end: Option<usize>,
+    /// Where the last `compatible` or dot before a letter (any case) ends:
+    /// `Some(0)` if there is none, `None` if not looked for (then the shape
+    /// rule looks itself).
+    pub shape_hint_end: Option<usize>,
 }
 
 impl Signals<'_> {
@@ -68,6 +72,7 @@ impl Signals<'_> {
             suspect_ends: None,
             marker: super::vocab::has_marker(ua),
             frozen_end: None,
+            shape_hint_end: None,
         }
     }
 }
@@ -94,7 +99,7 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
         return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
     }
     if sig.marker || first_word_is_browser(ua) {
-        return impossible_shape(ua, sig.frozen_end).map(|name| Unknown { name });
+        return impossible_shape(ua, sig).map(|name| Unknown { name });
     }
     Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) })
 }
