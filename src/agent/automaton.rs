@@ -468,39 +468,47 @@ impl Automata {
             }
         }
         let mut bound = table.stop_bound(scan.marker);
+        let walker = table.walker();
         let rest = &ua[skip..];
         let mut i = 0;
-        loop {
+        'walk: loop {
             // Four steps at a time while none of them stops: one comparison
-            // for four bytes. A stop among them is taken again one byte at a
-            // time below, from the state before the four.
-            while let Some(&[b0, b1, b2, b3]) = rest.get(i..i + 4) {
-                let s0 = table.step(id, b0);
-                let s1 = table.step(s0, b1);
-                let s2 = table.step(s1, b2);
-                let s3 = table.step(s2, b3);
+            // for four bytes. The four with a stop among them, or the last
+            // few bytes, are walked again one at a time, from the state
+            // before them.
+            for &[b0, b1, b2, b3] in rest[i..].as_chunks::<4>().0 {
+                let s0 = walker.step(id, b0);
+                let s1 = walker.step(s0, b1);
+                let s2 = walker.step(s1, b2);
+                let s3 = walker.step(s2, b3);
                 if s0.min(s1).min(s2.min(s3)) < bound {
                     break;
                 }
                 id = s3;
                 i += 4;
             }
-            let Some(&b) = rest.get(i) else { break };
-            id = table.step(id, b);
-            if id < bound {
+            let block = &rest[i..rest.len().min(i + 4)];
+            if block.is_empty() {
+                break;
+            }
+            for (k, &b) in block.iter().enumerate() {
+                id = walker.step(id, b);
+                if id >= bound {
+                    continue;
+                }
                 if table.is_marker_only(id) {
                     scan.marker = true;
                     bound = table.stop_bound(true);
-                } else {
-                    let sid = table.dfa_state(id);
-                    if !fwd.is_match_state(sid) {
-                        break; // dead or quit
-                    }
-                    self.collect(sid, skip + i, &mut scan);
-                    bound = table.stop_bound(scan.marker);
+                    continue;
                 }
+                let sid = table.dfa_state(id);
+                if !fwd.is_match_state(sid) {
+                    break 'walk; // dead or quit
+                }
+                self.collect(sid, skip + i + k, &mut scan);
+                bound = table.stop_bound(scan.marker);
             }
-            i += 1;
+            i += block.len();
         }
         let sid = fwd.next_eoi_state(table.dfa_state(id));
         if fwd.is_match_state(sid) {

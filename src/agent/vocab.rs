@@ -7,13 +7,11 @@
 //! so a browser UA without any suspect needle is decided by one automaton
 //! pass, without running the word rules at all.
 //!
-//! Cost: words are compared through a lowercase copy of at most
-//! [`MAX_WORD`] bytes against sets bucketed by first byte, or against a fixed
-//! number of short needles.
+//! Cost: a word is compared ASCII case-insensitively with the few entries of
+//! a set that share its first byte and its length, or searched once for a
+//! fixed number of short needles.
 
 use std::sync::OnceLock;
-
-use super::words::{lower, MAX_WORD};
 
 /// Lowercase substrings that make a UA worth the word-level robot rules:
 /// robot words, library and runtime names, contact-address markers. Every rule
@@ -226,14 +224,10 @@ impl WordSet {
 
     /// Whether `word` (any case) is in the set. No allocation.
     pub(super) fn contains(&self, word: &[u8]) -> bool {
-        let mut buf = [0u8; MAX_WORD];
-        lower(word, &mut buf).is_some_and(|w| self.contains_lower(w))
-    }
-
-    /// Whether `word`, already lowercase, is in the set.
-    fn contains_lower(&self, word: &[u8]) -> bool {
         let Some(&first) = word.first() else { return false };
-        self.0[usize::from(first)].iter().any(|s| s.len() == word.len() && *s == word)
+        self.0[usize::from(first.to_ascii_lowercase())]
+            .iter()
+            .any(|s| s.len() == word.len() && s.eq_ignore_ascii_case(word))
     }
 
     /// The words that begin with the (lowercase) byte `first`.
@@ -357,4 +351,27 @@ pub(super) fn has_marker(ua: &[u8]) -> bool {
 #[cfg(test)]
 pub(super) fn has_suspect(ua: &[u8]) -> bool {
     SUSPECT_NEEDLES.iter().any(|n| super::words::contains_ci(ua, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A set's entries are lowercase: a lookup compares them with a word of
+    /// any case, and a list's words match in any case.
+    #[test]
+    fn set_entries_are_lowercase() {
+        for list in [MARKER_NEEDLES, FIRST_WORDS, LIB_PARTS, LANG_PARTS, NOT_A_NAME, GENERIC] {
+            let set = WordSet::new(list);
+            for w in list {
+                assert!(!w.bytes().any(|b| b.is_ascii_uppercase()), "{w}");
+                let upper = w.to_ascii_uppercase();
+                assert_eq!(
+                    set.contains(upper.trim_end_matches(['/', ';']).as_bytes()),
+                    !w.trim_end_matches(['/', ';']).is_empty(),
+                    "{w}"
+                );
+            }
+        }
+    }
 }

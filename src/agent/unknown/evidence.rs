@@ -5,8 +5,8 @@
 use super::name::{is_app_product, is_generic, is_nameable, is_numbered_name, trim_name};
 use crate::agent::vocab::sets;
 use crate::agent::words::{
-    contains, email_at, find_ci, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at, DeviceModel,
-    Word, Words, MAX_WORD,
+    contains, email_at, find_ci, is_word_byte, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at,
+    DeviceModel, Word, Words, MAX_WORD,
 };
 
 /// What kind of robot evidence a word carries.
@@ -110,6 +110,75 @@ pub(super) fn evidence_if_hit(ua: &[u8], w: &Word, hits: Option<&[u32]>) -> Word
 /// address and every word with robot evidence is near a hit.
 fn near_hit(w: &Word, hits: Option<&[u32]>) -> bool {
     hits.is_none_or(|h| h.iter().any(|&e| (w.start..=w.end + 1).contains(&(e as usize))))
+}
+
+/// Whether [`findings`] finds evidence (`findings(ua, marker, false,
+/// hits).evidence`), looking only at the words near a hit when `hits` are
+/// known.
+///
+/// Evidence needs a suspect needle at the word or right around it
+/// ([`near_hit`]), so the words the full pass would look at are those around
+/// each hit, at most three per hit, in order. A feature phone's browser
+/// string holds two such needles (`Java`, `UNTRUSTED`) among twenty words;
+/// the full pass read them all.
+pub(super) fn has_evidence(ua: &[u8], marker: bool, hits: Option<&[u32]>) -> bool {
+    let Some(ends) = hits else {
+        return findings(ua, marker, false, None).evidence;
+    };
+    let mut devices = DeviceModel::new(ua);
+    let mut last: Option<usize> = None;
+    for &e in ends {
+        let e = e as usize;
+        for (start, end) in words_near(ua, e) {
+            if last.is_some_and(|l| start <= l) {
+                continue; // already looked at
+            }
+            last = Some(start);
+            // The depth is only needed once there is evidence to weigh.
+            let mut w = Word { start, end, depth: 0 };
+            if url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)).is_some()
+                || obfuscated_at(ua, &w)
+            {
+                return true;
+            }
+            let evidence = evidence_if_hit(ua, &w, hits);
+            if evidence == WordEvidence::None {
+                continue;
+            }
+            w.depth = depth_at(ua, start);
+            match evidence {
+                _ if devices.contains(&w) => {}
+                WordEvidence::Library { .. } if marker && w.depth > 0 => {}
+                _ => return true,
+            }
+        }
+    }
+    false
+}
+
+/// The words `w` of `ua` (as [`Words`] splits it) with `w.start <= e <=
+/// w.end + 1`, in order, as `(start, end)`: the one ending right before
+/// `e - 1`, the one holding `e - 1`, the one starting at `e`.
+fn words_near(ua: &[u8], e: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let word_byte = |i: usize| ua.get(i).is_some_and(|&b| is_word_byte(b));
+    let around = |i: usize| {
+        let start = ua[..i].iter().rposition(|&b| !is_word_byte(b)).map_or(0, |p| p + 1);
+        let end = ua[i..].iter().position(|&b| !is_word_byte(b)).map_or(ua.len(), |p| p + i);
+        (start, end)
+    };
+    let before = (e >= 2 && !word_byte(e - 1) && word_byte(e - 2)).then(|| around(e - 2));
+    let holding = (e >= 1 && word_byte(e - 1)).then(|| around(e - 1));
+    let starting = (word_byte(e) && (e == 0 || !word_byte(e - 1))).then(|| around(e));
+    before.into_iter().chain(holding).chain(starting)
+}
+
+/// The parenthesis depth [`Words`] gives a word starting at `start`.
+fn depth_at(ua: &[u8], start: usize) -> u32 {
+    ua[..start].iter().fold(0u32, |d, &b| match b {
+        b'(' => d.saturating_add(1),
+        b')' => d.saturating_sub(1),
+        _ => d,
+    })
 }
 
 /// What one pass of the word rules found: robot evidence and name candidates.

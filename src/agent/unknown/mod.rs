@@ -34,7 +34,7 @@ mod evidence;
 mod name;
 
 use self::browser::impossible_shape;
-use self::evidence::{evidence_if_hit, findings, is_robot_word, WordEvidence};
+use self::evidence::{evidence_if_hit, findings, has_evidence, is_robot_word, WordEvidence};
 use self::name::{as_str, name_ok, pick_name, trim_name};
 use super::vocab::{first_word_is_browser, is_browser_vocabulary};
 use super::words::{email_at, plus_domain_at, url_at, DeviceModel, Words};
@@ -95,7 +95,7 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
     }
     // No suspect needle at all: no word can carry evidence.
     let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
-    if sig.suspect && findings(ua, sig.marker, false, hits).evidence {
+    if sig.suspect && has_evidence(ua, sig.marker, hits) {
         return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
     }
     if sig.marker || first_word_is_browser(ua) {
