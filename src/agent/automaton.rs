@@ -468,7 +468,7 @@ impl Automata {
             }
         }
         let mut bound = table.stop_bound(scan.marker);
-        let walker = table.walker();
+
         let rest = &ua[skip..];
         let mut i = 0;
         'walk: loop {
@@ -477,10 +477,10 @@ impl Automata {
             // few bytes, are walked again one at a time, from the state
             // before them.
             for &[b0, b1, b2, b3] in rest[i..].as_chunks::<4>().0 {
-                let s0 = walker.step(id, b0);
-                let s1 = walker.step(s0, b1);
-                let s2 = walker.step(s1, b2);
-                let s3 = walker.step(s2, b3);
+                let s0 = table.step(id, b0);
+                let s1 = table.step(s0, b1);
+                let s2 = table.step(s1, b2);
+                let s3 = table.step(s2, b3);
                 if s0.min(s1).min(s2.min(s3)) < bound {
                     break;
                 }
@@ -492,7 +492,7 @@ impl Automata {
                 break;
             }
             for (k, &b) in block.iter().enumerate() {
-                id = walker.step(id, b);
+                id = table.step(id, b);
                 if id >= bound {
                     continue;
                 }

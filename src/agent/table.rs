@@ -10,18 +10,21 @@
 //! States whose only match is a browser marker come right after those, so
 //! that once a walk has seen a marker, the comparison lets them pass: a
 //! browser string names half a dozen markers, and each stop cost about 70
-//! instructions. The transitions are padded to a power of two and indexed
-//! through a mask, which needs no bounds check. With the walk taking four
-//! bytes between comparisons (`Automata::scan`), a byte costs about 9
-//! instructions (`bash benches/classify_instructions.sh`).
+//! instructions. With the walk taking four bytes between comparisons
+//! (`Automata::scan`), a byte costs about 9 instructions (`bash
+//! benches/classify_instructions.sh`).
+//!
+//! A walk is bound by latency, not instructions: each step's load needs the
+//! one before it, about six cycles a byte. Indexing through a mask instead
+//! of a bounds check saved an instruction a byte but put an `and` on that
+//! chain, and was about 5% slower (`cargo bench --bench classify`); it is
+//! not done.
 //!
 //! It is built once per database from the DFA itself, by following every
 //! column from the start state, so a walk over it visits exactly the states
 //! the DFA would (tested against the DFA's own walk). The DFA stays for what
 //! a state means: the patterns a match state holds, and the end-of-input
-//! transition. The table costs about as much memory as the DFA's own, twice
-//! that with its padding (which the system does not back until touched, and
-//! nothing touches).
+//! transition. The table costs about as much memory as the DFA's own.
 
 use std::collections::HashMap;
 
@@ -37,11 +40,8 @@ pub(super) struct Table {
     /// Columns per state.
     stride: u32,
     /// `next[id + column]`: the next state's id. Ids are premultiplied by
-    /// `stride`. Its length is a power of two, `mask + 1`: the walk indexes
-    /// it with `& mask`, which needs no bounds check (the padding is zeros,
-    /// never reached, and left unwritten by the allocator).
+    /// `stride`.
     next: Vec<u32>,
-    mask: usize,
     /// Ids below this are match, dead or quit states, except those of
     /// `marker_below`.
     stop_below: u32,
@@ -105,16 +105,13 @@ impl Table {
         let too_big = || format!("{} states of {} columns do not fit the walk's table", dfa.len(), stride);
         let total = u32::try_from(dfa.len()).ok().and_then(|n| n.checked_mul(stride)).ok_or_else(too_big)?;
         let ids: HashMap<StateID, u32> = dfa.iter().enumerate().map(|(i, &s)| (s, i as u32 * stride)).collect();
-        let mut next = vec![0; (total as usize).next_power_of_two()];
-        for (row, &s) in next.chunks_exact_mut(stride as usize).zip(&dfa) {
-            for (to, &b) in row.iter_mut().zip(&reps) {
-                *to = ids[&fwd.next_state(s, b)];
-            }
+        let mut next = Vec::with_capacity(total as usize);
+        for &s in &dfa {
+            next.extend(reps.iter().map(|&b| ids[&fwd.next_state(s, b)]));
         }
         Ok(Table {
             column,
             stride,
-            mask: next.len() - 1,
             next,
             stop_below: bounds[0] * stride,
             marker_below: bounds[1] * stride,
@@ -135,11 +132,10 @@ impl Table {
         self.dfa.iter().position(|&s| s == dfa_state).map(|i| i as u32 * self.stride)
     }
 
-    /// The transitions, for a walk.
+    /// The state after `byte` (any case).
     #[inline]
-    pub(super) fn walker(&self) -> Walker<'_> {
-        // The slice's length is `mask + 1` where the walk can see it.
-        Walker { column: &self.column, next: &self.next[..=self.mask], mask: self.mask }
+    pub(super) fn step(&self, id: u32, byte: u8) -> u32 {
+        self.next[(id + u32::from(self.column[usize::from(byte)])) as usize]
     }
 
     /// The bound below which a walk stops: [`Table::stops`] if `marker`
@@ -165,24 +161,7 @@ impl Table {
         self.dfa[(id / self.stride) as usize]
     }
 
-    /// Bytes allocated, the padding of `next` included (most of it is never
-    /// touched, so the system does not back it).
     pub(super) fn memory_usage(&self) -> usize {
         self.next.len() * 4 + self.dfa.len() * 4 + 256
-    }
-}
-
-/// [`Table`]'s transitions, borrowed for one walk.
-pub(super) struct Walker<'t> {
-    column: &'t [u8; 256],
-    next: &'t [u32],
-    mask: usize,
-}
-
-impl Walker<'_> {
-    /// The state after `byte` (any case).
-    #[inline]
-    pub(super) fn step(&self, id: u32, byte: u8) -> u32 {
-        self.next[(id as usize + usize::from(self.column[usize::from(byte)])) & self.mask]
     }
 }
