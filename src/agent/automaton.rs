@@ -349,6 +349,70 @@ fn alternation(needles: &[&str]) -> String {
     re
 }
 
+/// UAs shorter than this are walked by one chain (see [`Ahead`]).
+const AHEAD_MIN: usize = 48;
+/// The walk ahead covers at most this many bytes, so a UA of up to twice
+/// this is split; a longer one is walked by one chain.
+const AHEAD_MAX: usize = 256;
+
+/// A second walk over the second half of a UA, from the start state, taken
+/// side by side with the walk over the first half.
+///
+/// Each step of a walk loads the state the previous step found, so one walk
+/// runs at the speed of the load latency, about six cycles a byte, while
+/// the processor has room for more loads. The walk ahead starts at `from`,
+/// the middle, without knowing the state the real walk will be in there,
+/// and goes on while it meets no match, dead or quit state (it passes
+/// marker-only ones, noting them in `marker`: a marker it meets is in the
+/// UA, as marker needles need no context), keeping its state every four
+/// bytes. When the real walk reaches `from` it goes on alone until, at one
+/// of those four-byte marks, its state is the one the walk ahead had there:
+/// from that state the two walks are the same, so it takes the walk ahead's
+/// last state and goes on from there. Browser strings forget their
+/// beginning within a few bytes, so the real walk rarely goes far before
+/// the two agree. A UA that never agrees costs the walk ahead's work and
+/// no time lost to its answer: every byte the real walk skips, it would
+/// have walked through the same states.
+struct Ahead {
+    /// Where in the UA (after the opening skipped) the walk ahead started.
+    from: usize,
+    /// Its state at `from + 4 * k` for `k` in `0..=blocks`.
+    states: [u32; AHEAD_MAX / 4 + 1],
+    /// How many blocks of four bytes it walked; 0 also once it is used.
+    blocks: usize,
+    /// Whether it passed a marker-only state.
+    marker: bool,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many walks of this thread took a walk ahead over (for tests).
+    static TAKEN_OVER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Ahead {
+    fn new() -> Ahead {
+        Ahead { from: 0, states: [0; AHEAD_MAX / 4 + 1], blocks: 0, marker: false }
+    }
+
+    /// Walks one block of four bytes with a stop among them, one byte at a
+    /// time from `b`; `false` if it meets a state that is not marker-only
+    /// below `bound`: the walk ahead ends before this block.
+    fn block(&mut self, table: &Table, b: &mut u32, bound: &mut u32, bytes: [u8; 4]) -> bool {
+        for byte in bytes {
+            *b = table.step(*b, byte);
+            if *b < *bound {
+                if !table.is_marker_only(*b) {
+                    return false;
+                }
+                self.marker = true;
+                *bound = table.stop_bound(true);
+            }
+        }
+        true
+    }
+}
+
 impl Automata {
     /// Compiles the patterns of `db` (checked across entries by the caller).
     ///
@@ -454,7 +518,7 @@ impl Automata {
 
     fn scan_with(&self, ua: &[u8], shortcuts: &[Shortcut]) -> Scan {
         let mut scan = Scan::default();
-        let (fwd, table) = (&self.fwd, &self.table);
+        let table = &self.table;
         let mut id = table.start();
         // The walk over an opening always ends in the same state and reports
         // at most a browser marker on the way (checked when it was computed).
@@ -468,15 +532,73 @@ impl Automata {
             }
         }
         let mut bound = table.stop_bound(scan.marker);
-
         let rest = &ua[skip..];
         let mut i = 0;
+        // A walk is a chain of dependent loads, so a second walk over the
+        // second half, side by side with the first, costs little time; see
+        // `Ahead`. The first walk takes it over where the two agree.
+        let mut ahead = Ahead::new();
+        if (AHEAD_MIN..=2 * AHEAD_MAX).contains(&rest.len()) {
+            ahead.from = rest.len() / 2 & !3;
+            let mut b = table.start();
+            let mut b_bound = table.stop_bound(false);
+            ahead.states[0] = b;
+            let mut alive = true;
+            while let (Some(&[a0, a1, a2, a3]), Some(&[c0, c1, c2, c3])) = (
+                rest.get(i..i + 4).filter(|_| i + 4 <= ahead.from),
+                rest.get(ahead.from + 4 * ahead.blocks..ahead.from + 4 * ahead.blocks + 4).filter(|_| alive),
+            ) {
+                let s0 = table.step(id, a0);
+                let s1 = table.step(s0, a1);
+                let s2 = table.step(s1, a2);
+                let s3 = table.step(s2, a3);
+                let t0 = table.step(b, c0);
+                let t1 = table.step(t0, c1);
+                let t2 = table.step(t1, c2);
+                let t3 = table.step(t2, c3);
+                if s0.min(s1).min(s2.min(s3)) < bound {
+                    if !self.walk_block(&mut id, &mut bound, &rest[i..i + 4], skip + i, &mut scan) {
+                        return self.end(scan, id, ua.len(), false);
+                    }
+                } else {
+                    id = s3;
+                }
+                i += 4;
+                if t0.min(t1).min(t2.min(t3)) < b_bound {
+                    alive = ahead.block(table, &mut b, &mut b_bound, [c0, c1, c2, c3]);
+                } else {
+                    b = t3;
+                }
+                if alive {
+                    ahead.blocks += 1;
+                    ahead.states[ahead.blocks] = b;
+                }
+            }
+        }
         'walk: loop {
             // Four steps at a time while none of them stops: one comparison
             // for four bytes. The four with a stop among them, or the last
             // few bytes, are walked again one at a time, from the state
             // before them.
             for &[b0, b1, b2, b3] in rest[i..].as_chunks::<4>().0 {
+                if ahead.blocks > 0 && i >= ahead.from {
+                    let k = (i - ahead.from) / 4;
+                    if k >= ahead.blocks {
+                        ahead.blocks = 0; // past where the walk ahead stopped
+                    } else if id == ahead.states[k] {
+                        // From here on this walk is the one ahead: take its end.
+                        #[cfg(test)]
+                        TAKEN_OVER.with(|n| n.set(n.get() + 1));
+                        id = ahead.states[ahead.blocks];
+                        i = ahead.from + 4 * ahead.blocks;
+                        if ahead.marker {
+                            scan.marker = true;
+                            bound = table.stop_bound(true);
+                        }
+                        ahead.blocks = 0;
+                        continue 'walk;
+                    }
+                }
                 let s0 = table.step(id, b0);
                 let s1 = table.step(s0, b1);
                 let s2 = table.step(s1, b2);
@@ -491,28 +613,47 @@ impl Automata {
             if block.is_empty() {
                 break;
             }
-            for (k, &b) in block.iter().enumerate() {
-                id = table.step(id, b);
-                if id >= bound {
-                    continue;
-                }
-                if table.is_marker_only(id) {
-                    scan.marker = true;
-                    bound = table.stop_bound(true);
-                    continue;
-                }
-                let sid = table.dfa_state(id);
-                if !fwd.is_match_state(sid) {
-                    break 'walk; // dead or quit
-                }
-                self.collect(sid, skip + i + k, &mut scan);
-                bound = table.stop_bound(scan.marker);
+            if !self.walk_block(&mut id, &mut bound, block, skip + i, &mut scan) {
+                return self.end(scan, id, ua.len(), false);
             }
             i += block.len();
         }
-        let sid = fwd.next_eoi_state(table.dfa_state(id));
-        if fwd.is_match_state(sid) {
-            self.collect(sid, ua.len(), &mut scan);
+        self.end(scan, id, ua.len(), true)
+    }
+
+    /// Walks `block` (at `at` in the UA) one byte at a time from `id`,
+    /// reporting what its stops hold; `false` if it reached a dead or quit
+    /// state (the walk is over).
+    fn walk_block(&self, id: &mut u32, bound: &mut u32, block: &[u8], at: usize, scan: &mut Scan) -> bool {
+        let table = &self.table;
+        for (k, &b) in block.iter().enumerate() {
+            *id = table.step(*id, b);
+            if *id >= *bound {
+                continue;
+            }
+            if table.is_marker_only(*id) {
+                scan.marker = true;
+                *bound = table.stop_bound(true);
+                continue;
+            }
+            let sid = table.dfa_state(*id);
+            if !self.fwd.is_match_state(sid) {
+                return false; // dead or quit
+            }
+            self.collect(sid, at + k, scan);
+            *bound = table.stop_bound(scan.marker);
+        }
+        true
+    }
+
+    /// The end of a walk in `id` at the end of a UA of `len` bytes: the
+    /// end-of-input transition, unless the walk `ended` in a dead or quit state.
+    fn end(&self, mut scan: Scan, id: u32, len: usize, ended: bool) -> Scan {
+        if ended {
+            let sid = self.fwd.next_eoi_state(self.table.dfa_state(id));
+            if self.fwd.is_match_state(sid) {
+                self.collect(sid, len, &mut scan);
+            }
         }
         scan
     }
@@ -778,6 +919,62 @@ mod tests {
             assert_eq!(a.scan_with(t.as_bytes(), &[]), a.scan_dfa(t.as_bytes()), "{t}");
             assert_eq!(a.scan(t.as_bytes()), a.scan_dfa(t.as_bytes()), "{t}");
         }
+    }
+
+    /// Long UAs made of browser tokens, robot names, needles and hints, in
+    /// any case: the walk with a walk ahead reports what the DFA's own walk
+    /// does, and takes the walk ahead over in most of them.
+    #[test]
+    fn the_walk_ahead_changes_nothing() {
+        let db = BotDb::builtin();
+        let c = Automata::build(&db).unwrap();
+        let yaml = "version: 1\nbots:\n  - {name: Jav, operator: T, category: tool, robots_tokens: [Jav], \
+                    ua_regex: '(?:^|[^A-Za-z0-9_-])JaVa/[0-9]+x?$', ua: ['Zq*', '.net'], obeys_robots: false}\n";
+        let regexes = Automata::build(&BotDb::from_yaml(yaml).unwrap()).unwrap();
+        let mut parts: Vec<String> = [
+            "Mozilla/5.0 (",
+            "Linux; Android 13; ",
+            "SM-S918B",
+            ") AppleWebKit/537.36 (KHTML, like Gecko) ",
+            "Chrome/120.0.0.0 ",
+            "Mobile Safari/537.36",
+            " [FB_IAB/FB4A;FBAV/440.0.0.0;]",
+            "Java/17",
+            "java/1y",
+            " .NET CLR 2.0",
+            "compatible; ",
+            "x.example.com",
+            " ",
+            ";",
+            "(",
+            ")",
+            "/",
+            "0",
+            "é",
+            "\u{0}",
+        ]
+        .map(String::from)
+        .to_vec();
+        parts.extend(db.bots().iter().flat_map(|b| b.samples.iter().cloned()).step_by(7));
+        let part = proptest::sample::select(parts);
+        let case = proptest::bool::weighted(0.2);
+        let before = TAKEN_OVER.with(|n| n.get());
+        let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+            cases: 3000,
+            ..proptest::test_runner::Config::default()
+        });
+        runner
+            .run(&(proptest::collection::vec(part, 1..16), case), |(parts, upper)| {
+                let ua = parts.concat();
+                let ua = if upper { ua.to_uppercase() } else { ua };
+                for a in [&c, &regexes] {
+                    proptest::prop_assert_eq!(a.scan(ua.as_bytes()), a.scan_dfa(ua.as_bytes()), "{}", ua);
+                }
+                Ok(())
+            })
+            .unwrap();
+        let taken = TAKEN_OVER.with(|n| n.get()) - before;
+        assert!(taken > 1000, "{taken} walks took the walk ahead over");
     }
 
     #[test]
