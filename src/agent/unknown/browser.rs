@@ -35,10 +35,10 @@ use crate::agent::words::{Folded, Word, Words};
 /// block) leaves it a browser; the robot evidence of rule 2 (robot words,
 /// contact URLs and addresses, libraries) is what finds robots among them.
 ///
-/// Cost: one comparison for the frozen desktop strings, one byte scan for
-/// nearly all others, else one pass over the words of at most [`MAX_WORDS_LEN`](super::MAX_WORDS_LEN) bytes with a
-/// few byte comparisons per word; runs for every browser UA, allocates
-/// nothing.
+/// Cost: a few comparisons for nearly every browser string (the walk's
+/// hints say whether the shapes can occur), else one pass over the words of
+/// at most [`MAX_WORDS_LEN`](super::MAX_WORDS_LEN) bytes with a few byte
+/// comparisons per word; runs for every browser UA, allocates nothing.
 pub(super) fn impossible_shape<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Option<&'a str>> {
     const OPENING: &Folded = &MOZILLA;
     if ua.len() <= OPENING.len() || !OPENING.starts(ua) {
@@ -144,8 +144,9 @@ pub(super) fn impossible_shape<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Op
 /// Whether `ua` holds `compatible` (any case) or a dot before a lowercase
 /// letter. Eight bytes at a time: the positions of every `.` and `c` (any
 /// case) in a chunk are found at once, and only those are looked at (a
-/// browser string has a dozen): this runs for every browser string that is
-/// not a frozen one.
+/// browser string has a dozen). Classifying does not need it: the walk of
+/// the automaton notes where these end ([`Signals::shape_hint_end`]); this
+/// is for signals computed without the walk.
 fn may_have_shape(ua: &[u8]) -> bool {
     const COMPATIBLE: &[u8] = b"compatible";
     const ONES: u64 = 0x0101_0101_0101_0101;
