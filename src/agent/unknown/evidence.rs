@@ -127,6 +127,9 @@ pub(super) fn has_evidence(ua: &[u8], marker: bool, hits: Option<&[u32]>) -> boo
     };
     let mut devices = DeviceModel::new(ua);
     let mut last: Option<usize> = None;
+    // Where the depth was last counted up to, and the depth there: words
+    // come in order, so counting resumes (one pass over the UA in all).
+    let mut counted = (0, 0);
     for &e in ends {
         let e = e as usize;
         for (start, end) in words_near(ua, e) {
@@ -145,7 +148,8 @@ pub(super) fn has_evidence(ua: &[u8], marker: bool, hits: Option<&[u32]>) -> boo
             if evidence == WordEvidence::None {
                 continue;
             }
-            w.depth = depth_at(ua, start);
+            counted = (start, depth_from(ua, counted, start));
+            w.depth = counted.1;
             match evidence {
                 _ if devices.contains(&w) => {}
                 WordEvidence::Library { .. } if marker && w.depth > 0 => {}
@@ -172,9 +176,10 @@ fn words_near(ua: &[u8], e: usize) -> impl Iterator<Item = (usize, usize)> + '_ 
     before.into_iter().chain(holding).chain(starting)
 }
 
-/// The parenthesis depth [`Words`] gives a word starting at `start`.
-fn depth_at(ua: &[u8], start: usize) -> u32 {
-    ua[..start].iter().fold(0u32, |d, &b| match b {
+/// The parenthesis depth [`Words`] gives a word starting at `start`, given
+/// the depth `at.1` at `at.0 <= start`.
+fn depth_from(ua: &[u8], at: (usize, u32), start: usize) -> u32 {
+    ua[at.0..start].iter().fold(at.1, |d, &b| match b {
         b'(' => d.saturating_add(1),
         b')' => d.saturating_sub(1),
         _ => d,
