@@ -544,19 +544,15 @@ impl Automata {
             let mut b_bound = table.stop_bound(false);
             ahead.states[0] = b;
             let mut alive = true;
-            while let (Some(&[a0, a1, a2, a3]), Some(&[c0, c1, c2, c3])) = (
-                rest.get(i..i + 4).filter(|_| i + 4 <= ahead.from),
-                rest.get(ahead.from + 4 * ahead.blocks..ahead.from + 4 * ahead.blocks + 4).filter(|_| alive),
+            while let (Some(&a), Some(&c)) = (
+                rest.get(i..i + 4).filter(|_| i + 4 <= ahead.from).and_then(|s| <&[u8; 4]>::try_from(s).ok()),
+                rest.get(ahead.from + 4 * ahead.blocks..ahead.from + 4 * ahead.blocks + 4)
+                    .filter(|_| alive)
+                    .and_then(|s| <&[u8; 4]>::try_from(s).ok()),
             ) {
-                let s0 = table.step(id, a0);
-                let s1 = table.step(s0, a1);
-                let s2 = table.step(s1, a2);
-                let s3 = table.step(s2, a3);
-                let t0 = table.step(b, c0);
-                let t1 = table.step(t0, c1);
-                let t2 = table.step(t1, c2);
-                let t3 = table.step(t2, c3);
-                if s0.min(s1).min(s2.min(s3)) < bound {
+                let (s3, s_low) = table.step4(id, a);
+                let (t3, t_low) = table.step4(b, c);
+                if s_low < bound {
                     if !self.walk_block(&mut id, &mut bound, &rest[i..i + 4], skip + i, &mut scan) {
                         return self.end(scan, id, ua.len(), false);
                     }
@@ -564,8 +560,8 @@ impl Automata {
                     id = s3;
                 }
                 i += 4;
-                if t0.min(t1).min(t2.min(t3)) < b_bound {
-                    alive = ahead.block(table, &mut b, &mut b_bound, [c0, c1, c2, c3]);
+                if t_low < b_bound {
+                    alive = ahead.block(table, &mut b, &mut b_bound, c);
                 } else {
                     b = t3;
                 }
@@ -580,7 +576,7 @@ impl Automata {
             // for four bytes. The four with a stop among them, or the last
             // few bytes, are walked again one at a time, from the state
             // before them.
-            for &[b0, b1, b2, b3] in rest[i..].as_chunks::<4>().0 {
+            for &bytes in rest[i..].as_chunks::<4>().0 {
                 if ahead.blocks > 0 && i >= ahead.from {
                     let k = (i - ahead.from) / 4;
                     if k >= ahead.blocks {
@@ -599,14 +595,11 @@ impl Automata {
                         continue 'walk;
                     }
                 }
-                let s0 = table.step(id, b0);
-                let s1 = table.step(s0, b1);
-                let s2 = table.step(s1, b2);
-                let s3 = table.step(s2, b3);
-                if s0.min(s1).min(s2.min(s3)) < bound {
+                let (last, lowest) = table.step4(id, bytes);
+                if lowest < bound {
                     break;
                 }
-                id = s3;
+                id = last;
                 i += 4;
             }
             let block = &rest[i..rest.len().min(i + 4)];

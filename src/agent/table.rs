@@ -138,6 +138,17 @@ impl Table {
         self.next[(id + u32::from(self.column[usize::from(byte)])) as usize]
     }
 
+    /// The states after four bytes from `id`: the last, and the lowest of
+    /// the four (below [`Table::stop_bound`] if one of them stops).
+    #[inline]
+    pub(super) fn step4(&self, id: u32, [b0, b1, b2, b3]: [u8; 4]) -> (u32, u32) {
+        let s0 = self.step(id, b0);
+        let s1 = self.step(s0, b1);
+        let s2 = self.step(s1, b2);
+        let s3 = self.step(s2, b3);
+        (s3, s0.min(s1).min(s2.min(s3)))
+    }
+
     /// The bound below which a walk stops: [`Table::stops`] if `marker`
     /// (a marker was seen), else also at the marker-only states.
     #[inline]
