@@ -50,8 +50,8 @@ fn bench(c: &mut Criterion) {
     let classifier = Classifier::builtin();
     let bots = classifier.db().bots();
     let feeds: Vec<_> = bots.iter().map(|b| resolve(&table, &b.ip_ranges).unwrap_or_default()).collect();
-    let has_rdns: Vec<bool> = bots.iter().map(|b| !b.rdns.is_empty()).collect();
-    let ranges = RangesOnly(ByRanges { table: &table, feeds: &feeds, has_rdns: &has_rdns });
+    let rdns: Vec<_> = bots.iter().map(|b| b.rdns_use()).collect();
+    let ranges = RangesOnly(ByRanges { table: &table, feeds: &feeds, rdns: &rdns });
     let robots = RobotsTxt::compile(b"User-agent: *\nDisallow: /private/\n");
     let policy = PolicyConfig::default();
     let site = SiteRules::new("s", &policy, Some(&robots));

@@ -266,3 +266,50 @@ pub fn content_usage(data: &[u8]) {
     let _ = compiled.usage(&compiled.select(&["OtherBot"]), b"/x");
     let _ = lint::lint(robots.as_bytes());
 }
+
+/// Read arbitrary bytes as an edge's subrequest headers (`net::edge`): the
+/// input is lines `name: value` (split at `\n` and the first `:`); the first
+/// line, if it starts with `!`, names the target header instead of the
+/// default. Whatever comes back is consistent: a read request's target is
+/// the chosen header's one value, non-empty; its method is a token; a
+/// refusal names a header; and the host reading (`net::site_host`) of the
+/// host never panics and never keeps a port or a second trailing dot.
+pub fn edge_headers(data: &[u8]) {
+    use robotgate::net::edge::{read_original, EdgeHeaders, Fact};
+    let mut names = EdgeHeaders::default();
+    let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    if let Some(first) = lines.first().and_then(|l| l.strip_prefix(b"!")) {
+        let _ = names.set(Fact::Target, &String::from_utf8_lossy(first));
+        lines.remove(0);
+    }
+    let headers: Vec<(String, &[u8])> = lines
+        .iter()
+        .filter_map(|l| {
+            let i = l.iter().position(|&b| b == b':')?;
+            Some((String::from_utf8_lossy(&l[..i]).into_owned(), &l[i + 1..]))
+        })
+        .collect();
+    match read_original(&names, || headers.iter().map(|(k, v)| (k.as_str(), *v))) {
+        Ok(o) => {
+            assert!(!o.target.is_empty());
+            let chosen: Vec<&[u8]> =
+                headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(&names.target)).map(|(_, v)| *v).collect();
+            assert_eq!(chosen, [o.target], "the target is the chosen header's one value");
+            assert!(robotgate::net::edge::is_method(o.method));
+            site_host(o.host.as_bytes());
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+}
+
+/// The one reading of a request's host (`net::site_host`) over arbitrary
+/// bytes: never a panic; what it returns is inside the input, has no port,
+/// no trailing dot, and reads the same again.
+pub fn site_host(data: &[u8]) {
+    let Some(host) = robotgate::net::site_host(data) else { return };
+    assert!(host.len() <= data.len());
+    if !host.contains(':') {
+        assert!(!host.ends_with('.'), "{host:?}");
+        assert_eq!(robotgate::net::site_host(host.as_bytes()), Some(host), "reads the same again");
+    }
+}

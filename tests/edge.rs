@@ -71,6 +71,7 @@ fn start_gate(origin: &Origin, auth: u16, dns: &dns_server::Server) -> Gate {
         r#"
 listen: ["127.0.0.1:{{port}}"]
 auth: {{ listen: ["127.0.0.1:{auth}"] }}
+metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
 trusted_proxies: ["127.0.0.1/32", "{BALANCER}/32"]
 client_header: X-Forwarded-For
 grace_period: 1
@@ -286,13 +287,13 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_serve
     // A spoofed Googlebot behind a load balancer: the balancer (trusted)
     // names 203.0.113.9, the edge appends the balancer's address, and
     // robotgate walks the chain from the right past both trusted hops to the
-    // client. 203.0.113.9 is in none of Google's ranges, so reverse DNS
-    // decides, and its PTR names a host outside googlebot.com and google.com.
+    // client. 203.0.113.9 is in none of Google's ranges, which Google says
+    // are complete (issue #39): spoofed at once, without asking DNS.
     assert_eq!(dns.count_type(dns_server::PTR), 0, "{edge}: a lookup before any public claim");
     let claims = [("User-Agent", GOOGLEBOT), ("X-Forwarded-For", PUBLIC_CLIENT)];
     let r = get_from(port, BALANCER, "/page", &claims);
     assert_eq!(r.status, 403, "{edge}: {}\n{}", r.head, r.body);
-    assert!(dns.count_type(dns_server::PTR) >= 1, "{edge}: the claim was not put to reverse DNS");
+    assert_eq!(dns.count_type(dns_server::PTR), 0, "{edge}: complete ranges decide without DNS");
 
     // The origin saw the browser's page, GPTBot's /a, ChatGPT-User's page: no refusal, no robots.txt.
     assert_eq!(origin.hits(), served + 2, "{edge}: the origin saw a refused request");
@@ -315,6 +316,57 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_serve
     let spoofed = find("the spoofed Googlebot", &|r| r["directive"] == "spoofed-identity" && r["bot"] == "Googlebot");
     assert_eq!(spoofed["client"].as_str(), Some(PUBLIC_CLIENT), "{edge}: the walk stopped at the wrong hop");
     assert_eq!((spoofed["identity"].as_str(), spoofed["status"].as_u64()), (Some("spoofed"), Some(403)), "{edge}");
+
+    not_fooled_by_the_clients_own_headers(edge, port, gate, origin);
+}
+
+/// An unknown robot, held to the `*` group.
+const CRAWLER: &str = "FooCrawler/1.0 (+https://crawler.example/bot)";
+
+/// Issue #39: the auth listener reads each fact from the one header the edge
+/// writes. A client that sends its own version of any header that could
+/// name the target, method, host or scheme changes no verdict through the
+/// shipped snippet: a disallowed path stays refused, with a record naming
+/// the path it asked for, and a browser still gets its page (the snippet
+/// clears the competitors, so the auth listener never sees them).
+fn not_fooled_by_the_clients_own_headers(edge: &str, port: u16, gate: &Gate, origin: &Origin) {
+    let forged: [(&str, &str); 15] = [
+        ("X-Forwarded-Uri", "/index.html"),
+        ("X-Original-URI", "/index.html"),
+        ("X-Original-URL", "/index.html"),
+        ("X-Rewrite-URL", "/robots.txt"),
+        ("X-Forwarded-Method", "OPTIONS"),
+        ("X-Original-Method", "OPTIONS"),
+        ("X-HTTP-Method-Override", "OPTIONS"),
+        ("X-HTTP-Method", "OPTIONS"),
+        ("X-Method-Override", "OPTIONS"),
+        ("X-Forwarded-Host", "other.example"),
+        ("X-Original-Host", "other.example"),
+        ("X-Host", "other.example"),
+        ("X-Forwarded-Proto", "https"),
+        ("X-Forwarded-Scheme", "https"),
+        ("X-Scheme", "https"),
+    ];
+    let before = std::fs::read_to_string(gate.path("violations.jsonl")).unwrap_or_default().lines().count();
+    for (name, value) in forged {
+        let r = get_from(port, "127.0.0.8", "/private/forged", &[("User-Agent", CRAWLER), (name, value)]);
+        assert_eq!(r.status, 403, "{edge}: {name}: {value} let a robot through:\n{}\n{}", r.head, r.body);
+        let served = origin.hits();
+        let r = get_from(port, "127.0.0.8", "/page", &[("User-Agent", FIREFOX), (name, value)]);
+        assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{edge}: {name} changed a browser's verdict");
+        assert_eq!(origin.hits(), served + 1, "{edge}");
+    }
+    // A spoofed GPTBot (its test range is 127.0.0.0/30) that names robots.txt as its target.
+    let r = get_from(port, "127.0.0.8", "/private/gpt", &[("User-Agent", GPTBOT), ("X-Forwarded-Uri", "/robots.txt")]);
+    assert_eq!(r.status, 403, "{edge}: {}", r.head);
+    let recs = records(gate, before + forged.len() + 1);
+    let mine: Vec<_> = recs[before..].iter().filter(|r| r["client"] == "127.0.0.8").collect();
+    assert_eq!(mine.len(), forged.len() + 1, "{edge}: one record per refusal: {mine:#?}");
+    for r in &mine[..forged.len()] {
+        assert_eq!((r["path"].as_str(), r["status"].as_u64()), (Some("/private/forged"), Some(403)), "{edge}: {r}");
+        assert_eq!(r["method"].as_str(), Some("GET"), "{edge}: {r}");
+    }
+    assert_eq!(mine[forged.len()]["path"].as_str(), Some("/private/gpt"), "{edge}");
 }
 
 #[test]
@@ -332,10 +384,22 @@ fn nginx_auth_request_in_front() {
     let _nginx = start_nginx(dir.path(), port, &retarget(&snippet("nginx.conf"), &gate, auth, &origin));
     exercise("nginx", port, &gate, &origin, &dns);
 
-    // A subrequest that does not say what it is about: 400, naming the headers.
+    // A subrequest that does not say what it is about: 400, naming the header.
     let r = get(&format!("http://127.0.0.1:{auth}/"), &[("User-Agent", FIREFOX)]);
     assert_eq!(r.status, 400);
-    assert!(r.body.contains("X-Forwarded-Uri") && r.body.contains("X-Original-URI"), "{}", r.body);
+    assert!(r.body.contains("x-forwarded-uri") && r.body.contains("auth.headers.target"), "{}", r.body);
+    // An edge that forgot to clear a competitor is found on its first request.
+    let facts = [
+        ("X-Forwarded-Uri", "/private/x"),
+        ("X-Forwarded-Method", "GET"),
+        ("X-Forwarded-Host", "example.com"),
+        ("User-Agent", FIREFOX),
+    ];
+    assert_eq!(get(&format!("http://127.0.0.1:{auth}/"), &facts).status, 200);
+    let r = get(&format!("http://127.0.0.1:{auth}/"), &[&facts[..], &[("X-Original-URI", "/index.html")]].concat());
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("x-original-uri") && r.body.contains("clear"), "{}", r.body);
+    assert!(metric(&gate, "robotgate_auth_refused_total") >= 2.0);
 }
 
 #[test]
@@ -368,7 +432,16 @@ fn the_traefik_snippet_is_a_dynamic_configuration() {
         assert!(router["rule"].as_str().is_some_and(|r| r.contains("Host(`")), "router {name:?}");
     }
     let site = &http["routers"]["site"];
-    assert_eq!(site["middlewares"][0].as_str(), Some("robotgate"), "the site goes through robotgate");
+    let chain: Vec<&str> =
+        site["middlewares"].as_sequence().expect("middlewares").iter().filter_map(|m| m.as_str()).collect();
+    assert_eq!(chain, ["robotgate-clear", "robotgate"], "the site goes through robotgate, competitors cleared first");
+    // Issue #39: every header that could name a fact besides Traefik's own is cleared.
+    let cleared = &http["middlewares"]["robotgate-clear"]["headers"]["customRequestHeaders"];
+    for name in
+        ["X-Original-URI", "X-Original-URL", "X-Rewrite-URL", "X-Original-Method", "X-HTTP-Method-Override", "X-Host"]
+    {
+        assert_eq!(cleared[name].as_str(), Some(""), "{name} is not cleared");
+    }
     let files = &http["routers"]["robotgate-files"];
     assert!(files["rule"].as_str().is_some_and(|r| r.contains("/robots.txt") && r.contains("/humans.txt")));
     assert_eq!(files["service"].as_str(), Some("robotgate-files"));

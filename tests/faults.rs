@@ -79,8 +79,12 @@ fn rude_clients_do_not_hurt_others() {
     // Garbage request line.
     let answer = raw(gate.port, b"\x00\x01\x02 nonsense\r\n\r\n");
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 400"), "{answer}");
-    // A malformed Host: no site, no default -> 421.
+    // A Host that is not text: 400 (issue #39, one reading of Host; it was
+    // read as no host, 421, before). One that is text but no host name: no
+    // site is guessed for it, 421.
     let answer = raw(gate.port, b"GET / HTTP/1.1\r\nHost: \xff\xfe..:::\r\nConnection: close\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let answer = raw(gate.port, b"GET / HTTP/1.1\r\nHost: a..:::\r\nConnection: close\r\n\r\n");
     assert!(answer.starts_with("HTTP/1.1 421"), "{answer}");
     // Everyone else is still served.
     assert_eq!(get(&gate.url("/ok"), &[("User-Agent", FIREFOX)]).status, 200);

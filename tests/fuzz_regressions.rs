@@ -167,3 +167,29 @@ fn content_usage_inputs() {
     );
     assert!(n >= 8);
 }
+
+#[test]
+fn edge_headers_inputs() {
+    let n = replay(
+        "edge_headers",
+        checks::edge_headers,
+        &[
+            b"",
+            b"x-forwarded-uri:/a\nx-forwarded-method:GET\nx-forwarded-host:strict.test.:80",
+            b"!X-Original-URI\nx-original-uri:/a\nx-forwarded-uri:/b\nx-forwarded-method:GET\nx-forwarded-host:h",
+            b"x-forwarded-uri:/a\nX-FORWARDED-URI:/a\nx-forwarded-method:G T\nx-forwarded-host:\xff",
+            b"x-forwarded-uri:/a\nx-forwarded-method:GET\nx-forwarded-host:h\nx-forwarded-proto:gopher",
+        ],
+    );
+    assert!(n >= 5);
+}
+
+#[test]
+fn site_host_inputs() {
+    let n = replay(
+        "site_host",
+        checks::site_host,
+        &[b"", b"strict.test.", b"STRICT.TEST.:80", b"[::1]:8080", b"[::1", b"a..", b"\xff", b" : ", b"[]:"],
+    );
+    assert!(n >= 9);
+}

@@ -49,43 +49,55 @@ fn from(gate: &Gate, ip: &str, ua: &str, path: &str, extra: &[(&str, &str)]) -> 
     get(&gate.url(path), &headers).status
 }
 
+/// Applebot: Apple publishes ranges and host names, and does not say its
+/// ranges are complete, so reverse DNS decides outside them.
+const APPLEBOT: &str = "Mozilla/5.0 (compatible; Applebot/0.3; +http://www.apple.com/go/applebot)";
+
 #[test]
-fn googlebot_is_believed_from_its_ranges_or_its_reverse_dns_and_nowhere_else() {
+fn a_claim_is_believed_from_its_ranges_or_its_reverse_dns_and_nowhere_else() {
     let origin = common::Origin::start();
     let dns = Server::answering(&[
-        // A liar: its address names a host outside Google's domains.
+        // A liar: its address names a host outside Apple's domain.
         ("50.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
-        // A real Googlebot outside the shipped ranges: FCrDNS holds.
-        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "googlebot", "com"])),
-        ("crawl-198-51-100-60.googlebot.com", Answer::A("198.51.100.60".parse().unwrap())),
-        // A PTR inside Google's domains whose forward lookup disagrees.
-        ("70.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-1-2-3-4", "googlebot", "com"])),
-        ("crawl-1-2-3-4.googlebot.com", Answer::A("1.2.3.4".parse().unwrap())),
+        // A real Applebot outside the shipped ranges: FCrDNS holds.
+        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "applebot", "apple", "com"])),
+        ("crawl-198-51-100-60.applebot.apple.com", Answer::A("198.51.100.60".parse().unwrap())),
+        // A PTR inside Apple's domain whose forward lookup disagrees.
+        ("70.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-1-2-3-4", "applebot", "apple", "com"])),
+        ("crawl-1-2-3-4.applebot.apple.com", Answer::A("1.2.3.4".parse().unwrap())),
+        // A Googlebot host name: Google's ranges are complete, so it is never asked.
+        ("80.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-80", "googlebot", "com"])),
+        ("crawl-198-51-100-80.googlebot.com", Answer::A("198.51.100.80".parse().unwrap())),
     ]);
     let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
     let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
 
     // In Google's published ranges: Googlebot's own group (Allow: /), no DNS asked.
     assert_eq!(from(&gate, "66.249.66.1", GOOGLEBOT, "/private/x", &[]), 200);
-    assert_eq!(dns.count(), 0, "a published address needs no DNS");
-    // Outside them: reverse DNS decides.
-    assert_eq!(from(&gate, "198.51.100.60", GOOGLEBOT, "/private/x", &[]), 200, "FCrDNS holds");
-    assert_eq!(from(&gate, "203.0.113.50", GOOGLEBOT, "/page", &[]), 403, "PTR outside googlebot.com");
-    assert_eq!(from(&gate, "198.51.100.70", GOOGLEBOT, "/page", &[]), 403, "forward lookup disagrees");
+    // Outside them, whatever its reverse DNS would say: spoofed, and DNS is
+    // not asked (issue #39: Google says its lists are complete).
+    assert_eq!(from(&gate, "198.51.100.80", GOOGLEBOT, "/page", &[]), 403, "outside complete ranges");
+    assert_eq!(dns.count(), 0, "complete ranges need no DNS");
+    // Applebot (its group is Googlebot's) outside Apple's ranges: reverse DNS decides.
+    assert_eq!(from(&gate, "198.51.100.60", APPLEBOT, "/private/x", &[]), 200, "FCrDNS holds");
+    assert_eq!(from(&gate, "203.0.113.50", APPLEBOT, "/page", &[]), 403, "PTR outside applebot.apple.com");
+    assert_eq!(from(&gate, "198.51.100.70", APPLEBOT, "/page", &[]), 403, "forward lookup disagrees");
     // Verdicts are cached: asking again sends nothing.
     let asked = dns.count();
-    assert_eq!(from(&gate, "203.0.113.50", GOOGLEBOT, "/page", &[]), 403);
-    assert_eq!(from(&gate, "198.51.100.60", GOOGLEBOT, "/private/y", &[]), 200);
+    assert!(asked > 0);
+    assert_eq!(from(&gate, "203.0.113.50", APPLEBOT, "/page", &[]), 403);
+    assert_eq!(from(&gate, "198.51.100.60", APPLEBOT, "/private/y", &[]), 200);
     assert_eq!(dns.count(), asked, "cached");
     // Browsers never cause a lookup.
     assert_eq!(from(&gate, "203.0.113.99", common::FIREFOX, "/private/x", &[]), 200);
     assert_eq!(dns.count(), asked);
 
     let recs: Vec<serde_json::Value> =
-        wait_lines(&gate.path("violations.jsonl"), 3).iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        wait_lines(&gate.path("violations.jsonl"), 4).iter().map(|l| serde_json::from_str(l).unwrap()).collect();
     let spoofed: Vec<_> = recs.iter().filter(|r| r["directive"] == "spoofed-identity").collect();
-    assert_eq!(spoofed.len(), 3, "{recs:?}");
-    assert!(spoofed.iter().all(|r| r["identity"] == "spoofed" && r["bot"] == "Googlebot"));
+    assert_eq!(spoofed.len(), 4, "{recs:?}");
+    assert!(spoofed.iter().all(|r| r["identity"] == "spoofed"));
+    assert_eq!(spoofed.iter().filter(|r| r["bot"] == "Googlebot").count(), 1);
 }
 
 /// A fresh Ed25519 key.
@@ -176,8 +188,8 @@ fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
 #[test]
 fn robotgate_verify_prints_the_outcome_and_its_evidence_with_exit_codes() {
     let dns = Server::answering(&[
-        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "googlebot", "com"])),
-        ("crawl-198-51-100-60.googlebot.com", Answer::A("198.51.100.60".parse().unwrap())),
+        ("60.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-60", "applebot", "apple", "com"])),
+        ("crawl-198-51-100-60.applebot.apple.com", Answer::A("198.51.100.60".parse().unwrap())),
         ("50.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
     ]);
     let silent = Server::start(&[], true, std::time::Duration::ZERO);
@@ -192,15 +204,19 @@ fn robotgate_verify_prints_the_outcome_and_its_evidence_with_exit_codes() {
     let (code, identity, evidence) = run(&dns, "66.249.66.1", GOOGLEBOT);
     assert_eq!((code, identity.as_str()), (Some(0), "verified"));
     assert!(evidence.contains("google-common-crawlers"), "{evidence}");
-    let (code, _, evidence) = run(&dns, "198.51.100.60", GOOGLEBOT);
+    let (code, _, evidence) = run(&dns, "198.51.100.60", APPLEBOT);
     assert_eq!(code, Some(0), "FCrDNS: {evidence}");
-    assert!(evidence.contains("crawl-198-51-100-60.googlebot.com"), "{evidence}");
-    let (code, identity, evidence) = run(&dns, "203.0.113.50", GOOGLEBOT);
+    assert!(evidence.contains("crawl-198-51-100-60.applebot.apple.com"), "{evidence}");
+    let (code, identity, evidence) = run(&dns, "203.0.113.50", APPLEBOT);
     assert_eq!((code, identity.as_str()), (Some(1), "spoofed"), "{evidence}");
     assert!(evidence.contains("crawl.evil.example"), "{evidence}");
     let (code, identity, _) = run(&dns, "198.51.100.1", common::GPTBOT);
     assert_eq!((code, identity.as_str()), (Some(1), "spoofed"), "outside GPTBot's feed, no DNS to try");
+    // Issue #39: outside Google's complete lists, spoofed, with the reason, even with a silent resolver.
     let (code, identity, evidence) = run(&silent, "203.0.113.51", GOOGLEBOT);
+    assert_eq!((code, identity.as_str()), (Some(1), "spoofed"), "{evidence}");
+    assert!(evidence.contains("says are complete"), "{evidence}");
+    let (code, identity, evidence) = run(&silent, "203.0.113.51", APPLEBOT);
     assert_eq!((code, identity.as_str()), (Some(3), "unverifiable"), "{evidence}");
 }
 

@@ -137,6 +137,12 @@ pub struct Bot {
     /// boundaries by the later DNS step.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rdns: Vec<String>,
+    /// The operator's page saying that `ip_ranges` list every address the
+    /// robot crawls from; then an address outside them is not the robot,
+    /// and reverse DNS is not asked (issue #39). `None`: the ranges may be
+    /// incomplete, and reverse DNS (if any) decides outside them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranges_complete: Option<String>,
     /// Hosts (or host suffixes, on label boundaries) of the Web Bot Auth
     /// agents that sign for this robot (`Signature-Agent`); a request signed
     /// by one of them, or by a host under one of its `rdns` suffixes, is the
@@ -177,6 +183,8 @@ struct RawBot {
     ip_ranges: Vec<String>,
     #[serde(default)]
     rdns: Vec<String>,
+    #[serde(default)]
+    ranges_complete: Option<String>,
     #[serde(default)]
     signature_agents: Vec<String>,
     #[serde(default)]
@@ -448,6 +456,7 @@ impl RawBot {
             samples: self.samples,
             ip_ranges: self.ip_ranges,
             rdns: self.rdns,
+            ranges_complete: self.ranges_complete,
             signature_agents: self.signature_agents,
             extensions,
         };
@@ -467,6 +476,18 @@ fn invalid(index: usize, name: &str, reason: String) -> DbError {
 }
 
 impl Bot {
+    /// What reverse DNS can say of it outside its published ranges: nothing
+    /// without `rdns` suffixes; nothing either when its operator says its
+    /// ranges are complete (`ranges_complete`); else it may verify it.
+    pub fn rdns_use(&self) -> crate::identity::Rdns {
+        use crate::identity::Rdns;
+        match (self.rdns.is_empty(), &self.ranges_complete) {
+            (true, _) => Rdns::None,
+            (false, Some(_)) => Rdns::Complete,
+            (false, None) => Rdns::Asked,
+        }
+    }
+
     /// Its documented purposes as a set (empty: not documented).
     pub fn purpose_set(&self) -> super::Purposes {
         self.purposes.iter().map(|p| p.purpose).collect()
@@ -491,7 +512,7 @@ impl Bot {
             ("rdns", &self.rdns),
             ("signature_agents", &self.signature_agents),
         ];
-        let singles = [("url", &self.url), ("ua_regex", &self.ua_regex)];
+        let singles = [("url", &self.url), ("ua_regex", &self.ua_regex), ("ranges_complete", &self.ranges_complete)];
         let all = text_fields
             .iter()
             .map(|&(f, v)| (f, v.as_str()))
@@ -511,6 +532,16 @@ impl Bot {
         for token in self.robots_tokens.iter().chain(&self.control_tokens) {
             if token.is_empty() || !token.bytes().all(|b| is_token_byte(b) || b == b'.') {
                 return bad(format!("robots.txt token `{token}` must be non-empty letters, digits, `_`, `-` or `.`"));
+            }
+        }
+        if let Some(source) = &self.ranges_complete {
+            if self.ip_ranges.is_empty() {
+                return bad("ranges_complete: says complete ranges, but `ip_ranges` names none".into());
+            }
+            if !source.starts_with("https://") {
+                return bad(format!(
+                    "ranges_complete: `{source}` must be the https:// page where the operator says so"
+                ));
             }
         }
         for feed in &self.ip_ranges {

@@ -66,7 +66,7 @@ pub fn run(
 struct IdentityByRanges {
     ranges: robotgate::identity::RangeTable,
     feeds: Vec<Vec<robotgate::identity::FeedId>>,
-    rdns: Vec<bool>,
+    rdns: Vec<robotgate::identity::Rdns>,
 }
 
 impl IdentityByRanges {
@@ -75,14 +75,14 @@ impl IdentityByRanges {
         let bots = classifier.db().bots();
         let feeds =
             bots.iter().map(|b| robotgate::identity::resolve(&ranges, &b.ip_ranges).unwrap_or_default()).collect();
-        let rdns = bots.iter().map(|b| !b.rdns.is_empty()).collect();
+        let rdns = bots.iter().map(|b| b.rdns_use()).collect();
         IdentityByRanges { ranges, feeds, rdns }
     }
 
     fn identity(&self, agent: &robotgate::agent::Agent<'_>, ip: std::net::IpAddr) -> &'static str {
         use robotgate::identity::{ByRanges, Identify, RangesOnly};
         let robotgate::agent::AgentKind::Known(i) = agent.kind else { return "not-claimed" };
-        let by = ByRanges { table: &self.ranges, feeds: &self.feeds, has_rdns: &self.rdns };
+        let by = ByRanges { table: &self.ranges, feeds: &self.feeds, rdns: &self.rdns };
         RangesOnly(by).identify(i, Some(ip)).as_str()
     }
 }

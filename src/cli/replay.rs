@@ -50,7 +50,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
             Some(now.saturating_sub(back).as_secs() as i64)
         }
     };
-    let ranges_only = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, has_rdns: &snap.bot_rdns });
+    let ranges_only = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, rdns: &snap.bot_rdns });
     let lookups = match args.dns {
         false => None,
         true => {
@@ -260,7 +260,7 @@ pub fn compare(
     };
     let ranges: Vec<RangesOnly<'_>> = snaps
         .iter()
-        .map(|s| RangesOnly(ByRanges { table: &s.ranges, feeds: &s.bot_feeds, has_rdns: &s.bot_rdns }))
+        .map(|s| RangesOnly(ByRanges { table: &s.ranges, feeds: &s.bot_feeds, rdns: &s.bot_rdns }))
         .collect();
     let mut setups = Vec::with_capacity(2);
     for (snap, identify) in snaps.iter().zip(&ranges) {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use self::raw::*;
 pub use self::validate::parse_duration;
-use crate::net::{strip_port, Cidr, ClientHeader};
+use crate::net::{site_host, Cidr, ClientHeader};
 use crate::policy::PolicyConfig;
 pub use crate::policy::{Traps, DEFAULT_TRAP};
 use crate::target::TargetOptions;
@@ -92,6 +92,8 @@ pub struct Settings {
     pub metrics: Option<String>,
     /// Forward-auth listeners, `host:port` (empty: none).
     pub auth: Vec<String>,
+    /// The header each fact of an edge's original request is read from.
+    pub auth_headers: crate::net::edge::EdgeHeaders,
     /// The metrics listener also serves the status page.
     pub status_page: bool,
     /// Extra bot database.
@@ -103,6 +105,11 @@ pub struct Settings {
     /// The longest a client may take to send a whole request head
     /// (`limits.request_head_timeout`; see [`crate::deadline`]).
     pub request_head_timeout: Duration,
+    /// Connections open at once on the proxy's listeners, and on the auth
+    /// listener's (`limits.max_connections`).
+    pub max_connections: usize,
+    /// Connections open at once on the metrics listener (`metrics.max_connections`).
+    pub metrics_max_connections: usize,
     /// The longest a connection may sit idle between requests
     /// (`limits.keepalive_timeout`); whole seconds, as Pingora counts them.
     pub keepalive_timeout: Duration,
@@ -189,11 +196,13 @@ impl Default for DnsSettings {
 }
 
 impl Settings {
-    /// The index of the site for a `Host` header value (port and case
-    /// ignored), else the default site. A linear scan: sites are few, and it
-    /// allocates nothing.
+    /// The index of the site for a `Host` header value, read once by
+    /// [`site_host`] (port, case and one trailing dot ignored), else the
+    /// default site; `None` when no site has it and none is the default, or
+    /// when the value is no host name at all (no site is guessed for it). A
+    /// linear scan: sites are few, and it allocates nothing.
     pub fn site_for_host(&self, host: &str) -> Option<usize> {
-        let host = strip_port(host);
+        let host = site_host(host.as_bytes())?;
         self.hosts.iter().find(|(h, _)| h.eq_ignore_ascii_case(host)).map(|(_, i)| *i).or(self.default_site)
     }
 }
@@ -324,6 +333,8 @@ mod tests {
         assert_eq!(c.settings.violations, LogTarget::File("violations.jsonl".into()));
         assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
         assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
+        assert_eq!(c.site_for_host("LOCALHOST.:8080"), Some(0), "one trailing dot");
+        assert_eq!(c.site_for_host("local host"), None, "no host name: no site guessed");
         assert!(!c.sites[0].policy.enforce_ai_user);
     }
 

@@ -314,6 +314,9 @@ pub struct RawMetrics {
     /// Serve the status page at `/status` and `/status.json` (default false).
     #[serde(default)]
     pub status_page: bool,
+    /// Connections open at once; more are closed at once (default 64).
+    #[serde(default)]
+    pub max_connections: Option<usize>,
 }
 
 /// `auth:`: the listener that answers an edge proxy's authorisation
@@ -323,6 +326,25 @@ pub struct RawMetrics {
 pub struct RawAuth {
     /// Addresses to listen on, `host:port` (loopback, where the edge runs).
     pub listen: Vec<String>,
+    /// The one header the edge names each fact of the original request in
+    /// (absent: `X-Forwarded-Uri`, `-Method`, `-Host`, `-Proto`, as the
+    /// shipped nginx, Caddy and Traefik files write them).
+    #[serde(default)]
+    pub headers: RawEdgeHeaders,
+}
+
+/// `auth.headers:`: which header names each fact of the original request.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawEdgeHeaders {
+    /// The request-target (default `X-Forwarded-Uri`).
+    pub target: Option<String>,
+    /// The method (default `X-Forwarded-Method`).
+    pub method: Option<String>,
+    /// The host (default `X-Forwarded-Host`).
+    pub host: Option<String>,
+    /// The scheme (default `X-Forwarded-Proto`).
+    pub proto: Option<String>,
 }
 
 fn default_metrics_listen() -> String {
@@ -344,6 +366,9 @@ pub struct RawLimits {
     /// The longest a connection may sit idle between two requests: seconds
     /// or text (`60s`). Default 60 seconds.
     pub keepalive_timeout: Option<RawDuration>,
+    /// Connections open at once on the proxy's listeners, and again on the
+    /// auth listener's; more are closed at once (default 10,000).
+    pub max_connections: usize,
 }
 
 impl Default for RawLimits {
@@ -353,6 +378,7 @@ impl Default for RawLimits {
             ipv6_prefix: crate::net::BAN_PREFIX_V6,
             request_head_timeout: None,
             keepalive_timeout: None,
+            max_connections: 10_000,
         }
     }
 }

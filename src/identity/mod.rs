@@ -127,31 +127,65 @@ impl Identify for TakeTheirWord {
 
 /// Checks claims against the range table alone (no DNS): `Verified` in a
 /// range, `Spoofed` outside the ranges of a robot that publishes ranges and
-/// no reverse DNS, `Pending` when reverse DNS could still tell, else
-/// `Unverifiable`.
+/// no reverse DNS or whose ranges are complete, `Pending` when reverse DNS
+/// could still tell, else `Unverifiable`.
 pub struct ByRanges<'a> {
     /// The compiled feeds.
     pub table: &'a RangeTable,
     /// Each database entry's feeds, by entry index.
     pub feeds: &'a [Vec<FeedId>],
-    /// Whether each database entry has reverse-DNS suffixes, by entry index.
-    pub has_rdns: &'a [bool],
+    /// What reverse DNS can say of each database entry outside its ranges,
+    /// by entry index ([`crate::agent::Bot::rdns_use`]).
+    pub rdns: &'a [Rdns],
 }
 
 impl Identify for ByRanges<'_> {
     fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
         let feeds = self.feeds.get(bot).map_or(&[][..], |f| &f[..]);
-        let rdns = self.has_rdns.get(bot).copied().unwrap_or(false);
+        let rdns = self.rdns.get(bot).copied().unwrap_or(Rdns::None);
         // No known client address (a trusted proxy named none): a robot that
         // can be checked cannot be this one (issue #32).
         let Some(ip) = client else {
-            return if feeds.is_empty() && !rdns { Identity::Unverifiable } else { Identity::Spoofed };
+            return if feeds.is_empty() && rdns == Rdns::None { Identity::Unverifiable } else { Identity::Spoofed };
         };
         match check(feeds, self.table, ip) {
             Evidence::InRange { .. } => Identity::Verified,
-            _ if rdns => Identity::Pending,
+            // A loopback or private address is no public crawler's, and what
+            // its reverse DNS says proves nothing: no lookup, and no verdict
+            // either way for a robot with host names (a deployment where
+            // every client looks local lacks `trusted_proxies`).
+            _ if rdns != Rdns::None && is_local(ip) => Identity::Unverifiable,
+            _ if rdns == Rdns::Asked => Identity::Pending,
+            // Outside complete ranges (issue #39), or ranges and no host names.
             Evidence::NotInRange => Identity::Spoofed,
             Evidence::NoData => Identity::Unverifiable,
+        }
+    }
+}
+
+/// What reverse DNS can say of a robot outside its published ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rdns {
+    /// Its operator documents no host names: nothing.
+    None,
+    /// Forward-confirmed reverse DNS may verify it: ask.
+    Asked,
+    /// It has host names, but its operator says its ranges are complete
+    /// (`ranges_complete`): outside them it is not the robot, and DNS is
+    /// never asked (issue #39).
+    Complete,
+}
+
+/// Loopback, private (RFC 1918, unique local), link-local or unspecified:
+/// no public crawler's address.
+pub fn is_local(ip: IpAddr) -> bool {
+    match rdns::canonical(ip) {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
         }
     }
 }

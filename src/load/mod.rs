@@ -146,8 +146,9 @@ pub struct Snapshot {
     pub ranges: Arc<RangeTable>,
     /// Each database entry's feeds, by entry index (resolved once here).
     pub bot_feeds: Vec<Vec<FeedId>>,
-    /// Whether each database entry has reverse-DNS suffixes, by entry index.
-    pub bot_rdns: Vec<bool>,
+    /// What reverse DNS can say of each database entry outside its ranges
+    /// ([`crate::agent::Bot::rdns_use`]), by entry index.
+    pub bot_rdns: Vec<crate::identity::Rdns>,
     /// The sites, in file order.
     pub sites: Vec<LiveSite>,
     /// Files the snapshot was built from (the watcher watches their directories).
@@ -184,7 +185,7 @@ struct Original {
 impl Snapshot {
     /// Identity by the range table alone.
     pub fn by_ranges(&self) -> ByRanges<'_> {
-        ByRanges { table: &self.ranges, feeds: &self.bot_feeds, has_rdns: &self.bot_rdns }
+        ByRanges { table: &self.ranges, feeds: &self.bot_feeds, rdns: &self.bot_rdns }
     }
 
     /// The site for a `Host` header value, else the default site.
@@ -510,7 +511,7 @@ pub fn load_config(
         .iter()
         .map(|b| crate::identity::resolve(&ranges, &b.ip_ranges).unwrap_or_default())
         .collect();
-    let bot_rdns = classifier.db().bots().iter().map(|b| !b.rdns.is_empty()).collect();
+    let bot_rdns = classifier.db().bots().iter().map(|b| b.rdns_use()).collect();
     Ok(Snapshot {
         settings,
         classifier,

@@ -1,9 +1,10 @@
 //! Network names and numbers, as plain data: networks (CIDRs), `host:port`
-//! syntax, `Host` header ports, and the client address behind trusted
+//! syntax, the one reading of a request's host ([`site_host`]), and the client address behind trusted
 //! proxies ([`client_address`]). No resolution happens here: the core
 //! never does I/O, so names are resolved by the loader (`server::snapshot`).
 
 mod client;
+pub mod edge;
 
 use std::net::IpAddr;
 
@@ -52,16 +53,58 @@ impl Cidr {
     }
 }
 
-/// `example.com:8080` -> `example.com`; `[::1]:80` -> `::1`.
-pub fn strip_port(host: &str) -> &str {
-    let host = host.trim();
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
+/// The one reading of a request's host (issue #39): what robotgate matches
+/// against `sites[].hosts`, whether the name came in `Host`, in an
+/// absolute-form target's authority or in an edge's `X-Forwarded-Host`.
+///
+/// Surrounding blanks and the port go (`[::1]:80` is `::1`), then one
+/// trailing dot (`strict.test.` is the fully qualified `strict.test`, and
+/// every origin serves it as such). Case is kept: sites are matched without
+/// regard to it ([`crate::config::Settings::site_for_host`]). Empty stays
+/// empty (HTTP/1.0 without `Host`: the default site).
+///
+/// `None` for what no origin reads as one host name: bytes outside a host
+/// name's and an IP literal's (RFC 3986 3.2.2: letters, digits, `-._~`,
+/// percent-escapes, `!$&'()*+,;=`, and `:` only inside brackets), a second
+/// dot at the end, a port that is not digits. Allocates nothing.
+///
+/// ```
+/// use robotgate::net::site_host;
+/// assert_eq!(site_host(b"Strict.Test.:80"), Some("Strict.Test"));
+/// assert_eq!(site_host(b"[::1]:8080"), Some("::1"));
+/// assert_eq!(site_host(b"a..") , None);
+/// assert_eq!(site_host(b"a b"), None);
+/// ```
+pub fn site_host(raw: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(raw).ok()?.trim_matches([' ', '\t']);
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (literal, after) = rest.split_once(']')?;
+        if !literal.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+            return None;
+        }
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':')?),
+        };
+        (literal, port)
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (text, None),
+        }
+    };
+    if port.is_some_and(|p| !p.bytes().all(|b| b.is_ascii_digit())) {
+        return None;
     }
-    match host.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
-        _ => host,
+    if text.starts_with('[') {
+        return Some(host);
     }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b);
+    if name.ends_with('.') || !name.bytes().all(allowed) {
+        return None;
+    }
+    Some(name)
 }
 
 /// Whether `s` has the syntax of `host:port`: a host name or address (IPv6 in
@@ -115,11 +158,29 @@ mod tests {
     }
 
     #[test]
-    fn host_ports_are_stripped() {
-        assert_eq!(strip_port("example.com:8080"), "example.com");
-        assert_eq!(strip_port("[::1]:80"), "::1");
-        assert_eq!(strip_port("::1"), "::1");
-        assert_eq!(strip_port("example.com"), "example.com");
+    fn one_reading_of_host() {
+        for (raw, want) in [
+            (&b"strict.test"[..], Some("strict.test")),
+            (b"strict.test.", Some("strict.test")),
+            (b"STRICT.TEST.", Some("STRICT.TEST")),
+            (b"strict.test.:80", Some("strict.test")),
+            (b" strict.test:8080 ", Some("strict.test")),
+            (b"[::1]:80", Some("::1")),
+            (b"[::1]", Some("::1")),
+            (b"127.0.0.1:8080", Some("127.0.0.1")),
+            (b"", Some("")),
+            (b"strict.test..", None),
+            (b"strict.test:8o", None),
+            (b"strict test", None),
+            (b"strict.test/x", None),
+            (b"::1", None),
+            (b"[::1", None),
+            (b"[::1]x", None),
+            (b"[zz::1]", None),
+            (b"\xff.test", None),
+        ] {
+            assert_eq!(site_host(raw), want, "{:?}", String::from_utf8_lossy(raw));
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 mod action;
 mod claims;
 mod clock;
+mod enforce;
 mod judge;
 mod pace;
 mod preference;
@@ -25,6 +26,7 @@ pub mod unsupported;
 pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
 use self::claims::{claims, judge_claims, Claimed};
 pub use self::clock::Clock;
+pub use self::enforce::Enforcement;
 use self::judge::LOG_ONLY;
 pub use self::judge::{judge, Judgement, Rate, Requester, Window};
 use self::pace::pace;
@@ -284,13 +286,23 @@ pub fn decide_with<'s: 'r, 'r>(
     };
     if facts.fetch && path == b"/robots.txt" {
         let Some(robots) = site.robots else { return decided(Outcome::Pass) };
-        let agent = classify(facts.user_agent);
+        let mut agent = classify(facts.user_agent);
+        let mut identity = Identity::NotClaimed;
         if agent.is_bot() {
-            if let Some(key) = seen_key(site, &agent, facts) {
+            // A read counts for a robot only when it is that robot (issue
+            // #39): its identity is settled first, as for any request.
+            let claimed = match claims(&agent, identify, facts.client) {
+                Claimed::Pending(bot) => return pending(agent, bot),
+                Claimed::Settled(c) => c,
+            };
+            if let Some(i) = claimed.verified {
+                agent = agent.narrowed_to(i);
+            }
+            identity = claimed.identity;
+            for key in seen_keys(site, &agent, facts, identity).into_iter().flatten() {
                 state.saw_robots(&key, robots.hash(), clock.instant());
             }
         }
-        let identity = Identity::NotClaimed;
         let outcome = Outcome::File(SiteFile::Robots);
         return Decision {
             agent: Some(agent),
@@ -322,7 +334,7 @@ pub fn decide_with<'s: 'r, 'r>(
             let verified = claimed.identity == Identity::Verified;
             if let Some(remaining) = banned.filter(|_| !verified) {
                 let a = agent.take().unwrap_or_else(|| Agent::browser());
-                let robots_seen = Some(read_robots(state, site, &a, facts, clock));
+                let robots_seen = Some(read_robots(state, site, &a, facts, claimed.identity, clock));
                 let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
                 return Decision {
                     agent: Some(a),
@@ -339,7 +351,7 @@ pub fn decide_with<'s: 'r, 'r>(
                     Some(bot) => a.narrowed_to(bot),
                     None => a,
                 };
-                let robots_seen = Some(read_robots(state, site, &a, facts, clock));
+                let robots_seen = Some(read_robots(state, site, &a, facts, claimed.identity, clock));
                 let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
                 let banned = armed && !verified && !facts.crowd;
                 if banned {
@@ -407,7 +419,7 @@ pub fn decide_with<'s: 'r, 'r>(
     let identity = claimed.identity;
     let spoofed = identity == Identity::Spoofed;
     if spoofed && !matches!(site.policy.spoofed, Action::Log | Action::Noindex { .. }) {
-        let robots_seen = Some(read_robots(state, site, &agent, facts, clock));
+        let robots_seen = Some(read_robots(state, site, &agent, facts, identity, clock));
         let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });
         return Decision {
             agent: Some(agent),
@@ -429,10 +441,12 @@ pub fn decide_with<'s: 'r, 'r>(
     };
     let mut preference_unknown = false;
     let outcome = match (j.rule, j.action) {
-        (Some(rule), Some(action)) => match stale::stale(site, &agent, facts, state, clock, j.group, rule, action) {
-            Some(s) if !spoofed => Outcome::Stale(s),
-            _ => Outcome::Violation(Violation { group: j.group, rule, action }),
-        },
+        (Some(rule), Some(action)) => {
+            match stale::stale(site, &agent, facts, identity, state, clock, j.group, rule, action) {
+                Some(s) if !spoofed => Outcome::Stale(s),
+                _ => Outcome::Violation(Violation { group: j.group, rule, action }),
+            }
+        }
         _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
         _ => {
             // Only robots whose identity is not spoofed get here.
@@ -453,25 +467,45 @@ pub fn decide_with<'s: 'r, 'r>(
         outcome,
         Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Refused(_) | Outcome::Stale(_)
     )
-    .then(|| read_robots(state, site, &agent, facts, clock));
+    .then(|| read_robots(state, site, &agent, facts, identity, clock));
     Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None, preference_unknown }
 }
 
-/// Who a robots.txt read is remembered as: a database bot by name, anyone
-/// else by address and User-Agent.
-pub(super) fn seen_key<'a>(
+/// The keys a robots.txt read of this requester is remembered under, and
+/// looked up by ([`SeenKey`], issue #39): always the client's own (its ban
+/// key, and the database robot it names); and, for a robot verified to be
+/// who it says, the robot's name, which crawlers that read robots.txt from
+/// one address and crawl from others need.
+pub(super) fn seen_keys<'a>(
     site: &SiteRules<'a>,
     agent: &'a Agent<'_>,
     facts: &RequestFacts<'a>,
-) -> Option<SeenKey<'a>> {
-    match (agent.is_known(), agent.name) {
-        (true, Some(name)) => Some(SeenKey::Bot { site: site.name, name }),
-        _ => facts.client.map(|client| SeenKey::Client {
-            site: site.name,
-            client: client_key(client, site.policy.ipv6_prefix),
-            user_agent: facts.user_agent,
-        }),
-    }
+    identity: Identity,
+) -> [Option<SeenKey<'a>>; 2] {
+    let name = agent.name.filter(|_| agent.is_known());
+    let client = facts.client.map(|client| SeenKey::Client {
+        site: site.name,
+        client: client_key(client, site.policy.ipv6_prefix),
+        robot: name.unwrap_or(""),
+    });
+    let bot = name.filter(|_| identity == Identity::Verified).map(|name| SeenKey::Bot { site: site.name, name });
+    [client, bot]
+}
+
+/// The last robots.txt read that counts for this requester: the newer of
+/// its keys' ([`seen_keys`]).
+pub(super) fn last_read(
+    state: &dyn State,
+    site: &SiteRules<'_>,
+    agent: &Agent<'_>,
+    facts: &RequestFacts<'_>,
+    identity: Identity,
+) -> Option<(std::time::Instant, u64)> {
+    seen_keys(site, agent, facts, identity)
+        .into_iter()
+        .flatten()
+        .filter_map(|k| state.robots_read(&k))
+        .max_by_key(|r| r.0)
 }
 
 fn read_robots(
@@ -479,9 +513,11 @@ fn read_robots(
     site: &SiteRules<'_>,
     agent: &Agent<'_>,
     facts: &RequestFacts<'_>,
+    identity: Identity,
     clock: Clock,
 ) -> bool {
-    seen_key(site, agent, facts).is_some_and(|k| state.read_robots_within(&k, ROBOTS_READ_WINDOW, clock.instant()))
+    last_read(state, site, agent, facts, identity)
+        .is_some_and(|(at, _)| clock.instant().saturating_duration_since(at) <= ROBOTS_READ_WINDOW)
 }
 
 /// A site's traps: paths every group of its robots.txt disallows, which only
@@ -769,16 +805,38 @@ mod tests {
             decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock).robots_seen
         };
         assert_eq!(seen("192.0.2.1"), Some(false));
-        // GPTBot reads robots.txt from another address: known bots go by name.
+        let read = |ip: &str, identify: &dyn Identify| {
+            let f = RequestFacts {
+                fetch: true,
+                target: b"/robots.txt",
+                user_agent: GPTBOT,
+                client: Some(ip.parse().unwrap()),
+                crowd: false,
+            };
+            decide(&f, &site, &c, &state, identify, clock);
+        };
+        // An unverified read from another address is that address's only
+        // (issue #39): anyone can say GPTBot.
+        read("198.51.100.1", &crate::identity::TakeTheirWord);
+        assert_eq!(seen("192.0.2.1"), Some(false));
+        assert_eq!(seen("198.51.100.1"), Some(true), "the reader's own");
+        // A read verified to be GPTBot counts for GPTBot wherever it crawls from.
+        struct Verified;
+        impl Identify for Verified {
+            fn identify(&self, _bot: usize, _client: Option<IpAddr>) -> Identity {
+                Identity::Verified
+            }
+        }
+        read("198.51.100.2", &Verified);
+        assert_eq!(seen("192.0.2.1"), Some(false), "an unverified request is still judged by its own reads");
         let f = RequestFacts {
             fetch: true,
-            target: b"/robots.txt",
+            target: b"/private/x",
             user_agent: GPTBOT,
-            client: Some("198.51.100.1".parse().unwrap()),
+            client: Some("192.0.2.1".parse().unwrap()),
             crowd: false,
         };
-        decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock);
-        assert_eq!(seen("192.0.2.1"), Some(true));
+        assert_eq!(decide(&f, &site, &c, &state, &Verified, clock).robots_seen, Some(true));
     }
 
     #[test]

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::claims::judge_claims;
-use super::{seen_key, Action, Clock, RequestFacts, Rule, SiteRules};
+use super::{last_read, Action, Clock, RequestFacts, Rule, SiteRules};
 use crate::agent::Agent;
+use crate::identity::Identity;
 use crate::robots::RobotsTxt;
 use crate::state::State;
 
@@ -82,6 +83,7 @@ pub(super) fn stale<'s>(
     site: &SiteRules<'s>,
     agent: &Agent<'_>,
     facts: &RequestFacts<'_>,
+    identity: Identity,
     state: &dyn State,
     clock: Clock,
     group: Option<&'s str>,
@@ -90,7 +92,8 @@ pub(super) fn stale<'s>(
 ) -> Option<Stale<'s>> {
     let change = site.policy.robots_change;
     let current = site.robots?.hash();
-    let (at, fetched) = state.robots_read(&seen_key(site, agent, facts)?)?;
+    // Only a read that counts for this requester (issue #39).
+    let (at, fetched) = last_read(state, site, agent, facts, identity)?;
     let age = clock.instant().checked_duration_since(at).unwrap_or_default();
     if fetched == current || age >= change.grace.min(MAX_GRACE) {
         return None;
@@ -147,8 +150,10 @@ mod tests {
         };
         // No fetch on record: no grace.
         assert_eq!(run(&policy, &state, b"/newly/x", 0).0, "violation");
-        // GPTBot fetched the old version at t0.
-        state.saw_robots(&crate::state::SeenKey::Bot { site: "s", name: "GPTBot" }, old.hash(), t0);
+        // GPTBot fetched the old version at t0, from the address it crawls from
+        // (nothing verifies it here: only its own client's read counts).
+        let own = crate::state::SeenKey::Client { site: "s", client: "192.0.2.1".parse().unwrap(), robot: "GPTBot" };
+        state.saw_robots(&own, old.hash(), t0);
         assert_eq!(run(&policy, &state, b"/newly/x", 1), ("stale", Some(true)));
         assert_eq!(run(&policy, &state, b"/old/x", 1).0, "violation", "its copy forbids that too");
         assert_eq!(run(&policy, &state, b"/newly/x", 86_399).0, "stale");
@@ -158,10 +163,61 @@ mod tests {
         assert_eq!(run(&policy, &state, b"/newly/x", 60).0, "violation");
         // A fetch of the current version, or of one not kept, gives nothing.
         let state = MemoryState::new(64);
-        let key = crate::state::SeenKey::Bot { site: "s", name: "GPTBot" };
+        let key = crate::state::SeenKey::Client { site: "s", client: "192.0.2.1".parse().unwrap(), robot: "GPTBot" };
         state.saw_robots(&key, new.hash(), t0);
         assert_eq!(run(&policy, &state, b"/newly/x", 1).0, "violation");
         state.saw_robots(&key, 12_345, t0);
         assert_eq!(run(&policy, &state, b"/newly/x", 1).0, "violation");
+    }
+
+    /// Says every claim is verified: the robot is who it says.
+    struct Verified;
+
+    impl crate::identity::Identify for Verified {
+        fn identify(&self, _bot: usize, _client: Option<std::net::IpAddr>) -> Identity {
+            Identity::Verified
+        }
+    }
+
+    #[test]
+    fn only_the_robot_itself_moves_its_copy() {
+        // Issue #39: a verified Googlebot read v1; a stranger claiming
+        // Googlebot reads v2; the real one keeps its grace for v1.
+        const GOOGLEBOT: &[u8] = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+        let v1 = Arc::new(RobotsTxt::compile(b"User-agent: *\nDisallow: /old/\n"));
+        let v2 = RobotsTxt::compile(b"User-agent: *\nDisallow: /old/\nDisallow: /newly/\n");
+        let earlier = [EarlierRobots { hash: v1.hash(), robots: v1.clone(), replaced_at: 1_000 }];
+        let policy = PolicyConfig::default();
+        let c = Classifier::builtin();
+        let state = MemoryState::new(64);
+        let t0 = Instant::now();
+        let at = |secs: u64| Clock::Fixed { instant: t0 + Duration::from_secs(secs), unix_secs: 1_000 + secs };
+        let from = |ip: &str| RequestFacts {
+            fetch: true,
+            target: b"/robots.txt",
+            user_agent: GOOGLEBOT,
+            client: ip.parse().ok(),
+            crowd: false,
+        };
+        let (real, stranger) = (from("66.249.66.1"), from("45.33.32.156"));
+        // The real one reads v1 (the site served v1 then).
+        let old_site = SiteRules::new("s", &policy, Some(&v1));
+        decide(&real, &old_site, &c, &state, &Verified, at(0));
+        // v2 is in force; a stranger, whom nothing verifies, reads it under Googlebot's name.
+        let site = SiteRules { earlier: &earlier, ..SiteRules::new("s", &policy, Some(&v2)) };
+        decide(&stranger, &site, &c, &state, &TakeTheirWord, at(5));
+        let page = |f: RequestFacts<'static>| RequestFacts { target: b"/newly/x", ..f };
+        let d = decide(&page(real), &site, &c, &state, &Verified, at(10));
+        assert_eq!((name(&d.outcome), d.robots_seen), ("stale", Some(true)), "the grace of v1 survives");
+        // The stranger's read counts for the stranger's own address only.
+        let d = decide(&page(stranger), &site, &c, &state, &TakeTheirWord, at(10));
+        assert_eq!((name(&d.outcome), d.robots_seen), ("violation", Some(true)));
+        // A verified read from another of the robot's addresses counts for the robot.
+        let other = from("66.249.66.2");
+        let d = decide(&page(other), &site, &c, &state, &Verified, at(10));
+        assert_eq!(name(&d.outcome), "stale");
+        // An unverified claim from a third address has read nothing.
+        let d = decide(&page(from("198.51.100.7")), &site, &c, &state, &TakeTheirWord, at(10));
+        assert_eq!((name(&d.outcome), d.robots_seen), ("violation", Some(false)));
     }
 }

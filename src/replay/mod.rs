@@ -41,7 +41,7 @@ use crate::accesslog::{Entry, Format};
 use crate::agent::{Agent, AgentKind, Classifier};
 use crate::config::Settings;
 use crate::identity::{Identify, Identity};
-use crate::policy::{self, Action, Clock, Outcome, RequestFacts, Requested, SiteRules};
+use crate::policy::{self, Clock, Outcome, RequestFacts, Requested, SiteRules};
 use crate::record::time::rfc3339_ms;
 use crate::record::Record;
 pub use crate::report::replay::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, Unreadable, LIMITS};
@@ -311,7 +311,8 @@ impl<'s> Worker<'s> {
                 );
             }
         }
-        let refused = answer(&decision.outcome).is_some();
+        let enforcement = decision.outcome.enforcement();
+        let refused = enforcement.status().is_some();
         if matches!(decision.outcome, Outcome::Pass | Outcome::File(_)) {
             return Verdict { verified_search, ..Verdict::PASS };
         }
@@ -330,7 +331,7 @@ impl<'s> Worker<'s> {
         };
         let verdict = Verdict { refused, directive: record.directive, line: record.line, verified_search };
         record.time = rfc3339_ms((unix as u64).saturating_mul(1000));
-        record.status = answer(&decision.outcome).unwrap_or(entry.status.unwrap_or(0));
+        record.status = enforcement.status().unwrap_or(entry.status.unwrap_or(0));
         self.tally.violation(site_index, &record);
         // Collateral: a search engine that keeps to robots.txt was served a
         // page the policy would refuse it, so the robots.txt robotgate would
@@ -409,24 +410,4 @@ pub fn sitemap_paths(robots: &crate::robots::RobotsTxt) -> Vec<String> {
 pub fn anchored_lines(robots: &crate::robots::RobotsTxt) -> Vec<u32> {
     let rules = robots.rules().iter().filter(|r| r.kind == crate::robots::RuleKind::Disallow);
     rules.filter(|r| crate::robots::lint::anchored_extension(r.pattern.as_bytes()).is_some()).map(|r| r.line).collect()
-}
-
-/// The status robotgate itself would answer with; `None` when the request
-/// would still reach the origin (`log`, `noindex`, a limit only logged).
-fn answer(outcome: &Outcome<'_>) -> Option<u16> {
-    let of = |action: &Action| match action {
-        Action::Block { status, .. } | Action::Alternate { status, .. } | Action::Redirect { status, .. } => {
-            Some(*status)
-        }
-        Action::Noindex { .. } | Action::Log => None,
-    };
-    match outcome {
-        Outcome::Violation(v) => of(v.action),
-        Outcome::Spoofed(s) => of(s.action),
-        Outcome::Refused(r) => of(r.action),
-        Outcome::Banned(b) => of(b.action),
-        Outcome::Trap(t) if t.banned => of(t.action),
-        Outcome::Limited(l) if l.enforce => Some(429),
-        _ => None,
-    }
 }

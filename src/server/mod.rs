@@ -79,6 +79,10 @@ fn answer(status: u16, content_type: &str, body: Vec<u8>) -> ::http::Response<Ve
 impl ServeHttp for MetricsApp {
     async fn response(&self, session: &mut ServerSession) -> ::http::Response<Vec<u8>> {
         use prometheus::Encoder;
+        // The head is in: its deadline stops. One request per connection, so
+        // no connection idles here (a scraper opens one per scrape).
+        http::conn::head_complete(session);
+        session.set_keepalive(None);
         let path = session.req_header().uri.path().to_owned();
         match path.as_str() {
             "/metrics" => {
@@ -146,7 +150,7 @@ fn proxy_service(
     gate: Gate,
     name: &str,
     listen: &[&crate::config::Listen],
-) -> anyhow::Result<Service<http::conn::Edge>> {
+) -> anyhow::Result<Service<http::conn::Edge<pingora::proxy::HttpProxy<Gate>>>> {
     let proxy_protocol = gate.proxy_protocol;
     let mut proxy = pingora::proxy::http_proxy(&server.configuration, gate);
     let mut options = proxy.server_options.clone().unwrap_or_default();
@@ -162,7 +166,8 @@ fn proxy_service(
         let timeout = http::conn::PROXY_HEADER_TIMEOUT.min(config.request_head_timeout);
         Arc::new(http::conn::ProxyProtocol { snapshot: shared.clone(), timeout })
     });
-    let edge = http::conn::Edge::new(proxy, config.request_head_timeout, reader.clone());
+    let edge =
+        http::conn::Edge::new(proxy, "proxy", config.max_connections, config.request_head_timeout, reader.clone());
     let mut service = Service::new(name.to_owned(), edge);
     if let Some(reader) = reader {
         // Pingora runs it for TLS listeners only; `Edge` reads plain ones.
@@ -297,7 +302,7 @@ pub fn serve_with(
         // The decision service of an edge proxy: the same gate, answering
         // every request itself (`http::auth`).
         let proxy = pingora::proxy::http_proxy(&server.configuration, Gate { auth: true, ..gate.clone() });
-        let edge = http::conn::Edge::new(proxy, config.request_head_timeout, None);
+        let edge = http::conn::Edge::new(proxy, "auth", config.max_connections, config.request_head_timeout, None);
         let mut service = Service::new("robotgate auth".to_owned(), edge);
         for addr in &config.auth {
             service.add_tcp(addr);
@@ -305,14 +310,17 @@ pub fn serve_with(
         server.add_service(service);
     }
     if let Some(addr) = &config.metrics {
-        let mut metrics: Service<HttpServer<MetricsApp>> = Service::new(
-            "metrics".into(),
-            HttpServer::new_app(MetricsApp {
-                snapshot: shared.clone(),
-                store: store.clone(),
-                status_page: config.status_page,
-            }),
-        );
+        // The same bounds as the other listeners (issue #39): a head
+        // deadline, one request per connection, and few connections at once,
+        // so that idle connections here cannot take the proxy's descriptors.
+        let app = HttpServer::new_app(MetricsApp {
+            snapshot: shared.clone(),
+            store: store.clone(),
+            status_page: config.status_page,
+        });
+        let edge =
+            http::conn::Edge::new(app, "metrics", config.metrics_max_connections, config.request_head_timeout, None);
+        let mut metrics = Service::new("metrics".into(), edge);
         metrics.add_tcp(addr);
         metrics.threads = Some(1);
         server.add_service(metrics);

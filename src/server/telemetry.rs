@@ -78,6 +78,17 @@ pub struct Metrics {
     /// loopback or private addresses carrying forwarding headers and
     /// `trusted_proxies` is empty.
     pub one_client: IntGauge,
+    /// `robotgate_auth_refused_total`: edge subrequests answered 400 because
+    /// a fact of the original request was missing, doubled or contradicted
+    /// by another header ([`crate::net::edge`]).
+    pub edge_refused: IntCounter,
+    /// `robotgate_identity_unchecked_total{bot,reason}`: claims that only
+    /// reverse DNS could settle and that it did not (`timeout`, `busy`,
+    /// `resolver`): judged as the robot they claim, unverified.
+    pub identity_unchecked: IntCounterVec,
+    /// `robotgate_connections_refused_total{listener}`: connections closed at
+    /// once because their listener had `max_connections` open.
+    pub connections_refused: IntCounterVec,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -193,6 +204,23 @@ pub fn metrics() -> &'static Metrics {
             "robotgate_certificate_expiry_seconds",
             "Unix time at which each HTTPS certificate in force expires (site, or `listen ADDRESS`)",
             &["site"]
+        )
+        .expect("metric registers once"),
+        edge_refused: register_int_counter!(
+            "robotgate_auth_refused_total",
+            "Edge subrequests answered 400: a fact of the original request missing, doubled or contradicted"
+        )
+        .expect("metric registers once"),
+        identity_unchecked: register_int_counter_vec!(
+            "robotgate_identity_unchecked_total",
+            "Robot claims only reverse DNS could settle, left unverified because the lookup could not be made",
+            &["bot", "reason"]
+        )
+        .expect("metric registers once"),
+        connections_refused: register_int_counter_vec!(
+            "robotgate_connections_refused_total",
+            "Connections closed at once because their listener had max_connections open",
+            &["listener"]
         )
         .expect("metric registers once"),
         request_head_timeouts: register_int_counter!(

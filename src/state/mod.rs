@@ -46,26 +46,35 @@ pub struct BanKey<'a> {
     pub site: &'a str,
 }
 
-/// Who read a site's robots.txt. Known bots go by name, since large crawlers
-/// fetch robots.txt from other addresses than they crawl from; anything else
-/// by address and User-Agent.
+/// Who read a site's robots.txt (issue #39: a read counts for a robot only
+/// when it is that robot).
+///
+/// * [`SeenKey::Bot`]: a database robot, by name, for a read **verified** to
+///   come from it (its ranges, reverse DNS or signature), since large
+///   crawlers fetch robots.txt from other addresses than they crawl from.
+///   No one else can write it: a stranger's read under a robot's name never
+///   moves that robot's version.
+/// * [`SeenKey::Client`]: every read, by the client's ban key (its address;
+///   an IPv6 /64) and the database robot it names, or none. What an
+///   unverified request of that client is judged by. Bounded per address by
+///   the database's size: a client cannot mint keys by varying its User-Agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SeenKey<'a> {
-    /// A bot of the database, by name, on a site.
+    /// A verified read of a database robot, by name, on a site.
     Bot {
         /// The site's name.
         site: &'a str,
         /// The database name.
         name: &'a str,
     },
-    /// Any other client, by address and User-Agent, on a site.
+    /// A read by one client, on a site.
     Client {
         /// The site's name.
         site: &'a str,
-        /// The client address.
+        /// The client's ban key ([`crate::net::client_key`]).
         client: IpAddr,
-        /// The User-Agent header.
-        user_agent: &'a [u8],
+        /// The database robot it named; empty for a robot the database does not know.
+        robot: &'a str,
     },
 }
 

@@ -22,7 +22,7 @@
 //! window), and robots.txt rules, which need no state, hold as ever.
 
 use std::net::IpAddr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -68,15 +68,17 @@ pub enum Event {
     RobotsRead {
         /// The site's name.
         site: String,
-        /// A database bot, by name.
+        /// A verified read of a database bot, by name ([`SeenKey::Bot`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bot: Option<String>,
-        /// Any other client: its address.
+        /// A client's read ([`SeenKey::Client`]): its ban key.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         client: Option<IpAddr>,
-        /// Any other client: its User-Agent (lossy UTF-8).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        user_agent: Option<String>,
+        /// A client's read: the database robot it named (empty: none).
+        /// Events of releases before issue #39 carried the User-Agent here
+        /// (`user_agent`); read as a name, they match no robot's key.
+        #[serde(default, alias = "user_agent", skip_serializing_if = "Option::is_none")]
+        robot: Option<String>,
         /// When.
         at_ms: u64,
         /// Which version it read ([`crate::robots::RobotsTxt::hash`]; 0:
@@ -85,9 +87,6 @@ pub enum Event {
         version: u64,
     },
 }
-
-/// User-Agents longer than this are not announced: their reads stay local.
-pub const MAX_ANNOUNCED_UA: usize = 512;
 
 /// Bot tokens in rate keys are cut to this many bytes, so a client cannot
 /// make long keys.
@@ -100,10 +99,10 @@ impl Event {
         match self {
             Event::Ban { site, client, .. } => format!("ban:{site}:{client}"),
             Event::RobotsRead { site, bot: Some(bot), .. } => format!("robots:{site}:bot:{bot}"),
-            Event::RobotsRead { site, client, user_agent, .. } => {
-                let ua = user_agent.as_deref().unwrap_or("").as_bytes();
+            Event::RobotsRead { site, client, robot, .. } => {
+                let robot = robot.as_deref().unwrap_or("").as_bytes();
                 let client = client.map_or_else(String::new, |c| c.to_string());
-                format!("robots:{site}:client:{client}:{:016x}", fnv1a(ua))
+                format!("robots:{site}:client:{client}:{:016x}", fnv1a(robot))
             }
         }
     }
@@ -147,9 +146,9 @@ impl Event {
             Event::RobotsRead { site, bot: Some(name), at_ms, version, .. } => {
                 local.saw_robots(&SeenKey::Bot { site, name }, *version, at(*at_ms));
             }
-            Event::RobotsRead { site, bot: None, client: Some(client), user_agent, at_ms, version } => {
-                let user_agent = user_agent.as_deref().unwrap_or("").as_bytes();
-                local.saw_robots(&SeenKey::Client { site, client: *client, user_agent }, *version, at(*at_ms));
+            Event::RobotsRead { site, bot: None, client: Some(client), robot, at_ms, version } => {
+                let robot = robot.as_deref().unwrap_or("");
+                local.saw_robots(&SeenKey::Client { site, client: *client, robot }, *version, at(*at_ms));
             }
             Event::RobotsRead { .. } => {}
         }
@@ -186,7 +185,8 @@ pub struct Asking<'a> {
     /// The time now on both clocks, to give events wall-clock times.
     now: (Instant, u64),
     question: OnceLock<Question>,
-    event: OnceLock<Event>,
+    /// A ban, or a read (a client's, and a verified robot's).
+    events: Mutex<Vec<Event>>,
 }
 
 impl<'a> Asking<'a> {
@@ -194,7 +194,7 @@ impl<'a> Asking<'a> {
     /// `local`; `now` is the same moment as an [`Instant`] and in Unix
     /// milliseconds.
     pub fn new(local: &'a dyn State, answer: Answer, now: (Instant, u64)) -> Asking<'a> {
-        Asking { local, answer, now, question: OnceLock::new(), event: OnceLock::new() }
+        Asking { local, answer, now, question: OnceLock::new(), events: Mutex::new(Vec::new()) }
     }
 
     /// The rate question the decision asked, when it was noted for the store.
@@ -202,9 +202,13 @@ impl<'a> Asking<'a> {
         self.question.take()
     }
 
-    /// The ban or read the decision made, to announce.
-    pub fn event(&mut self) -> Option<Event> {
-        self.event.take()
+    /// The ban or reads the decision made, to announce.
+    pub fn events(&mut self) -> Vec<Event> {
+        std::mem::take(self.events.get_mut().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn announce(&self, event: Event) {
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).push(event);
     }
 
     fn ms(&self, t: Instant) -> u64 {
@@ -230,7 +234,7 @@ impl State for Asking<'_> {
 
     fn ban(&self, key: &BanKey<'_>, until: Instant) {
         self.local.ban(key, until);
-        let _ = self.event.set(Event::Ban { site: key.site.to_owned(), client: key.client, until_ms: self.ms(until) });
+        self.announce(Event::Ban { site: key.site.to_owned(), client: key.client, until_ms: self.ms(until) });
     }
 
     fn banned(&self, key: &BanKey<'_>, now: Instant) -> Option<Duration> {
@@ -245,21 +249,20 @@ impl State for Asking<'_> {
                 site: site.to_owned(),
                 bot: Some(name.to_owned()),
                 client: None,
-                user_agent: None,
+                robot: None,
                 at_ms,
                 version,
             },
-            SeenKey::Client { user_agent, .. } if user_agent.len() > MAX_ANNOUNCED_UA => return,
-            SeenKey::Client { site, client, user_agent } => Event::RobotsRead {
+            SeenKey::Client { site, client, robot } => Event::RobotsRead {
                 site: site.to_owned(),
                 bot: None,
                 client: Some(client),
-                user_agent: Some(String::from_utf8_lossy(user_agent).into_owned()),
+                robot: Some(robot.to_owned()),
                 at_ms,
                 version,
             },
         };
-        let _ = self.event.set(event);
+        self.announce(event);
     }
 
     fn robots_read(&self, key: &SeenKey<'_>) -> Option<(Instant, u64)> {
@@ -302,7 +305,7 @@ mod tests {
         let mut asking = Asking::new(&a, Answer::Ask, (t, 50_000));
         asking.ban(&key, t + Duration::from_secs(60));
         assert!(a.banned(&key, t).is_some());
-        let event = asking.event().expect("a ban is announced");
+        let event = asking.events().pop().expect("a ban is announced");
         assert_eq!(event, Event::Ban { site: "shop".into(), client: ip("2001:db8::7"), until_ms: 110_000 });
         assert_eq!(event.key(), "ban:shop:2001:db8::7");
         assert_eq!(event.ttl(50_000), Duration::from_secs(60));
@@ -326,11 +329,12 @@ mod tests {
         let window = crate::state::ROBOTS_READ_WINDOW;
         for key in [
             SeenKey::Bot { site: "shop", name: "GPTBot" },
-            SeenKey::Client { site: "shop", client: ip("198.51.100.4"), user_agent: b"odd-crawler/1.0" },
+            SeenKey::Client { site: "shop", client: ip("198.51.100.4"), robot: "GPTBot" },
+            SeenKey::Client { site: "shop", client: ip("198.51.100.4"), robot: "" },
         ] {
             let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
             asking.saw_robots(&key, 0xfeed, t);
-            let event = asking.event().expect("announced");
+            let event = asking.events().pop().expect("announced");
             assert_eq!(event.ttl(7_000), window);
             let back: Event = serde_json::from_str(&serde_json::to_string(&event).unwrap()).unwrap();
             assert!(!b.read_robots_within(&key, window, t));
@@ -338,22 +342,16 @@ mod tests {
             assert!(b.read_robots_within(&key, window, t), "{event:?}");
             assert_eq!(b.robots_read(&key).map(|(_, v)| v), Some(0xfeed), "the version travels");
         }
-        // A client's key names it by a hash of its User-Agent, not the text.
-        let long = "x".repeat(10_000);
-        let e = Event::RobotsRead {
-            site: "s".into(),
-            bot: None,
-            client: Some(ip("192.0.2.9")),
-            user_agent: Some(long.clone()),
-            at_ms: 0,
-            version: 0,
-        };
-        assert!(e.key().len() < 64, "{}", e.key());
-        // Over-long User-Agents are not announced at all.
+        // Two reads of one decision (a client's and a verified robot's) both go out.
         let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
-        let key = SeenKey::Client { site: "s", client: ip("192.0.2.9"), user_agent: long.as_bytes() };
-        asking.saw_robots(&key, 1, t);
-        assert!(asking.event().is_none());
+        asking.saw_robots(&SeenKey::Client { site: "s", client: ip("192.0.2.9"), robot: "Googlebot" }, 1, t);
+        asking.saw_robots(&SeenKey::Bot { site: "s", name: "Googlebot" }, 1, t);
+        assert_eq!(asking.events().len(), 2);
+        // An event of an earlier release (a User-Agent where the robot now
+        // is) reads, and its key stays short.
+        let old = r#"{"event":"robots-read","site":"s","client":"192.0.2.9","user_agent":"odd/1.0","at_ms":0}"#;
+        let e: Event = serde_json::from_str(old).unwrap();
+        assert!(e.key().len() < 64, "{}", e.key());
     }
 
     #[test]

@@ -76,9 +76,17 @@ impl RawConfig {
                 errors.push(ConfigError::new("metrics.listen", format!("{m} is also a proxy listener")));
             }
         }
-        let auth = settings::auth_listeners(self.auth.as_ref(), &listen, metrics.as_deref(), &mut errors);
+        let (auth, auth_headers) =
+            settings::auth_listeners(self.auth.as_ref(), &listen, metrics.as_deref(), &mut errors);
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
+        }
+        if self.limits.max_connections == 0 {
+            errors.push(ConfigError::new("limits.max_connections", "must be at least 1"));
+        }
+        let metrics_max_connections = self.metrics.as_ref().and_then(|m| m.max_connections).unwrap_or(64);
+        if metrics_max_connections == 0 {
+            errors.push(ConfigError::new("metrics.max_connections", "must be at least 1"));
         }
         let (request_head_timeout, keepalive_timeout) = settings::connection_timeouts(&self.limits, &mut errors);
         let dns = settings::dns("verify.dns", &self.verify.dns, &mut errors);
@@ -101,11 +109,14 @@ impl RawConfig {
             log_level: self.log.level,
             metrics,
             auth,
+            auth_headers,
             status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
             bots: self.bots,
             bots_replace: self.bots_replace,
             max_clients: self.limits.max_clients,
             request_head_timeout,
+            max_connections: self.limits.max_connections,
+            metrics_max_connections,
             keepalive_timeout,
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
             verify_feeds: self.verify.feeds.clone(),

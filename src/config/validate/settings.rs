@@ -10,6 +10,7 @@ use super::super::{
     DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_REQUEST_HEAD_TIMEOUT, DEFAULT_STATE_TIMEOUT_MS,
 };
 use super::fields::{duration, host_port, size};
+use crate::net::edge::{EdgeHeaders, Fact};
 use crate::net::Cidr;
 
 /// `listen:`: each listener's address and protocols.
@@ -99,8 +100,19 @@ pub(super) fn auth_listeners(
     listen: &[Listen],
     metrics: Option<&str>,
     errors: &mut Vec<ConfigError>,
-) -> Vec<String> {
-    let Some(raw) = raw else { return Vec::new() };
+) -> (Vec<String>, EdgeHeaders) {
+    let mut headers = EdgeHeaders::default();
+    let Some(raw) = raw else { return (Vec::new(), headers) };
+    let h = &raw.headers;
+    for (fact, name) in
+        [(Fact::Target, &h.target), (Fact::Method, &h.method), (Fact::Host, &h.host), (Fact::Proto, &h.proto)]
+    {
+        if let Some(name) = name {
+            if let Err(why) = headers.set(fact, name) {
+                errors.push(ConfigError::new(format!("auth.headers.{}", fact.key()), why));
+            }
+        }
+    }
     if raw.listen.is_empty() {
         errors.push(ConfigError::new("auth.listen", "names no address (remove `auth:` to have no auth listener)"));
     }
@@ -114,7 +126,7 @@ pub(super) fn auth_listeners(
             out.push(a);
         }
     }
-    out
+    (out, headers)
 }
 
 /// `trusted_proxies:`, each a CIDR.

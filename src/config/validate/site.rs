@@ -40,7 +40,9 @@ pub(super) fn sites(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Sites {
         }
         let mut hosts = Vec::new();
         for h in &s.hosts {
+            // As requests are read (`net::site_host`): one trailing dot is the same name.
             let h = h.trim().to_ascii_lowercase();
+            let h = h.strip_suffix('.').map(str::to_owned).unwrap_or(h);
             if h.is_empty() || h.contains(['/', ' ', '\r', '\n']) {
                 errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is not a host name")));
                 continue;

@@ -58,6 +58,7 @@ use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
 use pingora::listeners::PreTlsProcess;
+use pingora::protocols::http::ServerSession;
 use pingora::protocols::l4::stream::Stream as L4Stream;
 use pingora::protocols::raw_connect::ProxyDigest;
 use pingora::protocols::tls::{SslDigest, TlsRef};
@@ -65,12 +66,12 @@ use pingora::protocols::{
     GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream, TimingDigest,
     UniqueID, UniqueIDType, ALPN,
 };
-use pingora::proxy::{HttpProxy, Session};
+use pingora::proxy::Session;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::sync::Semaphore;
 use tokio::time::Sleep;
 
-use super::proxy::Gate;
 use crate::deadline::{HeadClock, H2_PREFACE};
 use crate::proxy_protocol::{self, Parsed};
 use crate::server::snapshot::Snapshot;
@@ -81,27 +82,47 @@ use crate::server::telemetry::metrics;
 /// limit if that is shorter.
 pub const PROXY_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// robotgate's connection handling around Pingora's HTTP proxy. See the
-/// module documentation.
-pub struct Edge {
-    proxy: Arc<HttpProxy<Gate>>,
+/// robotgate's connection handling around a Pingora HTTP app (the proxy,
+/// the auth listener, the metrics listener): a bound on connections open at
+/// once, the request-head deadline, and the PROXY protocol. See the module
+/// documentation.
+pub struct Edge<A> {
+    app: Arc<A>,
     head_timeout: Duration,
     proxy_protocol: Option<Arc<ProxyProtocol>>,
+    /// One permit per open connection; a connection that finds none is
+    /// closed at once, so one listener cannot take every file descriptor.
+    permits: Arc<Semaphore>,
+    /// The listener's name in `robotgate_connections_refused_total`.
+    listener: &'static str,
 }
 
-impl Edge {
-    /// Serve `proxy` with request heads bounded by `head_timeout`, and with
-    /// the PROXY protocol read first on plain connections when
-    /// `proxy_protocol` is given (TLS listeners read it in the same
-    /// object's pre-TLS hook).
-    pub fn new(proxy: HttpProxy<Gate>, head_timeout: Duration, proxy_protocol: Option<Arc<ProxyProtocol>>) -> Edge {
-        Edge { proxy: Arc::new(proxy), head_timeout, proxy_protocol }
+impl<A> Edge<A> {
+    /// Serve `app` with request heads bounded by `head_timeout`, at most
+    /// `max_connections` connections at once, and with the PROXY protocol
+    /// read first on plain connections when `proxy_protocol` is given (TLS
+    /// listeners read it in the same object's pre-TLS hook).
+    pub fn new(
+        app: A,
+        listener: &'static str,
+        max_connections: usize,
+        head_timeout: Duration,
+        proxy_protocol: Option<Arc<ProxyProtocol>>,
+    ) -> Edge<A> {
+        let permits = Arc::new(Semaphore::new(max_connections.min(Semaphore::MAX_PERMITS)));
+        Edge { app: Arc::new(app), head_timeout, proxy_protocol, permits, listener }
     }
 }
 
 #[async_trait]
-impl ServerApp for Edge {
+impl<A: ServerApp + Send + Sync + 'static> ServerApp for Edge<A> {
     async fn process_new(self: &Arc<Self>, mut stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
+        // Held for the connection's life: the app serves every request of a
+        // connection (keep-alive included) inside one call.
+        let Ok(_permit) = self.permits.clone().try_acquire_owned() else {
+            metrics().connections_refused.with_label_values(&[self.listener]).inc();
+            return None;
+        };
         if let Some(pp) = &self.proxy_protocol {
             // Over TLS the header came before the handshake, in the pre-TLS hook.
             if stream.get_ssl_digest().is_none() {
@@ -109,22 +130,22 @@ impl ServerApp for Edge {
             }
         }
         let guarded: Stream = Box::new(Guarded::new(stream, self.head_timeout));
-        ServerApp::process_new(&self.proxy, guarded, shutdown).await
+        ServerApp::process_new(&self.app, guarded, shutdown).await
     }
 
     async fn cleanup(&self) {
-        ServerApp::cleanup(&*self.proxy).await;
+        ServerApp::cleanup(&*self.app).await;
     }
 }
 
 /// The whole HTTP/1 head of `session`'s request is in: its deadline stops.
-pub fn head_complete(session: &Session) {
+pub fn head_complete(session: &ServerSession) {
     signal(session, HEAD_COMPLETE);
 }
 
 /// `session`'s request is done: until the next head starts, the keep-alive
 /// timeout applies, not the head's.
-pub fn request_done(session: &Session) {
+pub fn request_done(session: &ServerSession) {
     signal(session, REQUEST_DONE);
 }
 
@@ -144,7 +165,7 @@ const NO_SIGNAL: u8 = 0;
 const HEAD_COMPLETE: u8 = 1;
 const REQUEST_DONE: u8 = 2;
 
-fn signal(session: &Session, what: u8) {
+fn signal(session: &ServerSession, what: u8) {
     let guarded = session.stream().and_then(|s| s.as_any().downcast_ref::<Guarded>());
     if let Some(g) = guarded {
         g.signal.store(what, Ordering::Relaxed);

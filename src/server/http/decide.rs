@@ -130,16 +130,19 @@ pub(super) struct Incoming<'r> {
 
 impl<'r> Incoming<'r> {
     /// The request the proxy itself received.
-    pub(super) fn of(session: &'r Session) -> Incoming<'r> {
+    ///
+    /// # Errors
+    /// Why it is refused (`400`): its host has two readings ([`host_of`]).
+    pub(super) fn of(session: &'r Session) -> Result<Incoming<'r>, &'static str> {
         let req = session.req_header();
-        Incoming {
+        Ok(Incoming {
             method: req.method.as_str(),
             target: req.raw_path(),
-            host: host_of(req),
+            host: host_of(req)?,
             https: session.digest().is_some_and(|d| d.ssl_digest.is_some()),
             headers: &req.headers,
             peer: session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()),
-        }
+        })
     }
 
     /// Path and query of the target, split at the first `?`, when the target
@@ -223,7 +226,7 @@ impl Gate {
         // in its place. Only a "wait" brings the request back here, as the
         // second decision (`Answer::Given`), which counts nothing again.
         let question = asking.question();
-        if let Some(event) = asking.event() {
+        for event in asking.events() {
             self.reads.note(&event);
             if let Some(store) = &self.shared {
                 store.announce(event);

@@ -24,14 +24,14 @@ use super::forwarded::add_forwarded_headers;
 use super::respond::{self, Reader};
 use crate::identity::signature::{Limits, RequestParts, Verdict};
 use crate::load::LiveSite;
-use crate::policy::{Action, Banned, Outcome, Refused, SiteFile, Spoofed, Stale, TrapHit, Violation};
+use crate::policy::{Action, Enforcement, Outcome, SiteFile};
 use crate::server::ops::crowd::Crowd;
 use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
 use crate::server::store::reads::Reads;
 use crate::server::store::redis::SharedStore;
 use crate::server::telemetry::metrics;
-use crate::server::verify::dns::DnsVerifier;
+use crate::server::verify::dns::{DnsVerdict, DnsVerifier, Trouble};
 use crate::server::verify::identity::{ServerIdentity, Settled};
 use crate::server::verify::wba::{self, DirectoryCache};
 use crate::state::shared::Answer;
@@ -150,8 +150,23 @@ pub fn upstream_peer(
     peer
 }
 
-pub(super) fn host_of(req: &RequestHeader) -> &str {
-    req.headers.get("host").and_then(|h| h.to_str().ok()).or_else(|| req.uri.host()).unwrap_or("")
+/// The host a request names, as the origin reads it (RFC 9112 3.2.2): an
+/// absolute-form target's authority (and HTTP/2's `:authority`) before
+/// `Host`. Sites are matched on its one reading ([`crate::net::site_host`]).
+///
+/// # Errors
+/// For a `400`: two `Host` headers (RFC 9112 3.2: two readings of one
+/// request), or a `Host` that is not text.
+pub(super) fn host_of(req: &RequestHeader) -> Result<&str, &'static str> {
+    if let Some(authority) = req.uri.authority() {
+        return Ok(authority.as_str());
+    }
+    let mut hosts = req.headers.get_all("host").into_iter();
+    let host = hosts.next().map_or(Ok(""), |h| std::str::from_utf8(h.as_bytes()).map_err(|_| "Host is not text"))?;
+    if hosts.next().is_some() {
+        return Err("more than one Host header");
+    }
+    Ok(host)
 }
 
 /// The length of a response a trap link can be put into: a whole,
@@ -212,17 +227,31 @@ impl Gate {
     /// Settle `ip`'s claim to a robot with reverse-DNS domains `suffixes`:
     /// from a verdict another instance shared, or by a lookup whose verdict
     /// is then shared.
-    async fn verify_dns(&self, dns: &DnsVerifier, ip: IpAddr, suffixes: &[String]) {
+    async fn verify_dns(&self, dns: &DnsVerifier, ip: IpAddr, suffixes: &[String]) -> DnsVerdict {
         if let Some(store) = &self.shared {
             if let Some((verdict, ttl)) = store.rdns(ip, suffixes).await {
-                dns.remember(ip, suffixes, verdict, ttl);
-                return;
+                dns.remember(ip, suffixes, verdict.clone(), ttl);
+                return verdict;
             }
         }
-        dns.verify(ip, suffixes).await;
+        let verdict = dns.verify(ip, suffixes).await;
         if let (Some(store), Some((verdict, ttl))) = (&self.shared, dns.cached_for(ip, suffixes)) {
             store.share_rdns(ip, suffixes, &verdict, ttl);
         }
+        verdict
+    }
+
+    /// A claim that only reverse DNS could settle, and it did not: never
+    /// silent (issue #39). The robot is judged as what it claims, unverified;
+    /// robots whose operator publishes complete ranges never get here.
+    fn unchecked(bot: &str, ip: IpAddr, trouble: &Trouble) {
+        let reason = match trouble {
+            Trouble::Timeout => "timeout",
+            Trouble::Busy => "busy",
+            Trouble::Resolver(_) => "resolver",
+        };
+        metrics().identity_unchecked.with_label_values(&[bot, reason]).inc();
+        tracing::warn!(target: "robotgate::identity", bot, client = %ip, reason = %trouble, "claim not checked: reverse DNS gave no answer; judged unverified");
     }
 }
 
@@ -291,7 +320,11 @@ impl Gate {
                 Step::Pending(bot) if !looked_up => {
                     looked_up = true;
                     if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
-                        Box::pin(self.verify_dns(dns, ip, &snap.classifier.bot(bot).rdns)).await;
+                        let entry = snap.classifier.bot(bot);
+                        let verdict = Box::pin(self.verify_dns(dns, ip, &entry.rdns)).await;
+                        if let DnsVerdict::Unverifiable { reason } = &verdict {
+                            Gate::unchecked(&entry.name, ip, reason);
+                        }
                     }
                 }
                 // At most one question per request (only `Ask` asks), bounded
@@ -340,46 +373,35 @@ impl Gate {
                 }
                 Ok(true)
             }
-            Step::Decided(Outcome::Pass) => Ok(false),
-            // The edge serves what the auth listener lets through: the
-            // snippets send robots.txt and humans.txt to the proxy listener.
-            Step::Decided(Outcome::File(_)) if self.auth => Ok(false),
-            Step::Decided(Outcome::File(which)) => {
-                let file = match which {
-                    SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
-                    SiteFile::Humans => live.humans.as_ref(),
-                };
-                let Some(file) = file else { return Ok(false) };
-                metrics().served.with_label_values(&[live.conf.name.as_str(), which.as_str()]).inc();
-                ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
-                Ok(true)
-            }
-            Step::Decided(Outcome::Violation(Violation { action, .. }))
-            | Step::Decided(Outcome::Trap(TrapHit { enforce: true, action, .. }))
-            | Step::Decided(Outcome::Banned(Banned { action, .. }))
-            | Step::Decided(Outcome::Spoofed(Spoofed { action }))
-            | Step::Decided(Outcome::Refused(Refused { action, .. }))
-            | Step::Decided(Outcome::Stale(Stale { action: Some(action), .. })) => match action {
-                Action::Noindex { value } => {
-                    ctx.noindex = Some(value.clone());
+            Step::Decided(outcome) => match outcome.enforcement() {
+                Enforcement::Pass { noindex } => {
+                    ctx.noindex = noindex.map(str::to_owned);
                     Ok(false)
                 }
-                Action::Log => Ok(false),
-                action => {
+                // The edge serves what the auth listener lets through: the
+                // snippets send robots.txt and humans.txt to the proxy listener.
+                Enforcement::File(_) if self.auth => Ok(false),
+                Enforcement::File(which) => {
+                    let file = match which {
+                        SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
+                        SiteFile::Humans => live.humans.as_ref(),
+                    };
+                    let Some(file) = file else { return Ok(false) };
+                    metrics().served.with_label_values(&[live.conf.name.as_str(), which.as_str()]).inc();
+                    ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
+                    Ok(true)
+                }
+                Enforcement::Answer(action) => {
                     let extra = ctx.accept_signature.then_some(("accept-signature", respond::ACCEPT_SIGNATURE));
                     ctx.status = answer_violation(session, answers, action, extra, self.reader()).await?;
                     Ok(true)
                 }
+                Enforcement::TooManyRequests { retry_after, directive, line, interval } => {
+                    ctx.status = 429;
+                    respond::too_many_requests(session, retry_after, directive, line, interval, self.reader()).await?;
+                    Ok(true)
+                }
             },
-            Step::Decided(Outcome::Trap(_)) => Ok(false), // Not armed, or a verified crawler: recorded only.
-            Step::Decided(Outcome::Stale(_)) => Ok(false), // RFC 9309 2.4: its copy allows it.
-            Step::Decided(Outcome::Limited(l)) if !l.enforce => Ok(false),
-            Step::Decided(Outcome::Limited(l)) => {
-                let retry = l.wait.as_secs() + u64::from(l.wait.subsec_nanos() > 0);
-                ctx.status = 429;
-                respond::too_many_requests(session, retry, l.directive, l.line, l.interval, self.reader()).await?;
-                Ok(true)
-            }
         }
     }
 }
@@ -411,7 +433,10 @@ impl ProxyHttp for Gate {
         }
         let snap = self.snapshot.load_full();
         ctx.snap = Some(snap.clone());
-        let req = Incoming::of(session);
+        let req = match Incoming::of(session) {
+            Ok(req) => req,
+            Err(why) => return respond::bad_request(session, ctx, why, Reader::Client).await,
+        };
         let Some(site) = self.site_for(&snap, &req, ctx) else {
             return respond::no_site(session, Reader::Client).await;
         };
@@ -441,6 +466,21 @@ impl ProxyHttp for Gate {
     ) -> Result<()> {
         if let Some(target) = ctx.rewrite.take() {
             upstream_request.set_raw_path(&target)?;
+        }
+        // An origin that takes `Upgrade: h2c` would speak HTTP/2 on this
+        // connection from then on, and every request in it would pass
+        // unjudged (h2c smuggling): the upgrade is not passed on, and the
+        // origin answers in HTTP/1.1. Other upgrades (WebSocket) pass; what
+        // goes through their tunnel is outside robotgate's judgement (the
+        // opening request is judged as any other).
+        let h2c = upstream_request
+            .headers
+            .get_all("upgrade")
+            .iter()
+            .any(|v| v.as_bytes().split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"h2c")));
+        if h2c {
+            upstream_request.remove_header("upgrade");
+            upstream_request.remove_header("http2-settings");
         }
         let (header, trusted) = match ctx.snap.as_ref() {
             Some(s) => (s.settings.client_header, &s.settings.trusted_proxies[..]),

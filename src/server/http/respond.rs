@@ -129,6 +129,25 @@ pub async fn too_many_requests(
     write(session, Box::new(resp), Bytes::from(body), to).await
 }
 
+/// Answer 400 with `why`, and close the connection when the client reads
+/// it (a request read two ways leaves the connection out of step). Returns
+/// `Ok(true)`, answered.
+pub async fn bad_request(
+    session: &mut Session,
+    ctx: &mut super::proxy::Ctx,
+    why: impl std::fmt::Display,
+    to: Reader,
+) -> Result<bool> {
+    ctx.status = 400;
+    let body = Bytes::from(format!("{why}\n"));
+    let close: &[_] = if to == Reader::Edge { &[] } else { &[("connection", "close".into())] };
+    send(session, 400, "text/plain; charset=utf-8", close, body, to).await?;
+    if to == Reader::Client {
+        session.set_keepalive(None);
+    }
+    Ok(true)
+}
+
 /// Answer 421: no site has the request's host. Returns `Ok(true)`, answered.
 pub async fn no_site(session: &mut Session, to: Reader) -> Result<bool> {
     let body = Bytes::from_static(b"No site is configured for this host.\n");

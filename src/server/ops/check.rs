@@ -36,6 +36,9 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
                     }
                 }
             }
+            if let Some(why) = edge_untrusted(&snapshot.settings) {
+                warnings.push(Problem::new(config_path, None, why));
+            }
             // A shared store that cannot be reached is an error: instances
             // would silently stop sharing.
             let mut problems = Vec::new();
@@ -55,5 +58,49 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
             }
             (problems, warnings)
         }
+    }
+}
+
+/// The auth listener believes the client address only from a trusted edge
+/// (issue #39): with `auth` on and the edge not in `trusted_proxies`, every
+/// request is judged as the edge's own, so one robot's ban or rate is
+/// everyone's. The edge runs where the auth listener listens: on loopback
+/// for a loopback listener, else somewhere `trusted_proxies` must name.
+fn edge_untrusted(settings: &crate::config::Settings) -> Option<String> {
+    let first = settings.auth.first()?;
+    let loopback: [std::net::IpAddr; 2] = [[127, 0, 0, 1].into(), std::net::Ipv6Addr::LOCALHOST.into()];
+    let on_loopback = settings.auth.iter().all(|a| {
+        let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h).trim_matches(['[', ']']);
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    });
+    let trusted = if on_loopback {
+        loopback.iter().any(|ip| settings.trusted_proxies.iter().any(|c| c.contains(*ip)))
+    } else {
+        !settings.trusted_proxies.is_empty()
+    };
+    (!trusted).then(|| {
+        format!(
+            "auth.listen: the edge that asks on {first} is not in trusted_proxies, so the client address it names is \
+             not believed and every request is judged as the edge's own (one ban or rate for all); add the edge's \
+             address (for an edge on this machine: 127.0.0.1/32 and ::1/128)"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_auth_listener_without_its_edge_trusted_is_warned_of() {
+        let base =
+            "listen: [\"127.0.0.1:8080\"]\nsites:\n  - hosts: [\"localhost\"]\n    upstream: \"127.0.0.1:8000\"\n";
+        let with = |extra: &str| crate::config::parse(&format!("{base}{extra}")).unwrap().settings;
+        assert_eq!(edge_untrusted(&with("")), None, "no auth listener");
+        assert!(edge_untrusted(&with("auth: { listen: [\"127.0.0.1:9090\"] }\n")).is_some());
+        let other = "auth: { listen: [\"127.0.0.1:9090\"] }\ntrusted_proxies: [\"10.0.0.0/8\"]\n";
+        assert!(edge_untrusted(&with(other)).is_some(), "loopback edge, only another network trusted");
+        let ok = "auth: { listen: [\"127.0.0.1:9090\"] }\ntrusted_proxies: [\"127.0.0.1/32\"]\n";
+        assert_eq!(edge_untrusted(&with(ok)), None);
     }
 }

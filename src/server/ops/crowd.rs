@@ -64,16 +64,6 @@ fn hash(ip: IpAddr) -> u32 {
     (h ^ (h >> 32)) as u32 | 1 // never 0: an empty vote
 }
 
-/// Loopback or private: where a proxy on the same host or network connects from.
-fn is_local(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-    }
-}
-
 impl Crowd {
     /// Count a request from `client` (after trusted proxies), which carried
     /// a forwarding header or not. Returns whether `client` is a loopback or
@@ -85,7 +75,7 @@ impl Crowd {
             self.forwarded.fetch_add(1, Relaxed);
         }
         let Some(ip) = client else { return false };
-        let local = is_local(ip);
+        let local = crate::identity::is_local(ip);
         if local {
             self.local.fetch_add(1, Relaxed);
         }

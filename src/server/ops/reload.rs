@@ -169,6 +169,9 @@ pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::
     if old.max_clients != new.max_clients {
         out.push("limits.max_clients");
     }
+    if old.max_connections != new.max_connections || old.metrics_max_connections != new.metrics_max_connections {
+        out.push("limits.max_connections, metrics.max_connections");
+    }
     if old.request_head_timeout != new.request_head_timeout || old.keepalive_timeout != new.keepalive_timeout {
         out.push("limits.request_head_timeout, keepalive_timeout");
     }

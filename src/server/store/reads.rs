@@ -6,8 +6,9 @@
 //! which version each crawler read, and when, must not be forgotten when
 //! the process restarts. Each read ([`Event::RobotsRead`], as announced to a
 //! shared store) is noted here; a background task writes the notes to
-//! `robotgate-robots-reads.json` beside the traps' state every second when
-//! something changed, and at shutdown. At start they are applied to the
+//! `robotgate-robots-reads.json` beside the traps' state at most every five
+//! seconds when something changed (a new reader, another version, or the
+//! same one read a minute or more later), and at shutdown. At start they are applied to the
 //! local tables like a store's announcements.
 //!
 //! Bounded: at most [`MAX_READS`] readers (one note per reader; the oldest
@@ -33,8 +34,14 @@ pub const MAX_READS: usize = 10_000;
 /// The most bytes of the file read at start.
 const FILE_MAX: u64 = 16 << 20;
 
-/// How often changed notes are written.
-const WRITE_EVERY: Duration = Duration::from_secs(1);
+/// How often changed notes are written, at most.
+const WRITE_EVERY: Duration = Duration::from_secs(5);
+
+/// A reader's repeated read of the same version moves its note only when
+/// this much later: the grace it gives is 24 hours, so a minute's
+/// difference after a restart is nothing, and a crawler fetching
+/// robots.txt in a loop does not rewrite the file.
+const MOVE_AFTER_MS: u64 = 60_000;
 
 /// The reads of this process, by reader ([`Event::key`]).
 pub struct Reads {
@@ -81,6 +88,16 @@ impl Reads {
                     notes.remove(&k);
                 }
             }
+        }
+        let same = match (notes.get(&key), event) {
+            (
+                Some(Event::RobotsRead { version: v0, at_ms: t0, .. }),
+                Event::RobotsRead { version: v1, at_ms: t1, .. },
+            ) => v0 == v1 && t1.saturating_sub(*t0) < MOVE_AFTER_MS,
+            _ => false,
+        };
+        if same {
+            return;
         }
         notes.insert(key, event.clone());
         self.changed.store(true, Ordering::Relaxed);

@@ -36,10 +36,8 @@ impl Identify for ServerIdentity<'_> {
             }
         }
         match self.snap.by_ranges().identify(bot, client) {
+            // (A private or loopback address never gets here: it proves nothing.)
             Identity::Pending => match (self.dns, client) {
-                // A private or loopback address is no public crawler's, and
-                // its reverse DNS proves nothing: no lookup.
-                (_, Some(ip)) if is_local(ip) => Identity::Unverifiable,
                 (Some(dns), Some(ip)) => match dns.cached(ip, &entry.rdns) {
                     Some(DnsVerdict::Verified { .. }) => Identity::Verified,
                     Some(DnsVerdict::Spoofed { .. }) => Identity::Spoofed,
@@ -49,19 +47,6 @@ impl Identify for ServerIdentity<'_> {
                 _ => Identity::Unverifiable,
             },
             other => other,
-        }
-    }
-}
-
-/// Loopback, private (RFC 1918, unique local), link-local or unspecified.
-fn is_local(ip: IpAddr) -> bool {
-    match crate::identity::rdns::canonical(ip) {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
         }
     }
 }
@@ -127,7 +112,7 @@ pub async fn report(
     user_agent: &[u8],
 ) -> Report {
     use crate::agent::AgentKind;
-    use crate::identity::{check, resolve, Evidence};
+    use crate::identity::{check, is_local, resolve, Evidence, Rdns};
     let agent = classifier.classify(user_agent);
     let AgentKind::Known(i) = agent.kind else {
         let evidence = if agent.is_bot() { "not a robot of the database" } else { "a browser" };
@@ -141,9 +126,13 @@ pub async fn report(
             let evidence = format!("{ip} is in {prefix} of the `{}` feed", ranges.feed(feed).name);
             return Report { outcome: "verified", bot, evidence };
         }
-        Evidence::NotInRange if entry.rdns.is_empty() => {
+        _ if !entry.rdns.is_empty() && is_local(ip) => {
+            return Report { outcome: "unverifiable", bot, evidence: format!("{ip} is a local address") };
+        }
+        Evidence::NotInRange if entry.rdns_use() != Rdns::Asked => {
             let names: Vec<&str> = entry.ip_ranges.iter().map(String::as_str).collect();
-            let evidence = format!("{ip} is in none of its published ranges ({})", names.join(", "));
+            let complete = if entry.ranges_complete.is_some() { ", which its operator says are complete" } else { "" };
+            let evidence = format!("{ip} is in none of its published ranges ({}){complete}", names.join(", "));
             return Report { outcome: "spoofed", bot, evidence };
         }
         Evidence::NoData if entry.rdns.is_empty() => {
@@ -154,9 +143,6 @@ pub async fn report(
             };
         }
         _ => {}
-    }
-    if is_local(ip) {
-        return Report { outcome: "unverifiable", bot, evidence: format!("{ip} is a local address") };
     }
     let Some(dns) = dns else {
         return Report { outcome: "unverifiable", bot, evidence: "no resolver for reverse DNS".into() };
