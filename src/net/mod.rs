@@ -79,9 +79,8 @@ pub fn site_host(raw: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(raw).ok()?.trim_matches([' ', '\t']);
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (literal, after) = rest.split_once(']')?;
-        if !literal.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
-            return None;
-        }
+        // Only an IPv6 address goes in brackets (RFC 3986 3.2.2).
+        literal.parse::<std::net::Ipv6Addr>().ok()?;
         let port = match after {
             "" => None,
             p => Some(p.strip_prefix(':')?),
@@ -177,6 +176,8 @@ mod tests {
             (b"[::1", None),
             (b"[::1]x", None),
             (b"[zz::1]", None),
+            (b"[.]", None),
+            (b"[1.2.3.4]", None),
             (b"\xff.test", None),
         ] {
             assert_eq!(site_host(raw), want, "{:?}", String::from_utf8_lossy(raw));
