@@ -292,3 +292,53 @@ fn hostile_logs_are_read_without_panic_and_skips_are_reported() {
     let read_before_cut = report["replay"]["sites"][0]["requests"].as_u64().unwrap();
     assert!(read_before_cut > 4, "lines before the cut count, and plain.log after it: {read_before_cut}");
 }
+
+/// Issue #40: replay judges traps as the proxy does, by the log's clock. A
+/// trap armed by then (the traps' state file says it was first served long
+/// ago) bans a scraper that fetches it; its later lines are `banned` until
+/// the ban ends; a verified Googlebot that fetches it gets the site's action
+/// and is never banned.
+#[test]
+fn replay_judges_traps_and_their_bans_by_the_logs_clock() {
+    let dns = fake_google_ptr();
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), dns.addr);
+    let cfg = std::fs::read_to_string(dir.path().join("robotgate.yaml")).unwrap();
+    let cfg = cfg.replace("    robots: ", "    traps: { paths: [\"/trap/\"], ban: 60 }\n    robots: ");
+    std::fs::write(dir.path().join("robotgate.yaml"), cfg).unwrap();
+    std::fs::write(dir.path().join("robotgate-traps.json"), "{\"shop\\t/trap/\": 1000}").unwrap();
+    const SCRAPER: &str = "198.51.100.20";
+    let log = [
+        line(SCRAPER, 0, "/page", 200, FIREFOX),
+        line(SCRAPER, 1, "/trap/x", 200, FIREFOX),
+        line(SCRAPER, 2, "/page", 200, FIREFOX),
+        line(SCRAPER, 62, "/page", 200, FIREFOX), // the ban (60 s) is over
+        line(GOOGLE_IP, 3, "/trap/y", 200, GOOGLEBOT),
+        line(GOOGLE_IP, 4, "/shoes", 200, GOOGLEBOT),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let out = replay(dir.path(), &["--emit", "violations", dir.path().join("access.log").to_str().unwrap()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let recs: Vec<serde_json::Value> =
+        stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let of = |client: &str| -> Vec<(String, String, u64)> {
+        recs.iter()
+            .filter(|r| r["client"] == client)
+            .map(|r| {
+                let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+                (s("path"), s("directive"), r["status"].as_u64().unwrap_or(0))
+            })
+            .collect()
+    };
+    assert_eq!(
+        of(SCRAPER),
+        [("/trap/x".to_owned(), "trap".to_owned(), 403), ("/page".to_owned(), "banned".to_owned(), 403)],
+        "{stdout}"
+    );
+    let google = of(GOOGLE_IP);
+    assert_eq!(google.len(), 1, "{stdout}");
+    assert_eq!((google[0].0.as_str(), google[0].1.as_str(), google[0].2), ("/trap/y", "trap", 403));
+    let g = recs.iter().find(|r| r["client"] == GOOGLE_IP).unwrap();
+    assert_eq!(g["identity"].as_str(), Some("verified"), "{g}");
+}

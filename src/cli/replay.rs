@@ -205,8 +205,9 @@ fn sites_of(snap: &robotgate::load::Snapshot) -> Vec<robotgate::replay::Site<'_>
         .map(|s| {
             let robots = s.robots.as_ref();
             replay::Site {
-                // Traps are not judged from the past (see `robotgate::replay`).
-                rules: robotgate::policy::SiteRules { traps: None, ..s.rules() },
+                // Traps as the proxy judges them, armed when the traps' state
+                // says they were (see `robotgate::replay`).
+                rules: s.rules(),
                 target: &s.conf.target,
                 robots_hash: robots.map_or("", |r| r.hash.as_str()),
                 lines: robots.map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),

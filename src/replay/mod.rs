@@ -12,10 +12,13 @@
 //! * **Identity** comes from the published IP ranges alone
 //!   ([`crate::identity::RangesOnly`]): no DNS, so a robot that only reverse
 //!   DNS could confirm stays `unverifiable`.
-//! * **Traps** are not judged: no past request can have followed a link
-//!   robotgate had not yet served. Their `Disallow` lines are in the
-//!   effective robots.txt like every generated line, so a request for a trap
-//!   path is judged as a request for any disallowed path.
+//! * **Traps** are judged as the proxy judges them (issue #40), by the log's
+//!   time: a hit of a trap armed by then (when the traps' state file says it
+//!   was first served, plus `arm_after`) bans the client on the worker's
+//!   table until the ban's end, by the log's clock, and the client's later
+//!   lines are `banned`; a verified crawler gets the site's action, never a
+//!   ban; a hit before arming is recorded only. Whether the trap link was in
+//!   the pages those clients saw, a log cannot tell.
 //! * **The client** is the address the web server logged: behind a CDN or a
 //!   load balancer that is not the crawler's, unless the server logged the
 //!   forwarded address.
@@ -51,7 +54,7 @@ use crate::target::{self, Gatekeep, TargetOptions};
 
 /// One site as replay judges it.
 pub struct Site<'s> {
-    /// What the site brings to a decision (with `traps: None`: see the module docs).
+    /// What the site brings to a decision (traps included: see the module docs).
     pub rules: SiteRules<'s>,
     /// How its request-targets are read.
     pub target: &'s TargetOptions,

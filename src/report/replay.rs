@@ -116,7 +116,7 @@ pub struct ReplayRule {
 
 /// What replay cannot see in a log; every report says it.
 pub const LIMITS: &[&str] = &[
-    "traps are not judged: no past request followed a link robotgate had not served",
+    "traps are judged from when the traps' state says they were armed; whether a trap link was in the pages a client saw, a log cannot tell",
     "identity is from the published IP ranges only (no reverse DNS): robots that only DNS confirms are unverifiable",
     "the client is the address the web server logged: behind a CDN or load balancer, log the forwarded address or every crawler looks spoofed",
 ];
