@@ -794,27 +794,22 @@ mod tests {
         let state = crate::state::MemoryState::new(64);
         let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 0 };
         let site = SiteRules::new("s", &policy, Some(&robots));
-        let seen = |ip: &str| {
+        // GPTBot from `ip` asks for `target`, its claim judged by `identify`.
+        let ask = |ip: &str, target: &'static [u8], identify: &dyn Identify| {
             let f = RequestFacts {
                 fetch: true,
-                target: b"/private/x",
+                target,
                 user_agent: GPTBOT,
                 client: Some(ip.parse().unwrap()),
                 crowd: false,
             };
-            decide(&f, &site, &c, &state, &crate::identity::TakeTheirWord, clock).robots_seen
+            decide(&f, &site, &c, &state, identify, clock).robots_seen
+        };
+        let seen = |ip: &str| ask(ip, b"/private/x", &crate::identity::TakeTheirWord);
+        let read = |ip: &str, identify: &dyn Identify| {
+            ask(ip, b"/robots.txt", identify);
         };
         assert_eq!(seen("192.0.2.1"), Some(false));
-        let read = |ip: &str, identify: &dyn Identify| {
-            let f = RequestFacts {
-                fetch: true,
-                target: b"/robots.txt",
-                user_agent: GPTBOT,
-                client: Some(ip.parse().unwrap()),
-                crowd: false,
-            };
-            decide(&f, &site, &c, &state, identify, clock);
-        };
         // An unverified read from another address is that address's only
         // (issue #39): anyone can say GPTBot.
         read("198.51.100.1", &crate::identity::TakeTheirWord);
@@ -829,14 +824,7 @@ mod tests {
         }
         read("198.51.100.2", &Verified);
         assert_eq!(seen("192.0.2.1"), Some(false), "an unverified request is still judged by its own reads");
-        let f = RequestFacts {
-            fetch: true,
-            target: b"/private/x",
-            user_agent: GPTBOT,
-            client: Some("192.0.2.1".parse().unwrap()),
-            crowd: false,
-        };
-        assert_eq!(decide(&f, &site, &c, &state, &Verified, clock).robots_seen, Some(true));
+        assert_eq!(ask("192.0.2.1", b"/private/x", &Verified), Some(true));
     }
 
     #[test]
