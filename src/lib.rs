@@ -11,6 +11,9 @@
 //!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
 //!   request's facts, the site's rules and the rate state.
+//! * [`pipeline`]: one request's decision, from its facts to its verdict,
+//!   resumable around the I/O it needs: what every driver (the proxy, the
+//!   auth listener, replay) runs.
 //! * [`record`]: the violation record and the aggregation of repeats.
 //! * [`accesslog`]: combined, common and JSON access-log readers for
 //!   `robotgate replay`.
@@ -40,6 +43,7 @@ pub mod lines;
 pub mod load;
 pub mod managed;
 pub mod net;
+pub mod pipeline;
 pub mod policy;
 pub mod proxy_protocol;
 pub mod record;

@@ -539,7 +539,7 @@ impl Automata {
         // `Ahead`. The first walk takes it over where the two agree.
         let mut ahead = Ahead::new();
         if (AHEAD_MIN..=2 * AHEAD_MAX).contains(&rest.len()) {
-            ahead.from = rest.len() / 2 & !3;
+            ahead.from = (rest.len() / 2) & !3;
             let mut b = table.start();
             let mut b_bound = table.stop_bound(false);
             ahead.states[0] = b;

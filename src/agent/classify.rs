@@ -58,7 +58,12 @@ pub struct Classifier {
     /// Per frozen shape (`frozen::SHAPES`): whether a whole string of it is a
     /// browser without the walk, proved for this database in [`Classifier::new`].
     fast_shapes: Vec<bool>,
+    /// Told apart from every other classifier of the process ([`Classifier::id`]).
+    id: u64,
 }
+
+/// The next classifier's [`Classifier::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The automaton's signals, as the word rules take them.
 fn signals(scan: &Scan, frozen_end: Option<usize>) -> Signals<'_> {
@@ -129,7 +134,8 @@ impl Classifier {
     pub fn new(db: &BotDb) -> Result<Classifier, DbError> {
         db.check_across()?;
         let automata = Automata::build(db)?;
-        let mut classifier = Classifier { db: db.clone(), automata, fast_shapes: Vec::new() };
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut classifier = Classifier { db: db.clone(), automata, fast_shapes: Vec::new(), id };
         // A shape skips the walk only if no string of it can match a pattern
         // of this database, and every string of it reports a browser marker
         // or opens like a browser (so that the word rules reach the shape
@@ -162,6 +168,12 @@ impl Classifier {
     /// proves it is not.
     pub fn builtin() -> Classifier {
         Classifier::new(&BotDb::builtin()).expect("embedded conf/bots.yaml compiles (tests/bot_db.rs)")
+    }
+
+    /// A number no other classifier built by this process has (a clone
+    /// keeps it: it classifies alike). What [`super::Memo`] keys verdicts by.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The database this classifier was compiled from.

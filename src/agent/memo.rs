@@ -150,3 +150,119 @@ mod tests {
         }
     }
 }
+
+/// User-Agents longer than this are classified every time, not remembered.
+pub const MEMO_MAX_UA: usize = 512;
+
+/// Verdicts remembered by User-Agent bytes and classifier ([`Classifier::id`]),
+/// in a fixed number of direct-mapped slots: the one memo every caller
+/// classifies through (the proxy keeps one slot per thread,
+/// [`classify_here`]; replay a few thousand per worker, since logs
+/// interleave clients). A reload brings a new classifier, hence misses.
+pub struct Memo {
+    slots: Vec<Slot>,
+}
+
+#[derive(Default)]
+struct Slot {
+    classifier: u64,
+    ua: Vec<u8>,
+    agent: Option<Remembered>,
+}
+
+impl Memo {
+    /// A memo of `slots` slots (at least one).
+    pub fn new(slots: usize) -> Memo {
+        Memo { slots: (0..slots.max(1)).map(|_| Slot::default()).collect() }
+    }
+
+    /// [`Classifier::classify`], or the remembered verdict of the same bytes
+    /// under the same classifier. Cost of a hit: a slot choice (none with
+    /// one slot), a byte comparison, then a few slices ([`Remembered::recall`]).
+    pub fn classify<'a>(&mut self, classifier: &'a Classifier, ua: &'a [u8]) -> Agent<'a> {
+        let i = match self.slots.len() {
+            1 => 0,
+            n => {
+                use std::hash::Hasher;
+                let mut h = std::hash::DefaultHasher::new();
+                h.write(ua);
+                (h.finish() % n as u64) as usize
+            }
+        };
+        let slot = &mut self.slots[i];
+        if slot.classifier == classifier.id() && slot.ua == ua {
+            if let Some(kept) = &slot.agent {
+                return kept.recall(ua, classifier);
+            }
+        }
+        let agent = classifier.classify(ua);
+        if ua.len() <= MEMO_MAX_UA {
+            if let Some(kept) = Remembered::of(&agent, ua, classifier) {
+                slot.classifier = classifier.id();
+                slot.ua.clear();
+                slot.ua.extend_from_slice(ua);
+                slot.agent = Some(kept);
+            }
+        }
+        agent
+    }
+
+    /// Whether `ua` under `classifier` is remembered (tests).
+    pub fn remembers(&self, classifier: &Classifier, ua: &[u8]) -> bool {
+        self.slots.iter().any(|s| s.classifier == classifier.id() && s.ua == ua && s.agent.is_some())
+    }
+}
+
+thread_local! {
+    /// A keep-alive connection repeats its User-Agent on every request, and
+    /// so does a crawler or a scraper in a loop: one slot per thread catches
+    /// them at the cost of one comparison.
+    static HERE: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::new(1));
+}
+
+/// Classify through this thread's one-slot [`Memo`].
+pub fn classify_here<'a>(classifier: &'a Classifier, ua: &'a [u8]) -> Agent<'a> {
+    HERE.with_borrow_mut(|memo| memo.classify(classifier, ua))
+}
+
+/// Whether this thread's memo holds `ua` under `classifier` (tests).
+pub fn remembered_here(classifier: &Classifier, ua: &[u8]) -> bool {
+    HERE.with_borrow(|memo| memo.remembers(classifier, ua))
+}
+
+#[cfg(test)]
+mod memo_tests {
+    use super::*;
+
+    const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+    const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
+
+    #[test]
+    fn the_memo_replays_only_the_same_bytes_with_the_same_classifier() {
+        let (a, b) = (Classifier::builtin(), Classifier::builtin());
+        assert_ne!(a.id(), b.id());
+        let mut memo = Memo::new(1);
+        assert!(!memo.remembers(&a, FIREFOX), "nothing remembered yet");
+        assert!(!memo.classify(&a, FIREFOX).is_bot());
+        assert!(memo.remembers(&a, FIREFOX));
+        assert!(!memo.remembers(&b, FIREFOX), "another classifier");
+        assert!(!memo.remembers(&a, &FIREFOX[..FIREFOX.len() - 1]), "other bytes");
+        let first = memo.classify(&a, GPTBOT);
+        assert!(first.is_bot());
+        assert!(memo.remembers(&a, GPTBOT), "robots are remembered too");
+        assert_eq!(memo.classify(&a, GPTBOT), first, "and replayed as they were classified");
+        assert_eq!(memo.classify(&a, GPTBOT), a.classify(GPTBOT));
+        let long = [FIREFOX, &[b'x'; MEMO_MAX_UA][..]].concat();
+        assert!(!memo.classify(&b, &long).is_bot());
+        assert!(!memo.remembers(&b, &long), "too long to remember");
+        assert!(memo.remembers(&a, GPTBOT), "still the last one remembered");
+        // Many slots keep many.
+        let mut many = Memo::new(64);
+        many.classify(&a, FIREFOX);
+        many.classify(&a, GPTBOT);
+        assert!(many.remembers(&a, FIREFOX) || many.remembers(&a, GPTBOT));
+        assert!(!remembered_here(&a, GPTBOT));
+        classify_here(&a, GPTBOT);
+        assert!(remembered_here(&a, GPTBOT), "this thread's memo");
+    }
+}

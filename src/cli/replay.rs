@@ -23,7 +23,6 @@ pub struct ReplayArgs {
 
 /// `robotgate replay`: the logs through the config's policy, then the report.
 pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    use robotgate::identity::{ByRanges, RangesOnly};
     use robotgate::record::aggregate::{Aggregator, Line, Offer};
     use robotgate::replay::{self, Input, ReplayReport, Setup};
     use robotgate::report::render::{self, Format as Output};
@@ -50,7 +49,6 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
             Some(now.saturating_sub(back).as_secs() as i64)
         }
     };
-    let ranges_only = RangesOnly(ByRanges { table: &snap.ranges, feeds: &snap.bot_feeds, rdns: &snap.bot_rdns });
     let lookups = match args.dns {
         false => None,
         true => {
@@ -61,21 +59,26 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
             Some((runtime, resolver))
         }
     };
-    let looking_up = lookups.as_ref().map(|(runtime, dns)| robotgate::server::verify::identity::LookingUp {
-        snap: &snap,
-        dns,
-        runtime: runtime.handle(),
+    // With `--dns`, what only reverse DNS can tell is looked up on the spot,
+    // blocking the worker (bounded by the resolver's timeout), and cached.
+    let look_up = lookups.as_ref().map(|(runtime, dns)| {
+        let snap = &snap;
+        move |bot: usize, ip: std::net::IpAddr| {
+            let verdict = runtime.block_on(dns.verify(ip, &snap.classifier.bot(bot).rdns));
+            robotgate::server::verify::identity::identity_of(&verdict)
+        }
     });
-    let identify: &(dyn robotgate::identity::Identify + Sync) = match &looking_up {
-        Some(l) => l,
-        None => &ranges_only,
+    let lookup: Option<&(dyn Fn(usize, std::net::IpAddr) -> robotgate::identity::Identity + Sync)> = match &look_up {
+        Some(f) => Some(f),
+        None => None,
     };
     let sites = sites_of(&snap);
     let setup = Setup {
         sites,
         settings: &snap.settings,
         classifier: &snap.classifier,
-        identify,
+        ranges: snap.by_ranges(),
+        lookup,
         bot_feeds: &snap.bot_feeds,
         only_site,
         since_unix,
@@ -235,7 +238,6 @@ pub fn compare(
     logs: &[PathBuf],
     args: ReplayArgs,
 ) -> anyhow::Result<ExitCode> {
-    use robotgate::identity::{ByRanges, RangesOnly};
     use robotgate::replay::{compare::compare, Input, Setup};
     let json = match args.output.as_str() {
         "text" => false,
@@ -259,18 +261,15 @@ pub fn compare(
             Some(now.saturating_sub(back).as_secs() as i64)
         }
     };
-    let ranges: Vec<RangesOnly<'_>> = snaps
-        .iter()
-        .map(|s| RangesOnly(ByRanges { table: &s.ranges, feeds: &s.bot_feeds, rdns: &s.bot_rdns }))
-        .collect();
     let mut setups = Vec::with_capacity(2);
-    for (snap, identify) in snaps.iter().zip(&ranges) {
+    for snap in &snaps {
         let only_site = site_index(snap, args.site.as_deref())?;
         setups.push(Setup {
             sites: sites_of(snap),
             settings: &snap.settings,
             classifier: &snap.classifier,
-            identify,
+            ranges: snap.by_ranges(),
+            lookup: None,
             bot_feeds: &snap.bot_feeds,
             only_site,
             since_unix,

@@ -129,6 +129,7 @@ impl Identify for TakeTheirWord {
 /// range, `Spoofed` outside the ranges of a robot that publishes ranges and
 /// no reverse DNS or whose ranges are complete, `Pending` when reverse DNS
 /// could still tell, else `Unverifiable`.
+#[derive(Clone, Copy)]
 pub struct ByRanges<'a> {
     /// The compiled feeds.
     pub table: &'a RangeTable,

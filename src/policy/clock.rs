@@ -27,6 +27,16 @@ impl Clock {
         }
     }
 
+    /// Now, milliseconds since the Unix epoch (UTC).
+    pub fn unix_ms(self) -> u64 {
+        match self {
+            Clock::System => {
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+            }
+            Clock::Fixed { unix_secs, .. } => unix_secs.saturating_mul(1000),
+        }
+    }
+
     /// Now, seconds since the Unix epoch (UTC).
     pub fn unix_secs(self) -> u64 {
         match self {

@@ -15,6 +15,7 @@ use std::time::Duration;
 mod action;
 mod claims;
 mod clock;
+mod decide;
 mod enforce;
 mod judge;
 mod pace;
@@ -24,20 +25,18 @@ mod stale;
 pub mod unsupported;
 
 pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
-use self::claims::{claims, judge_claims, Claimed};
 pub use self::clock::Clock;
 pub use self::enforce::Enforcement;
 use self::judge::LOG_ONLY;
 pub use self::judge::{judge, Judgement, Rate, Requester, Window};
-use self::pace::pace;
 pub use self::preference::{in_force, usage_header, PreferenceMode, Refused};
 pub use self::record::Requested;
 pub use self::stale::{ChangeAction, EarlierRobots, RobotsChange, Stale, MAX_GRACE};
-use crate::agent::{Agent, Category, Classifier};
-use crate::identity::{Identify, Identity};
+use crate::agent::Agent;
+use crate::identity::Identity;
 use crate::net::client_key;
 use crate::robots::{RobotsTxt, Rule};
-use crate::state::{BanKey, SeenKey, State};
+use crate::state::{SeenKey, State};
 
 /// The facts of one request, gathered once by the proxy from what the client
 /// sent (all of it attacker-controlled).
@@ -204,7 +203,9 @@ pub enum Outcome<'a> {
     Stale(Stale<'a>),
 }
 
-/// A decision: who asked (when it mattered) and what happens.
+/// A decision: who asked (when it mattered) and what happens. Every
+/// decision is final: what is still to be found out (a lookup, the shared
+/// store's answer) is a [`Step`], never a state of this.
 ///
 /// The outcome borrows only from the site and the classifier (`'s`), never
 /// from the request (`'r`), so a caller can keep it after the request's
@@ -219,258 +220,16 @@ pub struct Decision<'s, 'r> {
     /// For a violation, limit, trap or ban: whether this bot fetched the
     /// site's robots.txt in the last [`ROBOTS_READ_WINDOW`].
     pub robots_seen: Option<bool>,
-    /// Whether the client is the robot it claims to be. [`Identity::Pending`]:
-    /// nothing was decided or changed yet; the caller makes the lookup and
-    /// decides again.
+    /// Whether the client is the robot it claims to be (never
+    /// [`Identity::Pending`]).
     pub identity: Identity,
-    /// With [`Identity::Pending`]: the database robot to look up.
-    pub lookup: Option<usize>,
     /// A usage preference was in force for the path, and the robot's purposes
     /// are not documented (metric `preference-unknown`).
     pub preference_unknown: bool,
 }
 
+pub use self::decide::{decide, decide_step, Asked, Paced, Rates, Step};
 pub use crate::state::ROBOTS_READ_WINDOW;
-
-/// Decide a request.
-///
-/// Order: `/robots.txt` first (never refused; the read is remembered), then
-/// bans, then trap paths (whatever the User-Agent), then the other files,
-/// then nothing to enforce without a robots.txt, then the User-Agent
-/// (browsers pass: robots.txt binds robots, not people), then the bot's
-/// group and the matching rule, then its pace and hours.
-///
-/// Cost: one classification, one group lookup and one matcher query; no
-/// allocation for browsers, at most the agent's token vector for robots; one
-/// short lock in the state for a site with traps (the ban check), and for a
-/// bot whose group has a pace or that broke a rule.
-pub fn decide<'s: 'r, 'r>(
-    facts: &RequestFacts<'r>,
-    site: &SiteRules<'s>,
-    classifier: &'s Classifier,
-    state: &dyn State,
-    identify: &dyn Identify,
-    clock: Clock,
-) -> Decision<'s, 'r> {
-    decide_with(facts, site, |ua| classifier.classify(ua), state, identify, clock)
-}
-
-/// [`decide`] with the classification supplied by the caller: `classify`
-/// must return what [`Classifier::classify`] returns for the User-Agent it
-/// is given. For a caller that remembers verdicts (the proxy remembers the
-/// last browser per thread); the order of the decision stays here.
-pub fn decide_with<'s: 'r, 'r>(
-    facts: &RequestFacts<'r>,
-    site: &SiteRules<'s>,
-    classify: impl FnOnce(&'r [u8]) -> Agent<'r>,
-    state: &dyn State,
-    identify: &dyn Identify,
-    clock: Clock,
-) -> Decision<'s, 'r> {
-    let path = facts.target.split(|&b| b == b'?').next().unwrap_or_default();
-    let decided = |outcome| Decision {
-        agent: None,
-        outcome,
-        robots_seen: None,
-        identity: Identity::NotClaimed,
-        lookup: None,
-        preference_unknown: false,
-    };
-    let pending = |agent, bot| Decision {
-        agent: Some(agent),
-        outcome: Outcome::Pass,
-        robots_seen: None,
-        identity: Identity::Pending,
-        lookup: Some(bot),
-        preference_unknown: false,
-    };
-    if facts.fetch && path == b"/robots.txt" {
-        let Some(robots) = site.robots else { return decided(Outcome::Pass) };
-        let mut agent = classify(facts.user_agent);
-        let mut identity = Identity::NotClaimed;
-        if agent.is_bot() {
-            // A read counts for a robot only when it is that robot (issue
-            // #39): its identity is settled first, as for any request.
-            let claimed = match claims(&agent, identify, facts.client) {
-                Claimed::Pending(bot) => return pending(agent, bot),
-                Claimed::Settled(c) => c,
-            };
-            if let Some(i) = claimed.verified {
-                agent = agent.narrowed_to(i);
-            }
-            identity = claimed.identity;
-            for key in seen_keys(site, &agent, facts, identity).into_iter().flatten() {
-                state.saw_robots(&key, robots.hash(), clock.instant());
-            }
-        }
-        let outcome = Outcome::File(SiteFile::Robots);
-        return Decision {
-            agent: Some(agent),
-            outcome,
-            robots_seen: None,
-            identity,
-            lookup: None,
-            preference_unknown: false,
-        };
-    }
-    let mut classify = Some(classify);
-    let mut agent: Option<Agent<'r>> = None;
-    if let (Some(traps), Some(client)) = (site.traps, facts.client) {
-        let key = BanKey { client: client_key(client, site.policy.ipv6_prefix), site: site.name };
-        let banned = state.banned(&key, clock.instant());
-        let trap = traps.paths.iter().position(|t| path.starts_with(t.as_bytes()));
-        if banned.is_some() || trap.is_some() {
-            let a = agent.insert(match classify.take() {
-                Some(c) => c(facts.user_agent),
-                None => Agent::browser(),
-            });
-            // A verified crawler is never banned, nor held by a ban: its
-            // address is its operator's, whatever shared it before. Checked
-            // here, before either, so no order of the two can forget it.
-            let claimed = match claims(a, identify, facts.client) {
-                Claimed::Pending(bot) => return pending(agent.take().unwrap_or_else(|| Agent::browser()), bot),
-                Claimed::Settled(c) => c,
-            };
-            let verified = claimed.identity == Identity::Verified;
-            if let Some(remaining) = banned.filter(|_| !verified) {
-                let a = agent.take().unwrap_or_else(|| Agent::browser());
-                let robots_seen = Some(read_robots(state, site, &a, facts, claimed.identity, clock));
-                let outcome = Outcome::Banned(Banned { remaining, action: &traps.action });
-                return Decision {
-                    agent: Some(a),
-                    outcome,
-                    robots_seen,
-                    identity: Identity::NotClaimed,
-                    lookup: None,
-                    preference_unknown: false,
-                };
-            }
-            if let Some(i) = trap {
-                let a = agent.take().unwrap_or_else(|| Agent::browser());
-                let a = match claimed.verified {
-                    Some(bot) => a.narrowed_to(bot),
-                    None => a,
-                };
-                let robots_seen = Some(read_robots(state, site, &a, facts, claimed.identity, clock));
-                let armed = site.armed_at.get(i).is_some_and(|&at| clock.unix_secs() >= at);
-                let banned = armed && !verified && !facts.crowd;
-                if banned {
-                    state.ban(&key, clock.instant() + traps.ban);
-                }
-                let (why, action) = if banned {
-                    ("banned", &traps.action)
-                } else if armed && !verified {
-                    // Most traffic comes from this address: a ban would
-                    // shut everyone out (issue #27); recorded, not enforced.
-                    ("crowd-address", &traps.action)
-                } else if verified {
-                    // Never a ban: a ban would cut a search engine off for
-                    // its whole duration. Once armed, the site's action for it.
-                    ("verified-crawler", site.policy.action_for(a.name, a.category))
-                } else {
-                    ("not-armed", &traps.action)
-                };
-                let enforce = armed && why != "crowd-address";
-                let hit = TrapHit { path: &traps.paths[i], banned, why, action, enforce };
-                let identity = claimed.identity;
-                return Decision {
-                    agent: Some(a),
-                    outcome: Outcome::Trap(hit),
-                    robots_seen,
-                    identity,
-                    lookup: None,
-                    preference_unknown: false,
-                };
-            }
-        }
-    }
-    if facts.fetch && site.humans && path == b"/humans.txt" {
-        return decided(Outcome::File(SiteFile::Humans));
-    }
-    let Some(robots) = site.robots else {
-        return decided(Outcome::Pass);
-    };
-    let agent = match agent.take() {
-        Some(a) => a,
-        None => match classify.take() {
-            Some(c) => c(facts.user_agent),
-            None => Agent::browser(),
-        },
-    };
-    if !agent.is_bot() {
-        return Decision {
-            agent: Some(agent),
-            outcome: Outcome::Pass,
-            robots_seen: None,
-            identity: Identity::NotClaimed,
-            lookup: None,
-            preference_unknown: false,
-        };
-    }
-    let claimed = match claims(&agent, identify, facts.client) {
-        Claimed::Pending(bot) => return pending(agent, bot),
-        Claimed::Settled(c) => c,
-    };
-    // A client verified as one of the robots it names is that robot alone.
-    let agent = match claimed.verified {
-        Some(i) => agent.narrowed_to(i),
-        None => agent,
-    };
-    let identity = claimed.identity;
-    let spoofed = identity == Identity::Spoofed;
-    if spoofed && !matches!(site.policy.spoofed, Action::Log | Action::Noindex { .. }) {
-        let robots_seen = Some(read_robots(state, site, &agent, facts, identity, clock));
-        let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });
-        return Decision {
-            agent: Some(agent),
-            outcome,
-            robots_seen,
-            identity,
-            lookup: None,
-            preference_unknown: false,
-        };
-    }
-    // A spoofed claim that is only logged is judged as what it is: an unknown
-    // robot, held to the `*` group.
-    let j = if spoofed {
-        let who: Requester<'_, &str> =
-            Requester { is_bot: true, name: None, category: Category::OtherBot, tokens: &[] };
-        judge(site.policy, robots, &who, facts.target)
-    } else {
-        judge_claims(site.policy, robots, &agent, facts.target)
-    };
-    let mut preference_unknown = false;
-    let outcome = match (j.rule, j.action) {
-        (Some(rule), Some(action)) => {
-            match stale::stale(site, &agent, facts, identity, state, clock, j.group, rule, action) {
-                Some(s) if !spoofed => Outcome::Stale(s),
-                _ => Outcome::Violation(Violation { group: j.group, rule, action }),
-            }
-        }
-        _ if spoofed => Outcome::Spoofed(Spoofed { action: &site.policy.spoofed }),
-        _ => {
-            // Only robots whose identity is not spoofed get here.
-            let usage = j.selection.as_ref().map_or(preference::Verdict::Fine, |sel| {
-                preference::judge(site.policy, robots, sel, j.group, &agent, facts.target)
-            });
-            preference_unknown = usage == preference::Verdict::Unknown;
-            match usage {
-                preference::Verdict::Refused(r) => Outcome::Refused(r),
-                _ => match pace(&j, site, &agent, facts.client, state, clock) {
-                    Some(limited) => Outcome::Limited(limited),
-                    None => Outcome::Pass,
-                },
-            }
-        }
-    };
-    let robots_seen = matches!(
-        outcome,
-        Outcome::Violation(_) | Outcome::Limited(_) | Outcome::Spoofed(_) | Outcome::Refused(_) | Outcome::Stale(_)
-    )
-    .then(|| read_robots(state, site, &agent, facts, identity, clock));
-    Decision { agent: Some(agent), outcome, robots_seen, identity, lookup: None, preference_unknown }
-}
-
 /// The keys a robots.txt read of this requester is remembered under, and
 /// looked up by ([`SeenKey`], issue #39): always the client's own (its ban
 /// key, and the database robot it names); and, for a robot verified to be
@@ -542,6 +301,8 @@ pub const DEFAULT_TRAP: &str = "/.well-known/robotgate/trap/";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::{Category, Classifier};
+    use crate::identity::Identify;
     use std::time::Instant;
 
     const ROBOTS: &[u8] = b"User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nDisallow: /nogoogle\n\nUser-agent: bingbot\nCrawl-delay: 5\nRequest-rate: 1/10s\nVisit-time: 0100-0500\n";
@@ -672,7 +433,6 @@ mod tests {
 
     #[test]
     fn a_shared_store_answers_the_rate_question_between_two_decisions() {
-        use crate::state::shared::{Answer, Asking};
         let robots = RobotsTxt::compile(ROBOTS);
         let policy = PolicyConfig::default();
         let site = SiteRules::new("s", &policy, Some(&robots));
@@ -680,23 +440,41 @@ mod tests {
         let local = crate::state::MemoryState::new(64);
         let now = Instant::now();
         let clock = Clock::Fixed { instant: now, unix_secs: 2 * 3600 };
-        let ask = |answer, target: &'static [u8], ua: &'static [u8]| {
-            let mut asking = Asking::new(&local, answer, (now, 7_200_000));
-            let d = decide(&facts(target, ua), &site, &c, &asking, &crate::identity::TakeTheirWord, clock);
-            (outcome_name(&d.outcome), asking.question())
+        let step = |target: &'static [u8], ua: &'static [u8]| {
+            let f = facts(target, ua);
+            let mut agent = None;
+            let classify = || c.classify(ua);
+            let identify = &crate::identity::TakeTheirWord;
+            match decide_step(&f, &site, &mut agent, classify, &local, identify, clock, Rates::Shared) {
+                Step::Decided(d) => (outcome_name(&d.outcome), None),
+                Step::Ask(asked) => {
+                    let Asked { question, pass, paced } = *asked;
+                    assert_eq!(outcome_name(&pass.outcome), "pass", "a pass if the store admits");
+                    // The store's "wait": limited, without judging again.
+                    let waited = Step::answer(pass, &paced, Err(Duration::from_secs(3)), &f, &site, &local, clock);
+                    match waited.outcome {
+                        Outcome::Limited(l) => {
+                            assert_eq!((l.directive, l.wait), ("request-rate", Duration::from_secs(3)))
+                        }
+                        o => panic!("{o:?}"),
+                    }
+                    assert_eq!(waited.robots_seen, Some(false), "a limit says whether robots.txt was read");
+                    ("ask", Some(question))
+                }
+                Step::Lookup { .. } => ("lookup", None),
+            }
         };
-        // Phase one: the question comes back, the decision says pass.
-        let (outcome, question) = ask(Answer::Ask, b"/page", BING);
-        assert_eq!(outcome, "pass");
+        let (outcome, question) = step(b"/page", BING);
+        assert_eq!(outcome, "ask");
         let question = question.expect("bingbot's group sets a pace");
         assert_eq!(question.interval, Duration::from_secs(10), "the stricter of Crawl-delay 5 and Request-rate 1/10s");
-        // Phase two, with the store's "wait": limited.
-        let (outcome, again) = ask(Answer::Given(Err(Duration::from_secs(3))), b"/page", BING);
-        assert_eq!((outcome, again), ("limited", None));
+        assert_eq!(question.key, "rate:s:bingbot:192.0.2.1");
+        // The local clock was not moved: the question is the store's.
+        assert_eq!(step(b"/page", BING).0, "ask");
         // No question where no pace applies: a browser, a violation, a group without a pace.
-        assert_eq!(ask(Answer::Ask, b"/page", FIREFOX), ("pass", None));
-        assert_eq!(ask(Answer::Ask, b"/private/x", GPTBOT), ("violation", None));
-        assert_eq!(ask(Answer::Ask, b"/page", GPTBOT), ("pass", None));
+        assert_eq!(step(b"/page", FIREFOX), ("pass", None));
+        assert_eq!(step(b"/private/x", GPTBOT), ("violation", None));
+        assert_eq!(step(b"/page", GPTBOT), ("pass", None));
     }
 
     #[test]

@@ -12,6 +12,81 @@ use crate::net::client_key;
 use crate::robots::{RobotsTxt, Selection};
 use crate::state::{RateKey, State};
 
+/// What a robot's pace and hours say of a request, before any rate clock
+/// is read.
+pub(super) enum Pace<'s, 'r> {
+    /// No hours, no pace (or no client to key one to).
+    Free,
+    /// Outside its hours: limited now, whatever the clock.
+    Now(Limited<'s>),
+    /// A pace: the rate clock (local, or the shared store's) decides.
+    Rate(Paced<'s, 'r>),
+}
+
+/// A pace to hold a robot to: its rate key, the interval to probe it at,
+/// and how the limit reads for each wait. Made before the clock is asked,
+/// so the question can go to a shared store and the answer come back
+/// without judging the request again.
+#[derive(Debug, Clone)]
+pub struct Paced<'s, 'r> {
+    /// Whose pace: the client, the site, the robot.
+    pub key: RateKey<'r>,
+    /// The strictest interval of the group: the one probed.
+    pub interval: Duration,
+    all: Rate,
+    /// The robot's operator says it ignores `all`'s directive.
+    all_ignored: bool,
+    /// What the robot reads: the stricter of the directives it does not ignore.
+    read: Option<Rate>,
+    group: Option<&'s str>,
+    /// The robot's action is not `log`.
+    by_action: bool,
+    mode: Unsupported,
+}
+
+impl<'s> Paced<'s, '_> {
+    fn limited_by(
+        &self,
+        directive: &'static str,
+        line: u32,
+        wait: Duration,
+        unsupported: bool,
+        interval: Option<Duration>,
+    ) -> Limited<'s> {
+        Limited {
+            group: self.group,
+            directive,
+            line,
+            wait,
+            interval,
+            enforce: self.by_action && (!unsupported || self.mode == Unsupported::Enforce),
+            unsupported,
+            recorded: !unsupported || self.mode != Unsupported::Pass,
+        }
+    }
+
+    /// The limit of a request the rate clock refused for `wait` more.
+    pub fn limited(&self, wait: Duration) -> Limited<'s> {
+        let all = self.all;
+        let elapsed = all.interval.saturating_sub(wait);
+        match self.read {
+            Some(r) if r.directive == all.directive => {
+                self.limited_by(all.directive, all.line, wait, self.all_ignored, Some(all.interval))
+            }
+            // Too soon for a pace the bot reads, too.
+            Some(r) if elapsed < r.interval => {
+                self.limited_by(r.directive, r.line, r.interval - elapsed, false, Some(r.interval))
+            }
+            _ => self.limited_by(all.directive, all.line, wait, true, Some(all.interval)),
+        }
+    }
+
+    /// Ask `state`'s rate clock at `now`: `None` when it admits.
+    pub fn probe(&self, state: &dyn State, now: std::time::Instant) -> Option<Limited<'s>> {
+        state.admit(&self.key, self.interval, now).err().map(|wait| self.limited(wait))
+    }
+}
+
 /// Hold an allowed bot to its group's hours, then its pace.
 ///
 /// A directive the bot's operator says it ignores gives, by
@@ -19,37 +94,36 @@ use crate::state::{RateKey, State};
 /// nor recorded (replay counts it); `log`, a record `unsupported-directive`
 /// and the request passes; `enforce`, the limit applies, recorded as
 /// `unsupported-directive`. Cost, for a bot that ignores nothing: as
-/// before, one clock read for hours and one rate-table probe for a pace.
-pub(super) fn pace<'s>(
+/// before, one clock read for hours; the rate-table probe is the caller's
+/// ([`Paced::probe`]).
+pub(super) fn pace<'s: 'r, 'r>(
     j: &Judgement<'s>,
     site: &SiteRules<'s>,
-    agent: &Agent<'_>,
+    agent: &Agent<'r>,
     client: Option<IpAddr>,
-    state: &dyn State,
     clock: Clock,
-) -> Option<Limited<'s>> {
+) -> Pace<'s, 'r> {
     let by_action = site.policy.action_for(agent.name, agent.category) != &Action::Log;
     let mode = site.policy.unsupported;
-    let limited = |directive, line, wait, unsupported: bool, interval: Option<Duration>| Limited {
-        group: j.group,
-        directive,
-        line,
-        wait,
-        interval,
-        enforce: by_action && (!unsupported || mode == Unsupported::Enforce),
-        unsupported,
-        recorded: !unsupported || mode != Unsupported::Pass,
-    };
     if let Some(w) = j.window {
         let wait = w.window.secs_until_open((clock.unix_secs() % 86_400) as u32);
         if wait > 0 {
             let ignored = agent.ignores.contains(Extension::VisitTime);
-            return Some(limited("visit-time", w.line, Duration::from_secs(u64::from(wait)), ignored, None));
+            let limited = Limited {
+                group: j.group,
+                directive: "visit-time",
+                line: w.line,
+                wait: Duration::from_secs(u64::from(wait)),
+                interval: None,
+                enforce: by_action && (!ignored || mode == Unsupported::Enforce),
+                unsupported: ignored,
+                recorded: !ignored || mode != Unsupported::Pass,
+            };
+            return Pace::Now(limited);
         }
     }
-    let (all, client) = (j.rate?, client?);
+    let (Some(all), Some(client)) = (j.rate, client) else { return Pace::Free };
     let ignored = |r: &Rate| Extension::from_name(r.directive).is_some_and(|e| agent.ignores.contains(e));
-    // What the bot reads: the stricter of the directives it does not ignore.
     let read = if !ignored(&all) || mode == Unsupported::Enforce {
         Some(all)
     } else {
@@ -60,20 +134,16 @@ pub(super) fn pace<'s>(
     };
     let bot = agent.name.or_else(|| agent.tokens.first().copied()).unwrap_or("");
     let key = RateKey { client: client_key(client, site.policy.ipv6_prefix), site: site.name, bot };
-    // One probe, at the strictest interval: a request it admits is within
-    // every pace the group asks for.
-    let wait = state.admit(&key, all.interval, clock.instant()).err()?;
-    let elapsed = all.interval.saturating_sub(wait);
-    match read {
-        Some(r) if r.directive == all.directive => {
-            Some(limited(all.directive, all.line, wait, ignored(&all), Some(all.interval)))
-        }
-        // Too soon for a pace the bot reads, too.
-        Some(r) if elapsed < r.interval => {
-            Some(limited(r.directive, r.line, r.interval - elapsed, false, Some(r.interval)))
-        }
-        _ => Some(limited(all.directive, all.line, wait, true, Some(all.interval))),
-    }
+    Pace::Rate(Paced {
+        key,
+        interval: all.interval,
+        all,
+        all_ignored: ignored(&all),
+        read,
+        group: j.group,
+        by_action,
+        mode,
+    })
 }
 
 /// The stricter of the group's Crawl-delay and Request-rate, leaving out

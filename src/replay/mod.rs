@@ -41,16 +41,36 @@ use std::time::{Duration, Instant};
 pub use self::run::{run, Input, Options, Outcome as RunOutcome};
 pub use self::tally::{BotTally, Collateral, CollateralKind, SiteTally, Tally, UnjudgedPath};
 use crate::accesslog::{Entry, Format};
-use crate::agent::{Agent, AgentKind, Classifier};
+use crate::agent::{Agent, AgentKind, Classifier, Memo};
 use crate::config::Settings;
-use crate::identity::{Identify, Identity};
-use crate::policy::{self, Clock, Outcome, RequestFacts, Requested, SiteRules};
+use crate::identity::Identity;
+use crate::pipeline::{Env, Need, Next, Peer, Pipeline, Request, SiteView, Verdict as PipelineVerdict};
+use crate::policy::{self, Clock, Outcome, Rates, Requested, SiteRules};
 use crate::record::time::rfc3339_ms;
 use crate::record::Record;
 pub use crate::report::replay::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, Unreadable, LIMITS};
 use crate::robots::lint::Diagnostic;
 use crate::state::MemoryState;
 use crate::target::{self, Gatekeep, TargetOptions};
+
+/// A log line's headers: its User-Agent, if the format has one.
+struct Logged<'r> {
+    user_agent: Option<&'r str>,
+}
+
+impl<'r> crate::pipeline::Headers<'r> for Logged<'r> {
+    fn each(&self, name: &str, each: &mut dyn FnMut(&'r [u8])) {
+        if let ("user-agent", Some(ua)) = (name, self.user_agent) {
+            each(ua.as_bytes());
+        }
+    }
+
+    fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {
+        if let Some(ua) = self.user_agent {
+            each("user-agent", ua);
+        }
+    }
+}
 
 /// One site as replay judges it.
 pub struct Site<'s> {
@@ -80,7 +100,11 @@ pub struct Setup<'s> {
     /// The classifier.
     pub classifier: &'s Classifier,
     /// Identity by the published ranges (see the module docs).
-    pub identify: &'s (dyn Identify + Sync),
+    pub ranges: crate::identity::ByRanges<'s>,
+    /// Reverse DNS, on the spot (`--dns`): what it says of a claim of
+    /// database robot `bot` from an address. Without it, what only reverse
+    /// DNS could tell is unverifiable.
+    pub lookup: Option<&'s (dyn Fn(usize, IpAddr) -> Identity + Sync)>,
     /// Each database robot's feeds, by entry index: a robot with none can
     /// only be taken at its word.
     pub bot_feeds: &'s [Vec<crate::identity::FeedId>],
@@ -128,52 +152,9 @@ pub(crate) fn route(setup: &Setup<'_>, entry: &Entry<'_>) -> Route {
     Route::Judge { site, robots }
 }
 
-/// User-Agents remembered as browsers (direct-mapped, exact bytes): logs
-/// repeat a few browser strings millions of times, and a browser's verdict
-/// carries nothing but "browser", so it can be replayed ([`Agent::browser`]).
-struct BrowserMemo {
-    slots: Vec<Vec<u8>>,
-}
-
-/// Slots of the memo, and the longest User-Agent remembered.
+/// Slots of a worker's classification memo: logs repeat a few thousand
+/// User-Agents millions of times, interleaved.
 const MEMO_SLOTS: usize = 4096;
-const MEMO_MAX_UA: usize = 512;
-
-impl BrowserMemo {
-    fn new() -> BrowserMemo {
-        BrowserMemo { slots: vec![Vec::new(); MEMO_SLOTS] }
-    }
-
-    fn slot(ua: &[u8]) -> usize {
-        (crate::state::shared::fnv1a(ua) % MEMO_SLOTS as u64) as usize
-    }
-
-    fn is_browser(&self, ua: &[u8]) -> bool {
-        !ua.is_empty() && self.slots[Self::slot(ua)] == ua
-    }
-
-    fn remember(&mut self, ua: &[u8]) {
-        if ua.len() <= MEMO_MAX_UA {
-            let slot = &mut self.slots[Self::slot(ua)];
-            slot.clear();
-            slot.extend_from_slice(ua);
-        }
-    }
-
-    /// [`Classifier::classify`], answered from the memo for a remembered browser.
-    fn classify<'a>(&'a mut self, classifier: &'a Classifier) -> impl FnOnce(&'a [u8]) -> Agent<'a> + 'a {
-        move |ua| {
-            if self.is_browser(ua) {
-                return Agent::browser();
-            }
-            let agent = classifier.classify(ua);
-            if agent.kind == AgentKind::Browser {
-                self.remember(ua);
-            }
-            agent
-        }
-    }
-}
 
 /// What robotgate would have done with one line: what `--compare` sets
 /// side by side.
@@ -200,7 +181,7 @@ impl Verdict {
 pub struct Worker<'s> {
     setup: &'s Setup<'s>,
     state: MemoryState,
-    memo: BrowserMemo,
+    memo: Memo,
     /// The monotonic instant of Unix second 0 on this worker's clock.
     base: Instant,
     /// The last logged time seen (a line without a time is taken to be then).
@@ -218,7 +199,7 @@ impl<'s> Worker<'s> {
         Worker {
             setup,
             state: MemoryState::new(STATE_CLIENTS),
-            memo: BrowserMemo::new(),
+            memo: Memo::new(MEMO_SLOTS),
             base: Instant::now(),
             last_unix: 0,
             tally: Tally::new(setup.sites.len()),
@@ -241,45 +222,65 @@ impl<'s> Worker<'s> {
         let unix = entry.time_unix.unwrap_or(self.last_unix).max(0);
         self.last_unix = unix;
         let clock = Clock::Fixed { instant: self.base + Duration::from_secs(unix as u64), unix_secs: unix as u64 };
-        let target = match target::gatekeep(entry.method.as_bytes(), entry.target.as_bytes(), site.target) {
-            Gatekeep::Judge(t) => t,
-            Gatekeep::Pass => {
-                if counted {
-                    self.tally.sites[site_index].requests += 1;
-                }
-                return Verdict::PASS;
-            }
-            Gatekeep::Refuse(status, _) => {
-                if counted {
-                    self.tally.sites[site_index].requests += 1;
+        let client: Option<IpAddr> = entry.client.parse().ok();
+        let req = Request {
+            method: &entry.method,
+            target: entry.target.as_bytes(),
+            host: entry.host.as_deref().unwrap_or_default(),
+            https: false,
+            peer: Peer::Logged(client),
+            headers: Logged { user_agent: entry.user_agent.as_deref() },
+        };
+        let env =
+            Env { classifier: setup.classifier, ranges: setup.ranges, client_header: Default::default(), trusted: &[] };
+        let view = SiteView { rules: site.rules, target: site.target };
+        // A log cannot tell a proxy's address (said in every report): no crowd.
+        let mut pipeline = Pipeline::new(env, view, &req, &|_, _| false, Rates::Local, clock);
+        if pipeline.facts().target.is_none() {
+            // Not judged: refused (its status), or `OPTIONS *`.
+            let refused = match pipeline.run(None, &self.state, clock) {
+                Next::Done(PipelineVerdict::Refuse(status, _)) => Some(status),
+                _ => None,
+            };
+            if counted {
+                self.tally.sites[site_index].requests += 1;
+                if let Some(status) = refused {
                     self.tally.refused(site_index, status);
                 }
-                return Verdict { refused: true, directive: "request-target", line: None, verified_search: false };
             }
-        };
+            return match refused {
+                Some(_) => Verdict { refused: true, directive: "request-target", line: None, verified_search: false },
+                None => Verdict::PASS,
+            };
+        }
         let Some(user_agent) = entry.user_agent.as_deref() else {
             // The common format: no User-Agent, so no robot to hold to a group.
             if counted {
                 self.tally.sites[site_index].requests += 1;
-                self.unjudged(site_index, &target, entry);
+                let target = pipeline.facts().target.as_deref().unwrap_or_default();
+                self.unjudged(site_index, target, entry);
             }
             return Verdict::PASS;
         };
-        let client: Option<IpAddr> = entry.client.parse().ok().map(crate::net::canonical);
-        let facts = RequestFacts {
-            fetch: matches!(entry.method.as_ref(), "GET" | "HEAD"),
-            target: &target,
-            user_agent: user_agent.as_bytes(),
-            client,
-            // A log cannot tell a proxy's address (said in every report).
-            crowd: false,
+        let decision = loop {
+            match pipeline.run(Some(&mut self.memo), &self.state, clock) {
+                Next::Done(PipelineVerdict::Decided(d)) => break d,
+                Next::Done(PipelineVerdict::Refuse(..)) => return Verdict::PASS,
+                // Only with `--dns`: looked up on the spot.
+                Next::Need(Need::Dns { bot, client }) => {
+                    let identity = setup.lookup.map_or(Identity::Unverifiable, |look| look(bot, client));
+                    pipeline.answer_dns(bot, identity);
+                }
+                // Not asked: rates are local, and a log carries no signature.
+                Next::Need(Need::Store(_)) => pipeline.answer_store(None),
+                Next::Need(Need::KeyDirectory(_)) => pipeline.answer_signature(None),
+            }
         };
         let classifier = setup.classifier;
-        let classify = self.memo.classify(classifier);
-        let decision = policy::decide_with(&facts, &site.rules, classify, &self.state, setup.identify, clock);
         if !counted {
             return Verdict::PASS;
         }
+        let target = pipeline.facts().target.as_deref().unwrap_or_default();
         let Some(agent) = decision.agent.as_ref() else {
             self.tally.sites[site_index].requests += 1;
             return Verdict::PASS;
@@ -298,7 +299,7 @@ impl<'s> Worker<'s> {
         let robots_fetch = matches!(decision.outcome, Outcome::File(policy::SiteFile::Robots));
         self.tally.request(site_index, agent, decision.identity, robots_fetch);
         if matches!(decision.outcome, Outcome::Pass) && !site.anchored.is_empty() {
-            let_through(&mut self.tally, site_index, site, (&target, &entry.target), agent, line);
+            let_through(&mut self.tally, site_index, site, (target, &entry.target), agent, line);
         }
         let verified_search =
             agent.category == crate::agent::Category::Search && decision.identity == Identity::Verified;
@@ -344,7 +345,7 @@ impl<'s> Worker<'s> {
         let served = entry.status.is_some_and(|s| s < 400);
         if let (Outcome::Violation(v), true, true) = (&decision.outcome, keeps_to_robots, served) {
             if let Some(file_line) = site.lines.file_line(v.rule.line) {
-                let kind = tally::kind_of(&target, &site.sitemaps);
+                let kind = tally::kind_of(target, &site.sitemaps);
                 let (rule, bot) = ((file_line, v.rule.pattern.as_str()), (record.bot.as_deref(), record.category));
                 self.tally.collateral(site_index, site, kind, rule, bot, &record.path, line);
             }

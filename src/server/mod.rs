@@ -33,7 +33,7 @@ use pingora::server::{RunArgs, Server};
 use pingora::services::background::GenBackgroundService;
 use pingora::services::listening::Service;
 
-use self::http::proxy::Gate;
+use self::http::gate::Gate;
 use self::http::tls;
 use self::ops::crowd::{self, Crowd};
 use self::ops::reload::{self, Reloader};

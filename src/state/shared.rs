@@ -1,44 +1,30 @@
 //! What a store shared between instances needs from the core: the questions
 //! a decision asks, the events it leaves, and their names in the store.
 //!
-//! Deciding stays synchronous. The proxy decides with [`Asking`] in front
-//! of its local [`State`]:
+//! Deciding stays synchronous ([`crate::pipeline`]):
 //!
-//! * a rate question ([`State::admit`]) is not answered locally: `Asking`
-//!   notes it as a [`Question`] and says "admitted"; the caller puts the
-//!   question to the store (one atomic step there), and when the store
-//!   says "wait", decides again with that answer ([`Answer::Given`]).
-//!   Nothing else in a decision that reaches a rate question has an effect,
-//!   so deciding twice changes nothing;
-//! * a ban or a robots.txt read is applied locally at once, and noted as an
-//!   [`Event`] that the caller writes to the store and announces to the
-//!   other instances, which apply it to their own local state;
+//! * a rate question stops the decision ([`crate::policy::Step::Ask`]) with
+//!   its [`Question`]; the caller puts it to the store (one atomic step
+//!   there) and resumes with the answer, which judges nothing again;
+//! * a ban or a robots.txt read is applied locally at once, and noted by
+//!   [`Asking`] as an [`Event`] that the caller writes to the store and
+//!   announces to the other instances, which apply it to their own local
+//!   state;
 //! * bans and reads are checked locally only: every instance holds what the
 //!   others announced, so a browser's request never waits on the store.
 //!
-//! When the store cannot be reached, the caller decides with
-//! [`Answer::Local`]: rate questions go to the local state, which starts
-//! empty (fail-open: a bot may get up to one extra request per instance per
-//! window), and robots.txt rules, which need no state, hold as ever.
+//! When the store cannot be reached, the rate question goes to the local
+//! state, which starts empty (fail-open: a bot may get up to one extra
+//! request per instance per window), and robots.txt rules, which need no
+//! state, hold as ever.
 
 use std::net::IpAddr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::{BanKey, RateKey, SeenKey, State};
-
-/// How [`Asking`] answers a rate question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    /// Note it and say "admitted": the store will be asked.
-    Ask,
-    /// The store's answer: admitted, or how long to wait.
-    Given(Result<(), Duration>),
-    /// The store is out of reach: the local state answers.
-    Local,
-}
 
 /// A rate question for the store: admit `key` if `interval` has passed
 /// since the last request it admitted.
@@ -181,28 +167,25 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// one ban or read.
 pub struct Asking<'a> {
     local: &'a dyn State,
-    answer: Answer,
     /// The time now on both clocks, to give events wall-clock times.
     now: (Instant, u64),
-    question: OnceLock<Question>,
     /// A ban, or a read (a client's, and a verified robot's).
     events: Mutex<Vec<Event>>,
 }
 
 impl<'a> Asking<'a> {
-    /// A state answering rate questions as `answer` says, in front of
-    /// `local`; `now` is the same moment as an [`Instant`] and in Unix
-    /// milliseconds.
-    pub fn new(local: &'a dyn State, answer: Answer, now: (Instant, u64)) -> Asking<'a> {
-        Asking { local, answer, now, question: OnceLock::new(), events: Mutex::new(Vec::new()) }
-    }
-
-    /// The rate question the decision asked, when it was noted for the store.
-    pub fn question(&mut self) -> Option<Question> {
-        self.question.take()
+    /// A state in front of `local` that notes its changes; `now` is the
+    /// same moment as an [`Instant`] and in Unix milliseconds.
+    pub fn new(local: &'a dyn State, now: (Instant, u64)) -> Asking<'a> {
+        Asking { local, now, events: Mutex::new(Vec::new()) }
     }
 
     /// The ban or reads the decision made, to announce.
+    pub fn into_events(self) -> Vec<Event> {
+        self.events.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The ban or reads the decision made so far, to announce.
     pub fn events(&mut self) -> Vec<Event> {
         std::mem::take(self.events.get_mut().unwrap_or_else(|e| e.into_inner()))
     }
@@ -222,14 +205,7 @@ impl<'a> Asking<'a> {
 
 impl State for Asking<'_> {
     fn admit(&self, key: &RateKey<'_>, interval: Duration, now: Instant) -> Result<(), Duration> {
-        match self.answer {
-            Answer::Ask => {
-                let _ = self.question.set(Question { key: rate_key(key), interval });
-                Ok(())
-            }
-            Answer::Given(answer) => answer,
-            Answer::Local => self.local.admit(key, interval, now),
-        }
+        self.local.admit(key, interval, now)
     }
 
     fn ban(&self, key: &BanKey<'_>, until: Instant) {
@@ -280,21 +256,15 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_question_is_noted_not_answered_locally() {
+    fn a_rate_key_is_named_for_the_store_and_asking_leaves_rates_to_the_local_state() {
         let local = MemoryState::new(64);
         let now = Instant::now();
         let key = RateKey { client: ip("192.0.2.1"), site: "shop", bot: "Googlebot" };
-        let mut asking = Asking::new(&local, Answer::Ask, (now, 1_000));
+        assert_eq!(rate_key(&key), "rate:shop:Googlebot:192.0.2.1");
+        let mut asking = Asking::new(&local, (now, 1_000));
         assert_eq!(asking.admit(&key, Duration::from_secs(2), now), Ok(()));
-        let q = asking.question().expect("noted");
-        assert_eq!(q.key, "rate:shop:Googlebot:192.0.2.1");
-        assert_eq!(q.interval, Duration::from_secs(2));
-        // The local clock was not moved: the local state still admits.
-        assert_eq!(local.admit(&key, Duration::from_secs(2), now), Ok(()));
-        let given = Asking::new(&local, Answer::Given(Err(Duration::from_secs(1))), (now, 1_000));
-        assert_eq!(given.admit(&key, Duration::from_secs(2), now), Err(Duration::from_secs(1)));
-        let fallback = Asking::new(&local, Answer::Local, (now, 1_000));
-        assert!(fallback.admit(&key, Duration::from_secs(2), now).is_err(), "the local clock answers");
+        assert!(local.admit(&key, Duration::from_secs(2), now).is_err(), "the local clock moved");
+        assert!(asking.events().is_empty(), "a rate is no event");
     }
 
     #[test]
@@ -302,7 +272,7 @@ mod tests {
         let (a, b) = (MemoryState::new(64), MemoryState::new(64));
         let t = Instant::now();
         let key = BanKey { client: ip("2001:db8::7"), site: "shop" };
-        let mut asking = Asking::new(&a, Answer::Ask, (t, 50_000));
+        let mut asking = Asking::new(&a, (t, 50_000));
         asking.ban(&key, t + Duration::from_secs(60));
         assert!(a.banned(&key, t).is_some());
         let event = asking.events().pop().expect("a ban is announced");
@@ -332,7 +302,7 @@ mod tests {
             SeenKey::Client { site: "shop", client: ip("198.51.100.4"), robot: "GPTBot" },
             SeenKey::Client { site: "shop", client: ip("198.51.100.4"), robot: "" },
         ] {
-            let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
+            let mut asking = Asking::new(&a, (t, 7_000));
             asking.saw_robots(&key, 0xfeed, t);
             let event = asking.events().pop().expect("announced");
             assert_eq!(event.ttl(7_000), window);
@@ -343,7 +313,7 @@ mod tests {
             assert_eq!(b.robots_read(&key).map(|(_, v)| v), Some(0xfeed), "the version travels");
         }
         // Two reads of one decision (a client's and a verified robot's) both go out.
-        let mut asking = Asking::new(&a, Answer::Ask, (t, 7_000));
+        let mut asking = Asking::new(&a, (t, 7_000));
         asking.saw_robots(&SeenKey::Client { site: "s", client: ip("192.0.2.9"), robot: "Googlebot" }, 1, t);
         asking.saw_robots(&SeenKey::Bot { site: "s", name: "Googlebot" }, 1, t);
         assert_eq!(asking.events().len(), 2);

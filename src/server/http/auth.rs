@@ -21,7 +21,7 @@ use pingora::proxy::Session;
 use pingora::Result;
 
 use super::decide::Incoming;
-use super::proxy::{Ctx, Gate};
+use super::gate::{Ctx, Gate};
 use super::respond::{self, Reader};
 use crate::net::edge::{read_original, EdgeError, EdgeHeaders};
 use crate::server::snapshot::answer::head;

@@ -1,5 +1,6 @@
-//! The HTTP path: the proxy ([`proxy`]: gather a request's facts, let the
-//! core decide, translate the outcome), the same steps for an edge proxy's
+//! The HTTP path: the application and its per-request state ([`gate`]),
+//! deciding a request by driving the core's pipeline ([`decide`]), the
+//! proxy ([`proxy`]: carry the outcome out), the same steps for an edge proxy's
 //! authorisation subrequests ([`auth`]), the responses robotgate writes
 //! itself ([`respond`]), the client address behind trusted proxies
 //! ([`forwarded`]), certificates per handshake ([`tls`]), and each
@@ -10,6 +11,7 @@ pub mod auth;
 pub mod conn;
 pub mod decide;
 pub mod forwarded;
+pub mod gate;
 pub mod proxy;
 pub mod respond;
 pub mod tls;

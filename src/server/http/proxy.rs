@@ -1,16 +1,14 @@
-//! The `ProxyHttp` implementation: gather the request's facts once, let the
-//! core decide ([`policy::decide`]), and translate its one outcome into a
-//! response or a forwarded request; log violations when the request ends.
+//! The `ProxyHttp` implementation: have the request decided
+//! ([`super::decide`], the core's pipeline), carry out its one outcome as a
+//! response or a forwarded request, and log violations when the request ends.
 //!
 //! Failure policy: deciding cannot fail (the core returns data, never
 //! errors), so there is no fail-open path to take; upstream failures answer
 //! 502 (refused, reset) or 504 (timed out) and the proxy keeps serving.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -21,115 +19,12 @@ use pingora::{Error, ErrorSource, ErrorType, Result};
 use super::conn;
 use super::decide::{Incoming, Step};
 use super::forwarded::add_forwarded_headers;
+use super::gate::{Ctx, Gate};
 use super::respond::{self, Reader};
-use crate::identity::signature::{Limits, RequestParts, Verdict};
-use crate::load::LiveSite;
-use crate::policy::{Action, Enforcement, Outcome, SiteFile};
-use crate::server::ops::crowd::Crowd;
-use crate::server::ops::violations::{now_rfc3339, Record, ViolationLog};
+use crate::policy::{Action, Enforcement, SiteFile};
+use crate::server::ops::violations::now_rfc3339;
 use crate::server::snapshot::{SiteAnswers, Snapshot};
-use crate::server::store::reads::Reads;
-use crate::server::store::redis::SharedStore;
 use crate::server::telemetry::metrics;
-use crate::server::verify::dns::{DnsVerdict, DnsVerifier, Trouble};
-use crate::server::verify::identity::{ServerIdentity, Settled};
-use crate::server::verify::wba::{self, DirectoryCache};
-use crate::state::shared::Answer;
-use crate::state::MemoryState;
-
-/// The proxy application. One per Pingora service: listeners with and
-/// without the PROXY protocol are two services (see `server::serve_with`).
-#[derive(Clone)]
-pub struct Gate {
-    /// The live snapshot; reload swaps it.
-    pub snapshot: Arc<ArcSwap<Snapshot>>,
-    /// Rate clocks, bans and robots.txt reads (survive reloads).
-    pub state: Arc<MemoryState>,
-    /// The violation log.
-    pub violations: Arc<ViolationLog>,
-    /// Forward-confirmed reverse DNS, when a resolver could be set up.
-    pub dns: Option<Arc<DnsVerifier>>,
-    /// Web Bot Auth key directories.
-    pub wba: Arc<DirectoryCache>,
-    /// The store shared with other instances (`state.redis`), if any.
-    pub shared: Option<Arc<SharedStore>>,
-    /// The robots.txt reads, kept across restarts.
-    pub reads: Arc<Reads>,
-    /// Whether every client looks like one ([`Crowd`]).
-    pub crowd: Arc<Crowd>,
-    /// Keep the last violations for the status page.
-    pub status_page: bool,
-    /// Seconds an idle keep-alive connection stays open (`limits.keepalive_timeout`).
-    pub keepalive: u64,
-    /// This service's listeners take the PROXY protocol: its header names
-    /// the client, and the client's forwarding headers are dropped.
-    pub proxy_protocol: bool,
-    /// This service answers an edge proxy's authorisation subrequests
-    /// (`auth.listen`, [`super::auth`]) instead of proxying.
-    pub auth: bool,
-}
-
-/// Per-request state.
-#[derive(Default)]
-pub struct Ctx {
-    /// The snapshot this request is decided and proxied with.
-    pub(super) snap: Option<Arc<Snapshot>>,
-    /// The request's site, an index into `snap.sites`.
-    pub(super) site: Option<usize>,
-    /// The client address, after trusted proxies.
-    pub(super) client: Option<IpAddr>,
-    /// `X-Robots-Tag` to add to the proxied response.
-    pub(super) noindex: Option<String>,
-    /// `Content-Usage` to add to the proxied response, unless the origin sets one.
-    pub(super) content_usage: Option<String>,
-    /// Refused as a spoofed claim of a robot that signs (Web Bot Auth): the
-    /// refusal carries `Accept-Signature`.
-    pub(super) accept_signature: bool,
-    /// A page to put the trap link into: the link, and the body held so far.
-    pub(super) inject: Option<(Bytes, Vec<u8>)>,
-    /// The normalised target a robot was judged by, when it differs from
-    /// what it sent: the origin gets exactly what was judged.
-    pub(super) rewrite: Option<Vec<u8>>,
-    /// A violation's record, made when the decision is; its time and final
-    /// status are filled in by `logging`.
-    /// Boxed: the context lives inside Pingora's per-request future, which is
-    /// moved whole (copied) at every request; a record inline would add its
-    /// size to each copy, for the few requests that make one.
-    pub(super) pending: Option<Box<Record>>,
-    pub(super) status: u16,
-    /// The request was counted by a first decision (a second one follows
-    /// a shared store's answer).
-    pub(super) counted: bool,
-    /// The request was counted for [`Crowd`], and whether its client is the crowd's address.
-    pub(super) crowd: Option<bool>,
-}
-
-impl Gate {
-    /// Who reads this service's answers.
-    pub(super) fn reader(&self) -> Reader {
-        if self.auth {
-            Reader::Edge
-        } else {
-            Reader::Client
-        }
-    }
-
-    /// The site `req` is for, noted in `ctx`; `None` (answer 421) when no
-    /// site has its host and none is the default.
-    pub(super) fn site_for(&self, snap: &Snapshot, req: &Incoming<'_>, ctx: &mut Ctx) -> Option<usize> {
-        ctx.site = snap.settings.site_for_host(req.host);
-        if ctx.site.is_none() {
-            ctx.status = 421;
-        }
-        ctx.site
-    }
-}
-
-impl Ctx {
-    fn site(&self) -> Option<&LiveSite> {
-        self.snap.as_ref()?.sites.get(self.site?)
-    }
-}
 
 /// The peer for a site's origin: its address, TLS, and robotgate's timeouts
 /// (connect; every read and write; idle pooled connections). Public so that
@@ -150,25 +45,6 @@ pub fn upstream_peer(
     peer
 }
 
-/// The host a request names, as the origin reads it (RFC 9112 3.2.2): an
-/// absolute-form target's authority (and HTTP/2's `:authority`) before
-/// `Host`. Sites are matched on its one reading ([`crate::net::site_host`]).
-///
-/// # Errors
-/// For a `400`: two `Host` headers (RFC 9112 3.2: two readings of one
-/// request), or a `Host` that is not text.
-pub(super) fn host_of(req: &RequestHeader) -> Result<&str, &'static str> {
-    if let Some(authority) = req.uri.authority() {
-        return Ok(authority.as_str());
-    }
-    let mut hosts = req.headers.get_all("host").into_iter();
-    let host = hosts.next().map_or(Ok(""), |h| std::str::from_utf8(h.as_bytes()).map_err(|_| "Host is not text"))?;
-    if hosts.next().is_some() {
-        return Err("more than one Host header");
-    }
-    Ok(host)
-}
-
 /// The length of a response a trap link can be put into: a whole,
 /// uncompressed `text/html` 200 of known length up to
 /// [`crate::managed::INJECT_MAX_BYTES`]. Compressed, other and streamed
@@ -180,89 +56,6 @@ fn injectable(resp: &ResponseHeader) -> Option<usize> {
     let plain = header("content-encoding").is_none_or(|e| e.trim().eq_ignore_ascii_case("identity"));
     let len = header("content-length")?.trim().parse::<usize>().ok()?;
     (resp.status.as_u16() == 200 && html && plain && len <= crate::managed::INJECT_MAX_BYTES).then_some(len)
-}
-
-impl Gate {
-    /// The host of the Web Bot Auth agent whose signature on this request
-    /// verifies (RFC 9421, draft-meunier-webbotauth-httpsig-protocol). Only
-    /// requests that carry `Signature-Input` pay for it; the directory fetch
-    /// is bounded and cached by [`DirectoryCache`], and made only for an
-    /// agent that some robot of the database signs as (`signature_agents`,
-    /// `rdns`): a client cannot make robotgate fetch from hosts of its choosing.
-    async fn signature_agent(&self, req: &Incoming<'_>, snap: &Snapshot) -> Option<String> {
-        if !req.headers.contains_key("signature-input") {
-            return None;
-        }
-        let (path, query) = req.path_and_query()?;
-        let headers: Vec<(&str, &str)> =
-            req.headers.iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))).collect();
-        let parts = RequestParts {
-            method: req.method,
-            scheme: if req.https { "https" } else { "http" },
-            authority: req.host,
-            path,
-            query,
-            headers: &headers,
-        };
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let inspection = crate::identity::signature::inspect(&parts, now, &Limits::default());
-        let known = |agent: &str| {
-            agent_host(agent).is_some_and(|host| {
-                snap.classifier.db().bots().iter().any(|b| {
-                    b.signature_agents.iter().chain(&b.rdns).any(|s| crate::identity::rdns::suffix_matches(&host, s))
-                })
-            })
-        };
-        if !inspection.agents().iter().all(|a| known(a)) || inspection.agents().is_empty() {
-            return None;
-        }
-        match wba::verify_inspection(&self.wba, &inspection).await {
-            Verdict::Verified { agent, .. } => agent_host(&agent),
-            _ => None,
-        }
-    }
-}
-
-impl Gate {
-    /// Settle `ip`'s claim to a robot with reverse-DNS domains `suffixes`:
-    /// from a verdict another instance shared, or by a lookup whose verdict
-    /// is then shared.
-    async fn verify_dns(&self, dns: &DnsVerifier, ip: IpAddr, suffixes: &[String]) -> DnsVerdict {
-        if let Some(store) = &self.shared {
-            if let Some((verdict, ttl)) = store.rdns(ip, suffixes).await {
-                dns.remember(ip, suffixes, verdict.clone(), ttl);
-                return verdict;
-            }
-        }
-        let verdict = dns.verify(ip, suffixes).await;
-        if let (Some(store), Some((verdict, ttl))) = (&self.shared, dns.cached_for(ip, suffixes)) {
-            store.share_rdns(ip, suffixes, &verdict, ttl);
-        }
-        verdict
-    }
-
-    /// A claim that only reverse DNS could settle, and it did not: never
-    /// silent (issue #39). The robot is judged as what it claims, unverified;
-    /// robots whose operator publishes complete ranges never get here.
-    fn unchecked(bot: &str, ip: IpAddr, trouble: &Trouble) {
-        let reason = match trouble {
-            Trouble::Timeout => "timeout",
-            Trouble::Busy => "busy",
-            Trouble::Resolver(_) => "resolver",
-        };
-        metrics().identity_unchecked.with_label_values(&[bot, reason]).inc();
-        tracing::warn!(target: "robotgate::identity", bot, client = %ip, reason = %trouble, "claim not checked: reverse DNS gave no answer; judged unverified");
-    }
-}
-
-/// The host of an agent URL (`https://chatgpt.com` -> `chatgpt.com`), lower case.
-fn agent_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host =
-        if host.starts_with('[') { host.split(']').next()?.trim_start_matches('[') } else { host.split(':').next()? };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 /// Answer a violation whose action robotgate answers itself, with the
@@ -285,69 +78,6 @@ async fn answer_violation(
 }
 
 impl Gate {
-    /// Decide the request, making at most one reverse-DNS lookup and
-    /// putting at most one question to the shared store on the way.
-    pub(super) async fn settle<'s>(
-        &self,
-        req: &Incoming<'_>,
-        snap: &'s Arc<Snapshot>,
-        site: usize,
-        ctx: &mut Ctx,
-    ) -> Step<'s> {
-        let live = &snap.sites[site];
-        // The rare awaits below (a signature's key directory, a DNS lookup, a
-        // question to the shared store) are boxed: their futures are large,
-        // and inline they would make every request's future as large, which
-        // Pingora copies whole at each request (async_trait boxes it).
-        let signed_by = if req.headers.contains_key("signature-input") {
-            Box::pin(self.signature_agent(req, snap)).await
-        } else {
-            None
-        };
-        let mut looked_up = false;
-        // A rate question goes to the shared store only while it answers.
-        let mut rate = if self.shared.as_ref().is_some_and(|s| s.is_up()) { Answer::Ask } else { Answer::Local };
-        loop {
-            let identity =
-                ServerIdentity { snap: &snap.files, dns: self.dns.as_deref(), signed_by: signed_by.as_deref() };
-            let step = if looked_up {
-                self.decide(req, snap, live, ctx, &Settled(identity), rate)
-            } else {
-                self.decide(req, snap, live, ctx, &identity, rate)
-            };
-            match step {
-                // At most one bounded lookup per request; browsers never get here.
-                Step::Pending(bot) if !looked_up => {
-                    looked_up = true;
-                    if let (Some(dns), Some(ip)) = (self.dns.as_deref(), ctx.client) {
-                        let entry = snap.classifier.bot(bot);
-                        let verdict = Box::pin(self.verify_dns(dns, ip, &entry.rdns)).await;
-                        if let DnsVerdict::Unverifiable { reason } = &verdict {
-                            Gate::unchecked(&entry.name, ip, reason);
-                        }
-                    }
-                }
-                // At most one question per request (only `Ask` asks), bounded
-                // by `state.timeout_ms`; only robots whose group sets a pace get here.
-                Step::Ask(question) => {
-                    let answer = match &self.shared {
-                        Some(store) => Box::pin(store.admit(&question)).await,
-                        None => None,
-                    };
-                    match answer {
-                        // Admitted: the pass this step stands for.
-                        Some(Ok(())) => return Step::Decided(Outcome::Pass),
-                        Some(wait) => rate = Answer::Given(wait),
-                        // Store out of reach: the local tables answer. The
-                        // first decision did not count a limit; this one may.
-                        None => rate = Answer::Local,
-                    }
-                }
-                step => return step,
-            }
-        }
-    }
-
     /// The one place the outcome becomes a response. `Ok(true)`: answered here.
     pub(super) async fn carry_out(
         &self,
@@ -359,8 +89,6 @@ impl Gate {
     ) -> Result<bool> {
         let (live, answers) = (&snap.sites[site], &snap.answers[site]);
         match step {
-            // Not reached: a settled identity is never pending, an answered question not asked again.
-            Step::Pending(_) | Step::Ask(_) => Ok(false),
             Step::Refuse(status, why) => {
                 ctx.status = status;
                 let body = Bytes::from(format!("{why}\n"));

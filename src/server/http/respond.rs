@@ -134,7 +134,7 @@ pub async fn too_many_requests(
 /// `Ok(true)`, answered.
 pub async fn bad_request(
     session: &mut Session,
-    ctx: &mut super::proxy::Ctx,
+    ctx: &mut super::gate::Ctx,
     why: impl std::fmt::Display,
     to: Reader,
 ) -> Result<bool> {

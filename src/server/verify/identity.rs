@@ -1,91 +1,24 @@
-//! Who a client is, as the proxy can tell: the published ranges (core), the
-//! reverse-DNS cache ([`crate::server::verify::dns`]) and a verified Web Bot Auth signature
-//! ([`crate::server::verify::wba`]), combined behind the core's [`Identify`].
+//! Who a client is, as the proxy can tell beyond the published ranges (which
+//! the core reads, [`crate::pipeline`]): the reverse-DNS verdict
+//! ([`crate::server::verify::dns`]) as an identity, and the report of
+//! `robotgate verify`.
 //!
-//! Deciding stays synchronous: a claim only reverse DNS can settle comes back
-//! as [`Identity::Pending`]; the proxy then awaits one bounded lookup
-//! ([`DnsVerifier::verify`]) and decides again, now answered from the cache.
-//! Browsers and robots that publish nothing never reach DNS.
+//! Deciding stays synchronous: a claim only reverse DNS can settle stops the
+//! pipeline ([`crate::pipeline::Need::Dns`]); the driver awaits one bounded
+//! lookup ([`DnsVerifier::verify`]) and resumes with [`identity_of`] its
+//! verdict. Browsers and robots that publish nothing never reach DNS.
 
 use std::net::IpAddr;
 
-use crate::identity::rdns::suffix_matches;
-use crate::identity::{Identify, Identity};
-use crate::load::Snapshot;
+use crate::identity::Identity;
 use crate::server::verify::dns::{DnsVerdict, DnsVerifier};
 
-/// The proxy's identity check for one request.
-pub struct ServerIdentity<'a> {
-    /// The snapshot (range table, bot database).
-    pub snap: &'a Snapshot,
-    /// The reverse-DNS verifier, when one could be set up.
-    pub dns: Option<&'a DnsVerifier>,
-    /// The host of the Web Bot Auth agent whose signature on this request
-    /// verified, if any.
-    pub signed_by: Option<&'a str>,
-}
-
-impl Identify for ServerIdentity<'_> {
-    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
-        let entry = self.snap.classifier.bot(bot);
-        if let Some(host) = self.signed_by {
-            // A signature proves the agent; it is this robot only if the
-            // robot's operator signs as that agent.
-            if entry.signature_agents.iter().chain(&entry.rdns).any(|s| suffix_matches(host, s)) {
-                return Identity::Verified;
-            }
-        }
-        match self.snap.by_ranges().identify(bot, client) {
-            // (A private or loopback address never gets here: it proves nothing.)
-            Identity::Pending => match (self.dns, client) {
-                (Some(dns), Some(ip)) => match dns.cached(ip, &entry.rdns) {
-                    Some(DnsVerdict::Verified { .. }) => Identity::Verified,
-                    Some(DnsVerdict::Spoofed { .. }) => Identity::Spoofed,
-                    Some(DnsVerdict::Unverifiable { .. }) => Identity::Unverifiable,
-                    None => Identity::Pending,
-                },
-                _ => Identity::Unverifiable,
-            },
-            other => other,
-        }
-    }
-}
-
-/// [`ServerIdentity`] after the lookup was made: what DNS still could not
-/// tell (busy, timed out and not cached) is unverifiable, never pending.
-pub struct Settled<'a>(pub ServerIdentity<'a>);
-
-impl Identify for Settled<'_> {
-    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
-        match self.0.identify(bot, client) {
-            Identity::Pending => Identity::Unverifiable,
-            other => other,
-        }
-    }
-}
-
-/// [`ServerIdentity`] for offline callers (`robotgate replay --dns`): what
-/// only reverse DNS can tell is looked up on the spot, blocking the calling
-/// thread on `runtime` (bounded by the resolver's timeout), and cached.
-pub struct LookingUp<'a> {
-    /// The snapshot (database, ranges).
-    pub snap: &'a Snapshot,
-    /// The resolver.
-    pub dns: &'a DnsVerifier,
-    /// Where lookups run.
-    pub runtime: &'a tokio::runtime::Handle,
-}
-
-impl Identify for LookingUp<'_> {
-    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
-        let server = ServerIdentity { snap: self.snap, dns: Some(self.dns), signed_by: None };
-        match (server.identify(bot, client), client) {
-            (Identity::Pending, Some(ip)) => {
-                self.runtime.block_on(self.dns.verify(ip, &self.snap.classifier.bot(bot).rdns));
-                Settled(server).identify(bot, client)
-            }
-            (other, _) => other,
-        }
+/// What a reverse-DNS verdict says of a claim.
+pub fn identity_of(verdict: &DnsVerdict) -> Identity {
+    match verdict {
+        DnsVerdict::Verified { .. } => Identity::Verified,
+        DnsVerdict::Spoofed { .. } => Identity::Spoofed,
+        DnsVerdict::Unverifiable { .. } => Identity::Unverifiable,
     }
 }
 

@@ -1,0 +1,512 @@
+//! One decision, everywhere (issue #40): the request's facts gathered once,
+//! then a decision that stops where only the outside world can tell, and
+//! is resumed with the answer. The proxy, the auth listener and replay (and
+//! the nginx module) only drive it: they do the I/O it asks for.
+//!
+//! ```text
+//! let mut p = Pipeline::new(env, site, &request, crowd, rates);   // the facts, once
+//! loop {
+//!     match p.run(memo, state, clock) {
+//!         Next::Need(Need::KeyDirectory(i)) => p.answer_signature(fetch_and_verify(i)),
+//!         Next::Need(Need::Dns { bot, client }) => p.answer_dns(look_up(bot, client)),
+//!         Next::Need(Need::Store(q)) => p.answer_store(ask(q)),
+//!         Next::Done(verdict) => break verdict,
+//!     }
+//! }
+//! ```
+//!
+//! What is gathered, once, in [`Pipeline::new`]: the client address behind
+//! trusted proxies ([`crate::net::client_address`]), the request-target's
+//! one reading ([`crate::target::gatekeep`]), the one User-Agent, the
+//! site's `Content-Usage` for the path, and whether the client is the
+//! crowd's address. The classification is made at most once, through the
+//! one memo ([`crate::agent::Memo`]), when the decision first needs it.
+//! A resumed decision reuses all of it ([`Pipeline::classifications`]
+//! counts, and tests hold it to one).
+//!
+//! No I/O, no clock but the one given, no Pingora.
+
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::agent::Agent;
+use crate::agent::{classify_here, AgentKind, Classifier, Memo};
+use crate::identity::signature::{inspect, Inspection, Limits, RequestParts};
+use crate::identity::{rdns::suffix_matches, ByRanges, Identify, Identity};
+use crate::net::{client_address, Cidr, ClientHeader, Unknown};
+use crate::policy::{self, Asked, Clock, Decision, Outcome, Rates, RequestFacts, SiteRules, Step};
+use crate::state::shared::{Asking, Event, Question};
+use crate::state::State;
+use crate::target::{self, Gatekeep, TargetOptions};
+
+/// The request's headers, as its driver holds them. Every value borrowed
+/// from the request (`'r`): reading copies nothing.
+pub trait Headers<'r> {
+    /// Calls `each` with every value of header `name` (lower case), in the
+    /// order received.
+    fn each(&self, name: &str, each: &mut dyn FnMut(&'r [u8]));
+
+    /// Calls `each` with every header whose value is text, name in lower
+    /// case (what a signature covers).
+    fn text(&self, each: &mut dyn FnMut(&'r str, &'r str));
+
+    /// Whether the request carries header `name`.
+    fn has(&self, name: &str) -> bool {
+        let mut found = false;
+        self.each(name, &mut |_| found = true);
+        found
+    }
+}
+
+/// Where the client address comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Peer {
+    /// The socket peer: the client, or a trusted proxy in front of it
+    /// (`trusted_proxies`, `client_header`).
+    Socket(Option<IpAddr>),
+    /// What a web server logged as the client (replay).
+    Logged(Option<IpAddr>),
+}
+
+/// A request, as its driver read it.
+pub struct Request<'r, H> {
+    /// The method, as sent.
+    pub method: &'r str,
+    /// The request target (path and query) as sent, before normalisation.
+    pub target: &'r [u8],
+    /// The host the request names (one reading: [`crate::net::site_host`]).
+    pub host: &'r str,
+    /// The client reached the site over TLS.
+    pub https: bool,
+    /// Where the client address comes from.
+    pub peer: Peer,
+    /// Its headers.
+    pub headers: H,
+}
+
+/// What every request of one snapshot is decided with.
+#[derive(Clone, Copy)]
+pub struct Env<'s> {
+    /// The User-Agent classifier.
+    pub classifier: &'s Classifier,
+    /// Identity by the published ranges.
+    pub ranges: ByRanges<'s>,
+    /// The header trusted proxies write the client address in.
+    pub client_header: ClientHeader,
+    /// The trusted proxies.
+    pub trusted: &'s [Cidr],
+}
+
+impl<'s> Env<'s> {
+    /// The environment of a loaded snapshot.
+    pub fn of(snap: &'s crate::load::Snapshot) -> Env<'s> {
+        Env {
+            classifier: &snap.classifier,
+            ranges: snap.by_ranges(),
+            client_header: snap.settings.client_header,
+            trusted: &snap.settings.trusted_proxies,
+        }
+    }
+}
+
+/// A site, as a decision needs it.
+#[derive(Clone, Copy)]
+pub struct SiteView<'s> {
+    /// Its rules.
+    pub rules: SiteRules<'s>,
+    /// How its request-targets are read.
+    pub target: &'s TargetOptions,
+}
+
+/// What the driver is to find out before the decision can go on.
+#[derive(Debug)]
+pub enum Need {
+    /// Fetch the key directories of the request's signature agents (Web
+    /// Bot Auth) and verify it; answer with [`Pipeline::answer_signature`].
+    KeyDirectory(Inspection),
+    /// Confirm by forward-confirmed reverse DNS whether `client` is database
+    /// robot `bot`; answer with [`Pipeline::answer_dns`]. At most once per request.
+    Dns {
+        /// The database robot.
+        bot: usize,
+        /// The client address.
+        client: IpAddr,
+    },
+    /// Put the rate question to the shared store; answer with
+    /// [`Pipeline::answer_store`].
+    Store(Question),
+}
+
+/// How a request ends.
+#[derive(Debug)]
+pub enum Verdict<'s, 'r> {
+    /// Refused before any judging (a target with no safe reading, two
+    /// User-Agents): status and reason.
+    Refuse(u16, Cow<'static, str>),
+    /// What the core decided.
+    Decided(Decision<'s, 'r>),
+}
+
+/// The next thing a driver does.
+#[derive(Debug)]
+pub enum Next<'s, 'r> {
+    /// Find this out, answer it, and run again.
+    Need(Need),
+    /// Carry this out.
+    Done(Verdict<'s, 'r>),
+}
+
+/// The facts of one request, gathered once.
+#[derive(Debug)]
+pub struct Facts<'r> {
+    /// The method, as sent.
+    pub method: &'r str,
+    /// The target as sent.
+    pub raw_target: &'r [u8],
+    /// The host as named.
+    pub host: &'r str,
+    /// Over TLS.
+    pub https: bool,
+    /// The client address after trusted proxies.
+    pub client: Option<IpAddr>,
+    /// Why a trusted proxy named no client, if it named none (metric
+    /// `robotgate_client_unknown_total`).
+    pub client_unknown: Option<Unknown>,
+    /// The one User-Agent (empty when absent).
+    pub user_agent: &'r [u8],
+    /// What is judged and forwarded: the normalised target; `None` when
+    /// the target is not judged (refused, or `OPTIONS *`).
+    pub target: Option<Cow<'r, [u8]>>,
+    /// The `Content-Usage` the site's preferences give the path.
+    pub content_usage: Option<String>,
+    /// The client is the crowd's address ([`crate::policy::RequestFacts::crowd`]).
+    pub crowd: bool,
+    /// A signature to verify before deciding (Web Bot Auth).
+    signature: Option<Inspection>,
+}
+
+/// One request's decision, from its facts to its verdict. See the module
+/// documentation.
+pub struct Pipeline<'s, 'r> {
+    env: Env<'s>,
+    rules: SiteRules<'s>,
+    facts: Facts<'r>,
+    /// Decided before judging (a refusal, a pass unjudged).
+    early: Option<Verdict<'s, 'r>>,
+    rates: Rates,
+    agent: Option<Agent<'r>>,
+    /// The host of the agent whose signature verified.
+    signed_by: Option<String>,
+    /// The one lookup's answer, once made.
+    dns: Option<(usize, Identity)>,
+    /// A decision waiting on the shared store, and the store's answer.
+    asked: Option<Box<Asked<'s, 'r>>>,
+    store: Option<Option<Result<(), Duration>>>,
+    events: Vec<Event>,
+    classified: u32,
+}
+
+impl<'s: 'r, 'r> Pipeline<'s, 'r> {
+    /// Gather the facts of `req` for `site`. `crowd` is told the client and
+    /// whether the request came with forwarding headers, and says whether it
+    /// is the crowd's address; asked only for requests that are judged.
+    /// `clock` dates a signature.
+    pub fn new<H: Headers<'r>>(
+        env: Env<'s>,
+        site: SiteView<'s>,
+        req: &Request<'r, H>,
+        crowd: &dyn Fn(Option<IpAddr>, bool) -> bool,
+        rates: Rates,
+        clock: Clock,
+    ) -> Pipeline<'s, 'r> {
+        let (client, client_unknown) = match req.peer {
+            Peer::Logged(ip) => (ip.map(crate::net::canonical), None),
+            Peer::Socket(None) => (None, None),
+            Peer::Socket(Some(peer)) => {
+                // Most peers are not trusted proxies: their headers are not
+                // read. The walk runs from the right, so the fields are listed.
+                let mut fields: Vec<&[u8]> = Vec::new();
+                if env.trusted.iter().any(|c| c.contains(peer)) {
+                    req.headers.each(env.client_header.name(), &mut |v| fields.push(v));
+                }
+                match client_address(peer, env.client_header, fields, env.trusted) {
+                    Ok(ip) => (Some(ip), None),
+                    Err(why) => (None, Some(why)),
+                }
+            }
+        };
+        let mut facts = Facts {
+            method: req.method,
+            raw_target: req.target,
+            host: req.host,
+            https: req.https,
+            client,
+            client_unknown,
+            user_agent: b"",
+            target: None,
+            content_usage: None,
+            crowd: false,
+            signature: None,
+        };
+        let early = gather(env, site, req, crowd, clock, &mut facts);
+        Pipeline {
+            env,
+            rules: site.rules,
+            facts,
+            early,
+            rates,
+            agent: None,
+            signed_by: None,
+            dns: None,
+            asked: None,
+            store: None,
+            events: Vec::new(),
+            classified: 0,
+        }
+    }
+
+    /// The facts gathered.
+    pub fn facts(&self) -> &Facts<'r> {
+        &self.facts
+    }
+
+    /// How many times the User-Agent was classified (at most once: what
+    /// "each fact once" means here, held by tests).
+    pub fn classifications(&self) -> u32 {
+        self.classified
+    }
+
+    /// The bans and robots.txt reads the decision made, to announce to the
+    /// other instances.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The normalised target, when it differs from what was sent: the origin
+    /// gets exactly what was judged.
+    pub fn take_rewrite(&mut self) -> Option<Vec<u8>> {
+        match self.facts.target.take() {
+            Some(Cow::Owned(t)) => Some(t),
+            other => {
+                self.facts.target = other;
+                None
+            }
+        }
+    }
+
+    /// Answer [`Need::KeyDirectory`]: the host of the agent whose signature
+    /// verified, if any.
+    pub fn answer_signature(&mut self, agent_host: Option<String>) {
+        self.signed_by = agent_host;
+    }
+
+    /// Answer [`Need::Dns`]: what the lookup said ([`Identity::Pending`] is
+    /// read as unverifiable: a lookup was made, and told nothing).
+    pub fn answer_dns(&mut self, bot: usize, identity: Identity) {
+        let identity = if identity == Identity::Pending { Identity::Unverifiable } else { identity };
+        self.dns = Some((bot, identity));
+    }
+
+    /// Answer [`Need::Store`]: admitted, or how long to wait; `None` when
+    /// the store could not be reached (the local rate table answers).
+    pub fn answer_store(&mut self, answer: Option<Result<(), Duration>>) {
+        self.store = Some(answer);
+    }
+
+    /// Decide as far as can be, or say what is needed first. `memo`: the
+    /// driver's memo, or `None` for this thread's one-slot memo.
+    pub fn run(&mut self, memo: Option<&mut Memo>, state: &dyn State, clock: Clock) -> Next<'s, 'r> {
+        if let Some(early) = self.early.take() {
+            return Next::Done(early);
+        }
+        if let Some(inspection) = self.facts.signature.take() {
+            return Next::Need(Need::KeyDirectory(inspection));
+        }
+        let Some(target) = self.facts.target.as_deref() else {
+            return Next::Done(Verdict::Decided(Decision::passed()));
+        };
+        let facts = RequestFacts {
+            fetch: matches!(self.facts.method, "GET" | "HEAD"),
+            target,
+            user_agent: self.facts.user_agent,
+            client: self.facts.client,
+            crowd: self.facts.crowd,
+        };
+        let asking = Asking::new(state, (clock.instant(), clock.unix_ms()));
+        if let Some(asked) = self.asked.take() {
+            let Asked { pass, paced, .. } = *asked;
+            let admitted = match self.store.take().flatten() {
+                Some(answer) => answer,
+                // Out of reach: the local rate table answers.
+                None => paced.probe(state, clock.instant()).map_or(Ok(()), |l| Err(l.wait)),
+            };
+            let decision = Step::answer(pass, &paced, admitted, &facts, &self.rules, &asking, clock);
+            return Next::Done(Verdict::Decided(decision));
+        }
+        let identify = Knows { env: &self.env, signed_by: self.signed_by.as_deref(), dns: self.dns };
+        let (classifier, ua) = (self.env.classifier, self.facts.user_agent);
+        let classified = &mut self.classified;
+        let classify = || {
+            *classified += 1;
+            match memo {
+                Some(memo) => memo.classify(classifier, ua),
+                None => classify_here(classifier, ua),
+            }
+        };
+        let step =
+            policy::decide_step(&facts, &self.rules, &mut self.agent, classify, &asking, &identify, clock, self.rates);
+        self.events.extend(asking.into_events());
+        match step {
+            Step::Decided(d) => Next::Done(Verdict::Decided(d)),
+            Step::Lookup { bot } => match (self.dns, facts.client) {
+                (None, Some(client)) => Next::Need(Need::Dns { bot, client }),
+                // One lookup per request, and none without an address: what
+                // it could not tell stays unverifiable.
+                _ => {
+                    self.dns = Some((bot, Identity::Unverifiable));
+                    self.run_again(state, clock)
+                }
+            },
+            Step::Ask(asked) => {
+                let question = asked.question.clone();
+                self.asked = Some(asked);
+                Next::Need(Need::Store(question))
+            }
+        }
+    }
+
+    /// [`Pipeline::run`] once more, after an answer the pipeline gave itself.
+    fn run_again(&mut self, state: &dyn State, clock: Clock) -> Next<'s, 'r> {
+        // The classification is in `self.agent` already: no memo is needed.
+        self.run(None, state, clock)
+    }
+
+    /// Whether a refusal of this decision asks for a signature: a spoofed
+    /// claim of a robot that signs (Web Bot Auth).
+    pub fn asks_for_signature(&self, decision: &Decision<'_, '_>) -> bool {
+        matches!(decision.outcome, Outcome::Spoofed(_))
+            && match decision.agent.as_ref().map(|a| a.kind) {
+                Some(AgentKind::Known(i)) => !self.env.classifier.bot(i).signature_agents.is_empty(),
+                _ => false,
+            }
+    }
+}
+
+/// The facts past the client address; a verdict when the request is
+/// decided before judging.
+fn gather<'s: 'r, 'r, H: Headers<'r>>(
+    env: Env<'s>,
+    site: SiteView<'s>,
+    req: &Request<'r, H>,
+    crowd: &dyn Fn(Option<IpAddr>, bool) -> bool,
+    clock: Clock,
+    facts: &mut Facts<'r>,
+) -> Option<Verdict<'s, 'r>> {
+    // What is judged is what the origin serves: the normalised target
+    // (`crate::target`). A target no single reading fits is refused.
+    let target = match target::gatekeep(req.method.as_bytes(), req.target, site.target) {
+        Gatekeep::Judge(t) => t,
+        Gatekeep::Pass => return Some(Verdict::Decided(Decision::passed())),
+        Gatekeep::Refuse(status, why) => return Some(Verdict::Refuse(status, why)),
+    };
+    // What proxied responses say about usage (issue #29), whoever asks.
+    facts.content_usage = site.rules.robots.and_then(|r| policy::usage_header(r, &target));
+    facts.target = Some(target);
+    // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
+    // client could show a browser to one reader and a bot to another.
+    let mut uas = 0;
+    req.headers.each("user-agent", &mut |v| {
+        if uas == 0 {
+            facts.user_agent = v;
+        }
+        uas += 1;
+    });
+    if uas > 1 {
+        return Some(Verdict::Refuse(400, "more than one User-Agent header".into()));
+    }
+    let forwarded = req.headers.has("x-forwarded-for") || req.headers.has("forwarded");
+    facts.crowd = crowd(facts.client, forwarded);
+    if req.headers.has("signature-input") {
+        facts.signature = signature_to_verify(env.classifier, req, clock);
+    }
+    None
+}
+
+/// The signature of a request with `Signature-Input` to verify: only when
+/// its agents are all ones some database robot signs as
+/// (`signature_agents`, `rdns`), so a client cannot make robotgate fetch
+/// from hosts of its choosing.
+fn signature_to_verify<'r, H: Headers<'r>>(
+    classifier: &Classifier,
+    req: &Request<'r, H>,
+    clock: Clock,
+) -> Option<Inspection> {
+    let target = std::str::from_utf8(req.target).ok()?;
+    let (path, query) = match target.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (target, None),
+    };
+    let mut headers: Vec<(&str, &str)> = Vec::new();
+    req.headers.text(&mut |k, v| headers.push((k, v)));
+    let parts = RequestParts {
+        method: req.method,
+        scheme: if req.https { "https" } else { "http" },
+        authority: req.host,
+        path,
+        query,
+        headers: &headers,
+    };
+    let inspection = inspect(&parts, clock.unix_secs(), &Limits::default());
+    let known = |agent: &str| {
+        agent_host(agent).is_some_and(|host| {
+            classifier
+                .db()
+                .bots()
+                .iter()
+                .any(|b| b.signature_agents.iter().chain(&b.rdns).any(|s| suffix_matches(&host, s)))
+        })
+    };
+    let agents = inspection.agents();
+    (!agents.is_empty() && agents.iter().all(|a| known(a))).then_some(inspection)
+}
+
+/// The host of an agent URL (`https://chatgpt.com` -> `chatgpt.com`), lower case.
+pub fn agent_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host =
+        if host.starts_with('[') { host.split(']').next()?.trim_start_matches('[') } else { host.split(':').next()? };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// Identity as the pipeline knows it: a verified signature, then the
+/// published ranges, then the one lookup's answer.
+struct Knows<'a> {
+    env: &'a Env<'a>,
+    signed_by: Option<&'a str>,
+    dns: Option<(usize, Identity)>,
+}
+
+impl Identify for Knows<'_> {
+    fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
+        let entry = self.env.classifier.bot(bot);
+        if let Some(host) = self.signed_by {
+            // A signature proves the agent; it is this robot only if the
+            // robot's operator signs as that agent.
+            if entry.signature_agents.iter().chain(&entry.rdns).any(|s| suffix_matches(host, s)) {
+                return Identity::Verified;
+            }
+        }
+        match self.env.ranges.identify(bot, client) {
+            Identity::Pending => match self.dns {
+                Some((b, identity)) if b == bot => identity,
+                // The one lookup was for another claim.
+                Some(_) => Identity::Unverifiable,
+                None => Identity::Pending,
+            },
+            other => other,
+        }
+    }
+}
