@@ -510,3 +510,6 @@ impl Identify for Knows<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

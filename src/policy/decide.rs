@@ -261,8 +261,13 @@ fn robots_fetch<'s: 'r, 'r, F: FnOnce() -> Agent<'r>>(
         };
         let agent = narrowed(who.take(), &claimed);
         identity = claimed.identity;
+        // Which version it read: the one served now (for replay, then).
+        let version = match d.site.earlier {
+            [] => robots.hash(),
+            _ => d.site.version_at(d.clock.unix_secs()).unwrap_or_else(|| robots.hash()),
+        };
         for key in seen_keys(d.site, &agent, d.facts, identity).into_iter().flatten() {
-            d.state.saw_robots(&key, robots.hash(), d.clock.instant());
+            d.state.saw_robots(&key, version, d.clock.instant());
         }
         *who.slot = Some(agent);
     }

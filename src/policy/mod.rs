@@ -82,6 +82,17 @@ impl<'a> SiteRules<'a> {
     pub fn new(name: &'a str, policy: &'a PolicyConfig, robots: Option<&'a RobotsTxt>) -> SiteRules<'a> {
         SiteRules { name, policy, robots, humans: false, traps: None, armed_at: &[], earlier: &[] }
     }
+
+    /// The version ([`RobotsTxt::hash`]) of the robots.txt served at Unix
+    /// second `unix`: the earlier version then in force (the first one
+    /// replaced after it), else the current one. The proxy asks at "now",
+    /// which is the current version; replay at a log line's time, which
+    /// tells it which version a crawler fetched then.
+    pub fn version_at(&self, unix: u64) -> Option<u64> {
+        let current = self.robots?.hash();
+        let then = self.earlier.iter().filter(|e| e.replaced_at > unix).min_by_key(|e| e.replaced_at);
+        Some(then.map_or(current, |e| e.hash))
+    }
 }
 
 /// A file robotgate answers with itself.

@@ -217,14 +217,27 @@ impl Gate {
         }
         ctx.content_usage = p.facts().content_usage.clone();
         ctx.accept_signature = p.asks_for_signature(&decision);
-        self.count(req, snap, site, ctx, &decision, p.facts().user_agent);
-        metrics().decision_seconds.observe(spent.as_secs_f64());
-        ctx.rewrite = p.take_rewrite();
+        // A robot's request, or one with an outcome: timed, and forwarded as
+        // judged. A browser's pass goes on as sent (it was not judged).
+        if self.count(req, snap, site, ctx, &decision, p.facts().user_agent) {
+            metrics().decision_seconds.observe(spent.as_secs_f64());
+            ctx.rewrite = p.take_rewrite();
+        }
         Step::Decided(decision.outcome)
     }
 
     /// Count a decision, and make its record (kept in `ctx` for `logging`).
-    fn count(&self, req: &Incoming<'_>, snap: &Snapshot, site: usize, ctx: &mut Ctx, d: &Decision<'_, '_>, ua: &[u8]) {
+    /// Whether it judged a robot, or a request with an outcome (not a
+    /// browser's pass, a served file, or a request never classified).
+    fn count(
+        &self,
+        req: &Incoming<'_>,
+        snap: &Snapshot,
+        site: usize,
+        ctx: &mut Ctx,
+        d: &Decision<'_, '_>,
+        ua: &[u8],
+    ) -> bool {
         let live = &snap.sites[site];
         let site_name = live.conf.name.as_str();
         let result = match d.outcome {
@@ -235,10 +248,10 @@ impl Gate {
         if let Some(result) = result {
             metrics().preferences.with_label_values(&[site_name, result]).inc();
         }
-        let Some(agent) = d.agent.as_ref() else { return };
+        let Some(agent) = d.agent.as_ref() else { return false };
         // robots.txt: classified only to remember the read.
         if matches!(d.outcome, Outcome::File(_)) {
-            return;
+            return false;
         }
         let category = agent.category;
         if let Some(counter) =
@@ -248,7 +261,7 @@ impl Gate {
         }
         // A pass makes no record, and copies nothing.
         if matches!(d.outcome, Outcome::Pass) {
-            return;
+            return agent.is_bot();
         }
         let client = ctx.client.map(|c| c.to_string()).unwrap_or_default();
         let requested = policy::Requested {
@@ -262,7 +275,7 @@ impl Gate {
             lines: live.robots.as_ref().map_or(crate::robots::LineMap::nothing_added(), |r| &r.lines),
         };
         ctx.pending = d.record(&requested).map(Box::new);
-        let Some(r) = &ctx.pending else { return };
+        let Some(r) = &ctx.pending else { return true };
         let bot = bot_label(agent);
         match d.outcome {
             Outcome::Limited(_) => count(&LAST_LIMITED, &metrics().rate_limited, &[site_name, bot, r.directive]),
@@ -274,6 +287,7 @@ impl Gate {
                 count(&LAST_VIOLATION, &metrics().violations, &labels);
             }
         }
+        true
     }
 
     /// The host of the Web Bot Auth agent whose signature verifies (RFC 9421,
