@@ -7,6 +7,11 @@ outside test modules and comments), the circles among rooms, and the floors
 (a room sits one floor above the highest room it imports).
 
     python3 scripts/imports.py [SRC]      exit 1 when there is a circle
+
+Then the same among files: a file imports the deepest module file a path
+of it names. A module's own file (mod.rs) naming its children is their
+front door, not a dependency, and is left out; every other circle of files,
+inside a room or across, is printed, and fails too.
 """
 import os, re, sys, collections
 root = sys.argv[1] if len(sys.argv) > 1 else 'src'
@@ -102,4 +107,77 @@ for v in rooms: fl(v)
 print('floors:'); 
 for f in sorted(set(floor.values())): print(' ', f, ' '.join(sorted(r for r in rooms if floor[r]==f)))
 print('rooms', len(rooms), 'arrows', sum(len(v) for v in edges.values()))
-sys.exit(1 if sccs else 0)
+
+# Files: each path resolved to the deepest module file that exists.
+def mod_of(path):
+    rel = os.path.relpath(path, root)[:-3].split('/')
+    if rel[-1] == 'mod': rel = rel[:-1]
+    if rel in (['lib'], ['main']): return []
+    return rel
+def file_of(parts):
+    for n in range(len(parts), 0, -1):
+        for cand in ('/'.join(parts[:n]) + '.rs', '/'.join(parts[:n]) + '/mod.rs'):
+            if os.path.exists(os.path.join(root, cand)): return cand
+    return None
+fedges = collections.defaultdict(set)
+path_re = re.compile(r'(?<![\w:])(crate|robotgate|super|self)((?:::\w+)+)')
+for dp, _, fs in os.walk(root):
+    for f in fs:
+        if not f.endswith('.rs'): continue
+        p = os.path.join(dp, f); src = open(p).read()
+        cut = src.find('#[cfg(test)]')
+        if cut >= 0 and 'mod tests' in src[cut:cut + 200]: src = src[:cut]
+        src = '\n'.join(l for l in src.split('\n') if not l.lstrip().startswith('//'))
+        me = os.path.relpath(p, root); mod = mod_of(p)
+        # `use a::{b, c::d}`: expand one level of braces into paths.
+        flat = []
+        for m in use_re.finditer(src):
+            head, _, rest = m.group(1).partition('::'); rest = rest.strip()
+            if rest.startswith('{'):
+                inner = rest[1:rest.rfind('}')]; depth = 0; cur = ''; items = []
+                for ch in inner:
+                    if ch == '{': depth += 1
+                    if ch == '}': depth -= 1
+                    if ch == ',' and depth == 0: items.append(cur); cur = ''
+                    else: cur += ch
+                items.append(cur)
+                flat += [head + '::' + i.strip().split('::{')[0] for i in items if i.strip()]
+            else: flat.append(head + '::' + rest.split('::{')[0])
+        flat += [m.group(1) + m.group(2) for m in path_re.finditer(src)]
+        for text in flat:
+            segs = [x.strip() for x in text.split('::') if x.strip() and x.strip() not in ('*',)]
+            if not segs: continue
+            head = segs[0]
+            if head in ('crate', 'robotgate'): parts = segs[1:]
+            elif head == 'self': parts = mod + segs[1:]
+            elif head == 'super':
+                base = mod[:]; i = 0
+                while i < len(segs) and segs[i] == 'super': base = base[:-1]; i += 1
+                parts = base + segs[i:]
+            else: continue
+            parts = [x.split(' as ')[0].strip() for x in parts]
+            target = file_of(parts)
+            if not target or target == me: continue
+            # A module's file naming its own children: their front door.
+            if me.endswith('mod.rs') and target.startswith(os.path.dirname(me) + '/'): continue
+            if me in ('lib.rs', 'main.rs'): continue
+            fedges[me].add(target)
+files = sorted(set(fedges) | {x for v in fedges.values() for x in v})
+idx.clear(); low.clear(); st.clear(); on.clear(); c[0] = 0
+fsccs = []
+def fsc(v):
+    idx[v] = low[v] = c[0]; c[0] += 1; st.append(v); on.add(v)
+    for w in fedges[v]:
+        if w not in idx: fsc(w); low[v] = min(low[v], low[w])
+        elif w in on: low[v] = min(low[v], idx[w])
+    if low[v] == idx[v]:
+        comp = []
+        while True:
+            w = st.pop(); on.discard(w); comp.append(w)
+            if w == v: break
+        if len(comp) > 1: fsccs.append(sorted(comp))
+for v in files:
+    if v not in idx: fsc(v)
+print('file circles:', fsccs if fsccs else 'none')
+print('files', len(files), 'arrows', sum(len(v) for v in fedges.values()))
+sys.exit(1 if sccs or fsccs else 0)

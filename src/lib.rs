@@ -7,6 +7,7 @@
 //! * [`agent`]: the bot database and the User-Agent classifier.
 //! * [`identity`]: verified identity: crawler IP range feeds compiled into a
 //!   prefix table, and the evidence they give about a claimed bot.
+//! * [`time`]: the calendar and RFC 3339 times, written and read.
 //! * [`target`]: request-target normalisation, so the proxy judges the path
 //!   the origin serves (RFC 3986 6.2.2, RFC 9309 2.2.2).
 //! * [`policy`]: what to do with a request: one [`policy::Outcome`] from the
@@ -52,6 +53,7 @@ pub mod report;
 pub mod robots;
 pub mod state;
 pub mod target;
+pub mod time;
 pub mod x509;
 pub mod yaml;
 

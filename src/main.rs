@@ -1,4 +1,5 @@
-//! The `robotgate` command line: `serve`, `check`, `lint`, `classify`, `config check`, `robots show`, `demo`.
+//! The `robotgate` command line: `serve`, `demo`, `health`, `config`, `robots`, `feeds`, `check`, `lint`,
+//! `verify`, `report`, `replay`, `classify`.
 //! The arguments and each command's body are in `cli`; here, only the dispatch.
 
 use std::process::ExitCode;

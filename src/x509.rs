@@ -3,7 +3,7 @@
 //! them (RFC 5280 4.1: validity, subject common name, subjectAltName), not
 //! a verifier: the TLS library checks the certificate itself.
 
-use crate::record::time::days_from_civil;
+use crate::time::days_from_civil;
 
 /// What a certificate says about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,7 +158,7 @@ mod tests {
     fn reads_expiry_and_names() {
         let info = parse(&der(CERT)).expect("a certificate");
         assert_eq!(info.names, vec!["shop.example".to_owned(), "*.shop.example".to_owned()]);
-        assert_eq!(crate::record::time::rfc3339_ms(info.not_after as u64 * 1000), "2026-12-23T22:16:22.000Z");
+        assert_eq!(crate::time::rfc3339_ms(info.not_after as u64 * 1000), "2026-12-23T22:16:22.000Z");
     }
 
     #[test]

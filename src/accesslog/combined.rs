@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 
 use super::{text, Entry, ParseError};
-use crate::record::time::days_from_civil;
+use crate::time::days_from_civil;
 
 /// Parses a "combined" line: common format, then the quoted Referer and
 /// User-Agent. Fields after the User-Agent are ignored.
@@ -189,8 +189,7 @@ fn request_line(raw: &[u8], escaped: bool) -> Result<(Cow<'_, str>, Cow<'_, str>
         Some(p) => p.starts_with(b"HTTP/") && parts.next().is_none(),
     };
     // RFC 9110 5.6.2: a method is a token.
-    let is_tchar = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
-    if !protocol_ok || method.is_empty() || !method.iter().all(is_tchar) || target.is_empty() {
+    if !protocol_ok || method.is_empty() || !method.iter().all(|&b| crate::net::is_tchar(b)) || target.is_empty() {
         return Err(ParseError::RequestLine);
     }
     Ok((text(method), field(target, escaped && target.contains(&b'\\'))))

@@ -34,7 +34,6 @@ use std::net::SocketAddr;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::{combined::clf_time, Entry, ParseError};
-use crate::record::time::days_from_civil;
 
 /// A path into a JSON object: dotted keys, each optionally followed by
 /// `[n]` indexes (`request.headers.User-Agent[0]`).
@@ -368,43 +367,9 @@ fn epoch(x: f64) -> Option<i64> {
     Some(secs.floor() as i64)
 }
 
-/// `2026-11-23T21:09:50.123456Z` or `...+01:00` (RFC 3339 5.6; a space for
-/// `T` and a lower-case `z` are accepted) as Unix seconds.
+/// An RFC 3339 time ([`crate::time::parse_rfc3339`]) as Unix seconds.
 fn rfc3339(t: &[u8]) -> Option<i64> {
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        t.get(r)?.iter().try_fold(0i64, |n, &d| d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0')))
-    };
-    let sep = |i: usize, c: &[u8]| t.get(i).is_some_and(|b| c.contains(b));
-    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
-        return None;
-    }
-    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut i = 19;
-    if t.get(i) == Some(&b'.') {
-        i += 1;
-        while t.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-    }
-    let offset = match t.get(i..)? {
-        b"Z" | b"z" => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let two = |a: u8, b: u8| {
-                (a.is_ascii_digit() && b.is_ascii_digit()).then(|| i64::from((a - b'0') * 10 + b - b'0'))
-            };
-            let secs = two(*h1, *h2)? * 3600 + two(*m1, *m2)? * 60;
-            if *sign == b'-' {
-                -secs
-            } else {
-                secs
-            }
-        }
-        _ => return None,
-    };
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset)
+    crate::time::parse_rfc3339(t).map(|ms| ms.div_euclid(1000))
 }
 
 #[cfg(test)]

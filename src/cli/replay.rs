@@ -21,6 +21,13 @@ pub struct ReplayArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `--since`: the Unix second that far back from now.
+fn since(text: Option<&str>) -> anyhow::Result<Option<i64>> {
+    let Some(text) = text else { return Ok(None) };
+    let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
+    Ok(Some(robotgate::policy::Clock::System.unix_secs().saturating_sub(back.as_secs()) as i64))
+}
+
 /// `robotgate replay`: the logs through the config's policy, then the report.
 pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyhow::Result<ExitCode> {
     use robotgate::record::aggregate::{Aggregator, Line, Offer};
@@ -41,14 +48,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
         inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
     }
     let format = log_format(&mut inputs, &args)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let since_unix = match &args.since {
-        None => None,
-        Some(text) => {
-            let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
-            Some(now.saturating_sub(back).as_secs() as i64)
-        }
-    };
+    let since_unix = since(args.since.as_deref())?;
     let lookups = match args.dns {
         false => None,
         true => {
@@ -87,7 +87,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     // Every record is of the chosen site and period already; the filter
     // only names them in the report.
-    let since_text = since_unix.map(|s| robotgate::record::time::rfc3339_ms(s.max(0) as u64 * 1000));
+    let since_text = since_unix.map(|s| robotgate::time::rfc3339_ms(s.max(0) as u64 * 1000));
     let mut summary = Summary::new(Filter { since: since_text, site: args.site.clone() });
     // Emitted records are folded like the proxy's log (`log.aggregate_window`),
     // on the log's clock.
@@ -108,7 +108,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
     let mut sink = |record: robotgate::record::Record| {
         summary.add(&RecordView::from_record(&record));
         if emit {
-            let at = robotgate::record::time::parse_rfc3339_ms(&record.time).unwrap_or(latest);
+            let at = robotgate::time::parse_rfc3339_ms(&record.time).unwrap_or(latest);
             latest = latest.max(at);
             for line in folding.close_due(latest) {
                 write_line(&line, &mut stdout, &mut write_error);
@@ -253,14 +253,7 @@ pub fn compare(
         inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
     }
     let format = log_format(&mut inputs, &args)?;
-    let since_unix = match &args.since {
-        None => None,
-        Some(text) => {
-            let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            Some(now.saturating_sub(back).as_secs() as i64)
-        }
-    };
+    let since_unix = since(args.since.as_deref())?;
     let mut setups = Vec::with_capacity(2);
     for snap in &snaps {
         let only_site = site_index(snap, args.site.as_deref())?;

@@ -25,9 +25,9 @@ pub fn run(
         None => None,
         Some(text) => {
             let back = robotgate::config::parse_duration(text).map_err(|e| anyhow::anyhow!("--since: {e}"))?;
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            let cutoff = now.saturating_sub(back).as_millis() as u64;
-            Some(robotgate::record::time::rfc3339_ms(cutoff))
+            let now = robotgate::policy::Clock::System.unix_ms();
+            let cutoff = now.saturating_sub(back.as_millis() as u64);
+            Some(robotgate::time::rfc3339_ms(cutoff))
         }
     };
     let mut summary = Summary::new(Filter { since, site });

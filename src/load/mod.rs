@@ -390,7 +390,7 @@ pub fn load_config(
     let mut traps_first_served = traps::read(&traps_state);
     let mut robots_versions =
         previous.map_or_else(|| versions::read(&versions::state_path(&traps_state)), |p| p.robots_versions.clone());
-    let now_unix = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let now_unix = crate::policy::Clock::System.unix_secs();
     let mut sites = Vec::new();
     let (mut refused, mut originals) = (Vec::new(), HashMap::new());
     for site in site_confs {

@@ -106,7 +106,7 @@ impl EdgeHeaders {
     /// What is wrong with `name`, for `config check`.
     pub fn set(&mut self, fact: Fact, name: &str) -> Result<(), String> {
         let name = name.trim();
-        if name.is_empty() || !name.bytes().all(is_tchar) {
+        if name.is_empty() || !name.bytes().all(super::is_tchar) {
             return Err(format!("`{name}` is not a header name"));
         }
         let lower = name.to_ascii_lowercase();
@@ -123,14 +123,9 @@ impl EdgeHeaders {
     }
 }
 
-/// A token character (RFC 9110 5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
 /// Whether `s` is an HTTP method: a token (RFC 9110 9.1, 5.6.2).
 pub fn is_method(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(is_tchar)
+    !s.is_empty() && s.bytes().all(super::is_tchar)
 }
 
 /// The original request, as the edge names it. Borrows the subrequest.

@@ -121,6 +121,12 @@ pub fn is_host_port(s: &str) -> bool {
     port_ok && host_ok
 }
 
+/// A token character (RFC 9110 5.6.2): what header names, methods and
+/// the tokens of structured headers are made of.
+pub fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

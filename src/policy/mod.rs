@@ -1,10 +1,13 @@
 //! What to do with one request: a pure function of the request's facts, the
-//! site's rules (policy and compiled robots.txt) and the rate state.
+//! site's rules (policy and compiled robots.txt) and the state (rates, bans,
+//! robots.txt reads).
 //!
-//! [`decide`] returns one [`Outcome`]: pass, serve a file, a violation (with
-//! its action), or limited. The proxy only translates it into a response, so
-//! every new reason to refuse (identity, traps, bans) is a new outcome here,
-//! not a branch in the proxy. It never fails: the core returns data.
+//! [`decide_step`] gives one [`Outcome`] (pass, a served file, a violation, a
+//! limit, a trap hit, a ban, a spoofed claim, a refused purpose, a stale
+//! robots.txt), or stops where only a lookup or the shared store can tell
+//! ([`Step`]); [`crate::pipeline`] drives it for every host. Each outcome
+//! maps to one [`Enforcement`]: every new reason to refuse is a new outcome
+//! here, not a branch in a host. It never fails: the core returns data.
 //!
 //! [`judge`] is the robots.txt part alone (group, rule, action, pace), for
 //! callers that keep no rate state.
@@ -38,8 +41,9 @@ use crate::net::client_key;
 use crate::robots::{RobotsTxt, Rule};
 use crate::state::{SeenKey, State};
 
-/// The facts of one request, gathered once by the proxy from what the client
-/// sent (all of it attacker-controlled).
+/// The facts of one request, gathered once by the pipeline
+/// ([`crate::pipeline::Pipeline::new`]) from what the client sent (all of it
+/// attacker-controlled).
 #[derive(Debug, Clone, Copy)]
 pub struct RequestFacts<'a> {
     /// A GET or HEAD (only those are answered with robots.txt and humans.txt).

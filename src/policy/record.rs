@@ -106,7 +106,7 @@ impl Decision<'_, '_> {
             managed,
             robots_seen: self.robots_seen,
             fetched_hash: stale.map(|s| crate::robots::short_hash(s.fetched)),
-            fetched_at: stale.map(|s| crate::record::time::rfc3339_ms(s.fetched_at.saturating_mul(1000))),
+            fetched_at: stale.map(|s| crate::time::rfc3339_ms(s.fetched_at.saturating_mul(1000))),
             reason: match self.outcome {
                 Outcome::Trap(TrapHit { why: "crowd-address", .. }) => Some("crowd-address"),
                 _ => None,

@@ -7,7 +7,6 @@
 //! record per window; it reads no clock: callers pass the time in.
 
 pub mod aggregate;
-pub mod time;
 
 use serde::Serialize;
 

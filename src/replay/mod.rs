@@ -46,12 +46,12 @@ use crate::config::Settings;
 use crate::identity::Identity;
 use crate::pipeline::{Env, Need, Next, Peer, Pipeline, Request, SiteView, Verdict as PipelineVerdict};
 use crate::policy::{self, Clock, Outcome, Rates, Requested, SiteRules};
-use crate::record::time::rfc3339_ms;
 use crate::record::Record;
 pub use crate::report::replay::{ReplayBot, ReplayReport, ReplayRule, ReplaySite, Unreadable, LIMITS};
 use crate::robots::lint::Diagnostic;
 use crate::state::MemoryState;
 use crate::target::{self, Gatekeep, TargetOptions};
+use crate::time::rfc3339_ms;
 
 /// A log line's headers: its User-Agent, if the format has one.
 struct Logged<'r> {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::aggregate::{category_name, BotStats, NamedCounts, SiteStats, Summary, CATEGORIES, IDENTITIES};
-use crate::record::time::{civil_from_days, days_from_civil};
+use crate::time::{civil_from_days, days_from_civil};
 
 /// Buckets of the series over time are hours when the log spans at most
 /// this many hours (3 days), days otherwise.

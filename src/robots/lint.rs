@@ -9,40 +9,9 @@
 use std::collections::HashMap;
 
 use super::build::{limit_body, Options, RobotsTxt};
+pub use super::diagnostic::{Diagnostic, Severity};
 use super::ext;
 use super::parse::{self, Key, LineNote, ParseHandler};
-
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// Crawlers tolerate it, but it is fragile or crawler-specific.
-    Warning,
-    /// The line does not do what its author meant.
-    Error,
-}
-
-impl Severity {
-    /// `"warning"` or `"error"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-/// One finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// 1-based line.
-    pub line: u32,
-    /// Error or warning.
-    pub severity: Severity,
-    /// A stable identifier (`rule-before-user-agent`, …) for filtering.
-    pub code: &'static str,
-    /// What is wrong and what to write instead.
-    pub message: String,
-}
 
 /// Google's crawlers, which ignore `Crawl-delay` (Google's documentation says
 /// the rate is set in Search Console instead).

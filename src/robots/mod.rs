@@ -7,6 +7,7 @@
 //! knows a bot by several candidate tokens.
 
 mod build;
+mod diagnostic;
 pub mod ext;
 pub mod lines;
 pub mod lint;

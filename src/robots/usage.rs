@@ -344,7 +344,7 @@ impl<'a> Cursor<'a> {
             Some(b) if b == b'-' || b.is_ascii_digit() => self.number().map(|_| Item::Other),
             Some(b'"') => self.string().map(|_| Item::Other),
             Some(b) if b.is_ascii_alphabetic() || b == b'*' => {
-                Ok(Item::Token(self.take_while(|b| is_tchar(b) || b == b':' || b == b'/')))
+                Ok(Item::Token(self.take_while(|b| crate::net::is_tchar(b) || b == b':' || b == b'/')))
             }
             Some(b':') => {
                 self.i += 1;
@@ -439,11 +439,6 @@ impl<'a> Cursor<'a> {
             }
         }
     }
-}
-
-/// RFC 9110 tchar.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[cfg(test)]

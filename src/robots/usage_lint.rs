@@ -2,7 +2,7 @@
 //! (draft-ietf-aipref-attach, draft-ietf-aipref-vocab).
 
 use super::build::RobotsTxt;
-use super::lint::{Diagnostic, Severity};
+use super::diagnostic::{Diagnostic, Severity};
 use super::usage::{self, UsageError};
 
 /// Findings about one `Content-Usage` line: a value that does not parse, the

@@ -6,7 +6,7 @@
 //! comments of today's Blink, WebKit and Gecko strings are written by the
 //! browser itself, and browsers name products, not hosts.
 
-use super::name::{as_str, is_nameable, trim_name};
+use super::token::{as_str, is_nameable, trim_name};
 use super::Signals;
 use crate::agent::frozen::MOZILLA;
 use crate::agent::vocab::is_host_name;

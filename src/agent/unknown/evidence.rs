@@ -2,10 +2,10 @@
 //! contact addresses; and the one pass over a UA's words that collects the
 //! evidence and the candidates for a name.
 
-use super::name::{is_app_product, is_generic, is_nameable, is_numbered_name, trim_name};
+use super::token::{has_bot, is_app_product, is_generic, is_nameable, is_numbered_name, trim_name};
 use crate::agent::vocab::sets;
 use crate::agent::words::{
-    contains, email_at, find_ci, is_word_byte, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at,
+    contains, email_at, is_word_byte, lower, obfuscated_at, parts, plus_domain_at, preceded_by_like, url_at,
     DeviceModel, Word, Words, MAX_WORD,
 };
 
@@ -22,35 +22,6 @@ pub(super) enum WordEvidence {
     Library {
         bare_lang: bool,
     },
-}
-
-/// `bot` as a word ending, a camel-case part or before a non-letter:
-/// `Googlebot`, `AI2Bot`, `BotLink`, `bot-1`, `bots`, but not `Robotics` or
-/// `Botswana`.
-pub(super) fn has_bot(word: &[u8]) -> bool {
-    let mut from = 0;
-    while let Some(i) = find_ci(word, "bot", from) {
-        let after = &word[i + 3..];
-        let ok = match after.first() {
-            None => true,
-            Some(c) if !c.is_ascii_lowercase() => true,
-            Some(b's') => after.get(1).is_none_or(|c| !c.is_ascii_alphabetic()),
-            Some(_) => false,
-        };
-        if ok {
-            return true;
-        }
-        from = i + 1;
-    }
-    false
-}
-
-/// Whether `word` is a robot word: `bot` as [`has_bot`] finds it, or a
-/// strong robot word anywhere in it (`FooCrawler`, `Spider1`).
-pub(super) fn is_robot_word(word: &[u8]) -> bool {
-    let mut buf = [0u8; MAX_WORD];
-    let low = lower(&word[..word.len().min(MAX_WORD)], &mut buf).unwrap_or_default();
-    has_bot(word) || sets().robot_words.find(low) == Some(true)
 }
 
 pub(super) fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {

@@ -32,10 +32,12 @@
 mod browser;
 mod evidence;
 mod name;
+mod token;
 
 use self::browser::impossible_shape;
-use self::evidence::{evidence_if_hit, findings, has_evidence, is_robot_word, WordEvidence};
-use self::name::{as_str, name_ok, pick_name, trim_name};
+use self::evidence::{evidence_if_hit, findings, has_evidence, WordEvidence};
+use self::name::pick_name;
+use self::token::{as_str, is_robot_word, name_ok, trim_name};
 use super::vocab::{first_word_is_browser, is_browser_vocabulary};
 use super::words::{email_at, plus_domain_at, url_at, DeviceModel, Words};
 

@@ -1,10 +1,9 @@
 //! Naming an unknown robot: which word of its UA is its name, and how a
 //! word is cut to a name.
 
-use super::evidence::is_robot_word;
 use super::evidence::Findings;
-use crate::agent::vocab::{is_browser_vocabulary, is_marker, sets};
-use crate::agent::words::{eq_any, is_version_like, is_word_byte, DeviceModel, Word, Words, MAX_WORD};
+use super::token::{as_str, is_generic, is_nameable, name_ok, trim_name};
+use crate::agent::words::{eq_any, is_version_like, is_word_byte, DeviceModel, Word, Words};
 
 /// Picks the name an unknown robot announces, in this order: a distinctive
 /// robot word (strong, then weak: `ExampleBot`); the UA's first word if it is
@@ -86,89 +85,6 @@ fn nameable_word(ua: &[u8], last: bool) -> Option<Word> {
         }
     }
     found
-}
-
-/// Cuts a version glued to a name and trailing punctuation: `Spider1.0`,
-/// `Usefulbot_2.3.62`, `DirBuster-1.0-RC1`, `Harvester2024`; keeps `AI2Bot`
-/// and `FastCrawler3`.
-pub(super) fn trim_name(word: &[u8]) -> &[u8] {
-    if word.len() > MAX_WORD {
-        return word; // never a name (see `name_ok`); keeps this O(MAX_WORD²)
-    }
-    // A `-`/`_` part starting with a digit (or `v` + digit) starts a version
-    // if what follows is dotted or a long number: `-1.0-RC1`, `_2.3.62`,
-    // `-v1.2`, `-2024`, but not `aws-sdk-go-v2` or `aws-sdk-dotnet-45`.
-    let mut w = word;
-    for (i, &b) in word.iter().enumerate().skip(1) {
-        if matches!(b, b'-' | b'_') {
-            let rest = &word[i + 1..];
-            let rest = rest.strip_prefix(b"v").or_else(|| rest.strip_prefix(b"V")).unwrap_or(rest);
-            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            let versionish = rest.contains(&b'.') || (digits >= 4 && digits == rest.len());
-            // A robot's name with a release suffix: `SeznamBot-v2`.
-            let release = digits > 0 && digits + 1 == word.len() - i - 1 && matches!(word[i + 1], b'v' | b'V');
-            let versionish = versionish || (release && is_robot_word(&word[..i]));
-            if digits > 0 && versionish && word[..i].iter().any(u8::is_ascii_alphabetic) {
-                w = &word[..i];
-                break;
-            }
-        }
-    }
-    while let [rest @ .., b'.' | b'-' | b'_'] = w {
-        w = rest;
-    }
-    // Glued digits: cut when they hold a dot (`1.0`) or are a long number.
-    let digits = w.iter().rev().take_while(|b| b.is_ascii_digit() || **b == b'.').count();
-    if digits > 0 && digits < w.len() {
-        let (head, tail) = w.split_at(w.len() - digits);
-        if (tail.contains(&b'.') || tail.len() >= 4) && head.iter().any(u8::is_ascii_alphabetic) {
-            let mut head = head;
-            while let [rest @ .., b'.' | b'-' | b'_'] = head {
-                head = rest;
-            }
-            // `Foo-v1.0`: drop the `v` only after a separator.
-            if let [rest @ .., b'.' | b'-' | b'_', b'v' | b'V'] = head {
-                head = rest;
-            }
-            return head;
-        }
-    }
-    w
-}
-
-/// Whether a (trimmed) word may be a robot's name: see [`name_ok`], and not
-/// generic, a bare runtime name or browser vocabulary.
-pub(super) fn is_nameable(name: &[u8]) -> bool {
-    name_ok(name) && !is_generic(name) && !sets().lang.contains(name) && !is_browser_vocabulary(name)
-}
-
-/// Whether the UA's first product may name the robot although it is a
-/// handset vendor's or an app's word (see [`is_nameable`]): anything
-/// nameable but a browser platform/engine marker.
-pub(super) fn is_app_product(name: &[u8]) -> bool {
-    name_ok(name) && !is_generic(name) && !sets().lang.contains(name) && !is_marker(name)
-}
-
-/// Whether a product name of digits alone may be a name (`008` of `008/0.83`):
-/// two to eight digits, not a year-like or version-like run with dots.
-pub(super) fn is_numbered_name(name: &[u8]) -> bool {
-    (2..=8).contains(&name.len()) && name.iter().all(u8::is_ascii_digit)
-}
-
-pub(super) fn name_ok(word: &[u8]) -> bool {
-    (2..=MAX_WORD).contains(&word.len())
-        && word.iter().any(u8::is_ascii_alphabetic)
-        && !is_version_like(word)
-        && !sets().not_a_name.contains(word)
-}
-
-pub(super) fn is_generic(word: &[u8]) -> bool {
-    let generic = &sets().generic;
-    word.split(|&b| matches!(b, b'-' | b'_' | b'.' | b' ')).filter(|p| !p.is_empty()).all(|p| generic.contains(p))
-}
-
-pub(super) fn as_str(bytes: &[u8]) -> Option<&str> {
-    std::str::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The sweep from overlapping prefixes to sorted, disjoint intervals, each
 //! with the feeds covering it: what makes a lookup one binary search.
 
-use super::table::Hit;
+use super::hit::Hit;
 
 /// Sorted, disjoint, inclusive intervals of one family, each with the feeds
 /// (and their prefixes) covering it.

@@ -23,13 +23,15 @@
 //! intervals).
 
 mod feed;
+mod hit;
 mod intervals;
 mod prefix;
 mod table;
 
 pub use feed::{Feed, FeedError, MAX_FEED_BYTES, MAX_PREFIXES, MIN_V4_LEN, MIN_V6_LEN};
+pub use hit::{FeedId, Hit};
 pub use prefix::Prefix;
-pub use table::{is_builtin_feed, FeedId, FeedInfo, Hit, RangeTable, TableError, BUILTIN_FEEDS, FEED_URLS, MAX_FEEDS};
+pub use table::{is_builtin_feed, FeedInfo, RangeTable, TableError, BUILTIN_FEEDS, FEED_URLS, MAX_FEEDS};
 
 #[cfg(test)]
 mod testkit;

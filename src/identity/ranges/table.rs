@@ -4,22 +4,12 @@
 use std::net::IpAddr;
 
 use super::feed::{Feed, FeedError};
+use super::hit::{FeedId, Hit};
 use super::intervals::{build, Intervals};
-use super::prefix::{canonical, Prefix};
+use super::prefix::canonical;
 
 /// Most feeds one table holds (feed ids are `u16`).
 pub const MAX_FEEDS: usize = 1024;
-
-/// Names a feed of a [`RangeTable`] (its position in the table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FeedId(u16);
-
-impl FeedId {
-    /// Position of the feed in [`RangeTable::feeds`].
-    pub fn index(self) -> usize {
-        usize::from(self.0)
-    }
-}
 
 /// What a table knows about one of its feeds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,15 +20,6 @@ pub struct FeedInfo {
     pub creation_time: Option<String>,
     /// How many prefixes it listed.
     pub prefix_count: usize,
-}
-
-/// One feed containing an address, with its most specific prefix doing so.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hit {
-    /// The feed.
-    pub feed: FeedId,
-    /// The longest prefix of that feed containing the address.
-    pub prefix: Prefix,
 }
 
 /// What is wrong with a set of feeds given to [`RangeTable::compile`].

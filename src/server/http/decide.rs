@@ -118,6 +118,18 @@ pub(super) fn host_of(req: &RequestHeader) -> Result<&str, &'static str> {
     Ok(host)
 }
 
+impl Gate {
+    /// The site `req` is for, noted in `ctx`; `None` (answer 421) when no
+    /// site has its host and none is the default.
+    pub(super) fn site_for(&self, snap: &Snapshot, req: &Incoming<'_>, ctx: &mut Ctx) -> Option<usize> {
+        ctx.site = snap.settings.site_for_host(req.host);
+        if ctx.site.is_none() {
+            ctx.status = 421;
+        }
+        ctx.site
+    }
+}
+
 /// A request's headers, as the pipeline reads them.
 struct Fields<'r>(&'r HeaderMap);
 

@@ -9,8 +9,6 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 
-use super::decide::Incoming;
-use super::respond::Reader;
 use crate::load::LiveSite;
 use crate::server::ops::crowd::Crowd;
 use crate::server::ops::violations::{Record, ViolationLog};
@@ -82,27 +80,6 @@ pub struct Ctx {
     pub(super) pending: Option<Box<Record>>,
     /// The status answered, for the record.
     pub(super) status: u16,
-}
-
-impl Gate {
-    /// Who reads this service's answers.
-    pub(super) fn reader(&self) -> Reader {
-        if self.auth {
-            Reader::Edge
-        } else {
-            Reader::Client
-        }
-    }
-
-    /// The site `req` is for, noted in `ctx`; `None` (answer 421) when no
-    /// site has its host and none is the default.
-    pub(super) fn site_for(&self, snap: &Snapshot, req: &Incoming<'_>, ctx: &mut Ctx) -> Option<usize> {
-        ctx.site = snap.settings.site_for_host(req.host);
-        if ctx.site.is_none() {
-            ctx.status = 421;
-        }
-        ctx.site
-    }
 }
 
 impl Ctx {

@@ -6,6 +6,7 @@ use pingora::http::{Method, ResponseHeader};
 use pingora::proxy::Session;
 use pingora::Result;
 
+use super::gate::Gate;
 use crate::load::ServedFile;
 use crate::server::snapshot::answer::{head, Prebuilt};
 
@@ -187,4 +188,15 @@ pub async fn serve_file(session: &mut Session, file: &ServedFile, content_type: 
     }
     send(session, 200, content_type, &headers, file.body.clone(), Reader::Client).await?;
     Ok(200)
+}
+
+impl Gate {
+    /// Who reads this service's answers.
+    pub(super) fn reader(&self) -> Reader {
+        if self.auth {
+            Reader::Edge
+        } else {
+            Reader::Client
+        }
+    }
 }

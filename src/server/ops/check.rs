@@ -2,7 +2,6 @@
 //! is wrong (problems) and what is odd (warnings).
 
 use std::path::Path;
-use std::time::SystemTime;
 
 use crate::load::Problem;
 use crate::robots;
@@ -17,7 +16,7 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
         Err(problems) => (problems, Vec::new()),
         Ok(snapshot) => {
             let mut warnings = Vec::new();
-            let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            let now = crate::policy::Clock::System.unix_secs() as i64;
             for (file, message) in snapshot.certs.warnings(now) {
                 warnings.push(Problem::new(file, None, message));
             }

@@ -8,12 +8,12 @@ use std::sync::{Mutex, OnceLock};
 
 use prometheus::core::Collector;
 
-use crate::record::time::rfc3339_ms;
 use crate::record::Record;
 use crate::report::render::status::{BotCount, ReloadStatus, SiteStatus, StateStatus, StatusView};
 use crate::server::snapshot::Snapshot;
 use crate::server::store::redis::{unix_ms, SharedStore};
 use crate::server::telemetry::metrics;
+use crate::time::rfc3339_ms;
 
 /// Violations kept per site.
 pub const RECENT: usize = 100;

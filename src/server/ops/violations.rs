@@ -386,11 +386,10 @@ thread_local! {
 /// records in the same millisecond, and formatting costs about 3,000
 /// instructions where a copy of the text costs a small allocation.
 pub fn now_rfc3339() -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let ms = now.as_millis() as u64;
+    let ms = crate::policy::Clock::System.unix_ms();
     LAST_TIME.with_borrow_mut(|(last, text)| {
         if *last != ms {
-            *text = crate::record::time::rfc3339_ms(ms);
+            *text = crate::time::rfc3339_ms(ms);
             *last = ms;
         }
         text.clone()

@@ -149,7 +149,7 @@ impl CertSet {
             };
             let left = info.not_after - now;
             if left < EXPIRY_WARNING_SECS {
-                let when = crate::record::time::rfc3339_ms(info.not_after.max(0) as u64 * 1000);
+                let when = crate::time::rfc3339_ms(info.not_after.max(0) as u64 * 1000);
                 let what = if left <= 0 { "expired" } else { "expires" };
                 out.push((e.path.clone(), format!("{}: the certificate {what} at {when}", e.owner)));
             }

@@ -1,6 +1,7 @@
-//! Calendar arithmetic for the RFC 3339 UTC times of records, without a
-//! date crate: the proleptic Gregorian calendar in eras of 400 years
-//! (Howard Hinnant's algorithms).
+//! Time as text, in one place: calendar arithmetic without a date crate
+//! (the proleptic Gregorian calendar in eras of 400 years, after Howard
+//! Hinnant's algorithms), RFC 3339 written and read, for records, access
+//! logs and certificates alike. "Now" is [`crate::policy::Clock`]'s.
 
 /// Days since 1970-01-01 of a date.
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -65,30 +66,55 @@ pub fn rfc3339_ms(unix_ms: u64) -> String {
     text.iter().map(|&b| char::from(b)).collect()
 }
 
-/// The Unix milliseconds of an RFC 3339 UTC time of the form records use
-/// (`2026-11-23T21:09:50Z`, with or without `.mmm`); `None` for any other text.
+/// The Unix milliseconds of an RFC 3339 time (`2026-11-23T21:09:50Z`,
+/// `2026-11-23T21:09:50.123456+01:00`, RFC 3339 5.6; a space for `T` and a
+/// lower-case `z` are accepted; fractions below the millisecond are cut);
+/// `None` for any other text, or a time before 1970.
 pub fn parse_rfc3339_ms(text: &str) -> Option<u64> {
-    let b = text.as_bytes();
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let digits = b.get(range)?;
-        digits.iter().try_fold(0i64, |n, d| d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0')))
+    u64::try_from(parse_rfc3339(text.as_bytes())?).ok()
+}
+
+/// [`parse_rfc3339_ms`] as signed milliseconds, for times before 1970 too.
+pub fn parse_rfc3339(t: &[u8]) -> Option<i64> {
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        t.get(r)?.iter().try_fold(0i64, |n, &d| d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0')))
     };
-    let shape =
-        b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && matches!(b[10], b'T' | b't') && b[13] == b':' && b[16] == b':';
-    if !shape {
+    let sep = |i: usize, c: &[u8]| t.get(i).is_some_and(|b| c.contains(b));
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
         return None;
     }
     let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    let ms = match (b.get(19), b.len()) {
-        (Some(b'Z' | b'z'), 20) => 0,
-        (Some(b'.'), 24) if matches!(b[23], b'Z' | b'z') => num(20..23)?,
-        _ => return None,
-    };
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
         return None;
     }
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
-    u64::try_from(secs * 1000 + ms).ok()
+    let (mut i, mut ms, mut scale) = (19, 0, 100);
+    if t.get(i) == Some(&b'.') {
+        i += 1;
+        if !t.get(i).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        while let Some(digit) = t.get(i).filter(|b| b.is_ascii_digit()) {
+            ms += i64::from(digit - b'0') * scale;
+            scale /= 10;
+            i += 1;
+        }
+    }
+    let offset = match t.get(i..)? {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let two = |a: u8, b: u8| {
+                (a.is_ascii_digit() && b.is_ascii_digit()).then(|| i64::from((a - b'0') * 10 + b - b'0'))
+            };
+            let secs = two(*h1, *h2)? * 3600 + two(*m1, *m2)? * 60;
+            if *sign == b'-' {
+                -secs
+            } else {
+                secs
+            }
+        }
+        _ => return None,
+    };
+    Some((days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset) * 1000 + ms)
 }
 
 #[cfg(test)]
@@ -101,7 +127,17 @@ mod tests {
             assert_eq!(parse_rfc3339_ms(&rfc3339_ms(ms)), Some(ms));
         }
         assert_eq!(parse_rfc3339_ms("2026-11-23T21:09:50Z"), Some(1_795_468_190_000));
-        for bad in ["", "2026-11-23", "2026-13-01T00:00:00Z", "2026-11-23T21:09:50+01:00", "2026-11-23T21:09:5xZ"] {
+        // One parser for every RFC 3339 time read (records, access logs): offsets too.
+        assert_eq!(parse_rfc3339_ms("2026-11-23T22:09:50.5+01:00"), Some(1_795_468_190_500));
+        assert_eq!(parse_rfc3339_ms("2026-11-23 21:09:50.123456z"), Some(1_795_468_190_123));
+        for bad in [
+            "",
+            "2026-11-23",
+            "2026-13-01T00:00:00Z",
+            "2026-11-23T21:09:50",
+            "2026-11-23T21:09:5xZ",
+            "2026-11-23T21:09:50.Z",
+        ] {
             assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
         }
     }
