@@ -54,7 +54,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
         true => {
             use robotgate::server::verify::dns::{DnsConfig, DnsVerifier};
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
-            let resolver = DnsVerifier::new(&DnsConfig::from(&snap.settings.dns))
+            let resolver = DnsVerifier::new(&DnsConfig::from(&snap.settings.boot.dns))
                 .map_err(|e| anyhow::anyhow!("--dns: cannot set up the resolver: {e}"))?;
             Some((runtime, resolver))
         }
@@ -91,7 +91,7 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
     let mut summary = Summary::new(Filter { since: since_text, site: args.site.clone() });
     // Emitted records are folded like the proxy's log (`log.aggregate_window`),
     // on the log's clock.
-    let log = &snap.settings.violation_log;
+    let log = &snap.settings.boot.violation_log;
     let mut folding = Aggregator::new(log.aggregate_window.as_millis() as u64, log.aggregate_max_keys, 64 << 20);
     let mut stdout = io::BufWriter::new(io::stdout());
     let mut write_error: Option<io::Error> = None;

@@ -67,13 +67,13 @@ pub struct Config {
     pub sites: Vec<Site>,
 }
 
-/// The settings that apply to the whole process.
+/// The settings that apply to the whole process: what a reload puts in
+/// force, and what only a restart can change ([`Boot`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// Listeners.
-    pub listen: Vec<Listen>,
-    /// Worker threads.
-    pub threads: usize,
+    /// What the running process was started with: a reload that changes it
+    /// says so, and it holds only after a restart.
+    pub boot: Boot,
     /// Host name (lower case) to index in `sites`, sorted by name.
     pub hosts: Vec<(String, usize)>,
     /// Index of the default site in `sites`.
@@ -82,50 +82,82 @@ pub struct Settings {
     pub trusted_proxies: Vec<Cidr>,
     /// The header they write the client's address in.
     pub client_header: ClientHeader,
-    /// Violation log destination.
-    pub violations: LogTarget,
-    /// How the violation log aggregates and rotates.
-    pub violation_log: LogOptions,
-    /// Level of the other logs.
-    pub log_level: String,
-    /// Metrics listener, `host:port` (resolved by the loader).
-    pub metrics: Option<String>,
-    /// Forward-auth listeners, `host:port` (empty: none).
-    pub auth: Vec<String>,
     /// The header each fact of an edge's original request is read from.
     pub auth_headers: crate::net::edge::EdgeHeaders,
-    /// The metrics listener also serves the status page.
-    pub status_page: bool,
     /// Extra bot database.
     pub bots: Option<PathBuf>,
     /// Replace rather than extend the built-in bot database.
     pub bots_replace: bool,
-    /// Clients tracked for rate limits.
-    pub max_clients: usize,
-    /// The longest a client may take to send a whole request head
-    /// (`limits.request_head_timeout`; see [`crate::deadline`]).
-    pub request_head_timeout: Duration,
-    /// Connections open at once on the proxy's listeners, and on the auth
-    /// listener's (`limits.max_connections`).
-    pub max_connections: usize,
-    /// Connections open at once on the metrics listener (`metrics.max_connections`).
-    pub metrics_max_connections: usize,
-    /// The longest a connection may sit idle between requests
-    /// (`limits.keepalive_timeout`); whole seconds, as Pingora counts them.
-    pub keepalive_timeout: Duration,
-    /// Shutdown grace period.
-    pub grace_period: Duration,
     /// A directory of IP range feeds replacing the embedded ones of the same name.
     pub verify_feeds: Option<PathBuf>,
+}
+
+/// Declares [`Boot`] and, from the same list, what a change of each field
+/// is called in the config: a field added here is restart-only by its type.
+macro_rules! boot {
+    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty => $key:literal,)*) => {
+        /// The settings a running process cannot change: listeners, threads,
+        /// the logs and the stores it opened, the resolver it set up.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Boot {
+            $($(#[doc = $doc])* pub $field: $ty,)*
+        }
+
+        impl Boot {
+            /// The config keys whose values differ in `new`: what a reload
+            /// to `new` cannot put in force.
+            pub fn changes(&self, new: &Boot) -> Vec<&'static str> {
+                let mut out = Vec::new();
+                $(if self.$field != new.$field && !out.contains(&$key) {
+                    out.push($key);
+                })*
+                out
+            }
+        }
+    };
+}
+
+boot! {
+    /// Listeners.
+    listen: Vec<Listen> => "listen",
+    /// Worker threads.
+    threads: usize => "threads",
+    /// Violation log destination.
+    violations: LogTarget => "log.violations",
+    /// How the violation log aggregates and rotates.
+    violation_log: LogOptions => "log.aggregate_window, aggregate_max_keys, max_size, keep",
+    /// Level of the other logs.
+    log_level: String => "log.level",
+    /// Metrics listener, `host:port` (resolved by the loader).
+    metrics: Option<String> => "metrics.listen",
+    /// The metrics listener also serves the status page.
+    status_page: bool => "metrics.status_page",
+    /// Forward-auth listeners, `host:port` (empty: none).
+    auth: Vec<String> => "auth.listen",
+    /// Clients tracked for rate limits.
+    max_clients: usize => "limits.max_clients",
+    /// The longest a client may take to send a whole request head
+    /// (`limits.request_head_timeout`; see [`crate::deadline`]).
+    request_head_timeout: Duration => "limits.request_head_timeout, keepalive_timeout",
+    /// The longest a connection may sit idle between requests
+    /// (`limits.keepalive_timeout`); whole seconds, as Pingora counts them.
+    keepalive_timeout: Duration => "limits.request_head_timeout, keepalive_timeout",
+    /// Connections open at once on the proxy's listeners, and on the auth
+    /// listener's (`limits.max_connections`).
+    max_connections: usize => "limits.max_connections, metrics.max_connections",
+    /// Connections open at once on the metrics listener (`metrics.max_connections`).
+    metrics_max_connections: usize => "limits.max_connections, metrics.max_connections",
+    /// Shutdown grace period.
+    grace_period: Duration => "grace_period",
     /// The resolver for forward-confirmed reverse DNS.
-    pub dns: DnsSettings,
-    /// Web Bot Auth settings.
-    pub verify: Verify,
+    dns: DnsSettings => "verify.dns",
+    /// Web Bot Auth and feed refresh settings.
+    verify: Verify => "verify.refresh, feed_urls, allow_private_directories",
     /// State shared with other instances, when configured.
-    pub shared_state: Option<SharedState>,
+    shared_state: Option<SharedState> => "state",
     /// The directory of robotgate's own state files (`state_dir`; see
     /// [`crate::load::traps::state_path`]); none: the default place.
-    pub state_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf> => "state_dir",
 }
 
 /// `state:`, validated: a Redis or Valkey server shared by instances.
@@ -325,12 +357,12 @@ mod tests {
     #[test]
     fn the_minimal_file_from_the_readme_is_valid() {
         let c = parse(MINIMAL).unwrap();
-        assert_eq!(c.settings.listen[0].address, "127.0.0.1:8080");
+        assert_eq!(c.settings.boot.listen[0].address, "127.0.0.1:8080");
         assert_eq!(
             c.sites[0].policy.default,
             Action::Block { status: 403, body: DEFAULT_BLOCK_BODY.into(), file: None }
         );
-        assert_eq!(c.settings.violations, LogTarget::File("violations.jsonl".into()));
+        assert_eq!(c.settings.boot.violations, LogTarget::File("violations.jsonl".into()));
         assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
         assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
         assert_eq!(c.site_for_host("LOCALHOST.:8080"), Some(0), "one trailing dot");
@@ -341,12 +373,12 @@ mod tests {
     #[test]
     fn slow_client_limits() {
         let c = parse(MINIMAL).unwrap();
-        assert_eq!(c.settings.request_head_timeout, DEFAULT_REQUEST_HEAD_TIMEOUT);
-        assert_eq!(c.settings.keepalive_timeout, DEFAULT_KEEPALIVE_TIMEOUT);
+        assert_eq!(c.settings.boot.request_head_timeout, DEFAULT_REQUEST_HEAD_TIMEOUT);
+        assert_eq!(c.settings.boot.keepalive_timeout, DEFAULT_KEEPALIVE_TIMEOUT);
         let limits = |l: &str| format!("{MINIMAL}limits: {l}\n");
         let c = parse(&limits("{ request_head_timeout: 2, keepalive_timeout: \"90s\" }")).unwrap();
-        assert_eq!(c.settings.request_head_timeout, Duration::from_secs(2));
-        assert_eq!(c.settings.keepalive_timeout, Duration::from_secs(90));
+        assert_eq!(c.settings.boot.request_head_timeout, Duration::from_secs(2));
+        assert_eq!(c.settings.boot.keepalive_timeout, Duration::from_secs(90));
         let bad = parse(&limits("{ request_head_timeout: 0, keepalive_timeout: \"2h\" }")).unwrap_err();
         let fields: Vec<&str> = bad.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["limits.request_head_timeout", "limits.keepalive_timeout"]);
@@ -360,14 +392,14 @@ mod tests {
             "listen:\n  - { address: \"127.0.0.1:8443\", tls: { cert: c.pem, key: k.pem } }\n  - { address: \"127.0.0.1:8080\", h2c: true }",
         ))
         .unwrap();
-        let (tls, plain) = (&c.settings.listen[0], &c.settings.listen[1]);
+        let (tls, plain) = (&c.settings.boot.listen[0], &c.settings.boot.listen[1]);
         assert!(tls.https && tls.http2 && !tls.h2c, "HTTP/2 by ALPN by default");
         assert!(!plain.https && plain.h2c && !plain.http2);
         let c = parse(&listen(
             "listen:\n  - { address: \"127.0.0.1:8443\", tls: { cert: c.pem, key: k.pem }, http2: false }",
         ))
         .unwrap();
-        assert!(!c.settings.listen[0].http2);
+        assert!(!c.settings.boot.listen[0].http2);
         let errors =
             |l: &str| parse(&listen(l)).unwrap_err().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
         assert!(errors("listen:\n  - { address: \"127.0.0.1:8080\", http2: true }").contains("listen[0].http2"));
@@ -382,7 +414,7 @@ mod tests {
             listen("listen:\n  - { address: \"127.0.0.1:8080\", proxy_protocol: true }\n  - \"127.0.0.1:8081\"")
         ))
         .unwrap();
-        assert!(c.settings.listen[0].proxy_protocol && !c.settings.listen[1].proxy_protocol);
+        assert!(c.settings.boot.listen[0].proxy_protocol && !c.settings.boot.listen[1].proxy_protocol);
         assert!(errors("listen:\n  - { address: \"127.0.0.1:8080\", proxy_protocol: true }")
             .contains("listen[0].proxy_protocol: needs `trusted_proxies`"));
         assert!(parse(&listen("listen:\n  - { address: \"127.0.0.1:8080\", proxy_protocl: true }")).is_err());
@@ -391,11 +423,11 @@ mod tests {
             .replace("    upstream:", "    tls: { cert: s.pem, key: s.key }\n    upstream:");
         let c = parse(&site_tls).unwrap();
         assert_eq!(c.sites[0].tls, Some(("s.pem".into(), "s.key".into())));
-        assert_eq!(c.settings.listen[0].tls, None);
+        assert_eq!(c.settings.boot.listen[0].tls, None);
         // Shared state.
         let state = |s: &str| format!("{MINIMAL}state: {s}\n");
         let c = parse(&state("{ redis: \"redis://:pw@127.0.0.1:6379/0\" }")).unwrap();
-        let s = c.settings.shared_state.unwrap();
+        let s = c.settings.boot.shared_state.unwrap();
         assert_eq!((s.prefix.as_str(), s.timeout), ("robotgate:", Duration::from_millis(50)));
         assert_eq!(s.redacted_url(), "redis://:***@127.0.0.1:6379/0");
         let bad = parse(&state("{ redis: \"127.0.0.1:6379\", prefix: \"a b\", timeout_ms: 0 }")).unwrap_err();
@@ -406,13 +438,13 @@ mod tests {
     #[test]
     fn log_aggregation_and_rotation_keys() {
         let c = parse(MINIMAL).unwrap();
-        assert_eq!(c.settings.violation_log, LogOptions::default());
+        assert_eq!(c.settings.boot.violation_log, LogOptions::default());
         let with = |extra: &str| MINIMAL.replace("log:\n", &format!("log:\n  {extra}\n"));
         let c = parse(&with("aggregate_window: 0")).unwrap();
-        assert_eq!(c.settings.violation_log.aggregate_window, Duration::ZERO);
+        assert_eq!(c.settings.boot.violation_log.aggregate_window, Duration::ZERO);
         for (text, bytes) in [("1048576", 1_048_576), ("\"100MB\"", 100_000_000), ("\"512 KiB\"", 524_288)] {
             let c = parse(&with(&format!("max_size: {text}"))).unwrap();
-            assert_eq!(c.settings.violation_log.max_size, Some(bytes), "{text}");
+            assert_eq!(c.settings.boot.violation_log.max_size, Some(bytes), "{text}");
         }
         for bad in ["max_size: \"10 parsecs\"", "max_size: 0", "aggregate_max_keys: 0", "aggregate_windw: 3"] {
             assert!(parse(&with(bad)).is_err(), "{bad}");
@@ -423,9 +455,9 @@ mod tests {
 
     #[test]
     fn verify_allow_private_directories() {
-        assert!(!parse(MINIMAL).unwrap().settings.verify.allow_private_directories);
+        assert!(!parse(MINIMAL).unwrap().settings.boot.verify.allow_private_directories);
         let c = parse(&format!("{MINIMAL}\nverify:\n  allow_private_directories: true\n")).unwrap();
-        assert!(c.settings.verify.allow_private_directories);
+        assert!(c.settings.boot.verify.allow_private_directories);
         assert!(parse(&format!("{MINIMAL}\nverify:\n  allow_privat: true\n")).is_err());
     }
 
@@ -455,18 +487,21 @@ mod tests {
     #[test]
     fn verify_dns_defaults_and_keys() {
         let c = parse(MINIMAL).unwrap();
-        assert_eq!(c.settings.dns, DnsSettings::default());
-        assert!(c.settings.dns.nameservers.is_empty(), "system resolver by default");
-        assert_eq!(c.settings.dns.timeout, Duration::from_millis(500));
+        assert_eq!(c.settings.boot.dns, DnsSettings::default());
+        assert!(c.settings.boot.dns.nameservers.is_empty(), "system resolver by default");
+        assert_eq!(c.settings.boot.dns.timeout, Duration::from_millis(500));
         let text = format!(
             "{MINIMAL}\nverify:\n  dns:\n    nameservers: [\"127.0.0.1:5353\", \"[::1]:53\"]\n    timeout_ms: 300\n"
         );
         let c = parse(&text).unwrap();
-        assert_eq!(c.settings.dns.nameservers, ["127.0.0.1:5353".parse().unwrap(), "[::1]:53".parse().unwrap()]);
-        assert_eq!(c.settings.dns.timeout, Duration::from_millis(300));
+        assert_eq!(c.settings.boot.dns.nameservers, ["127.0.0.1:5353".parse().unwrap(), "[::1]:53".parse().unwrap()]);
+        assert_eq!(c.settings.boot.dns.timeout, Duration::from_millis(300));
         // Every key is optional.
-        assert_eq!(parse(&format!("{MINIMAL}\nverify: {{}}\n")).unwrap().settings.dns, DnsSettings::default());
-        assert_eq!(parse(&format!("{MINIMAL}\nverify: {{dns: {{}}}}\n")).unwrap().settings.dns, DnsSettings::default());
+        assert_eq!(parse(&format!("{MINIMAL}\nverify: {{}}\n")).unwrap().settings.boot.dns, DnsSettings::default());
+        assert_eq!(
+            parse(&format!("{MINIMAL}\nverify: {{dns: {{}}}}\n")).unwrap().settings.boot.dns,
+            DnsSettings::default()
+        );
     }
 
     #[test]

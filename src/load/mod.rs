@@ -344,7 +344,7 @@ pub fn load_config(
     let Config { settings, sites: site_confs } = config;
     let mut sources = vec![config_path.to_path_buf()];
     // Certificates and keys are watched like every other file.
-    let pairs = settings.listen.iter().filter(|l| l.https).filter_map(|l| l.tls.as_ref());
+    let pairs = settings.boot.listen.iter().filter(|l| l.https).filter_map(|l| l.tls.as_ref());
     let site_pairs = site_confs.iter().filter_map(|s| s.tls.as_ref());
     for (cert, key) in pairs.chain(site_pairs) {
         sources.push(cert.clone());

@@ -27,7 +27,7 @@ pub fn key(site: &str, path: &str) -> String {
 /// (the log is stdout) beside the configuration file; a bare file name's
 /// directory is the working directory.
 pub fn state_path(settings: &Settings, config_path: &Path) -> PathBuf {
-    let dir = match (&settings.state_dir, &settings.violations) {
+    let dir = match (&settings.boot.state_dir, &settings.boot.violations) {
         (Some(dir), _) => Some(dir.clone()),
         (None, LogTarget::File(f)) => f.parent().map(Path::to_path_buf),
         (None, LogTarget::Stdout) => config_path.parent().map(Path::to_path_buf),

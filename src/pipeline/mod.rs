@@ -40,21 +40,59 @@ use crate::state::shared::{Asking, Event, Question};
 use crate::state::State;
 use crate::target::{self, Gatekeep, TargetOptions};
 
+/// The headers the pipeline reads a fact from: a closed list, so a host
+/// can look each up by a name it made once (parsing a header name per
+/// lookup costs more than the lookup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Header {
+    /// `User-Agent`.
+    UserAgent,
+    /// `X-Forwarded-For`.
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
+    /// `X-Real-IP`.
+    XRealIp,
+    /// `Signature-Input` (RFC 9421).
+    SignatureInput,
+}
+
+impl Header {
+    /// The header's name, in lower case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Header::UserAgent => "user-agent",
+            Header::XForwardedFor => "x-forwarded-for",
+            Header::Forwarded => "forwarded",
+            Header::XRealIp => "x-real-ip",
+            Header::SignatureInput => "signature-input",
+        }
+    }
+
+    /// The header trusted proxies write the client address in.
+    pub fn of_client(header: ClientHeader) -> Header {
+        match header {
+            ClientHeader::XForwardedFor => Header::XForwardedFor,
+            ClientHeader::Forwarded => Header::Forwarded,
+            ClientHeader::XRealIp => Header::XRealIp,
+        }
+    }
+}
+
 /// The request's headers, as its driver holds them. Every value borrowed
 /// from the request (`'r`): reading copies nothing.
 pub trait Headers<'r> {
-    /// Calls `each` with every value of header `name` (lower case), in the
-    /// order received.
-    fn each(&self, name: &str, each: &mut dyn FnMut(&'r [u8]));
+    /// Calls `each` with every value of `header`, in the order received.
+    fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8]));
 
     /// Calls `each` with every header whose value is text, name in lower
     /// case (what a signature covers).
     fn text(&self, each: &mut dyn FnMut(&'r str, &'r str));
 
-    /// Whether the request carries header `name`.
-    fn has(&self, name: &str) -> bool {
+    /// Whether the request carries `header`.
+    fn has(&self, header: Header) -> bool {
         let mut found = false;
-        self.each(name, &mut |_| found = true);
+        self.each(header, &mut |_| found = true);
         found
     }
 }
@@ -228,7 +266,7 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
                 // read. The walk runs from the right, so the fields are listed.
                 let mut fields: Vec<&[u8]> = Vec::new();
                 if env.trusted.iter().any(|c| c.contains(peer)) {
-                    req.headers.each(env.client_header.name(), &mut |v| fields.push(v));
+                    req.headers.each(Header::of_client(env.client_header), &mut |v| fields.push(v));
                 }
                 match client_address(peer, env.client_header, fields, env.trusted) {
                     Ok(ip) => (Some(ip), None),
@@ -416,7 +454,7 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
     // client could show a browser to one reader and a bot to another.
     let mut uas = 0;
-    req.headers.each("user-agent", &mut |v| {
+    req.headers.each(Header::UserAgent, &mut |v| {
         if uas == 0 {
             facts.user_agent = v;
         }
@@ -425,9 +463,9 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     if uas > 1 {
         return Some(Verdict::Refuse(400, "more than one User-Agent header".into()));
     }
-    let forwarded = req.headers.has("x-forwarded-for") || req.headers.has("forwarded");
+    let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
     facts.crowd = crowd(facts.client, forwarded);
-    if req.headers.has("signature-input") {
+    if req.headers.has(Header::SignatureInput) {
         facts.signature = signature_to_verify(env.classifier, req, clock);
     }
     None

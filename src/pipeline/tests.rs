@@ -87,8 +87,8 @@ fn resolve(_bot: usize, ip: IpAddr) -> Identity {
 struct List<'r>(Vec<(&'r str, &'r str)>);
 
 impl<'r> Headers<'r> for List<'r> {
-    fn each(&self, name: &str, each: &mut dyn FnMut(&'r [u8])) {
-        self.0.iter().filter(|(k, _)| *k == name).for_each(|(_, v)| each(v.as_bytes()));
+    fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
+        self.0.iter().filter(|(k, _)| *k == header.name()).for_each(|(_, v)| each(v.as_bytes()));
     }
 
     fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {

@@ -12,8 +12,8 @@ use super::claims::{claims, judge_claims, Claimed, Settled};
 pub use super::pace::Paced;
 use super::pace::{pace, Pace};
 use super::{
-    judge, preference, read_robots, seen_keys, stale, Action, Banned, Clock, Decision, Outcome, RequestFacts,
-    Requester, SiteFile, SiteRules, Spoofed, TrapHit, Violation,
+    judge, last_read, preference, read_robots, read_within_window, seen_keys, stale, Action, Banned, Clock, Decision,
+    Outcome, RequestFacts, Requester, SiteFile, SiteRules, Spoofed, TrapHit, Violation,
 };
 use crate::agent::{Agent, Category, Classifier};
 use crate::identity::{Identify, Identity};
@@ -202,6 +202,18 @@ impl<'s> Done<'_, '_, 's> {
             recorded.then(|| read_robots(self.state, self.site, &agent, self.facts, identity, self.clock));
         Decision::of(Some(agent), outcome, identity, robots_seen, preference_unknown)
     }
+
+    /// [`Done::decision`] of a refused rule, whose robot's last read is known.
+    fn refused<'r>(
+        &self,
+        agent: Agent<'r>,
+        outcome: Outcome<'s>,
+        identity: Identity,
+        read: Option<(std::time::Instant, u64)>,
+    ) -> Decision<'s, 'r> {
+        let robots_seen = Some(read_within_window(read, self.clock));
+        Decision::of(Some(agent), outcome, identity, robots_seen, false)
+    }
 }
 
 impl<'s, 'r> Decision<'s, 'r> {
@@ -367,11 +379,14 @@ fn judge_robot<'s: 'r, 'r, F: FnOnce() -> Agent<'r>>(
         judge_claims(site.policy, robots, &agent, facts.target)
     };
     if let (Some(rule), Some(action)) = (j.rule, j.action) {
-        let outcome = match stale::stale(site, &agent, facts, identity, d.state, d.clock, j.group, rule, action) {
+        // The robot's last robots.txt read, once: whether its copy allowed
+        // this (stale), and whether it had read the rule at all.
+        let read = last_read(d.state, site, &agent, facts, identity);
+        let outcome = match stale::stale(site, &agent, facts.target, read, d.clock, j.group, rule, action) {
             Some(s) if !spoofed => Outcome::Stale(s),
             _ => Outcome::Violation(Violation { group: j.group, rule, action }),
         };
-        return Step::Decided(d.decision(agent, outcome, identity, false));
+        return Step::Decided(d.refused(agent, outcome, identity, read));
     }
     if spoofed {
         let outcome = Outcome::Spoofed(Spoofed { action: &site.policy.spoofed });

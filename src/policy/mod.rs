@@ -290,8 +290,12 @@ fn read_robots(
     identity: Identity,
     clock: Clock,
 ) -> bool {
-    last_read(state, site, agent, facts, identity)
-        .is_some_and(|(at, _)| clock.instant().saturating_duration_since(at) <= ROBOTS_READ_WINDOW)
+    read_within_window(last_read(state, site, agent, facts, identity), clock)
+}
+
+/// Whether a read ([`last_read`]) is young enough to count.
+fn read_within_window(read: Option<(std::time::Instant, u64)>, clock: Clock) -> bool {
+    read.is_some_and(|(at, _)| clock.instant().saturating_duration_since(at) <= ROBOTS_READ_WINDOW)
 }
 
 /// A site's traps: paths every group of its robots.txt disallows, which only

@@ -8,14 +8,12 @@
 //! the crawler's last fetch from the state, the time from the clock.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::claims::judge_claims;
-use super::{last_read, Action, Clock, RequestFacts, Rule, SiteRules};
+use super::{Action, Clock, Rule, SiteRules};
 use crate::agent::Agent;
-use crate::identity::Identity;
 use crate::robots::RobotsTxt;
-use crate::state::State;
 
 /// The longest grace: RFC 9309 2.4 lets a crawler use its copy for at most
 /// 24 hours, and earlier versions are kept no longer.
@@ -82,9 +80,8 @@ pub struct Stale<'a> {
 pub(super) fn stale<'s>(
     site: &SiteRules<'s>,
     agent: &Agent<'_>,
-    facts: &RequestFacts<'_>,
-    identity: Identity,
-    state: &dyn State,
+    target: &[u8],
+    read: Option<(Instant, u64)>,
     clock: Clock,
     group: Option<&'s str>,
     rule: &'s Rule,
@@ -92,14 +89,15 @@ pub(super) fn stale<'s>(
 ) -> Option<Stale<'s>> {
     let change = site.policy.robots_change;
     let current = site.robots?.hash();
-    // Only a read that counts for this requester (issue #39).
-    let (at, fetched) = last_read(state, site, agent, facts, identity)?;
+    // Only a read that counts for this requester (issue #39): `read` is
+    // [`super::last_read`]'s, made once by the caller.
+    let (at, fetched) = read?;
     let age = clock.instant().checked_duration_since(at).unwrap_or_default();
     if fetched == current || age >= change.grace.min(MAX_GRACE) {
         return None;
     }
     let earlier = site.earlier.iter().find(|e| e.hash == fetched)?;
-    if judge_claims(site.policy, &earlier.robots, agent, facts.target).is_violation() {
+    if judge_claims(site.policy, &earlier.robots, agent, target).is_violation() {
         return None;
     }
     let action = (change.action == ChangeAction::Enforce).then_some(action);
@@ -113,9 +111,12 @@ mod tests {
 
     use super::*;
     use crate::agent::Classifier;
+    use crate::identity::Identity;
     use crate::identity::TakeTheirWord;
+    use crate::policy::RequestFacts;
     use crate::policy::{decide, Outcome, PolicyConfig};
     use crate::state::MemoryState;
+    use crate::state::State;
 
     const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
 

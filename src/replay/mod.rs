@@ -59,8 +59,8 @@ struct Logged<'r> {
 }
 
 impl<'r> crate::pipeline::Headers<'r> for Logged<'r> {
-    fn each(&self, name: &str, each: &mut dyn FnMut(&'r [u8])) {
-        if let ("user-agent", Some(ua)) = (name, self.user_agent) {
+    fn each(&self, header: crate::pipeline::Header, each: &mut dyn FnMut(&'r [u8])) {
+        if let (crate::pipeline::Header::UserAgent, Some(ua)) = (header, self.user_agent) {
             each(ua.as_bytes());
         }
     }

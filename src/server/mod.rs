@@ -110,18 +110,18 @@ impl ServeHttp for MetricsApp {
 /// service task (where a failure leaves the process running without that
 /// listener): ports in use, unreadable certificates.
 fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<()> {
-    for l in &config.listen {
+    for l in &config.boot.listen {
         if !upgrade {
             std::net::TcpListener::bind(l.address.as_str())
                 .with_context(|| format!("cannot listen on {}", l.address))?;
         }
     }
-    for a in &config.auth {
+    for a in &config.boot.auth {
         if !upgrade {
             std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (auth)"))?;
         }
     }
-    if let Some(m) = &config.metrics {
+    if let Some(m) = &config.boot.metrics {
         if !upgrade {
             std::net::TcpListener::bind(m.as_str()).with_context(|| format!("cannot listen on {m} (metrics)"))?;
         }
@@ -156,18 +156,23 @@ fn proxy_service(
     let mut options = proxy.server_options.clone().unwrap_or_default();
     // Pingora's h2c is per service: the configuration makes every plain
     // listener say the same.
-    options.h2c = config.listen.iter().any(|l| l.h2c);
+    options.h2c = config.boot.listen.iter().any(|l| l.h2c);
     // An HTTP/2 connection without a stream in flight is idle as an HTTP/1
     // connection between requests is.
-    options.h2_idle_timeout = Some(config.keepalive_timeout);
+    options.h2_idle_timeout = Some(config.boot.keepalive_timeout);
     proxy.server_options = Some(options);
     let reader = proxy_protocol.then(|| {
         // The header must come within the head's own limit too.
-        let timeout = http::conn::PROXY_HEADER_TIMEOUT.min(config.request_head_timeout);
+        let timeout = http::conn::PROXY_HEADER_TIMEOUT.min(config.boot.request_head_timeout);
         Arc::new(http::conn::ProxyProtocol { snapshot: shared.clone(), timeout })
     });
-    let edge =
-        http::conn::Edge::new(proxy, "proxy", config.max_connections, config.request_head_timeout, reader.clone());
+    let edge = http::conn::Edge::new(
+        proxy,
+        "proxy",
+        config.boot.max_connections,
+        config.boot.request_head_timeout,
+        reader.clone(),
+    );
     let mut service = Service::new(name.to_owned(), edge);
     if let Some(reader) = reader {
         // Pingora runs it for TLS listeners only; `Edge` reads plain ones.
@@ -216,14 +221,15 @@ pub fn serve_with(
         let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("{}", lines.join("\n"))
     })?;
-    telemetry::init_logging(&snap.settings.log_level);
+    telemetry::init_logging(&snap.settings.boot.log_level);
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
     reload::persist_traps(&snap);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
     let violations = Arc::new(
-        ViolationLog::open_idle(&config.violations, &config.violation_log).context("opening the violation log")?,
+        ViolationLog::open_idle(&config.boot.violations, &config.boot.violation_log)
+            .context("opening the violation log")?,
     );
     // Without a fork, start now: the SIGUSR1 handler is then in place before
     // any listener opens. A daemon starts them in the child (`Starter`).
@@ -233,8 +239,8 @@ pub fn serve_with(
     let shared = Arc::new(ArcSwap::from_pointee(snap));
 
     let mut conf = ServerConf {
-        threads: config.threads,
-        grace_period_seconds: Some(config.grace_period.as_secs()),
+        threads: config.boot.threads,
+        grace_period_seconds: Some(config.boot.grace_period.as_secs()),
         graceful_shutdown_timeout_seconds: Some(5),
         daemon: options.daemon,
         fast_timeout_to_tokio_threshold_seconds: TOKIO_TIMERS_FROM_SECONDS,
@@ -251,13 +257,13 @@ pub fn serve_with(
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
     server.bootstrap();
 
-    let state = Arc::new(MemoryState::new(config.max_clients));
+    let state = Arc::new(MemoryState::new(config.boot.max_clients));
     let reads = Arc::new(Reads::open(Reads::state_path(&shared.load().traps_state), &*state));
     server.add_service(GenBackgroundService::new("robots.txt reads".into(), Arc::new(reads::Writer(reads.clone()))));
     let crowd = Arc::new(Crowd::default());
     let judge = crowd::Judge { crowd: crowd.clone(), snapshot: shared.clone() };
     server.add_service(GenBackgroundService::new("one-client check".into(), Arc::new(judge)));
-    let store = match &config.shared_state {
+    let store = match &config.boot.shared_state {
         Some(s) => Some(Arc::new(redis::SharedStore::new(s, state.clone()).map_err(anyhow::Error::msg)?)),
         None => None,
     };
@@ -271,17 +277,17 @@ pub fn serve_with(
         shared: store.clone(),
         reads,
         crowd: crowd.clone(),
-        status_page: config.status_page,
-        dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.dns)) {
+        status_page: config.boot.status_page,
+        dns: match dns::DnsVerifier::new(&dns::DnsConfig::from(&config.boot.dns)) {
             Ok(d) => Some(Arc::new(d)),
             Err(e) => {
                 tracing::warn!(target: "robotgate", error = %e, "no resolver for reverse-DNS checks: robots that only DNS can verify stay unverifiable");
                 None
             }
         },
-        wba: Arc::new(wba::DirectoryCache::from_settings(&config.verify)),
+        wba: Arc::new(wba::DirectoryCache::from_settings(&config.boot.verify)),
         violations: violations.clone(),
-        keepalive: config.keepalive_timeout.as_secs(),
+        keepalive: config.boot.keepalive_timeout.as_secs(),
         proxy_protocol: false,
         auth: false,
     };
@@ -290,7 +296,7 @@ pub fn serve_with(
     // Pingora's pre-TLS hook (the PROXY protocol) is per service, so
     // listeners with and without the PROXY protocol are two services.
     for proxy_protocol in [false, true] {
-        let listen: Vec<_> = config.listen.iter().filter(|l| l.proxy_protocol == proxy_protocol).collect();
+        let listen: Vec<_> = config.boot.listen.iter().filter(|l| l.proxy_protocol == proxy_protocol).collect();
         if listen.is_empty() {
             continue;
         }
@@ -298,28 +304,34 @@ pub fn serve_with(
         let proxy = proxy_service(&server, &shared, &config, Gate { proxy_protocol, ..gate.clone() }, name, &listen)?;
         server.add_service(proxy).add_dependencies(extra.iter());
     }
-    if !config.auth.is_empty() {
+    if !config.boot.auth.is_empty() {
         // The decision service of an edge proxy: the same gate, answering
         // every request itself (`http::auth`).
         let proxy = pingora::proxy::http_proxy(&server.configuration, Gate { auth: true, ..gate.clone() });
-        let edge = http::conn::Edge::new(proxy, "auth", config.max_connections, config.request_head_timeout, None);
+        let edge =
+            http::conn::Edge::new(proxy, "auth", config.boot.max_connections, config.boot.request_head_timeout, None);
         let mut service = Service::new("robotgate auth".to_owned(), edge);
-        for addr in &config.auth {
+        for addr in &config.boot.auth {
             service.add_tcp(addr);
         }
         server.add_service(service);
     }
-    if let Some(addr) = &config.metrics {
+    if let Some(addr) = &config.boot.metrics {
         // The same bounds as the other listeners (issue #39): a head
         // deadline, one request per connection, and few connections at once,
         // so that idle connections here cannot take the proxy's descriptors.
         let app = HttpServer::new_app(MetricsApp {
             snapshot: shared.clone(),
             store: store.clone(),
-            status_page: config.status_page,
+            status_page: config.boot.status_page,
         });
-        let edge =
-            http::conn::Edge::new(app, "metrics", config.metrics_max_connections, config.request_head_timeout, None);
+        let edge = http::conn::Edge::new(
+            app,
+            "metrics",
+            config.boot.metrics_max_connections,
+            config.boot.request_head_timeout,
+            None,
+        );
         let mut metrics = Service::new("metrics".into(), edge);
         metrics.add_tcp(addr);
         metrics.threads = Some(1);
@@ -329,14 +341,15 @@ pub fn serve_with(
         "violation log".into(),
         Arc::new(violations::Starter(violations.clone())),
     ));
-    if let (Some(dir), Some(every)) = (&config.verify_feeds, config.verify.refresh) {
-        let refresher = feeds::Refresher { dir: dir.clone(), every, sources: feeds::sources(&config.verify.feed_urls) };
+    if let (Some(dir), Some(every)) = (&config.verify_feeds, config.boot.verify.refresh) {
+        let refresher =
+            feeds::Refresher { dir: dir.clone(), every, sources: feeds::sources(&config.boot.verify.feed_urls) };
         server.add_service(GenBackgroundService::new("feeds".into(), Arc::new(refresher)));
     }
     let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };
     server.add_service(GenBackgroundService::new("reload".into(), Arc::new(reloader)));
 
-    tracing::info!(target: "robotgate", listen = ?config.listen.iter().map(|l| l.address.as_str()).collect::<Vec<_>>(), sites = n_sites, "robotgate started");
+    tracing::info!(target: "robotgate", listen = ?config.boot.listen.iter().map(|l| l.address.as_str()).collect::<Vec<_>>(), sites = n_sites, "robotgate started");
 
     if let Some(intro) = intro {
         use std::io::Write;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use self::fields::host_port;
 pub use self::fields::parse_duration;
 use super::RawConfig;
-use super::{Config, ConfigError, LogTarget, Settings, Verify};
+use super::{Boot, Config, ConfigError, LogTarget, Settings, Verify};
 use crate::net::ClientHeader;
 
 impl RawConfig {
@@ -97,29 +97,21 @@ impl RawConfig {
             return Err(errors);
         }
         let hosts = seen_hosts.into_iter().collect::<Vec<_>>();
-        let settings = Settings {
+        let boot = Boot {
             listen,
             threads,
-            hosts,
-            default_site,
-            trusted_proxies,
-            client_header,
             violations,
             violation_log,
             log_level: self.log.level,
             metrics,
-            auth,
-            auth_headers,
             status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
-            bots: self.bots,
-            bots_replace: self.bots_replace,
+            auth,
             max_clients: self.limits.max_clients,
             request_head_timeout,
+            keepalive_timeout,
             max_connections: self.limits.max_connections,
             metrics_max_connections,
-            keepalive_timeout,
             grace_period: Duration::from_secs(self.grace_period.unwrap_or(5)),
-            verify_feeds: self.verify.feeds.clone(),
             dns,
             verify: Verify {
                 allow_private_directories: self.verify.allow_private_directories,
@@ -128,6 +120,17 @@ impl RawConfig {
             },
             shared_state,
             state_dir,
+        };
+        let settings = Settings {
+            boot,
+            hosts,
+            default_site,
+            trusted_proxies,
+            client_header,
+            auth_headers,
+            bots: self.bots,
+            bots_replace: self.bots_replace,
+            verify_feeds: self.verify.feeds.clone(),
         };
         Ok(Config { settings, sites })
     }

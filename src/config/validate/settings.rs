@@ -272,12 +272,12 @@ mod tests {
     #[test]
     fn state_dir_is_a_directory_path_or_absent() {
         let with = |extra: &str| crate::config::parse(&format!("{MINIMAL}{extra}"));
-        assert_eq!(crate::config::parse(MINIMAL).unwrap().settings.state_dir, None, "absent: the default place");
-        assert_eq!(with("state_dir: ~\n").unwrap().settings.state_dir, None, "null: the default place");
+        assert_eq!(crate::config::parse(MINIMAL).unwrap().settings.boot.state_dir, None, "absent: the default place");
+        assert_eq!(with("state_dir: ~\n").unwrap().settings.boot.state_dir, None, "null: the default place");
         let c = with("state_dir: /var/lib/robotgate\n").unwrap();
-        assert_eq!(c.settings.state_dir.as_deref(), Some(std::path::Path::new("/var/lib/robotgate")));
+        assert_eq!(c.settings.boot.state_dir.as_deref(), Some(std::path::Path::new("/var/lib/robotgate")));
         let c = with("state_dir: \" state \"\n").unwrap();
-        assert_eq!(c.settings.state_dir.as_deref(), Some(std::path::Path::new("state")), "trimmed, relative");
+        assert_eq!(c.settings.boot.state_dir.as_deref(), Some(std::path::Path::new("state")), "trimmed, relative");
         for empty in ["\"\"", "\"  \""] {
             let errors = with(&format!("state_dir: {empty}\n")).unwrap_err();
             assert!(
@@ -293,9 +293,9 @@ mod tests {
         let with = |auth: &str| {
             crate::config::parse(&format!("{MINIMAL}auth: {auth}\nmetrics: {{ listen: \"127.0.0.1:9102\" }}\n"))
         };
-        assert!(crate::config::parse(MINIMAL).unwrap().settings.auth.is_empty(), "none unless asked for");
+        assert!(crate::config::parse(MINIMAL).unwrap().settings.boot.auth.is_empty(), "none unless asked for");
         let c = with("{ listen: [\"127.0.0.1:9090\", \"[::1]:9090\"] }").unwrap();
-        assert_eq!(c.settings.auth, ["127.0.0.1:9090", "[::1]:9090"]);
+        assert_eq!(c.settings.boot.auth, ["127.0.0.1:9090", "[::1]:9090"]);
         for (auth, why) in [
             ("{ listen: [] }", "names no address"),
             ("{ listen: [\"127.0.0.1:8080\"] }", "also another listener"),

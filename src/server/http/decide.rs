@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread::LocalKey;
 use std::time::{Duration, Instant};
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 use prometheus::{IntCounter, IntCounterVec};
@@ -21,7 +21,7 @@ use crate::agent::{Agent, Category};
 use crate::identity::signature::Inspection;
 use crate::identity::signature::Verdict as Signed;
 use crate::identity::Identity;
-use crate::pipeline::{self, Env, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
+use crate::pipeline::{self, Env, Header, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use crate::policy::{self, Clock, Decision, Outcome, Rates};
 use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
@@ -133,9 +133,23 @@ impl Gate {
 /// A request's headers, as the pipeline reads them.
 struct Fields<'r>(&'r HeaderMap);
 
+/// The pipeline's headers by name, made once.
+fn name_of(header: Header) -> HeaderName {
+    const XFF: HeaderName = HeaderName::from_static("x-forwarded-for");
+    const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+    const SIGNATURE_INPUT: HeaderName = HeaderName::from_static("signature-input");
+    match header {
+        Header::UserAgent => http::header::USER_AGENT,
+        Header::XForwardedFor => XFF,
+        Header::Forwarded => http::header::FORWARDED,
+        Header::XRealIp => X_REAL_IP,
+        Header::SignatureInput => SIGNATURE_INPUT,
+    }
+}
+
 impl<'r> pipeline::Headers<'r> for Fields<'r> {
-    fn each(&self, name: &str, each: &mut dyn FnMut(&'r [u8])) {
-        for value in self.0.get_all(name) {
+    fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
+        for value in self.0.get_all(name_of(header)) {
             each(value.as_bytes());
         }
     }
@@ -148,8 +162,8 @@ impl<'r> pipeline::Headers<'r> for Fields<'r> {
         }
     }
 
-    fn has(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+    fn has(&self, header: Header) -> bool {
+        self.0.contains_key(name_of(header))
     }
 }
 

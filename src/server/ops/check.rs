@@ -41,7 +41,7 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
             // A shared store that cannot be reached is an error: instances
             // would silently stop sharing.
             let mut problems = Vec::new();
-            if let Some(state) = &snapshot.settings.shared_state {
+            if let Some(state) = &snapshot.settings.boot.shared_state {
                 let tried = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -66,9 +66,9 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
 /// everyone's. The edge runs where the auth listener listens: on loopback
 /// for a loopback listener, else somewhere `trusted_proxies` must name.
 fn edge_untrusted(settings: &crate::config::Settings) -> Option<String> {
-    let first = settings.auth.first()?;
+    let first = settings.boot.auth.first()?;
     let loopback: [std::net::IpAddr; 2] = [[127, 0, 0, 1].into(), std::net::Ipv6Addr::LOCALHOST.into()];
-    let on_loopback = settings.auth.iter().all(|a| {
+    let on_loopback = settings.boot.auth.iter().all(|a| {
         let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h).trim_matches(['[', ']']);
         host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
     });

@@ -142,46 +142,9 @@ fn count_refused(problems: &[Problem]) {
     }
 }
 
-/// Settings the running process cannot change.
+/// Settings the running process cannot change: the [`crate::config::Boot`] part.
 pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::Settings) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if old.listen != new.listen {
-        out.push("listen");
-    }
-    if old.threads != new.threads {
-        out.push("threads");
-    }
-    if old.status_page != new.status_page {
-        out.push("metrics.status_page");
-    }
-    if old.shared_state != new.shared_state {
-        out.push("state");
-    }
-    if old.metrics != new.metrics {
-        out.push("metrics.listen");
-    }
-    if old.violations != new.violations {
-        out.push("log.violations");
-    }
-    if old.violation_log != new.violation_log {
-        out.push("log.aggregate_window, aggregate_max_keys, max_size, keep");
-    }
-    if old.max_clients != new.max_clients {
-        out.push("limits.max_clients");
-    }
-    if old.max_connections != new.max_connections || old.metrics_max_connections != new.metrics_max_connections {
-        out.push("limits.max_connections, metrics.max_connections");
-    }
-    if old.request_head_timeout != new.request_head_timeout || old.keepalive_timeout != new.keepalive_timeout {
-        out.push("limits.request_head_timeout, keepalive_timeout");
-    }
-    if old.grace_period != new.grace_period {
-        out.push("grace_period");
-    }
-    if old.state_dir != new.state_dir {
-        out.push("state_dir");
-    }
-    out
+    old.boot.changes(&new.boot)
 }
 
 /// Directories to watch: the parents of every source file (editors replace

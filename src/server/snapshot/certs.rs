@@ -90,7 +90,7 @@ impl CertSet {
     ) -> Result<CertSet, Vec<Problem>> {
         let mut set = CertSet::default();
         let mut problems = Vec::new();
-        if !settings.listen.iter().any(|l| l.https) {
+        if !settings.boot.listen.iter().any(|l| l.https) {
             return Ok(set);
         }
         for site in sites {
@@ -110,7 +110,7 @@ impl CertSet {
                 Err(p) => problems.push(p),
             }
         }
-        for l in &settings.listen {
+        for l in &settings.boot.listen {
             let Some((cert, key)) = &l.tls else { continue };
             match load_pair(cert, key, &format!("listen {}", l.address)) {
                 Ok((ck, info)) => {
