@@ -371,7 +371,7 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             client: self.facts.client,
             crowd: self.facts.crowd,
         };
-        let asking = Asking::new(state, (clock.instant(), clock.unix_ms()));
+        let asking = Asking::new(state, clock);
         if let Some(asked) = self.asked.take() {
             let Asked { pass, paced, .. } = *asked;
             let admitted = match self.store.take().flatten() {

@@ -1,17 +1,20 @@
 //! `robotgate replay`: a site's existing access logs, decided line by line
 //! as the proxy would have decided them.
 //!
-//! Each line goes through the proxy's own steps, not a copy of them:
-//! [`target::gatekeep`] reads the request-target, [`policy::decide_with`]
-//! decides, [`policy::Decision::record`] makes the violation record. What
-//! differs is only where the facts come from:
+//! Each line goes through the proxy's own pipeline ([`crate::pipeline`]), not
+//! a copy of it: the same facts gathered the same way, the same decision,
+//! the same [`policy::Decision::record`]. Replay only drives it, as the
+//! proxy does; what differs is only where the facts come from:
 //!
 //! * **Time** is the line's: [`Clock::Fixed`] at the logged second, so
 //!   Crawl-delay, Request-rate and Visit-time are judged from the log's
 //!   timestamps, per client and bot, as the proxy's rate table would have.
-//! * **Identity** comes from the published IP ranges alone
-//!   ([`crate::identity::RangesOnly`]): no DNS, so a robot that only reverse
-//!   DNS could confirm stays `unverifiable`.
+//! * **Identity** comes from the published IP ranges; what only reverse DNS
+//!   could confirm is `unverifiable`, unless `--dns` looks it up on the spot
+//!   ([`Setup::lookup`]).
+//! * **robots.txt reads** record the version served at the line's time: an
+//!   earlier one while it was in force (the versions' state file), so a
+//!   crawler holding the copy it fetched is judged as the proxy judged it.
 //! * **Traps** are judged as the proxy judges them (issue #40), by the log's
 //!   time: a hit of a trap armed by then (when the traps' state file says it
 //!   was first served, plus `arm_after`) bans the client on the worker's

@@ -117,7 +117,8 @@ pub struct ReplayRule {
 /// What replay cannot see in a log; every report says it.
 pub const LIMITS: &[&str] = &[
     "traps are judged from when the traps' state says they were armed; whether a trap link was in the pages a client saw, a log cannot tell",
-    "identity is from the published IP ranges only (no reverse DNS): robots that only DNS confirms are unverifiable",
+    "identity is from the published IP ranges (reverse DNS only with --dns): without it, robots that only DNS confirms are unverifiable",
+    "every line is judged by today's robots.txt; a crawler's copy is the version served when the log shows its fetch (kept 24 hours), and a fetch the log does not hold is unknown",
     "the client is the address the web server logged: behind a CDN or load balancer, log the forwarded address or every crawler looks spoofed",
 ];
 

@@ -167,17 +167,17 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 /// one ban or read.
 pub struct Asking<'a> {
     local: &'a dyn State,
-    /// The time now on both clocks, to give events wall-clock times.
-    now: (Instant, u64),
+    /// The clock, read only to give an event its wall-clock time (most
+    /// decisions make none).
+    clock: crate::policy::Clock,
     /// A ban, or a read (a client's, and a verified robot's).
     events: Mutex<Vec<Event>>,
 }
 
 impl<'a> Asking<'a> {
-    /// A state in front of `local` that notes its changes; `now` is the
-    /// same moment as an [`Instant`] and in Unix milliseconds.
-    pub fn new(local: &'a dyn State, now: (Instant, u64)) -> Asking<'a> {
-        Asking { local, now, events: Mutex::new(Vec::new()) }
+    /// A state in front of `local` that notes its changes, dated by `clock`.
+    pub fn new(local: &'a dyn State, clock: crate::policy::Clock) -> Asking<'a> {
+        Asking { local, clock, events: Mutex::new(Vec::new()) }
     }
 
     /// The ban or reads the decision made, to announce.
@@ -195,7 +195,7 @@ impl<'a> Asking<'a> {
     }
 
     fn ms(&self, t: Instant) -> u64 {
-        let (now, now_ms) = self.now;
+        let (now, now_ms) = (self.clock.instant(), self.clock.unix_ms());
         match t.checked_duration_since(now) {
             Some(ahead) => now_ms.saturating_add(ahead.as_millis() as u64),
             None => now_ms.saturating_sub(now.duration_since(t).as_millis() as u64),
@@ -249,6 +249,7 @@ impl State for Asking<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Clock;
     use crate::state::MemoryState;
 
     fn ip(s: &str) -> IpAddr {
@@ -261,7 +262,7 @@ mod tests {
         let now = Instant::now();
         let key = RateKey { client: ip("192.0.2.1"), site: "shop", bot: "Googlebot" };
         assert_eq!(rate_key(&key), "rate:shop:Googlebot:192.0.2.1");
-        let mut asking = Asking::new(&local, (now, 1_000));
+        let mut asking = Asking::new(&local, Clock::Fixed { instant: now, unix_secs: 1 });
         assert_eq!(asking.admit(&key, Duration::from_secs(2), now), Ok(()));
         assert!(local.admit(&key, Duration::from_secs(2), now).is_err(), "the local clock moved");
         assert!(asking.events().is_empty(), "a rate is no event");
@@ -272,7 +273,7 @@ mod tests {
         let (a, b) = (MemoryState::new(64), MemoryState::new(64));
         let t = Instant::now();
         let key = BanKey { client: ip("2001:db8::7"), site: "shop" };
-        let mut asking = Asking::new(&a, (t, 50_000));
+        let mut asking = Asking::new(&a, Clock::Fixed { instant: t, unix_secs: 50 });
         asking.ban(&key, t + Duration::from_secs(60));
         assert!(a.banned(&key, t).is_some());
         let event = asking.events().pop().expect("a ban is announced");
@@ -302,7 +303,7 @@ mod tests {
             SeenKey::Client { site: "shop", client: ip("198.51.100.4"), robot: "GPTBot" },
             SeenKey::Client { site: "shop", client: ip("198.51.100.4"), robot: "" },
         ] {
-            let mut asking = Asking::new(&a, (t, 7_000));
+            let mut asking = Asking::new(&a, Clock::Fixed { instant: t, unix_secs: 7 });
             asking.saw_robots(&key, 0xfeed, t);
             let event = asking.events().pop().expect("announced");
             assert_eq!(event.ttl(7_000), window);
@@ -313,7 +314,7 @@ mod tests {
             assert_eq!(b.robots_read(&key).map(|(_, v)| v), Some(0xfeed), "the version travels");
         }
         // Two reads of one decision (a client's and a verified robot's) both go out.
-        let mut asking = Asking::new(&a, (t, 7_000));
+        let mut asking = Asking::new(&a, Clock::Fixed { instant: t, unix_secs: 7 });
         asking.saw_robots(&SeenKey::Client { site: "s", client: ip("192.0.2.9"), robot: "Googlebot" }, 1, t);
         asking.saw_robots(&SeenKey::Bot { site: "s", name: "Googlebot" }, 1, t);
         assert_eq!(asking.events().len(), 2);

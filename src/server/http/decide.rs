@@ -204,15 +204,17 @@ impl Gate {
             metrics().client_unknown.with_label_values(&[why.as_str()]).inc();
         }
         ctx.client = p.facts().client;
-        // Only the time spent deciding, not the waits for answers.
-        let mut spent = Duration::ZERO;
+        // Only the time spent deciding, not the waits for answers (and the
+        // clock is read again only for a decision that is timed).
+        let (mut spent, mut segment) = (Duration::ZERO, Instant::now());
         // The rare awaits below are boxed: their futures are large, and
         // inline they would make every request's future as large, which
         // Pingora copies whole at each request (async_trait boxes it).
         let verdict = loop {
-            let started = Instant::now();
             let next = p.run(None, &*self.state, Clock::System);
-            spent += started.elapsed();
+            if let Next::Need(_) = next {
+                spent += segment.elapsed();
+            }
             match next {
                 Next::Done(verdict) => break verdict,
                 Next::Need(Need::KeyDirectory(inspection)) => {
@@ -230,6 +232,7 @@ impl Gate {
                     p.answer_store(answer);
                 }
             }
+            segment = Instant::now();
         };
         let decision = match verdict {
             Verdict::Refuse(status, why) => return Step::Refuse(status, why),
@@ -246,7 +249,7 @@ impl Gate {
         // A robot's request, or one with an outcome: timed, and forwarded as
         // judged. A browser's pass goes on as sent (it was not judged).
         if self.count(req, snap, site, ctx, &decision, p.facts().user_agent) {
-            metrics().decision_seconds.observe(spent.as_secs_f64());
+            metrics().decision_seconds.observe((spent + segment.elapsed()).as_secs_f64());
             ctx.rewrite = p.take_rewrite();
         }
         Step::Decided(decision.outcome)
