@@ -14,12 +14,14 @@ RUN apt-get update \
 WORKDIR /src
 # Dependencies first, so edits to the source reuse the cached layer.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src benches examples \
- && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
- && for b in robots_match classify identity; do echo 'fn main() {}' > benches/$b.rs; done \
+# The workspace's nginx module (built apart, by nginx/build.sh) needs its manifest here.
+COPY nginx/Cargo.toml nginx/
+RUN mkdir -p src benches examples nginx/src \
+ && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs && echo '' > nginx/src/lib.rs \
+ && for b in robots_match classify identity report accesslog; do echo 'fn main() {}' > benches/$b.rs; done \
  && echo 'fn main() {}' > examples/passthrough.rs \
  && cargo build --release --locked \
- && rm -rf src benches examples
+ && rm -rf src benches examples nginx/src
 COPY . .
 RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin robotgate
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Build ngx_http_robotgate_module.so for the nginx installed from Debian, and
+# print its path as the last line.
+#
+#   bash nginx/build.sh
+#
+# The module must be built against the headers and configure flags of the
+# nginx that loads it (`load_module` checks the signature): nginx-dev ships
+# that nginx's source and flags (/usr/share/nginx/src, conf_flags). Missing
+# Debian packages are installed (nginx, nginx-dev, and what its configure
+# and bindgen need). The configured source is kept in target/nginx-src.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in nginx nginx-dev libclang-dev libpcre2-dev libssl-dev zlib1g-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "nginx/build.sh: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq "${need[@]}" >&2
+fi
+
+src=target/nginx-src
+version=$(dpkg-query -W -f='${Version}' nginx-dev)
+if [ "$(cat "$src/.robotgate-configured" 2>/dev/null)" != "$version" ]; then
+  rm -rf "$src"
+  mkdir -p target
+  cp -r /usr/share/nginx/src "$src"
+  # shellcheck disable=SC1091
+  (cd "$src" && . ./conf_flags && chmod +x configure && ./configure "${NGX_CONF_FLAGS[@]}" >&2)
+  echo "$version" > "$src/.robotgate-configured"
+fi
+
+NGINX_SOURCE_DIR="$PWD/$src" NGINX_BUILD_DIR="$PWD/$src/objs" \
+  cargo build --release -p robotgate-nginx >&2
+cp target/release/libngx_http_robotgate_module.so target/release/ngx_http_robotgate_module.so
+echo "$PWD/target/release/ngx_http_robotgate_module.so"

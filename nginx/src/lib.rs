@@ -1,0 +1,466 @@
+//! robotgate inside nginx (issue #41): a dynamic module, `ngx_http_robotgate_module`,
+//! that drives robotgate's core pipeline ([`robotgate::pipeline`]) from nginx's
+//! rewrite phase. It is a thin host, as the proxy is: it gathers nothing the
+//! pipeline gathers, answers what the pipeline asks, and turns the one
+//! [`Enforcement`] into nginx's response.
+//!
+//! ```nginx
+//! load_module modules/ngx_http_robotgate_module.so;
+//! http {
+//!     robotgate_config /etc/robotgate/robotgate.yaml;   # the same file as `robotgate serve`
+//!     server { robotgate on; ... }                      # http, server or location
+//! }
+//! ```
+//!
+//! What it does today, and what it does not yet (docs/nginx-module.md):
+//!
+//! * `/robots.txt` and `/humans.txt` are answered from the snapshot (the
+//!   site's files with robotgate's managed and trap lines);
+//! * every other request is decided; refusals are the action's status and
+//!   body (or its file, or its redirect), a limit is 429 with `Retry-After`,
+//!   a `noindex` pass gets `X-Robots-Tag`, and the site's `Content-Usage`
+//!   is added to what nginx serves;
+//! * the client address is nginx's own, after its realip module;
+//! * violation records are appended to the configured file, one write per
+//!   line, by every worker (the file is opened by the master, as nginx opens
+//!   its own logs).
+//!
+//! Not yet: state shared between workers (each worker keeps its own rates,
+//! bans and robots.txt reads), reverse DNS (a robot that only DNS could
+//! confirm is judged unverifiable, as by a proxy without a resolver), Web Bot
+//! Auth key directories, the shared store, hot reload of robots.txt without
+//! `nginx -s reload`, metrics, and the violation log's aggregation.
+//!
+//! The decision runs in the rewrite phase: a handler that answers the
+//! request itself (robots.txt, a refusal with a body) must end it, which the
+//! rewrite phase does with the handler's result; the access phase reads a
+//! result of `NGX_OK` as "allowed, go on". nginx's realip module has set the
+//! client address by then (post-read phase).
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::net::IpAddr;
+
+use ngx::core::{Buffer, Status};
+use ngx::ffi::{
+    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_http_handler_pt, ngx_http_module_t,
+    ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_int_t, ngx_module_t, ngx_str_t, ngx_uint_t, NGX_CONF_TAKE1,
+    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
+    NGX_HTTP_SRV_CONF, NGX_LOG_EMERG,
+};
+use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
+use ngx::{http_request_handler, ngx_conf_log_error, ngx_string};
+
+use robotgate::identity::Identity;
+use robotgate::load::{LiveSite, Snapshot};
+use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
+use robotgate::policy::{Action, Clock, Decision, Enforcement, Rates, SiteFile};
+use robotgate::state::MemoryState;
+
+struct Module;
+
+impl http::HttpModule for Module {
+    fn module() -> &'static ngx_module_t {
+        // SAFETY: the module's static, set up once by nginx before any request.
+        unsafe { &*::core::ptr::addr_of!(ngx_http_robotgate_module) }
+    }
+
+    unsafe extern "C" fn postconfiguration(cf: *mut ngx_conf_t) -> ngx_int_t {
+        // SAFETY: nginx calls this with a valid configuration.
+        let cf = unsafe { &mut *cf };
+        let Some(cmcf) = NgxHttpCoreModule::main_conf_mut(cf) else { return Status::NGX_ERROR.into() };
+        let phase = &mut cmcf.phases[ngx_http_phases_NGX_HTTP_REWRITE_PHASE as usize].handlers;
+        // SAFETY: an nginx array of handler pointers, pushed as nginx's own modules do.
+        let h = unsafe { ngx_array_push(phase) } as *mut ngx_http_handler_pt;
+        if h.is_null() {
+            return Status::NGX_ERROR.into();
+        }
+        // SAFETY: `h` points at the slot just pushed.
+        unsafe { *h = Some(robotgate_handler) };
+        Status::NGX_OK.into()
+    }
+}
+
+/// `http { robotgate_config FILE; }`: the snapshot every worker decides with.
+#[derive(Default)]
+struct MainConf {
+    snapshot: Option<Box<Snapshot>>,
+    /// The violation log, opened by the master (`log.violations` when it is a file).
+    violations: Option<File>,
+}
+
+/// `robotgate on|off;` in http, server or location.
+#[derive(Debug, Default)]
+struct LocConf {
+    enable: Option<bool>,
+}
+
+// SAFETY: the configuration types are the ones the module context creates.
+unsafe impl HttpModuleMainConf for Module {
+    type MainConf = MainConf;
+}
+// SAFETY: as above.
+unsafe impl HttpModuleLocationConf for Module {
+    type LocationConf = LocConf;
+}
+
+impl http::Merge for LocConf {
+    fn merge(&mut self, prev: &LocConf) -> Result<(), MergeConfigError> {
+        if self.enable.is_none() {
+            self.enable = prev.enable;
+        }
+        Ok(())
+    }
+}
+
+static mut COMMANDS: [ngx_command_t; 3] = [
+    ngx_command_t {
+        name: ngx_string!("robotgate_config"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
+        set: Some(set_config),
+        conf: NGX_HTTP_MAIN_CONF_OFFSET,
+        offset: 0,
+        post: std::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("robotgate"),
+        type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
+        set: Some(set_enable),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
+        post: std::ptr::null_mut(),
+    },
+    ngx_command_t::empty(),
+];
+
+static MODULE_CTX: ngx_http_module_t = ngx_http_module_t {
+    preconfiguration: Some(Module::preconfiguration),
+    postconfiguration: Some(Module::postconfiguration),
+    create_main_conf: Some(Module::create_main_conf),
+    init_main_conf: Some(Module::init_main_conf),
+    create_srv_conf: None,
+    merge_srv_conf: None,
+    create_loc_conf: Some(Module::create_loc_conf),
+    merge_loc_conf: Some(Module::merge_loc_conf),
+};
+
+ngx::ngx_modules!(ngx_http_robotgate_module);
+
+/// The module nginx loads.
+#[used]
+#[allow(non_upper_case_globals)]
+pub static mut ngx_http_robotgate_module: ngx_module_t = ngx_module_t {
+    ctx: std::ptr::addr_of!(MODULE_CTX) as _,
+    // SAFETY: a pointer to the static table above, read by nginx only.
+    commands: unsafe { &COMMANDS[0] as *const _ as *mut _ },
+    type_: NGX_HTTP_MODULE as _,
+    ..ngx_module_t::default()
+};
+
+/// The directive's one argument, as text.
+///
+/// # Safety
+/// `cf` is the configuration nginx passes a directive handler.
+unsafe fn argument<'a>(cf: *mut ngx_conf_t) -> Option<&'a str> {
+    // SAFETY: a directive taking one argument has two words.
+    let args: &[ngx_str_t] = unsafe { (*(*cf).args).as_slice() };
+    args.get(1)?.to_str().ok()
+}
+
+extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
+    // SAFETY: nginx passes this directive's main configuration.
+    let conf = unsafe { &mut *(conf as *mut MainConf) };
+    // SAFETY: `cf` is this directive's.
+    let Some(path) = (unsafe { argument(cf) }) else {
+        ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate_config: the path is not UTF-8");
+        return ngx::core::NGX_CONF_ERROR;
+    };
+    let snapshot = match robotgate::load::load(std::path::Path::new(path)) {
+        Ok(snapshot) => snapshot,
+        Err(problems) => {
+            // What `robotgate config check` says: file, line, why.
+            for problem in problems {
+                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: {}", problem);
+            }
+            return ngx::core::NGX_CONF_ERROR;
+        }
+    };
+    if let robotgate::config::LogTarget::File(file) = &snapshot.settings.boot.violations {
+        match std::fs::OpenOptions::new().create(true).append(true).open(file) {
+            Ok(f) => conf.violations = Some(f),
+            Err(e) => {
+                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: cannot open {}: {}", file.display(), e);
+                return ngx::core::NGX_CONF_ERROR;
+            }
+        }
+    }
+    conf.snapshot = Some(Box::new(snapshot));
+    ngx::core::NGX_CONF_OK
+}
+
+extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
+    // SAFETY: nginx passes this directive's location configuration.
+    let conf = unsafe { &mut *(conf as *mut LocConf) };
+    // SAFETY: `cf` is this directive's.
+    match unsafe { argument(cf) } {
+        Some(v) if v.eq_ignore_ascii_case("on") => conf.enable = Some(true),
+        Some(v) if v.eq_ignore_ascii_case("off") => conf.enable = Some(false),
+        _ => {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: `on` or `off`");
+            return ngx::core::NGX_CONF_ERROR;
+        }
+    }
+    ngx::core::NGX_CONF_OK
+}
+
+thread_local! {
+    /// This worker's rates, bans and robots.txt reads (not yet shared
+    /// between workers), sized by `limits.max_clients` on first use.
+    static STATE: RefCell<Option<MemoryState>> = const { RefCell::new(None) };
+}
+
+/// A request's headers, as the pipeline reads them.
+struct Fields<'r>(&'r http::Request);
+
+impl<'r> Headers<'r> for Fields<'r> {
+    fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
+        let name = header.name().as_bytes();
+        for (k, v) in self.0.headers_in_iterator() {
+            if k.as_bytes().eq_ignore_ascii_case(name) {
+                each(v.as_bytes());
+            }
+        }
+    }
+
+    fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {
+        for (k, v) in self.0.headers_in_iterator() {
+            if let (Ok(k), Ok(v)) = (k.to_str(), v.to_str()) {
+                each(k, v);
+            }
+        }
+    }
+}
+
+/// The client address as nginx has it (after its realip module).
+fn client_of(request: &http::Request) -> Option<IpAddr> {
+    // SAFETY: a request's connection outlives the request.
+    let c = unsafe { &*request.connection() };
+    if c.addr_text.data.is_null() {
+        return None;
+    }
+    // SAFETY: nginx's text of the address, `len` bytes.
+    let text = unsafe { std::slice::from_raw_parts(c.addr_text.data, c.addr_text.len) };
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// The `Host` the request names (nginx has checked its syntax).
+fn host_of(request: &http::Request) -> &str {
+    let server = request.as_ref().headers_in.server;
+    if server.data.is_null() {
+        return "";
+    }
+    // SAFETY: nginx's text of the host, `len` bytes, alive with the request.
+    let bytes = unsafe { std::slice::from_raw_parts(server.data, server.len) };
+    std::str::from_utf8(bytes).unwrap_or("")
+}
+
+/// What to answer, detached from the decision's borrows.
+enum Answer<'s> {
+    /// Let nginx go on, adding these headers to its response.
+    Pass { headers: Vec<(&'static str, String)> },
+    /// Answer `status` with `body` and these headers.
+    Body { status: u16, content_type: &'s str, body: &'s [u8], headers: Vec<(&'static str, String)> },
+}
+
+http_request_handler!(robotgate_handler, |request: &mut http::Request| {
+    let on = Module::location_conf(request).and_then(|c| c.enable).unwrap_or(false);
+    if !on || !request.is_main() {
+        return Status::NGX_DECLINED;
+    }
+    let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
+    let Some(snap) = main.snapshot.as_deref() else { return Status::NGX_DECLINED };
+    let Some(site) = snap.settings.site_for_host(host_of(request)) else { return Status::NGX_DECLINED };
+    let live = &snap.sites[site];
+    let answer = decide(request, snap, live, main.violations.as_ref());
+    match answer {
+        Answer::Pass { headers } => {
+            for (name, value) in headers {
+                request.add_header_out(name, &value);
+            }
+            Status::NGX_DECLINED
+        }
+        Answer::Body { status, content_type, body, headers } => {
+            for (name, value) in headers {
+                request.add_header_out(name, &value);
+            }
+            send(request, status, content_type, body)
+        }
+    }
+});
+
+/// Decide `request` through the pipeline, and say how to answer it.
+fn decide<'s>(request: &http::Request, snap: &'s Snapshot, live: &'s LiveSite, log: Option<&File>) -> Answer<'s> {
+    let method = request.method();
+    let req = Request {
+        method: method.as_str(),
+        target: request.unparsed_uri().as_bytes(),
+        host: host_of(request),
+        https: false,
+        peer: Peer::Logged(client_of(request)),
+        headers: Fields(request),
+    };
+    let view = SiteView { rules: live.rules(), target: &live.conf.target };
+    STATE.with_borrow_mut(|state| {
+        let state = state.get_or_insert_with(|| MemoryState::new(snap.settings.boot.max_clients));
+        let mut p = Pipeline::new(Env::of(snap), view, &req, &|_, _| false, Rates::Local, Clock::System);
+        let verdict = loop {
+            match p.run(None, state, Clock::System) {
+                Next::Done(v) => break v,
+                // Not inside nginx yet: what only reverse DNS could confirm is unverifiable.
+                Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, Identity::Unverifiable),
+                Next::Need(Need::Store(_)) => p.answer_store(None),
+                Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
+            }
+        };
+        let decision = match verdict {
+            Verdict::Refuse(status, _) => {
+                return Answer::Body { status, content_type: "text/plain", body: b"", headers: Vec::new() }
+            }
+            Verdict::Decided(d) => d,
+        };
+        let mut headers = Vec::new();
+        if let Some(usage) = &p.facts().content_usage {
+            headers.push(("Content-Usage", usage.clone()));
+        }
+        if let Some(log) = log {
+            record(log, request, live, &decision, p.facts().client, p.facts().user_agent);
+        }
+        answer(live, &decision, headers)
+    })
+}
+
+/// The answer an enforcement gets.
+fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'static str, String)>) -> Answer<'s> {
+    match d.outcome.enforcement() {
+        Enforcement::Pass { noindex } => {
+            if let Some(value) = noindex {
+                headers.push(("X-Robots-Tag", value.to_owned()));
+            }
+            Answer::Pass { headers }
+        }
+        Enforcement::File(which) => {
+            let file = match which {
+                SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
+                SiteFile::Humans => live.humans.as_ref(),
+            };
+            match file {
+                Some(f) => {
+                    Answer::Body { status: 200, content_type: "text/plain; charset=utf-8", body: &f.body, headers }
+                }
+                None => Answer::Pass { headers },
+            }
+        }
+        Enforcement::TooManyRequests { retry_after, .. } => {
+            headers.push(("Retry-After", retry_after.to_string()));
+            let body: &[u8] = b"Too Many Requests: this robot's robots.txt group asks for a slower pace.\n";
+            Answer::Body { status: 429, content_type: "text/plain; charset=utf-8", body, headers }
+        }
+        Enforcement::Answer(action) => match action {
+            Action::Block { status, body, file } => {
+                let from_file = file.as_ref().and_then(|(path, ct)| Some((live.alternates.get(path)?, ct)));
+                match from_file {
+                    Some((f, ct)) => Answer::Body { status: *status, content_type: ct, body: &f.body, headers },
+                    None => Answer::Body {
+                        status: *status,
+                        content_type: "text/plain; charset=utf-8",
+                        body: body.as_bytes(),
+                        headers,
+                    },
+                }
+            }
+            Action::Alternate { status, file, content_type } => match live.alternates.get(file) {
+                Some(f) => Answer::Body { status: *status, content_type, body: &f.body, headers },
+                None => Answer::Body { status: 403, content_type: "text/plain", body: b"", headers },
+            },
+            Action::Redirect { status, location } => {
+                headers.push(("Location", location.clone()));
+                Answer::Body { status: *status, content_type: "text/plain", body: b"", headers }
+            }
+            Action::Noindex { .. } | Action::Log => Answer::Pass { headers },
+        },
+    }
+}
+
+/// Append the decision's violation record, one write per line.
+fn record(
+    log: &File,
+    request: &http::Request,
+    live: &LiveSite,
+    d: &Decision<'_, '_>,
+    client: Option<IpAddr>,
+    ua: &[u8],
+) {
+    let client = client.map(|c| c.to_string()).unwrap_or_default();
+    let method = request.method();
+    let requested = robotgate::policy::Requested {
+        site: &live.conf.name,
+        client: &client,
+        method: method.as_str(),
+        path: &String::from_utf8_lossy(request.unparsed_uri().as_bytes()),
+        host: host_of(request),
+        user_agent: &String::from_utf8_lossy(ua),
+        robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
+        lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
+    };
+    let Some(mut r) = d.record(&requested) else { return };
+    r.time = robotgate::time::rfc3339_ms(Clock::System.unix_ms());
+    r.status = d.outcome.enforcement().status().unwrap_or(0);
+    if let Ok(mut line) = serde_json::to_vec(&r) {
+        line.push(b'\n');
+        // One write of the whole line to a file opened for appending: lines
+        // of several workers do not interleave.
+        let _ = (&*log).write_all(&line);
+    }
+}
+
+/// Send a whole response of `body` (not for HEAD).
+fn send(request: &mut http::Request, status: u16, content_type: &str, body: &[u8]) -> Status {
+    let Ok(code) = http::HTTPStatus::from_u16(status) else { return Status::NGX_ERROR };
+    request.set_status(code);
+    request.set_content_length_n(body.len());
+    let r = request.as_mut();
+    if let Some(ct) = ngx_str(r.pool, content_type) {
+        r.headers_out.content_type = ct;
+        r.headers_out.content_type_len = content_type.len();
+    }
+    let rc = request.send_header();
+    if rc == Status::NGX_ERROR || rc.0 > Status::NGX_OK.0 || request.header_only() || body.is_empty() {
+        return rc;
+    }
+    let pool = request.pool();
+    let Some(mut buf) = pool.create_buffer(body.len()) else { return Status::NGX_ERROR };
+    // SAFETY: a fresh buffer of `body.len()` bytes.
+    unsafe {
+        let b = buf.as_ngx_buf_mut();
+        std::ptr::copy_nonoverlapping(body.as_ptr(), (*b).pos, body.len());
+        (*b).last = (*b).pos.add(body.len());
+    }
+    buf.set_last_buf(true);
+    buf.set_last_in_chain(true);
+    let mut out = ngx_chain_t { buf: buf.as_ngx_buf_mut(), next: std::ptr::null_mut() };
+    request.output_filter(&mut out)
+}
+
+/// `text` copied into nginx's pool.
+fn ngx_str(pool: *mut ngx::ffi::ngx_pool_t, text: &str) -> Option<ngx_str_t> {
+    // SAFETY: nginx's pool allocator; the copy lives as long as the request.
+    let data = unsafe { ngx::ffi::ngx_pnalloc(pool, text.len()) } as *mut u8;
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: `data` holds `text.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), data, text.len()) };
+    Some(ngx_str_t { len: text.len(), data })
+}

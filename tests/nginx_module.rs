@@ -1,0 +1,203 @@
+//! Issue #41, the first part, against the real nginx from Debian: the module
+//! built by `bash nginx/build.sh` is loaded with `load_module`, reads the same
+//! robotgate.yaml as `robotgate serve`, and decides every request through
+//! robotgate's core pipeline, with the client address from nginx's realip
+//! module (`X-Forwarded-For` from loopback).
+//!
+//! One worker here: state (rates, bans) is kept per worker until the
+//! shared-memory zone lands, so a second request could meet another worker.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{free_port, get, wait_lines, within, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
+
+const ROBOTS: &str = "\
+User-agent: *
+Disallow: /private/
+
+User-agent: Googlebot
+Disallow: /nogoogle/
+
+User-agent: AhrefsBot
+Crawl-delay: 30
+";
+
+/// The module, built (or found built) by `bash nginx/build.sh`: its last line is the path.
+fn module() -> PathBuf {
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/nginx/build.sh"))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "nginx/build.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim())
+}
+
+fn nginx() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or("nginx".into())
+}
+
+/// A running nginx, stopped (gracefully, master and workers) when dropped.
+struct Nginx {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-QUIT").arg(self.child.id().to_string()).status();
+        let stopped = within(Duration::from_secs(10), || self.child.try_wait().ok().flatten().is_some());
+        if stopped.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Nginx {
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn from(&self, ip: &str, ua: &str, path: &str) -> common::Resp {
+        get(&self.url(path), &[("X-Forwarded-For", ip), ("User-Agent", ua)])
+    }
+
+    fn records(&self, n: usize) -> Vec<serde_json::Value> {
+        let lines = wait_lines(&self.dir.join("violations.jsonl"), n);
+        lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    }
+}
+
+/// The site's files and robotgate.yaml in `dir` (readable by nginx's workers).
+fn site(dir: &Path) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (path, body) in
+        [("www/index.html", "home\n"), ("www/private/a.html", "private\n"), ("www/nogoogle/a.html", "x\n")]
+    {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, body).unwrap();
+    }
+    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    let d = dir.display();
+    std::fs::write(
+        dir.join("robotgate.yaml"),
+        format!(
+            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// nginx with the module and `site`'s configuration.
+fn start(dir: &Path) -> Nginx {
+    let port = free_port();
+    let conf = config(dir, port);
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(nginx())
+        .args(["-p", &dir.display().to_string(), "-c"])
+        .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nginx-stderr.log")).unwrap())
+        .spawn()
+        .expect("nginx starts");
+    let n = Nginx { child, port, dir: dir.to_owned() };
+    let up = within(Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    assert!(up.is_some(), "nginx did not start:\n{}", std::fs::read_to_string(dir.join("nginx-stderr.log")).unwrap());
+    n
+}
+
+fn config(dir: &Path, port: u16) -> String {
+    let d = dir.display();
+    format!(
+        "load_module {module};\ndaemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
+         set_real_ip_from 127.0.0.1;\n  real_ip_header X-Forwarded-For;\n  \
+         robotgate_config {d}/robotgate.yaml;\n  \
+         server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    robotgate on;\n    \
+         location /off/ {{ robotgate off; }}\n  }}\n}}\n",
+        module = module().display()
+    )
+}
+
+#[test]
+fn nginx_decides_with_robotgates_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start(dir.path());
+
+    // robots.txt from the site's file, with robotgate's trap line.
+    let r = n.from("192.0.2.1", FIREFOX, "/robots.txt");
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("Disallow: /private/") && r.body.contains("/trap/"), "{}", r.body);
+    // People are not bound; nginx serves the page.
+    let r = n.from("192.0.2.1", FIREFOX, "/private/a.html");
+    assert_eq!((r.status, r.body.as_str()), (200, "private\n"));
+    // GPTBot from OpenAI's range: verified, refused where robots.txt says no.
+    assert_eq!(n.from("132.196.86.5", GPTBOT, "/private/a.html").status, 403);
+    assert_eq!(n.from("132.196.86.5", GPTBOT, "/index.html").status, 200);
+    // Googlebot from outside Google's complete ranges: spoofed, refused anywhere.
+    assert_eq!(n.from("203.0.113.66", GOOGLEBOT, "/index.html").status, 403);
+    // Googlebot from Google: its own group.
+    assert_eq!(n.from("66.249.66.1", GOOGLEBOT, "/private/a.html").status, 200);
+    assert_eq!(n.from("66.249.66.1", GOOGLEBOT, "/nogoogle/a.html").status, 403);
+    // Crawl-delay: the first request, then 429 with Retry-After.
+    assert_eq!(n.from("198.51.100.7", AHREFS, "/index.html").status, 200);
+    let r = n.from("198.51.100.7", AHREFS, "/index.html");
+    assert_eq!(r.status, 429);
+    assert!(
+        r.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok_and(|s| s > 0 && s <= 30)),
+        "{:?}",
+        r.headers
+    );
+    // A trap hit bans the client from every page.
+    assert_eq!(n.from("198.51.100.20", FIREFOX, "/trap/x").status, 403);
+    assert_eq!(n.from("198.51.100.20", FIREFOX, "/index.html").status, 403);
+    assert_eq!(n.from("198.51.100.21", FIREFOX, "/index.html").status, 200, "others are not banned");
+    // `robotgate off` where the operator says so.
+    std::fs::create_dir_all(dir.path().join("www/off")).unwrap();
+    std::fs::write(dir.path().join("www/off/a.html"), "off\n").unwrap();
+    let r = n.from("203.0.113.66", GOOGLEBOT, "/off/a.html");
+    assert_eq!((r.status, r.body.as_str()), (200, "off\n"), "a spoofed claim, where robotgate is off");
+
+    // The records: who, what, which line, and what it got.
+    let recs = n.records(6);
+    let of = |client: &str| recs.iter().filter(|r| r["client"] == client).collect::<Vec<_>>();
+    let gpt = of("132.196.86.5");
+    assert_eq!((gpt[0]["directive"].as_str(), gpt[0]["line"].as_u64()), (Some("disallow"), Some(2)), "{gpt:?}");
+    assert_eq!(gpt[0]["identity"], "verified");
+    assert_eq!(of("203.0.113.66")[0]["directive"], "spoofed-identity");
+    assert_eq!(of("66.249.66.1")[0]["line"], 5);
+    assert_eq!(of("198.51.100.7")[0]["directive"], "crawl-delay");
+    let trapped: Vec<_> = of("198.51.100.20").iter().map(|r| r["directive"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(trapped, ["trap", "banned"]);
+}
+
+#[test]
+fn a_broken_robotgate_config_fails_nginx_t_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let yaml = dir.path().join("robotgate.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap().replace("aggregate_window: 0", "aggregate_window: soon");
+    std::fs::write(&yaml, text).unwrap();
+    std::fs::write(dir.path().join("nginx.conf"), config(dir.path(), free_port())).unwrap();
+    let out = Command::new(nginx())
+        .args(["-t", "-p", &dir.path().display().to_string(), "-c"])
+        .arg(dir.path().join("nginx.conf"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "nginx -t passed a broken config:\n{stderr}");
+    assert!(stderr.contains("robotgate:") && stderr.contains("robotgate.yaml:"), "{stderr}");
+    assert!(stderr.contains("aggregate_window"), "names the setting: {stderr}");
+}
