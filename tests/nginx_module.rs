@@ -170,8 +170,13 @@ fn nginx_decides_with_robotgates_pipeline() {
     let r = n.from("203.0.113.66", GOOGLEBOT, "/off/a.html");
     assert_eq!((r.status, r.body.as_str()), (200, "off\n"), "a spoofed claim, where robotgate is off");
 
+    // A robots.txt edit is in force without `nginx -s reload`.
+    std::fs::write(dir.path().join("robots.txt"), ROBOTS.replace("Disallow: /nogoogle/", "Disallow: /")).unwrap();
+    let refused = || n.from("66.249.66.1", GOOGLEBOT, "/index.html").status == 403;
+    assert!(within(Duration::from_secs(3), refused).is_some(), "the edit was not in force within 3 s");
+
     // The records: who, what, which line, and what it got.
-    let recs = n.records(6);
+    let recs = n.records(7);
     let of = |client: &str| recs.iter().filter(|r| r["client"] == client).collect::<Vec<_>>();
     let gpt = of("132.196.86.5");
     assert_eq!((gpt[0]["directive"].as_str(), gpt[0]["line"].as_u64()), (Some("disallow"), Some(2)), "{gpt:?}");

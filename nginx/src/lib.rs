@@ -25,11 +25,14 @@
 //!   line, by every worker (the file is opened by the master, as nginx opens
 //!   its own logs).
 //!
+//! * a robots.txt (or any source) edit is in force within a second, without
+//!   `nginx -s reload`: each worker looks at most once a second ([`current`]).
+//!
 //! Not yet: state shared between workers (each worker keeps its own rates,
 //! bans and robots.txt reads), reverse DNS (a robot that only DNS could
 //! confirm is judged unverifiable, as by a proxy without a resolver), Web Bot
-//! Auth key directories, the shared store, hot reload of robots.txt without
-//! `nginx -s reload`, metrics, and the violation log's aggregation.
+//! Auth key directories, the shared store, metrics, `nginx -s reopen` of the
+//! violation log, and the log's aggregation.
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
@@ -42,16 +45,19 @@ use std::ffi::{c_char, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ngx::core::{Buffer, Status};
 use ngx::ffi::{
     ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_http_handler_pt, ngx_http_module_t,
     ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_int_t, ngx_module_t, ngx_str_t, ngx_uint_t, NGX_CONF_TAKE1,
     NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
-    NGX_HTTP_SRV_CONF, NGX_LOG_EMERG,
+    NGX_HTTP_SRV_CONF, NGX_LOG_EMERG, NGX_LOG_ERR,
 };
 use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
-use ngx::{http_request_handler, ngx_conf_log_error, ngx_string};
+use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 
 use robotgate::identity::Identity;
 use robotgate::load::{LiveSite, Snapshot};
@@ -86,7 +92,11 @@ impl http::HttpModule for Module {
 /// `http { robotgate_config FILE; }`: the snapshot every worker decides with.
 #[derive(Default)]
 struct MainConf {
-    snapshot: Option<Box<Snapshot>>,
+    /// The snapshot the master read; each worker keeps its own from there
+    /// ([`current`]).
+    snapshot: Option<Arc<Snapshot>>,
+    /// The file `robotgate_config` named.
+    config: PathBuf,
     /// The violation log, opened by the master (`log.violations` when it is a file).
     violations: Option<File>,
 }
@@ -196,7 +206,8 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
             }
         }
     }
-    conf.snapshot = Some(Box::new(snapshot));
+    conf.snapshot = Some(Arc::new(snapshot));
+    conf.config = PathBuf::from(path);
     ngx::core::NGX_CONF_OK
 }
 
@@ -219,6 +230,56 @@ thread_local! {
     /// This worker's rates, bans and robots.txt reads (not yet shared
     /// between workers), sized by `limits.max_clients` on first use.
     static STATE: RefCell<Option<MemoryState>> = const { RefCell::new(None) };
+    /// This worker's snapshot, when it has read a newer one than the
+    /// master's, and when it last looked.
+    static LIVE: RefCell<Option<(Arc<Snapshot>, Instant)>> = const { RefCell::new(None) };
+}
+
+/// How often a worker looks whether the snapshot's files changed.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// The snapshot to decide with: the master's, or this worker's newer one.
+/// At most once a second, on a request, the worker looks whether a source
+/// file (the config, robots.txt, humans.txt, ...) changed since its snapshot
+/// was read, and reads them again ([`robotgate::load::reload`]): an edit is
+/// in force without `nginx -s reload`. A file refused on the way keeps its
+/// last good version; a config that does not load keeps the whole snapshot,
+/// and says why in nginx's error log.
+fn current(main: &MainConf, request: &http::Request) -> Option<Arc<Snapshot>> {
+    let master = main.snapshot.as_ref()?;
+    LIVE.with_borrow_mut(|live| {
+        let now = Instant::now();
+        let (snap, looked) = live.get_or_insert_with(|| (master.clone(), now));
+        if now.duration_since(*looked) >= LOOK_EVERY {
+            *looked = now;
+            if snap.stale() {
+                match robotgate::load::reload(&main.config, Some(snap)) {
+                    Ok(new) => {
+                        for problem in &new.refused {
+                            ngx_log_error!(
+                                NGX_LOG_ERR,
+                                request.log(),
+                                "robotgate: kept the last good version: {}",
+                                problem
+                            );
+                        }
+                        *snap = Arc::new(new);
+                    }
+                    Err(problems) => {
+                        for problem in problems {
+                            ngx_log_error!(
+                                NGX_LOG_ERR,
+                                request.log(),
+                                "robotgate: reload refused, the last good snapshot stays: {}",
+                                problem
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Some(snap.clone())
+    })
 }
 
 /// A request's headers, as the pipeline reads them.
@@ -280,10 +341,10 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
         return Status::NGX_DECLINED;
     }
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
-    let Some(snap) = main.snapshot.as_deref() else { return Status::NGX_DECLINED };
+    let Some(snap) = current(main, request) else { return Status::NGX_DECLINED };
     let Some(site) = snap.settings.site_for_host(host_of(request)) else { return Status::NGX_DECLINED };
     let live = &snap.sites[site];
-    let answer = decide(request, snap, live, main.violations.as_ref());
+    let answer = decide(request, &snap, live, main.violations.as_ref());
     match answer {
         Answer::Pass { headers } => {
             for (name, value) in headers {

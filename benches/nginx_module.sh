@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# robotgate inside nginx (issue #41) against nginx alone, side by side on
+# loopback, each nginx in one process serving a 1 KiB static page itself:
+#
+#   nginx                 no module: the browser baseline
+#   module-browser        the module on, a browser's requests (decided, let through)
+#   nginx-jit-block       no module, the usual User-Agent block (`if
+#                         ($http_user_agent ~* "(GPTBot|ClaudeBot|...)") { return 403; }`,
+#                         every ai-crawler token of conf/bots.yaml) with `pcre_jit on`: GPTBot refused
+#   module-gptbot         the module on, GPTBot (verified by a loopback feed of its own)
+#                         refused because robots.txt disallows it: 403 with a violation record
+#
+# Alternates the cases for several rounds (wrk, one thread) and prints per
+# case requests/s, p50/p99 and CPU time per request of the nginx process,
+# then the ratios; then user-space instructions per request of each (callgrind,
+# nginx in one process).
+#
+#   bash benches/nginx_module.sh [ROUNDS] [SECONDS] [CONNECTIONS]   (defaults: 3, 5, 64)
+#
+# Builds the module (nginx/build.sh); installs wrk and valgrind if missing.
+# Loopback only; stops everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+SECS=${2:-5}
+CONNS=${3:-64}
+
+. benches/common.sh
+install_missing wrk:wrk valgrind:valgrind curl:curl
+MODULE=$(bash nginx/build.sh 2>/dev/null | tail -n 1)
+
+start_work
+chmod 755 "$WORK"
+mkdir -p "$WORK/www"
+head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
+PLAIN=18530 MOD=18531 JIT=18532
+# robots.txt and robotgate.yaml as the proxy's benchmarks use them (GPTBot
+# barred), with GPTBot's feed on loopback: a verified GPTBot, refused by robots.txt.
+robotgate_conf "$WORK" 1 1 1
+robotgate_verified_conf "$WORK"
+
+conf() { # file port [head] [server lines]
+  cat > "$1" <<NGX
+${5:-}
+daemon off;
+master_process off;
+worker_processes 1;
+pid $1.pid;
+error_log $1.err warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  ${3:-}
+  server {
+    listen 127.0.0.1:$2;
+    root $WORK/www;
+    ${4:-}
+  }
+}
+NGX
+}
+regex=$(ai_crawler_regex)
+conf "$WORK/plain.conf" "$PLAIN"
+conf "$WORK/module.conf" "$MOD" "robotgate_config $WORK/robotgate-verified.yaml;" "robotgate on;" "load_module $MODULE;"
+conf "$WORK/jit.conf" "$JIT" "" "if (\$http_user_agent ~* \"($regex)\") { return 403; }" "pcre_jit on;"
+
+declare -A PID_OF
+for c in plain:$PLAIN module:$MOD jit:$JIT; do
+  nginx -c "$WORK/${c%%:*}.conf" >/dev/null 2>&1 &
+  PIDS+=($!) PID_OF[${c#*:}]=$!
+done
+for port in $PLAIN $MOD $JIT; do
+  for _ in $(seq 1 40); do curl -s -o /dev/null "http://127.0.0.1:$port/page.html" && break; sleep 0.25; done
+done
+check() { # port ua want
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' -A "$2" "http://127.0.0.1:$1/page.html")
+  [ "$code" = "$3" ] || { echo "port $1 answers ${2:0:40} with $code, not $3" >&2; exit 1; }
+}
+check $PLAIN "$CHROME" 200; check $MOD "$CHROME" 200; check $MOD "$GPTBOT" 403; check $JIT "$GPTBOT" 403
+
+# name|port|user-agent
+CASES=(
+  "nginx|$PLAIN|$CHROME"
+  "module-browser|$MOD|$CHROME"
+  "nginx-jit-block|$JIT|$GPTBOT"
+  "module-gptbot|$MOD|$GPTBOT"
+)
+TICK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+run() { # port ua -> "rps p50_us p99_us cpu_us_per_request"
+  local pid=${PID_OF[$1]} before after out n
+  before=$(cpu_ticks "$pid")
+  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "User-Agent: $2" "http://127.0.0.1:$1/page.html" 2>&1)
+  after=$(cpu_ticks "$pid")
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" \
+    "$(to_us "$(awk '$1=="50%" {print $2}' <<<"$out")")" \
+    "$(to_us "$(awk '$1=="99%" {print $2}' <<<"$out")")" \
+    "$(awk -v t=$((after - before)) -v hz="$TICK" -v n="$n" 'BEGIN { print t / hz * 1e6 / n }')"
+}
+declare -A RPS CPU
+for round in $(seq 1 "$ROUNDS"); do
+  for c in "${CASES[@]}"; do
+    IFS='|' read -r name port ua <<<"$c"
+    read -r rps p50 p99 cpu < <(run "$port" "$ua")
+    RPS[$name]="${RPS[$name]:-} $rps"; CPU[$name]="${CPU[$name]:-} $cpu"
+    printf 'round %d %-16s %9.0f req/s  p50 %6.0f us  p99 %6.0f us  %5.1f us CPU/request\n' \
+      "$round" "$name" "$rps" "$p50" "$p99" "$cpu"
+  done
+done
+echo
+echo "medians over $ROUNDS rounds ($SECS s each, $CONNS connections, 1 worker each, 1 KiB page):"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name _ _ <<<"$c"
+  printf '  %-16s %9.0f req/s  %5.1f us CPU/request\n' "$name" "$(median <<<"${RPS[$name]}")" "$(median <<<"${CPU[$name]}")"
+done
+m() { median <<<"${1}"; }
+awk -v n="$(m "${RPS[nginx]}")" -v mb="$(m "${RPS[module-browser]}")" -v j="$(m "${RPS[nginx-jit-block]}")" \
+  -v mg="$(m "${RPS[module-gptbot]}")" 'BEGIN {
+    printf "  browsers  module/nginx %.3f   (target >= 0.95)\n", mb/n
+    printf "  refusals  module/nginx-jit-block %.3f   (target >= 1.0)\n", mg/j
+  }'
+
+# Instructions per request: each nginx alone under callgrind.
+echo
+echo "user-space instructions per request (callgrind, 5 s at 8 connections):"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name port ua <<<"$c"
+  file=plain; [ "$port" = $MOD ] && file=module; [ "$port" = $JIT ] && file=jit
+  kill "${PID_OF[$port]}" 2>/dev/null || true; sleep 0.5
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$name.%p" nginx -c "$WORK/$file.conf" >/dev/null 2>&1 &
+  vpid=$!
+  PIDS+=($vpid)
+  for _ in $(seq 1 120); do curl -s -o /dev/null -m 2 "http://127.0.0.1:$port/page.html" && break; sleep 0.5; done
+  wrk -t1 -c8 -d2s -H "User-Agent: $ua" "http://127.0.0.1:$port/page.html" >/dev/null
+  callgrind_control -z "$vpid" >/dev/null 2>&1
+  out=$(wrk -t1 -c8 -d5s -H "User-Agent: $ua" "http://127.0.0.1:$port/page.html")
+  callgrind_control -d "$vpid" >/dev/null 2>&1
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  sleep 0.5
+  ir=$(awk '/^summary:/ {print $2}' "$WORK/cg.$name.$vpid.1")
+  printf '  %-16s %8d requests  %8.0f instructions/request\n' "$name" "$n" "$(awk -v i="$ir" -v n="$n" 'BEGIN {print i/n}')"
+  kill "$vpid" 2>/dev/null || true; wait "$vpid" 2>/dev/null || true
+  nginx -c "$WORK/$file.conf" >/dev/null 2>&1 &
+  PIDS+=($!) PID_OF[$port]=$!
+  sleep 0.3
+done
