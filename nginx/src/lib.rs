@@ -32,7 +32,7 @@
 //! bans and robots.txt reads), reverse DNS (a robot that only DNS could
 //! confirm is judged unverifiable, as by a proxy without a resolver), Web Bot
 //! Auth key directories, the shared store, metrics, `nginx -s reopen` of the
-//! violation log, and the log's aggregation.
+//! violation log, and a timer closing the log's aggregation windows.
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
@@ -63,6 +63,7 @@ use robotgate::identity::Identity;
 use robotgate::load::{LiveSite, Snapshot};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Action, Clock, Decision, Enforcement, Rates, SiteFile};
+use robotgate::record::aggregate::{Aggregator, Line, Offer};
 use robotgate::state::MemoryState;
 
 struct Module;
@@ -166,6 +167,7 @@ pub static mut ngx_http_robotgate_module: ngx_module_t = ngx_module_t {
     // SAFETY: a pointer to the static table above, read by nginx only.
     commands: unsafe { &COMMANDS[0] as *const _ as *mut _ },
     type_: NGX_HTTP_MODULE as _,
+    exit_process: Some(exit_process),
     ..ngx_module_t::default()
 };
 
@@ -282,21 +284,59 @@ fn current(main: &MainConf, request: &http::Request) -> Option<Arc<Snapshot>> {
     })
 }
 
-/// A request's headers, as the pipeline reads them.
-struct Fields<'r>(&'r http::Request);
+/// A request's headers, as the pipeline reads them: the ones it asks for
+/// found in one pass over nginx's list.
+struct Fields<'r> {
+    request: &'r http::Request,
+    /// The `User-Agent` fields (two are one too many: the pipeline refuses them).
+    user_agents: [Option<&'r [u8]>; 2],
+    /// `Signature-Input` is present.
+    signed: bool,
+}
+
+impl<'r> Fields<'r> {
+    fn of(request: &'r http::Request) -> Fields<'r> {
+        let mut f = Fields { request, user_agents: [None, None], signed: false };
+        for (k, v) in request.headers_in_iterator() {
+            let k = k.as_bytes();
+            if k.eq_ignore_ascii_case(b"user-agent") {
+                let slot = if f.user_agents[0].is_none() { 0 } else { 1 };
+                f.user_agents[slot] = Some(v.as_bytes());
+            } else if k.eq_ignore_ascii_case(b"signature-input") {
+                f.signed = true;
+            }
+        }
+        f
+    }
+}
 
 impl<'r> Headers<'r> for Fields<'r> {
     fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
-        let name = header.name().as_bytes();
-        for (k, v) in self.0.headers_in_iterator() {
-            if k.as_bytes().eq_ignore_ascii_case(name) {
-                each(v.as_bytes());
+        match header {
+            Header::UserAgent => self.user_agents.iter().flatten().for_each(|v| each(v)),
+            Header::SignatureInput if self.signed => {
+                for (k, v) in self.request.headers_in_iterator() {
+                    if k.as_bytes().eq_ignore_ascii_case(b"signature-input") {
+                        each(v.as_bytes());
+                    }
+                }
             }
+            // The client address is nginx's (realip): the pipeline reads no
+            // forwarding header here.
+            _ => {}
+        }
+    }
+
+    fn has(&self, header: Header) -> bool {
+        match header {
+            Header::UserAgent => self.user_agents[0].is_some(),
+            Header::SignatureInput => self.signed,
+            _ => false,
         }
     }
 
     fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {
-        for (k, v) in self.0.headers_in_iterator() {
+        for (k, v) in self.request.headers_in_iterator() {
             if let (Ok(k), Ok(v)) = (k.to_str(), v.to_str()) {
                 each(k, v);
             }
@@ -370,12 +410,12 @@ fn decide<'s>(request: &http::Request, snap: &'s Snapshot, live: &'s LiveSite, l
         host: host_of(request),
         https: false,
         peer: Peer::Logged(client_of(request)),
-        headers: Fields(request),
+        headers: Fields::of(request),
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
     STATE.with_borrow_mut(|state| {
         let state = state.get_or_insert_with(|| MemoryState::new(snap.settings.boot.max_clients));
-        let mut p = Pipeline::new(Env::of(snap), view, &req, &|_, _| false, Rates::Local, Clock::System);
+        let mut p = Pipeline::new(Env::of(snap), view, &req, None, Rates::Local, Clock::System);
         let verdict = loop {
             match p.run(None, state, Clock::System) {
                 Next::Done(v) => break v,
@@ -396,7 +436,9 @@ fn decide<'s>(request: &http::Request, snap: &'s Snapshot, live: &'s LiveSite, l
             headers.push(("Content-Usage", usage.clone()));
         }
         if let Some(log) = log {
-            record(log, request, live, &decision, p.facts().client, p.facts().user_agent);
+            let fold = &snap.settings.boot.violation_log;
+            let fold = (fold.aggregate_window.as_millis() as u64, fold.aggregate_max_keys);
+            record(log, fold, request, live, &decision, (p.facts().client, p.facts().user_agent));
         }
         answer(live, &decision, headers)
     })
@@ -455,14 +497,17 @@ fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'stat
 }
 
 /// Append the decision's violation record, one write per line.
+/// `fold`: `log.aggregate_window` (ms) and `aggregate_max_keys`; `who`: the
+/// client and its User-Agent.
 fn record(
     log: &File,
+    fold: (u64, usize),
     request: &http::Request,
     live: &LiveSite,
     d: &Decision<'_, '_>,
-    client: Option<IpAddr>,
-    ua: &[u8],
+    who: (Option<IpAddr>, &[u8]),
 ) {
+    let (client, ua) = who;
     let client = client.map(|c| c.to_string()).unwrap_or_default();
     let method = request.method();
     let requested = robotgate::policy::Requested {
@@ -476,14 +521,62 @@ fn record(
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
     };
     let Some(mut r) = d.record(&requested) else { return };
-    r.time = robotgate::time::rfc3339_ms(Clock::System.unix_ms());
+    let now = Clock::System.unix_ms();
+    let (window, max_keys) = fold;
+    r.time = robotgate::time::rfc3339_ms(now);
     r.status = d.outcome.enforcement().status().unwrap_or(0);
-    if let Ok(mut line) = serde_json::to_vec(&r) {
-        line.push(b'\n');
-        // One write of the whole line to a file opened for appending: lines
-        // of several workers do not interleave.
-        let _ = (&*log).write_all(&line);
+    FOLD.with_borrow_mut(|fold| {
+        let fold = fold.get_or_insert_with(|| Fold {
+            lines: Aggregator::new(window, max_keys, 64 << 20),
+            log: log.try_clone().ok(),
+        });
+        // Repeats are folded as the proxy folds them (`log.aggregate_window`):
+        // the first of a kind is written at once, its repeats when its window
+        // closes, on a later request of this worker or when it exits.
+        let mut lines = fold.lines.close_due(now);
+        if let Offer::Write(r) = fold.lines.offer(r, now) {
+            lines.push(Line::Record(r));
+        }
+        write_lines(log, &lines);
+    });
+}
+
+/// This worker's folding of repeated records, and the log it writes to.
+struct Fold {
+    lines: Aggregator,
+    log: Option<File>,
+}
+
+thread_local! {
+    /// Made with the folding settings of the snapshot of the worker's first record.
+    static FOLD: RefCell<Option<Fold>> = const { RefCell::new(None) };
+}
+
+/// Lines as JSON, written with one write: lines of several workers appended
+/// to one file do not interleave.
+fn write_lines(log: &File, lines: &[Line]) {
+    if lines.is_empty() {
+        return;
     }
+    let mut text = Vec::new();
+    for line in lines {
+        if serde_json::to_writer(&mut text, line).is_ok() {
+            text.push(b'\n');
+        }
+    }
+    let _ = (&*log).write_all(&text);
+}
+
+/// A worker's exit: what it folded is written.
+extern "C" fn exit_process(_cycle: *mut ngx::ffi::ngx_cycle_t) {
+    FOLD.with_borrow_mut(|fold| {
+        if let Some(fold) = fold.as_mut() {
+            let lines = fold.lines.drain();
+            if let Some(log) = &fold.log {
+                write_lines(log, &lines);
+            }
+        }
+    });
 }
 
 /// Send a whole response of `body` (not for HEAD).

@@ -4,7 +4,7 @@
 //! the nginx module) only drive it: they do the I/O it asks for.
 //!
 //! ```text
-//! let mut p = Pipeline::new(env, site, &request, crowd, rates);   // the facts, once
+//! let mut p = Pipeline::new(env, site, &request, crowd, rates, clock);   // the facts, once
 //! loop {
 //!     match p.run(memo, state, clock) {
 //!         Next::Need(Need::KeyDirectory(i)) => p.answer_signature(fetch_and_verify(i)),
@@ -246,15 +246,16 @@ pub struct Pipeline<'s, 'r> {
 }
 
 impl<'s: 'r, 'r> Pipeline<'s, 'r> {
-    /// Gather the facts of `req` for `site`. `crowd` is told the client and
-    /// whether the request came with forwarding headers, and says whether it
-    /// is the crowd's address; asked only for requests that are judged.
+    /// Gather the facts of `req` for `site`. `crowd`, when the host keeps
+    /// one, is told the client and whether the request came with forwarding
+    /// headers, and says whether it is the crowd's address; asked only for
+    /// requests that are judged. Without one, no client is the crowd's.
     /// `clock` dates a signature.
     pub fn new<H: Headers<'r>>(
         env: Env<'s>,
         site: SiteView<'s>,
         req: &Request<'r, H>,
-        crowd: &dyn Fn(Option<IpAddr>, bool) -> bool,
+        crowd: Option<&dyn Fn(Option<IpAddr>, bool) -> bool>,
         rates: Rates,
         clock: Clock,
     ) -> Pipeline<'s, 'r> {
@@ -437,7 +438,7 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     env: Env<'s>,
     site: SiteView<'s>,
     req: &Request<'r, H>,
-    crowd: &dyn Fn(Option<IpAddr>, bool) -> bool,
+    crowd: Option<&dyn Fn(Option<IpAddr>, bool) -> bool>,
     clock: Clock,
     facts: &mut Facts<'r>,
 ) -> Option<Verdict<'s, 'r>> {
@@ -463,8 +464,10 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     if uas > 1 {
         return Some(Verdict::Refuse(400, "more than one User-Agent header".into()));
     }
-    let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
-    facts.crowd = crowd(facts.client, forwarded);
+    if let Some(crowd) = crowd {
+        let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
+        facts.crowd = crowd(facts.client, forwarded);
+    }
     if req.headers.has(Header::SignatureInput) {
         facts.signature = signature_to_verify(env.classifier, req, clock);
     }

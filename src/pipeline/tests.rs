@@ -171,7 +171,7 @@ fn drive(
     let headers = List(headers.into_iter().filter(|(_, v)| !v.is_empty()).collect());
     let req = Request { method: "GET", target: path.as_bytes(), host: "localhost", https: false, peer, headers };
     let rates = if d.store.is_some() { Rates::Shared } else { Rates::Local };
-    let mut p = Pipeline::new(Env::of(snap), view, &req, &|_, _| false, rates, clock);
+    let mut p = Pipeline::new(Env::of(snap), view, &req, None, rates, clock);
     let mut lookups = 0;
     let verdict = loop {
         match p.run(d.memo.as_mut(), &d.state, clock) {

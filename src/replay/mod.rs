@@ -238,7 +238,7 @@ impl<'s> Worker<'s> {
             Env { classifier: setup.classifier, ranges: setup.ranges, client_header: Default::default(), trusted: &[] };
         let view = SiteView { rules: site.rules, target: site.target };
         // A log cannot tell a proxy's address (said in every report): no crowd.
-        let mut pipeline = Pipeline::new(env, view, &req, &|_, _| false, Rates::Local, clock);
+        let mut pipeline = Pipeline::new(env, view, &req, None, Rates::Local, clock);
         if pipeline.facts().target.is_none() {
             // Not judged: refused (its status), or `OPTIONS *`.
             let refused = match pipeline.run(None, &self.state, clock) {

@@ -199,7 +199,7 @@ impl Gate {
             headers: Fields(req.headers),
         };
         let crowd = |client: Option<IpAddr>, forwarded: bool| self.crowd.note(client, forwarded);
-        let mut p = Pipeline::new(Env::of(&snap.files), view, &request, &crowd, rates, Clock::System);
+        let mut p = Pipeline::new(Env::of(&snap.files), view, &request, Some(&crowd), rates, Clock::System);
         if let Some(why) = p.facts().client_unknown {
             metrics().client_unknown.with_label_values(&[why.as_str()]).inc();
         }
