@@ -1,7 +1,10 @@
 //! Time as text, in one place: calendar arithmetic without a date crate
 //! (the proleptic Gregorian calendar in eras of 400 years, after Howard
 //! Hinnant's algorithms), RFC 3339 written and read, for records, access
-//! logs and certificates alike. "Now" is [`crate::policy::Clock`]'s.
+//! logs and certificates alike; and "now", [`Clock`], the one clock every
+//! caller reads (fixed for tests and replay).
+
+use std::time::Instant;
 
 /// Days since 1970-01-01 of a date.
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -115,6 +118,52 @@ pub fn parse_rfc3339(t: &[u8]) -> Option<i64> {
         _ => return None,
     };
     Some((days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset) * 1000 + ms)
+}
+
+/// The clock a decision reads: monotonic for rates, wall time for Visit-time.
+/// Read only when a bot's group has a pace or hours, so most requests never
+/// ask the system for the time.
+#[derive(Debug, Clone, Copy)]
+pub enum Clock {
+    /// The system's clocks.
+    System,
+    /// A fixed time (tests, replays of logs).
+    Fixed {
+        /// Now, monotonic.
+        instant: Instant,
+        /// Now, seconds since the Unix epoch (UTC).
+        unix_secs: u64,
+    },
+}
+
+impl Clock {
+    /// Now, monotonic.
+    pub fn instant(self) -> Instant {
+        match self {
+            Clock::System => Instant::now(),
+            Clock::Fixed { instant, .. } => instant,
+        }
+    }
+
+    /// Now, milliseconds since the Unix epoch (UTC).
+    pub fn unix_ms(self) -> u64 {
+        match self {
+            Clock::System => {
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+            }
+            Clock::Fixed { unix_secs, .. } => unix_secs.saturating_mul(1000),
+        }
+    }
+
+    /// Now, seconds since the Unix epoch (UTC).
+    pub fn unix_secs(self) -> u64 {
+        match self {
+            Clock::System => {
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+            }
+            Clock::Fixed { unix_secs, .. } => unix_secs,
+        }
+    }
 }
 
 #[cfg(test)]

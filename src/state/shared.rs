@@ -169,14 +169,14 @@ pub struct Asking<'a> {
     local: &'a dyn State,
     /// The clock, read only to give an event its wall-clock time (most
     /// decisions make none).
-    clock: crate::policy::Clock,
+    clock: crate::time::Clock,
     /// A ban, or a read (a client's, and a verified robot's).
     events: Mutex<Vec<Event>>,
 }
 
 impl<'a> Asking<'a> {
     /// A state in front of `local` that notes its changes, dated by `clock`.
-    pub fn new(local: &'a dyn State, clock: crate::policy::Clock) -> Asking<'a> {
+    pub fn new(local: &'a dyn State, clock: crate::time::Clock) -> Asking<'a> {
         Asking { local, clock, events: Mutex::new(Vec::new()) }
     }
 
@@ -249,8 +249,8 @@ impl State for Asking<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Clock;
     use crate::state::MemoryState;
+    use crate::time::Clock;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
