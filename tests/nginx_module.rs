@@ -27,16 +27,24 @@ User-agent: AhrefsBot
 Crawl-delay: 30
 ";
 
-/// The module, built (or found built) by `bash nginx/build.sh`: its last line is the path.
-fn module() -> PathBuf {
+/// The module, built (or found built) by `bash nginx/build.sh`: its last
+/// line is the path. `None` when it cannot be built here (no nginx-dev and
+/// no root to install it): the test says so and skips, and under `CI=true`
+/// fails (`.ci/run` builds it first).
+fn module() -> Option<PathBuf> {
     let out = Command::new("bash")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/nginx/build.sh"))
         .stderr(Stdio::piped())
         .output()
         .expect("bash runs");
-    assert!(out.status.success(), "nginx/build.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(std::env::var_os("CI").is_none(), "nginx/build.sh failed:\n{why}");
+        eprintln!("\n*** SKIPPED: nginx/build.sh cannot build the module here (.ci/run does):\n{why}\n***\n");
+        return None;
+    }
     let stdout = String::from_utf8(out.stdout).unwrap();
-    PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim())
+    Some(PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim()))
 }
 
 fn nginx() -> PathBuf {
@@ -97,10 +105,10 @@ fn site(dir: &Path) {
     .unwrap();
 }
 
-/// nginx with the module and `site`'s configuration.
-fn start(dir: &Path) -> Nginx {
+/// nginx with `module` and `site`'s configuration.
+fn start(dir: &Path, module: &Path) -> Nginx {
     let port = free_port();
-    let conf = config(dir, port);
+    let conf = config(dir, port, module);
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let child = Command::new(nginx())
         .args(["-p", &dir.display().to_string(), "-c"])
@@ -115,7 +123,7 @@ fn start(dir: &Path) -> Nginx {
     n
 }
 
-fn config(dir: &Path, port: u16) -> String {
+fn config(dir: &Path, port: u16, module: &Path) -> String {
     let d = dir.display();
     format!(
         "load_module {module};\ndaemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
@@ -126,15 +134,16 @@ fn config(dir: &Path, port: u16) -> String {
          robotgate_config {d}/robotgate.yaml;\n  \
          server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    robotgate on;\n    \
          location /off/ {{ robotgate off; }}\n  }}\n}}\n",
-        module = module().display()
+        module = module.display()
     )
 }
 
 #[test]
 fn nginx_decides_with_robotgates_pipeline() {
+    let Some(module) = module() else { return };
     let dir = tempfile::tempdir().unwrap();
     site(dir.path());
-    let n = start(dir.path());
+    let n = start(dir.path(), &module);
 
     // robots.txt from the site's file, with robotgate's trap line.
     let r = n.from("192.0.2.1", FIREFOX, "/robots.txt");
@@ -190,12 +199,13 @@ fn nginx_decides_with_robotgates_pipeline() {
 
 #[test]
 fn a_broken_robotgate_config_fails_nginx_t_naming_file_and_line() {
+    let Some(module) = module() else { return };
     let dir = tempfile::tempdir().unwrap();
     site(dir.path());
     let yaml = dir.path().join("robotgate.yaml");
     let text = std::fs::read_to_string(&yaml).unwrap().replace("aggregate_window: 0", "aggregate_window: soon");
     std::fs::write(&yaml, text).unwrap();
-    std::fs::write(dir.path().join("nginx.conf"), config(dir.path(), free_port())).unwrap();
+    std::fs::write(dir.path().join("nginx.conf"), config(dir.path(), free_port(), &module)).unwrap();
     let out = Command::new(nginx())
         .args(["-t", "-p", &dir.path().display().to_string(), "-c"])
         .arg(dir.path().join("nginx.conf"))
