@@ -16,6 +16,9 @@ use std::time::Duration;
 
 use common::{free_port, get, wait_lines, within, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
+/// A robot only reverse DNS can confirm (no published ranges).
+const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
+
 const ROBOTS: &str = "\
 User-agent: *
 Disallow: /private/
@@ -160,6 +163,11 @@ fn nginx_decides_with_robotgates_pipeline() {
     // Googlebot from Google: its own group.
     assert_eq!(n.from("66.249.66.1", GOOGLEBOT, "/private/a.html").status, 200);
     assert_eq!(n.from("66.249.66.1", GOOGLEBOT, "/nogoogle/a.html").status, 403);
+    // No reverse DNS inside nginx yet: YandexBot (host names, no ranges) is
+    // neither verified nor refused as spoofed; it is held to its group,
+    // unverified, as by a proxy without a resolver.
+    assert_eq!(n.from("198.51.100.40", YANDEX, "/index.html").status, 200);
+    assert_eq!(n.from("198.51.100.40", YANDEX, "/private/a.html").status, 403);
     // Crawl-delay: the first request, then 429 with Retry-After.
     assert_eq!(n.from("198.51.100.7", AHREFS, "/index.html").status, 200);
     let r = n.from("198.51.100.7", AHREFS, "/index.html");
@@ -185,7 +193,7 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert!(within(Duration::from_secs(3), refused).is_some(), "the edit was not in force within 3 s");
 
     // The records: who, what, which line, and what it got.
-    let recs = n.records(7);
+    let recs = n.records(8);
     let of = |client: &str| recs.iter().filter(|r| r["client"] == client).collect::<Vec<_>>();
     let gpt = of("132.196.86.5");
     assert_eq!((gpt[0]["directive"].as_str(), gpt[0]["line"].as_u64()), (Some("disallow"), Some(2)), "{gpt:?}");
@@ -193,6 +201,11 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert_eq!(of("203.0.113.66")[0]["directive"], "spoofed-identity");
     assert_eq!(of("66.249.66.1")[0]["line"], 5);
     assert_eq!(of("198.51.100.7")[0]["directive"], "crawl-delay");
+    let yandex = of("198.51.100.40");
+    assert_eq!(
+        (yandex[0]["directive"].as_str(), yandex[0]["identity"].as_str()),
+        (Some("disallow"), Some("unverifiable"))
+    );
     let trapped: Vec<_> = of("198.51.100.20").iter().map(|r| r["directive"].as_str().unwrap().to_owned()).collect();
     assert_eq!(trapped, ["trap", "banned"]);
 }
