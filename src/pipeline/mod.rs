@@ -8,7 +8,7 @@
 //! loop {
 //!     match p.run(memo, state, clock) {
 //!         Next::Need(Need::KeyDirectory(i)) => p.answer_signature(fetch_and_verify(i)),
-//!         Next::Need(Need::Dns { bot, client }) => p.answer_dns(look_up(bot, client)),
+//!         Next::Need(Need::Dns { bot, client }) => p.answer_dns(bot, look_up(bot, client)),
 //!         Next::Need(Need::Store(q)) => p.answer_store(ask(q)),
 //!         Next::Done(verdict) => break verdict,
 //!     }
