@@ -14,8 +14,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A free loopback port (bound, then released).
+/// A free loopback port (bound, then released) for a server a test starts.
+///
+/// Taken below Linux's ephemeral range (32768-60999 by default): a port the
+/// kernel hands out for `bind(0)` is also what it hands out as the source
+/// port of the tests' own outgoing connections, and one of those could take
+/// it between this check and the server's bind ("Address already in use").
+/// Each call of a test process tries the next port of its own sequence.
 pub fn free_port() -> u16 {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // Spread test processes apart by pid; threads of one process by the counter.
+    let base = (std::process::id() as usize % 97) * 100;
+    for _ in 0..10_000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + ((base + n) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
