@@ -96,16 +96,7 @@ impl Script<'_> {
 fn clf_time(unix: u64) -> String {
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let (days, secs) = ((unix / 86_400) as i64, unix % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = robotgate::time::civil_from_days(days);
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
     format!("{day:02}/{}/{year}:{h:02}:{m:02}:{s:02} +0000", MONTHS[(month - 1) as usize])
 }
