@@ -73,18 +73,8 @@ CASES=(
   "robotgate-browser|$GATE|$CHROME"
 )
 
-TICK=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime
 run() { # port ua -> "rps p50_us p99_us cpu_us_per_request"
-  local pid=${PID_OF[$1]} before after out n
-  before=$(cpu_ticks "$pid")
-  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -H "User-Agent: $2" "http://127.0.0.1:$1/page.html" 2>&1)
-  after=$(cpu_ticks "$pid")
-  n=$(awk '/requests in/ {print $1}' <<<"$out")
-  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" \
-    "$(to_us "$(awk '$1=="50%" {print $2}' <<<"$out")")" \
-    "$(to_us "$(awk '$1=="99%" {print $2}' <<<"$out")")" \
-    "$(awk -v t=$((after - before)) -v hz="$TICK" -v n="$n" 'BEGIN { print t / hz * 1e6 / n }')"
+  wrk_measure "${PID_OF[$1]}" "http://127.0.0.1:$1/page.html" "$CONNS" "$SECS" -H "User-Agent: $2"
 }
 
 declare -A RPS P50 P99 CPU

@@ -161,5 +161,26 @@ to_us() {
   awk -v v="$1" 'BEGIN { n=v+0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n*1000; else if (v ~ /s$/) print n*1000000; else print n }'
 }
 
+# cpu_ticks PID...: utime + stime of the processes (all threads), in clock ticks.
+cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+
+# wrk_measure "PIDS" URL CONNECTIONS SECONDS [WRK ARGS...]: one wrk run (one
+# thread) against URL, printed as "rps p50_us p99_us cpu_us_per_request",
+# the CPU being that of the processes PIDS over the run.
+wrk_measure() {
+  local pids=$1 url=$2 conns=$3 secs=$4 before after out n
+  shift 4
+  # shellcheck disable=SC2086
+  before=$(cpu_ticks $pids)
+  out=$(wrk -t1 -c"$conns" -d"${secs}s" --latency "$@" "$url" 2>&1)
+  # shellcheck disable=SC2086
+  after=$(cpu_ticks $pids)
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  echo "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" \
+    "$(to_us "$(awk '$1=="50%" {print $2}' <<<"$out")")" \
+    "$(to_us "$(awk '$1=="99%" {print $2}' <<<"$out")")" \
+    "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { print t / hz * 1e6 / n }')"
+}
+
 # median: the median of the numbers on stdin, separated by spaces or lines.
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -102,7 +102,6 @@ CASES=(
 )
 
 TICK=$(getconf CLK_TCK)
-cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
 run() { # port "pids" header -> "rps p50_us p99_us cpu_us_per_request"
   local before after out n extra=()
   [ -n "$3" ] && extra=(-H "$3")

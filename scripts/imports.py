@@ -80,22 +80,25 @@ for dp, _, fs in os.walk(root):
                         edges[me].add(r)
 rooms = sorted(set(edges) | {x for v in edges.values() for x in v})
 for r in rooms: print(f'{r:22} -> {", ".join(sorted(edges[r]))}')
-# cycles via SCC
-idx={}; low={}; st=[]; on=set(); sccs=[]; c=[0]
-def sc(v):
-    idx[v]=low[v]=c[0]; c[0]+=1; st.append(v); on.add(v)
-    for w in edges[v]:
-        if w not in idx: sc(w); low[v]=min(low[v],low[w])
-        elif w in on: low[v]=min(low[v],idx[w])
-    if low[v]==idx[v]:
-        comp=[]
-        while True:
-            w=st.pop(); on.discard(w); comp.append(w)
-            if w==v: break
-        if len(comp)>1: sccs.append(comp)
+# circles: strongly connected components (Tarjan) of a graph {node: set of nodes}
 sys.setrecursionlimit(10000)
-for v in rooms:
-    if v not in idx: sc(v)
+def circles(graph, nodes):
+    idx = {}; low = {}; st = []; on = set(); found = []; c = [0]
+    def visit(v):
+        idx[v] = low[v] = c[0]; c[0] += 1; st.append(v); on.add(v)
+        for w in graph[v]:
+            if w not in idx: visit(w); low[v] = min(low[v], low[w])
+            elif w in on: low[v] = min(low[v], idx[w])
+        if low[v] == idx[v]:
+            comp = []
+            while True:
+                w = st.pop(); on.discard(w); comp.append(w)
+                if w == v: break
+            if len(comp) > 1: found.append(sorted(comp))
+    for v in nodes:
+        if v not in idx: visit(v)
+    return found
+sccs = circles(edges, rooms)
 print('circles:', sccs if sccs else 'none')
 # floors: longest path from leaves
 floor={}
@@ -163,21 +166,7 @@ for dp, _, fs in os.walk(root):
             if me in ('lib.rs', 'main.rs'): continue
             fedges[me].add(target)
 files = sorted(set(fedges) | {x for v in fedges.values() for x in v})
-idx.clear(); low.clear(); st.clear(); on.clear(); c[0] = 0
-fsccs = []
-def fsc(v):
-    idx[v] = low[v] = c[0]; c[0] += 1; st.append(v); on.add(v)
-    for w in fedges[v]:
-        if w not in idx: fsc(w); low[v] = min(low[v], low[w])
-        elif w in on: low[v] = min(low[v], idx[w])
-    if low[v] == idx[v]:
-        comp = []
-        while True:
-            w = st.pop(); on.discard(w); comp.append(w)
-            if w == v: break
-        if len(comp) > 1: fsccs.append(sorted(comp))
-for v in files:
-    if v not in idx: fsc(v)
+fsccs = circles(fedges, files)
 print('file circles:', fsccs if fsccs else 'none')
 print('files', len(files), 'arrows', sum(len(v) for v in fedges.values()))
 sys.exit(1 if sccs or fsccs else 0)

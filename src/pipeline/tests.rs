@@ -107,17 +107,7 @@ fn summary(v: &Verdict<'_, '_>) -> String {
                 _ => String::new(),
             };
             let name = d.agent.as_ref().and_then(|a| a.name);
-            let outcome = match d.outcome {
-                Outcome::Pass => "pass",
-                Outcome::File(_) => "file",
-                Outcome::Violation(_) => "violation",
-                Outcome::Limited(_) => "limited",
-                Outcome::Trap(_) => "trap",
-                Outcome::Banned(_) => "banned",
-                Outcome::Spoofed(_) => "spoofed",
-                Outcome::Refused(_) => "refused",
-                Outcome::Stale(_) => "stale",
-            };
+            let outcome = d.outcome.name();
             format!(
                 "{outcome} {name:?} {:?} {:?} {limited} seen={:?} {}",
                 d.identity,

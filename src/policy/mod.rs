@@ -17,7 +17,6 @@ use std::time::Duration;
 
 mod action;
 mod claims;
-mod clock;
 mod decide;
 mod enforce;
 mod judge;
@@ -28,7 +27,6 @@ mod stale;
 pub mod unsupported;
 
 pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
-pub use self::clock::Clock;
 pub use self::enforce::Enforcement;
 use self::judge::LOG_ONLY;
 pub use self::judge::{judge, Judgement, Rate, Requester, Window};
@@ -40,6 +38,7 @@ use crate::identity::Identity;
 use crate::net::client_key;
 use crate::robots::{RobotsTxt, Rule};
 use crate::state::{SeenKey, State};
+pub use crate::time::Clock;
 
 /// The facts of one request, gathered once by the pipeline
 /// ([`crate::pipeline::Pipeline::new`]) from what the client sent (all of it
@@ -216,6 +215,25 @@ pub enum Outcome<'a> {
     Refused(Refused<'a>),
     /// Only the current robots.txt disallows it, not the crawler's copy.
     Stale(Stale<'a>),
+}
+
+impl Outcome<'_> {
+    /// A short name of the outcome (tests, logs): `pass`, `robots.txt`,
+    /// `humans.txt`, `violation`, `limited`, `trap`, `banned`, `spoofed`,
+    /// `refused`, `stale-robots`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::File(f) => f.as_str(),
+            Outcome::Violation(_) => "violation",
+            Outcome::Limited(_) => "limited",
+            Outcome::Trap(_) => "trap",
+            Outcome::Banned(_) => "banned",
+            Outcome::Spoofed(_) => "spoofed",
+            Outcome::Refused(_) => "refused",
+            Outcome::Stale(_) => "stale-robots",
+        }
+    }
 }
 
 /// A decision: who asked (when it mattered) and what happens. Every
@@ -408,18 +426,7 @@ mod tests {
     }
 
     fn outcome_name(o: &Outcome<'_>) -> &'static str {
-        match o {
-            Outcome::Pass => "pass",
-            Outcome::File(SiteFile::Robots) => "robots.txt",
-            Outcome::File(SiteFile::Humans) => "humans.txt",
-            Outcome::Violation(_) => "violation",
-            Outcome::Limited(_) => "limited",
-            Outcome::Trap(_) => "trap",
-            Outcome::Banned(_) => "banned",
-            Outcome::Spoofed(_) => "spoofed",
-            Outcome::Refused(_) => "refused",
-            Outcome::Stale(_) => "stale-robots",
-        }
+        o.name()
     }
 
     #[test]
