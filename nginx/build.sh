@@ -36,5 +36,7 @@ fi
 
 NGINX_SOURCE_DIR="$PWD/$src" NGINX_BUILD_DIR="$PWD/$src/objs" \
   cargo build --release -p robotgate-nginx >&2
-cp target/release/libngx_http_robotgate_module.so target/release/ngx_http_robotgate_module.so
+# Copied aside, then renamed: an nginx loading the module meanwhile never reads half a file.
+cp target/release/libngx_http_robotgate_module.so target/release/ngx_http_robotgate_module.so.new
+mv -f target/release/ngx_http_robotgate_module.so.new target/release/ngx_http_robotgate_module.so
 echo "$PWD/target/release/ngx_http_robotgate_module.so"

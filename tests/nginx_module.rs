@@ -1,11 +1,13 @@
-//! Issue #41, the first part, against the real nginx from Debian: the module
-//! built by `bash nginx/build.sh` is loaded with `load_module`, reads the same
+//! Issue #41 against the real nginx from Debian: the module built by
+//! `bash nginx/build.sh` is loaded with `load_module`, reads the same
 //! robotgate.yaml as `robotgate serve`, and decides every request through
 //! robotgate's core pipeline, with the client address from nginx's realip
 //! module (`X-Forwarded-For` from loopback).
 //!
-//! One worker here: state (rates, bans) is kept per worker until the
-//! shared-memory zone lands, so a second request could meet another worker.
+//! Two workers, on a `reuseport` listener so that the kernel spreads new
+//! connections over both (each request here is a new connection), and each
+//! answer says which worker wrote it (`X-Worker: $pid`): what one worker
+//! learns (a ban, a rate clock) must hold in the other.
 
 mod common;
 
@@ -35,6 +37,12 @@ Crawl-delay: 30
 /// no root to install it): the test says so and skips, and under `CI=true`
 /// fails (`.ci/run` builds it first).
 fn module() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build).clone()
+}
+
+/// `bash nginx/build.sh`, once for all the tests of this file.
+fn build() -> Option<PathBuf> {
     let out = Command::new("bash")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/nginx/build.sh"))
         .stderr(Stdio::piped())
@@ -85,6 +93,25 @@ impl Nginx {
         let lines = wait_lines(&self.dir.join("violations.jsonl"), n);
         lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
     }
+
+    /// `n` requests, each on a new connection: their statuses, and the
+    /// workers that answered.
+    fn many(&self, n: usize, ip: &str, ua: &str, path: &str) -> (Vec<u16>, std::collections::BTreeSet<String>) {
+        let mut statuses = Vec::new();
+        let mut workers = std::collections::BTreeSet::new();
+        for _ in 0..n {
+            let r = self.from(ip, ua, path);
+            statuses.push(r.status);
+            workers.insert(r.header("x-worker").expect("X-Worker on every answer").to_owned());
+        }
+        (statuses, workers)
+    }
+
+    /// Signal the master (`nginx -s` without a pid file lookup).
+    fn signal(&self, signal: &str) {
+        let ok = Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success());
+    }
 }
 
 /// The site's files and robotgate.yaml in `dir` (readable by nginx's workers).
@@ -122,21 +149,24 @@ fn start(dir: &Path, module: &Path) -> Nginx {
         .expect("nginx starts");
     let n = Nginx { child, port, dir: dir.to_owned() };
     let up = within(Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
-    assert!(up.is_some(), "nginx did not start:\n{}", std::fs::read_to_string(dir.join("nginx-stderr.log")).unwrap());
+    let log = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    assert!(up.is_some(), "nginx did not start:\n{}\n{}", log("nginx-stderr.log"), log("error.log"));
     n
 }
 
 fn config(dir: &Path, port: u16, module: &Path) -> String {
     let d = dir.display();
     format!(
-        "load_module {module};\ndaemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+        "load_module {module};\ndaemon off;\nworker_processes 2;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
          events {{ worker_connections 256; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
          fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
          set_real_ip_from 127.0.0.1;\n  real_ip_header X-Forwarded-For;\n  \
          robotgate_config {d}/robotgate.yaml;\n  \
-         server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    robotgate on;\n    \
-         location /off/ {{ robotgate off; }}\n  }}\n}}\n",
+         server {{\n    listen 127.0.0.1:{port} reuseport;\n    root {d}/www;\n    robotgate on;\n    \
+         add_header X-Worker $pid always;\n    \
+         location /off/ {{ robotgate off; }}\n    \
+         location = /metrics {{ robotgate off; robotgate_metrics; }}\n  }}\n}}\n",
         module = module.display()
     )
 }
@@ -228,4 +258,78 @@ fn a_broken_robotgate_config_fails_nginx_t_naming_file_and_line() {
     assert!(!out.status.success(), "nginx -t passed a broken config:\n{stderr}");
     assert!(stderr.contains("robotgate:") && stderr.contains("robotgate.yaml:"), "{stderr}");
     assert!(stderr.contains("aggregate_window"), "names the setting: {stderr}");
+}
+
+/// A ban and a rate clock set through one worker hold in the other; the
+/// metrics count every worker's requests; `nginx -s reopen` moves the log.
+#[test]
+fn workers_share_bans_rates_and_counts() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start(dir.path(), &module);
+
+    // The trap: one hit, then 24 new connections, every one refused,
+    // whichever worker takes it.
+    assert_eq!(n.from("198.51.100.30", FIREFOX, "/trap/x").status, 403);
+    let (statuses, workers) = n.many(24, "198.51.100.30", FIREFOX, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 403), "a worker let the banned client in: {statuses:?}");
+    assert_eq!(workers.len(), 2, "both workers answered: {workers:?}");
+
+    // Crawl-delay 30: one request, then every other is 429 in both workers.
+    assert_eq!(n.from("198.51.100.31", AHREFS, "/index.html").status, 200);
+    let (statuses, workers) = n.many(24, "198.51.100.31", AHREFS, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 429), "a worker kept its own rate clock: {statuses:?}");
+    assert_eq!(workers.len(), 2, "both workers answered: {workers:?}");
+
+    // Browsers: counted by both workers into one series.
+    let (statuses, _) = n.many(10, "192.0.2.9", FIREFOX, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 200));
+    let m = n.from("127.0.0.1", FIREFOX, "/metrics");
+    assert_eq!(m.status, 200);
+    let value = |series: &str| -> u64 {
+        let line = m.body.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("{series}:\n{}", m.body));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(value("robotgate_requests_total{site=\"shop\",category=\"browser\"}") >= 10, "{}", m.body);
+    assert_eq!(value("robotgate_rate_limited_total{site=\"shop\",bot=\"AhrefsBot\",directive=\"crawl-delay\"}"), 24);
+    assert!(m.body.contains("# TYPE robotgate_violations_total counter"), "{}", m.body);
+    assert!(m.body.contains("action=\"ban\""), "{}", m.body);
+
+    // Rotation: the log is moved away, `nginx -s reopen` (USR1), and the
+    // next record goes to a new file of that name.
+    n.records(1);
+    std::fs::rename(dir.path().join("violations.jsonl"), dir.path().join("violations.1")).unwrap();
+    n.signal("USR1");
+    let reopened = within(Duration::from_secs(5), || {
+        n.from("132.196.86.5", GPTBOT, "/private/a.html");
+        std::fs::read_to_string(dir.path().join("violations.jsonl")).is_ok_and(|t| t.contains("132.196.86.5"))
+    });
+    assert!(reopened.is_some(), "no record in the reopened log");
+    let old = std::fs::read_to_string(dir.path().join("violations.1")).unwrap();
+    assert!(old.contains("198.51.100.30"), "the moved file kept its lines");
+}
+
+/// Folded repeats are written when their window closes, with no traffic
+/// after them (each worker's timer).
+#[test]
+fn folded_repeats_are_written_when_the_window_closes() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let yaml = dir.path().join("robotgate.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap().replace("aggregate_window: 0", "aggregate_window: 1");
+    std::fs::write(&yaml, text).unwrap();
+    let n = start(dir.path(), &module);
+    for _ in 0..6 {
+        assert_eq!(n.from("132.196.86.5", GPTBOT, "/private/a.html").status, 403);
+    }
+    let total = || {
+        let text = std::fs::read_to_string(dir.path().join("violations.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["count"].as_u64().unwrap_or(1))
+            .sum::<u64>()
+    };
+    let written = within(Duration::from_secs(6), || total() == 6);
+    assert!(written.is_some(), "the repeats were not written: {}", total());
 }

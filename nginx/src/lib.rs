@@ -21,18 +21,18 @@
 //!   a `noindex` pass gets `X-Robots-Tag`, and the site's `Content-Usage`
 //!   is added to what nginx serves;
 //! * the client address is nginx's own, after its realip module;
-//! * violation records are appended to the configured file, one write per
-//!   line, by every worker (the file is opened by the master, as nginx opens
-//!   its own logs).
-//!
+//! * rates, bans and robots.txt reads are shared by every worker, in a
+//!   shared-memory zone ([`zone`]), as `limit_req_zone` shares its counters;
+//! * violation records go to the configured file as nginx's own logs do,
+//!   reopened on `nginx -s reopen` ([`log`]);
+//! * `robotgate_metrics;` in a location serves the proxy's counters, counted
+//!   by every worker, as Prometheus text;
 //! * a robots.txt (or any source) edit is in force within a second, without
 //!   `nginx -s reload`: each worker looks at most once a second ([`current`]).
 //!
-//! Not yet: state shared between workers (each worker keeps its own rates,
-//! bans and robots.txt reads), reverse DNS (a robot that only DNS could
-//! confirm is judged unverifiable, as by a proxy without a resolver), Web Bot
-//! Auth key directories, the shared store, metrics, `nginx -s reopen` of the
-//! violation log, and a timer closing the log's aggregation windows.
+//! Not yet: reverse DNS (a robot that only DNS could confirm is judged
+//! unverifiable, as by a proxy without a resolver), Web Bot Auth key
+//! directories, and the store shared with other instances (`state:`).
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
@@ -40,10 +40,11 @@
 //! result of `NGX_OK` as "allowed, go on". nginx's realip module has set the
 //! client address by then (post-read phase).
 
+mod log;
+mod zone;
+
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
-use std::fs::File;
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,10 +52,10 @@ use std::time::{Duration, Instant};
 
 use ngx::core::{Buffer, Status};
 use ngx::ffi::{
-    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_http_handler_pt, ngx_http_module_t,
-    ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_int_t, ngx_module_t, ngx_str_t, ngx_uint_t, NGX_CONF_TAKE1,
-    NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF, NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE,
-    NGX_HTTP_SRV_CONF, NGX_LOG_EMERG, NGX_LOG_ERR,
+    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_handler_pt, ngx_http_module_t,
+    ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_int_t, ngx_module_t, ngx_open_file_t, ngx_str_t, ngx_uint_t,
+    NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
+    NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
 };
 use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
@@ -62,9 +63,7 @@ use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 use robotgate::identity::Identity;
 use robotgate::load::{LiveSite, Snapshot};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
-use robotgate::policy::{Action, Clock, Decision, Enforcement, Rates, SiteFile};
-use robotgate::record::aggregate::{Aggregator, Line, Offer};
-use robotgate::state::MemoryState;
+use robotgate::policy::{Action, Clock, Decision, Enforcement, Outcome, Rates, SiteFile};
 
 struct Module;
 
@@ -91,15 +90,30 @@ impl http::HttpModule for Module {
 }
 
 /// `http { robotgate_config FILE; }`: the snapshot every worker decides with.
-#[derive(Default)]
 struct MainConf {
     /// The snapshot the master read; each worker keeps its own from there
     /// ([`current`]).
     snapshot: Option<Arc<Snapshot>>,
     /// The file `robotgate_config` named.
     config: PathBuf,
-    /// The violation log, opened by the master (`log.violations` when it is a file).
-    violations: Option<File>,
+    /// The violation log, nginx's open file (`log.violations` when it is a file).
+    violations: *mut ngx_open_file_t,
+    /// What the zone's `init` needs.
+    pending: zone::Pending,
+    /// The shared zone, once nginx has mapped it.
+    shared: Option<zone::Shared>,
+}
+
+impl Default for MainConf {
+    fn default() -> MainConf {
+        MainConf {
+            snapshot: None,
+            config: PathBuf::new(),
+            violations: std::ptr::null_mut(),
+            pending: zone::Pending { max_clients: 0, shared: std::ptr::null_mut() },
+            shared: None,
+        }
+    }
 }
 
 /// `robotgate on|off;` in http, server or location.
@@ -126,7 +140,7 @@ impl http::Merge for LocConf {
     }
 }
 
-static mut COMMANDS: [ngx_command_t; 3] = [
+static mut COMMANDS: [ngx_command_t; 4] = [
     ngx_command_t {
         name: ngx_string!("robotgate_config"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
@@ -139,6 +153,14 @@ static mut COMMANDS: [ngx_command_t; 3] = [
         name: ngx_string!("robotgate"),
         type_: (NGX_HTTP_MAIN_CONF | NGX_HTTP_SRV_CONF | NGX_HTTP_LOC_CONF | NGX_CONF_TAKE1) as ngx_uint_t,
         set: Some(set_enable),
+        conf: NGX_HTTP_LOC_CONF_OFFSET,
+        offset: 0,
+        post: std::ptr::null_mut(),
+    },
+    ngx_command_t {
+        name: ngx_string!("robotgate_metrics"),
+        type_: (NGX_HTTP_LOC_CONF | NGX_CONF_NOARGS) as ngx_uint_t,
+        set: Some(set_metrics),
         conf: NGX_HTTP_LOC_CONF_OFFSET,
         offset: 0,
         post: std::ptr::null_mut(),
@@ -167,6 +189,7 @@ pub static mut ngx_http_robotgate_module: ngx_module_t = ngx_module_t {
     // SAFETY: a pointer to the static table above, read by nginx only.
     commands: unsafe { &COMMANDS[0] as *const _ as *mut _ },
     type_: NGX_HTTP_MODULE as _,
+    init_process: Some(init_process),
     exit_process: Some(exit_process),
     ..ngx_module_t::default()
 };
@@ -200,17 +223,99 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
         }
     };
     if let robotgate::config::LogTarget::File(file) = &snapshot.settings.boot.violations {
-        match std::fs::OpenOptions::new().create(true).append(true).open(file) {
-            Ok(f) => conf.violations = Some(f),
-            Err(e) => {
-                ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: cannot open {}: {}", file.display(), e);
-                return ngx::core::NGX_CONF_ERROR;
+        // nginx's own open file: opened by the master, reopened on `nginx -s reopen`.
+        let name = file.to_string_lossy();
+        // SAFETY: `cf` is this directive's; the name is copied into the
+        // cycle's pool, as nginx keeps it, with the NUL nginx opens it by.
+        let open = unsafe {
+            match ngx_str((*cf).pool, &format!("{name}\0")) {
+                Some(mut name) => {
+                    name.len -= 1;
+                    ngx::ffi::ngx_conf_open_file((*cf).cycle, &mut name)
+                }
+                None => std::ptr::null_mut(),
             }
+        };
+        if open.is_null() {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: cannot open {}", name);
+            return ngx::core::NGX_CONF_ERROR;
         }
+        conf.violations = open;
+    }
+    let ignored = ignored_here(&snapshot);
+    if !ignored.is_empty() {
+        ngx_conf_log_error!(NGX_LOG_NOTICE, cf, "robotgate: {}: ignored inside nginx ({})", path, ignored.join("; "));
+    }
+    conf.pending.max_clients = snapshot.settings.boot.max_clients;
+    conf.pending.shared = &raw mut conf.shared;
+    // SAFETY: `cf` is this directive's; `pending` lives in the main configuration, as long as the cycle.
+    if let Err(why) =
+        unsafe { zone::add(cf, &raw mut conf.pending, (&raw mut ngx_http_robotgate_module).cast::<c_void>()) }
+    {
+        ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: {}", why);
+        return ngx::core::NGX_CONF_ERROR;
     }
     conf.snapshot = Some(Arc::new(snapshot));
     conf.config = PathBuf::from(path);
     ngx::core::NGX_CONF_OK
+}
+
+/// The keys of a `robotgate serve` config that mean nothing inside nginx,
+/// and which of nginx's own directives does their job.
+fn ignored_here(snap: &Snapshot) -> Vec<&'static str> {
+    let boot = &snap.settings.boot;
+    let mut ignored = vec!["listen: nginx's `listen`", "sites[].upstream: nginx's `proxy_pass`, `root` ..."];
+    if boot.threads != 1 {
+        ignored.push("threads: `worker_processes`");
+    }
+    if snap.sites.iter().any(|s| s.conf.tls.is_some()) || boot.listen.iter().any(|l| l.tls.is_some()) {
+        ignored.push("tls: `ssl_certificate`");
+    }
+    if boot.metrics.is_some() {
+        ignored.push("metrics.listen: `robotgate_metrics;` in a location");
+    }
+    if !boot.auth.is_empty() {
+        ignored.push("auth.listen: not needed, robotgate decides inside nginx");
+    }
+    if boot.shared_state.is_some() {
+        ignored.push("state: not reached from inside nginx yet; the workers of this nginx share their state");
+    }
+    ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
+    ignored
+}
+
+extern "C" fn set_metrics(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, _conf: *mut c_void) -> *mut c_char {
+    // SAFETY: nginx passes the configuration being read.
+    let Some(clcf) = NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) else {
+        return ngx::core::NGX_CONF_ERROR;
+    };
+    clcf.handler = Some(metrics_handler);
+    ngx::core::NGX_CONF_OK
+}
+
+http_request_handler!(metrics_handler, |request: &mut http::Request| {
+    let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
+    let Some(shared) = main.shared.as_ref() else {
+        return send(request, 404, "text/plain", b"robotgate_metrics: no robotgate_config in this http block\n");
+    };
+    let mut text = String::new();
+    shared.series.render(&mut text);
+    send(request, 200, "text/plain; version=0.0.4; charset=utf-8", text.as_bytes())
+});
+
+/// A worker's start: its folding of the violation log, and the timer that
+/// closes its windows.
+extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    // SAFETY: nginx passes its cycle.
+    let Some(main) = Module::main_conf(unsafe { &*cycle }) else { return Status::NGX_OK.into() };
+    let Some(snap) = main.snapshot.as_ref() else { return Status::NGX_OK.into() };
+    if !main.violations.is_null() {
+        let fold = &snap.settings.boot.violation_log;
+        log::start(main.violations, fold.aggregate_window.as_millis() as u64, fold.aggregate_max_keys);
+        // SAFETY: once, in this worker, on nginx's thread.
+        unsafe { log::start_timer((*cycle).log) };
+    }
+    Status::NGX_OK.into()
 }
 
 extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
@@ -229,9 +334,6 @@ extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
 }
 
 thread_local! {
-    /// This worker's rates, bans and robots.txt reads (not yet shared
-    /// between workers), sized by `limits.max_clients` on first use.
-    static STATE: RefCell<Option<MemoryState>> = const { RefCell::new(None) };
     /// This worker's snapshot, when it has read a newer one than the
     /// master's, and when it last looked.
     static LIVE: RefCell<Option<(Arc<Snapshot>, Instant)>> = const { RefCell::new(None) };
@@ -384,7 +486,8 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     let Some(snap) = current(main, request) else { return Status::NGX_DECLINED };
     let Some(site) = snap.settings.site_for_host(host_of(request)) else { return Status::NGX_DECLINED };
     let live = &snap.sites[site];
-    let answer = decide(request, &snap, live, main.violations.as_ref());
+    let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
+    let answer = decide(request, &snap, live, shared, !main.violations.is_null());
     match answer {
         Answer::Pass { headers } => {
             for (name, value) in headers {
@@ -402,7 +505,13 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
 });
 
 /// Decide `request` through the pipeline, and say how to answer it.
-fn decide<'s>(request: &http::Request, snap: &'s Snapshot, live: &'s LiveSite, log: Option<&File>) -> Answer<'s> {
+fn decide<'s>(
+    request: &http::Request,
+    snap: &'s Snapshot,
+    live: &'s LiveSite,
+    shared: &zone::Shared,
+    logging: bool,
+) -> Answer<'s> {
     let method = request.method();
     let req = Request {
         method: method.as_str(),
@@ -413,35 +522,28 @@ fn decide<'s>(request: &http::Request, snap: &'s Snapshot, live: &'s LiveSite, l
         headers: Fields::of(request),
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
-    STATE.with_borrow_mut(|state| {
-        let state = state.get_or_insert_with(|| MemoryState::new(snap.settings.boot.max_clients));
-        let mut p = Pipeline::new(Env::of(snap), view, &req, None, Rates::Local, Clock::System);
-        let verdict = loop {
-            match p.run(None, state, Clock::System) {
-                Next::Done(v) => break v,
-                // Not inside nginx yet: what only reverse DNS could confirm is unverifiable.
-                Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, Identity::Unverifiable),
-                Next::Need(Need::Store(_)) => p.answer_store(None),
-                Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
-            }
-        };
-        let decision = match verdict {
-            Verdict::Refuse(status, _) => {
-                return Answer::Body { status, content_type: "text/plain", body: b"", headers: Vec::new() }
-            }
-            Verdict::Decided(d) => d,
-        };
-        let mut headers = Vec::new();
-        if let Some(usage) = &p.facts().content_usage {
-            headers.push(("Content-Usage", usage.clone()));
+    let mut p = Pipeline::new(Env::of(snap), view, &req, None, Rates::Local, Clock::System);
+    let verdict = loop {
+        match p.run(None, &shared.state, Clock::System) {
+            Next::Done(v) => break v,
+            // Not inside nginx yet: what only reverse DNS could confirm is unverifiable.
+            Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, Identity::Unverifiable),
+            Next::Need(Need::Store(_)) => p.answer_store(None),
+            Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
         }
-        if let Some(log) = log {
-            let fold = &snap.settings.boot.violation_log;
-            let fold = (fold.aggregate_window.as_millis() as u64, fold.aggregate_max_keys);
-            record(log, fold, request, live, &decision, (p.facts().client, p.facts().user_agent));
+    };
+    let decision = match verdict {
+        Verdict::Refuse(status, _) => {
+            return Answer::Body { status, content_type: "text/plain", body: b"", headers: Vec::new() }
         }
-        answer(live, &decision, headers)
-    })
+        Verdict::Decided(d) => d,
+    };
+    let mut headers = Vec::new();
+    if let Some(usage) = &p.facts().content_usage {
+        headers.push(("Content-Usage", usage.clone()));
+    }
+    count_and_record(request, live, &decision, shared, logging, (p.facts().client, p.facts().user_agent));
+    answer(live, &decision, headers)
 }
 
 /// The answer an enforcement gets.
@@ -496,22 +598,36 @@ fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'stat
     }
 }
 
-/// Append the decision's violation record, one write per line.
-/// `fold`: `log.aggregate_window` (ms) and `aggregate_max_keys`; `who`: the
-/// client and its User-Agent.
-fn record(
-    log: &File,
-    fold: (u64, usize),
+/// Count the decision in the shared series, as the proxy counts it, and
+/// offer its violation record to the log. `who`: the client and its
+/// User-Agent.
+fn count_and_record(
     request: &http::Request,
     live: &LiveSite,
     d: &Decision<'_, '_>,
+    shared: &zone::Shared,
+    logging: bool,
     who: (Option<IpAddr>, &[u8]),
 ) {
+    let site = live.conf.name.as_str();
+    if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
+        let result = if d.preference_unknown { "preference-unknown" } else { "refused" };
+        shared.series.add("robotgate_preferences_total", &["site", "result"], &[site, result], 1);
+    }
+    if let Outcome::File(which) = d.outcome {
+        shared.series.add("robotgate_files_served_total", &["site", "file"], &[site, which.as_str()], 1);
+        return;
+    }
+    let Some(agent) = d.agent.as_ref() else { return };
+    shared.series.add("robotgate_requests_total", &["site", "category"], &[site, agent.category.as_str()], 1);
+    if matches!(d.outcome, Outcome::Pass) {
+        return;
+    }
     let (client, ua) = who;
     let client = client.map(|c| c.to_string()).unwrap_or_default();
     let method = request.method();
     let requested = robotgate::policy::Requested {
-        site: &live.conf.name,
+        site,
         client: &client,
         method: method.as_str(),
         path: &String::from_utf8_lossy(request.unparsed_uri().as_bytes()),
@@ -521,62 +637,20 @@ fn record(
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
     };
     let Some(mut r) = d.record(&requested) else { return };
-    let now = Clock::System.unix_ms();
-    let (window, max_keys) = fold;
-    r.time = robotgate::time::rfc3339_ms(now);
-    r.status = d.outcome.enforcement().status().unwrap_or(0);
-    FOLD.with_borrow_mut(|fold| {
-        let fold = fold.get_or_insert_with(|| Fold {
-            lines: Aggregator::new(window, max_keys, 64 << 20),
-            log: log.try_clone().ok(),
-        });
-        // Repeats are folded as the proxy folds them (`log.aggregate_window`):
-        // the first of a kind is written at once, its repeats when its window
-        // closes, on a later request of this worker or when it exits.
-        let mut lines = fold.lines.close_due(now);
-        if let Offer::Write(r) = fold.lines.offer(r, now) {
-            lines.push(Line::Record(r));
-        }
-        write_lines(log, &lines);
-    });
-}
-
-/// This worker's folding of repeated records, and the log it writes to.
-struct Fold {
-    lines: Aggregator,
-    log: Option<File>,
-}
-
-thread_local! {
-    /// Made with the folding settings of the snapshot of the worker's first record.
-    static FOLD: RefCell<Option<Fold>> = const { RefCell::new(None) };
-}
-
-/// Lines as JSON, written with one write: lines of several workers appended
-/// to one file do not interleave.
-fn write_lines(log: &File, lines: &[Line]) {
-    if lines.is_empty() {
-        return;
+    if let Some(tally) = d.tally(site, &r) {
+        let (name, labels) = tally.family();
+        shared.series.add(name, labels, tally.values(), 1);
     }
-    let mut text = Vec::new();
-    for line in lines {
-        if serde_json::to_writer(&mut text, line).is_ok() {
-            text.push(b'\n');
-        }
+    if logging {
+        r.time = robotgate::time::rfc3339_ms(Clock::System.unix_ms());
+        r.status = d.outcome.enforcement().status().unwrap_or(0);
+        log::offer(r);
     }
-    let _ = (&*log).write_all(&text);
 }
 
 /// A worker's exit: what it folded is written.
-extern "C" fn exit_process(_cycle: *mut ngx::ffi::ngx_cycle_t) {
-    FOLD.with_borrow_mut(|fold| {
-        if let Some(fold) = fold.as_mut() {
-            let lines = fold.lines.drain();
-            if let Some(log) = &fold.log {
-                write_lines(log, &lines);
-            }
-        }
-    });
+extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
+    log::drain();
 }
 
 /// Send a whole response of `body` (not for HEAD).

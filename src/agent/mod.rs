@@ -133,6 +133,15 @@ impl<'a> Claim<'a> {
 }
 
 impl<'a> Agent<'a> {
+    /// The name metrics count it under: a database robot's name, else
+    /// `other` (a client cannot create series by sending User-Agents).
+    pub fn metric_name(&self) -> &'a str {
+        match (self.is_known(), self.name) {
+            (true, Some(n)) => n,
+            _ => "other",
+        }
+    }
+
     /// This agent as the one robot `index` it names (the chosen entry or
     /// one of [`Agent::also`]), with the others dropped: what a client
     /// verified as that robot is judged as.

@@ -32,6 +32,57 @@ pub struct Requested<'a> {
     pub lines: &'a LineMap,
 }
 
+/// The counter a recorded decision moves, with its label values: what the
+/// proxy's metrics and the nginx module's count, from one mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tally<'r> {
+    /// `robotgate_violations_total{site,bot,category,action,robots_seen,identity}`.
+    Violation([&'r str; 6]),
+    /// `robotgate_rate_limited_total{site,bot,directive}`.
+    Limited([&'r str; 3]),
+    /// `robotgate_stale_robots_total{site,bot,action}`: not violations.
+    Stale([&'r str; 3]),
+}
+
+impl Tally<'_> {
+    /// The metric's name and its label names, in the order of the values.
+    pub fn family(&self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            Tally::Violation(_) => {
+                ("robotgate_violations_total", &["site", "bot", "category", "action", "robots_seen", "identity"])
+            }
+            Tally::Limited(_) => ("robotgate_rate_limited_total", &["site", "bot", "directive"]),
+            Tally::Stale(_) => ("robotgate_stale_robots_total", &["site", "bot", "action"]),
+        }
+    }
+
+    /// The label values.
+    pub fn values(&self) -> &[&str] {
+        match self {
+            Tally::Violation(v) => v,
+            Tally::Limited(v) | Tally::Stale(v) => v,
+        }
+    }
+}
+
+impl<'a> Decision<'a, '_> {
+    /// The counter the decision's record `r` moves on `site`; `None` for a
+    /// decision without an agent.
+    pub fn tally<'r>(&'r self, site: &'r str, r: &'r Record) -> Option<Tally<'r>> {
+        let agent = self.agent.as_ref()?;
+        let bot = agent.metric_name();
+        Some(match self.outcome {
+            Outcome::Limited(_) => Tally::Limited([site, bot, r.directive]),
+            Outcome::Stale(_) => Tally::Stale([site, bot, r.action]),
+            _ => {
+                let seen = if r.robots_seen == Some(true) { "true" } else { "false" };
+                let identity = r.identity.unwrap_or("not-claimed");
+                Tally::Violation([site, bot, agent.category.as_str(), r.action, seen, identity])
+            }
+        })
+    }
+}
+
 impl Decision<'_, '_> {
     /// The record of a violation, a limit, a trap hit, a banned or a spoofed
     /// request; `None` for a pass, a served file, or a limit by a directive

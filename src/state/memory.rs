@@ -7,13 +7,23 @@
 //! number of distinct clients (an attacker rotating addresses only evicts),
 //! and a lookup is one hash and one short lock on a bucket.
 //!
+//! A table lives on the heap ([`MemoryState::new`]), or in a region of
+//! memory that several processes map at one address
+//! ([`MemoryState::in_region`]): the workers of one nginx share their rates,
+//! bans and robots.txt reads that way, as `limit_req_zone` shares its
+//! counters. In a region, each bucket has a spin lock of its own (held for a
+//! few loads and stores, never across a call out), and keys are hashed with
+//! a seed kept in the region, so every process finds the same bucket.
+//!
 //! The cost of eviction is leniency: an evicted rate clock lets a client's
 //! next request through early, an evicted ban ends early, an evicted
 //! robots.txt read is forgotten. Each errs towards letting a client work,
 //! never towards blocking it.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash};
+use std::cell::UnsafeCell;
+use std::collections::hash_map::{DefaultHasher, RandomState};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -23,6 +33,7 @@ use super::{BanKey, RateKey, SeenKey, State};
 pub const WAYS: usize = 4;
 
 #[derive(Clone, Copy, Default)]
+#[repr(C)]
 struct Entry<T> {
     /// Hash of the key; 0 = empty.
     key: u64,
@@ -37,10 +48,75 @@ struct Entry<T> {
 /// A bounded map from keys to times (and a small `T` beside each), the
 /// building block of the in-process state. Keys are kept as 64-bit hashes
 /// with a per-process random seed, so clients cannot aim collisions.
-pub struct TimeTable<T = ()> {
-    buckets: Box<[Mutex<[Entry<T>; WAYS]>]>,
-    hasher: RandomState,
+pub struct TimeTable<T: 'static = ()> {
+    buckets: Buckets<T>,
+    hasher: Hashing,
     epoch: Instant,
+}
+
+/// Where a table's buckets are.
+enum Buckets<T: 'static> {
+    /// On this process's heap.
+    Heap(Box<[Mutex<[Entry<T>; WAYS]>]>),
+    /// In a region shared with other processes ([`MemoryState::in_region`]).
+    Mapped(&'static [Mapped<T>]),
+}
+
+/// A bucket in shared memory: a spin lock and its entries.
+#[repr(C)]
+struct Mapped<T> {
+    /// 0: free; 1: held.
+    lock: AtomicU32,
+    entries: UnsafeCell<[Entry<T>; WAYS]>,
+}
+
+// SAFETY: the entries are reached only with the bucket's lock held.
+unsafe impl<T: Send> Sync for Mapped<T> {}
+
+impl<T> Mapped<T> {
+    fn with<R>(&self, f: impl FnOnce(&mut [Entry<T>; WAYS]) -> R) -> R {
+        let mut spins = 0u32;
+        while self.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                // The holder may be a process the scheduler took off its CPU.
+                std::thread::yield_now();
+            }
+        }
+        struct Unlock<'a>(&'a AtomicU32);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                self.0.store(0, Ordering::Release);
+            }
+        }
+        let _unlock = Unlock(&self.lock);
+        // SAFETY: the lock is held, so no other process or thread is in the entries.
+        f(unsafe { &mut *self.entries.get() })
+    }
+}
+
+/// How a table hashes keys.
+enum Hashing {
+    /// A per-process random seed (a table on the heap).
+    Random(RandomState),
+    /// A seed kept in the shared region, the same in every process that maps it.
+    Seeded(u64),
+}
+
+impl Hashing {
+    fn hash(&self, key: impl Hash) -> u64 {
+        match self {
+            Hashing::Random(r) => r.hash_one(key),
+            Hashing::Seeded(seed) => {
+                let mut h = DefaultHasher::new();
+                h.write_u64(*seed);
+                key.hash(&mut h);
+                h.finish()
+            }
+        }
+    }
 }
 
 impl<T: Copy + Default> TimeTable<T> {
@@ -48,20 +124,30 @@ impl<T: Copy + Default> TimeTable<T> {
     pub fn new(capacity: usize) -> TimeTable<T> {
         let n = capacity.div_ceil(WAYS).max(1);
         TimeTable {
-            buckets: (0..n).map(|_| Mutex::new([Entry::default(); WAYS])).collect(),
-            hasher: RandomState::new(),
+            buckets: Buckets::Heap((0..n).map(|_| Mutex::new([Entry::default(); WAYS])).collect()),
+            hasher: Hashing::Random(RandomState::new()),
             epoch: Instant::now(),
+        }
+    }
+
+    fn buckets(&self) -> usize {
+        match &self.buckets {
+            Buckets::Heap(b) => b.len(),
+            Buckets::Mapped(b) => b.len(),
         }
     }
 
     /// How many keys the table can hold.
     pub fn capacity(&self) -> usize {
-        self.buckets.len() * WAYS
+        self.buckets() * WAYS
     }
 
     /// Bytes of the table itself (it never grows).
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.buckets)
+        match &self.buckets {
+            Buckets::Heap(b) => std::mem::size_of_val(&**b),
+            Buckets::Mapped(b) => std::mem::size_of_val(*b),
+        }
     }
 
     fn ns(&self, t: Instant) -> u64 {
@@ -88,9 +174,20 @@ impl<T: Copy + Default> TimeTable<T> {
         key: impl Hash,
         f: impl FnOnce(Option<(Instant, T)>) -> (Option<(Instant, T)>, R),
     ) -> R {
-        let h = self.hasher.hash_one(key) | 1; // never 0, which marks an empty entry
-        let bucket = &self.buckets[(h >> 7) as usize % self.buckets.len()];
-        let mut entries = bucket.lock().unwrap_or_else(|e| e.into_inner());
+        let h = self.hasher.hash(key) | 1; // never 0, which marks an empty entry
+        let i = (h >> 7) as usize % self.buckets();
+        match &self.buckets {
+            Buckets::Heap(b) => self.update_in(&mut b[i].lock().unwrap_or_else(|e| e.into_inner()), h, f),
+            Buckets::Mapped(b) => b[i].with(|entries| self.update_in(entries, h, f)),
+        }
+    }
+
+    fn update_in<R>(
+        &self,
+        entries: &mut [Entry<T>; WAYS],
+        h: u64,
+        f: impl FnOnce(Option<(Instant, T)>) -> (Option<(Instant, T)>, R),
+    ) -> R {
         let found = entries.iter().position(|e| e.key == h);
         let (store, r) = f(found.map(|i| (self.instant(entries[i].at), entries[i].tag)));
         if let Some((t, tag)) = store {
@@ -159,7 +256,90 @@ impl MemoryState {
     pub fn rates(&self) -> &RateTable {
         &self.rates
     }
+
+    /// Bytes of a region ([`MemoryState::in_region`]) with tables of
+    /// `max_clients` entries each.
+    pub fn region_bytes(max_clients: usize) -> usize {
+        let n = max_clients.div_ceil(WAYS).max(1);
+        REGION_HEADER + n * (2 * std::mem::size_of::<Mapped<()>>() + std::mem::size_of::<Mapped<u64>>())
+    }
+
+    /// The state in a region of memory that several processes map: tables
+    /// of `max_clients` entries each, as [`MemoryState::new`] makes them.
+    /// A region that holds no such tables yet (any bytes but the ones this
+    /// function writes) is formatted; one that does is used as it is, so
+    /// the state outlives the processes that use it (nginx keeps a zone
+    /// across `nginx -s reload`). `None`: the region is too small or not
+    /// aligned to 8.
+    ///
+    /// # Safety
+    /// `base` is valid for reads and writes of `len` bytes for as long as
+    /// the state is used, and every process using it maps the same memory
+    /// (`MAP_SHARED`) whose monotonic clock is the same (one machine). The
+    /// first call, which formats, must not race with another: make it in
+    /// one process before the others start (nginx: the zone's `init`, in
+    /// the master).
+    pub unsafe fn in_region(base: *mut u8, len: usize, max_clients: usize) -> Option<MemoryState> {
+        let n = max_clients.div_ceil(WAYS).max(1);
+        if len < Self::region_bytes(max_clients) || base.align_offset(8) != 0 {
+            return None;
+        }
+        let header = base as *mut RegionHeader;
+        // SAFETY: the caller's region, large and aligned enough for the header.
+        let mut h = unsafe { std::ptr::read(header) };
+        if h.magic != REGION_MAGIC || h.buckets != n as u64 {
+            h = RegionHeader {
+                magic: REGION_MAGIC,
+                buckets: n as u64,
+                seed: RandomState::new().hash_one(0x5eed_u64),
+                epoch: Instant::now(),
+            };
+            // SAFETY: as above; zero is an empty, unlocked bucket.
+            unsafe {
+                std::ptr::write_bytes(base.add(REGION_HEADER), 0, len - REGION_HEADER);
+                std::ptr::write(header, h);
+            }
+        }
+        // SAFETY: the three tables follow the header, each `n` buckets,
+        // inside `len` (checked above); `Mapped` is aligned to 8 at most.
+        unsafe {
+            let rates = base.add(REGION_HEADER) as *const Mapped<()>;
+            let bans = rates.add(n);
+            let seen = bans.add(n) as *const Mapped<u64>;
+            let table = |buckets| TimeTable { buckets, hasher: Hashing::Seeded(h.seed), epoch: h.epoch };
+            Some(MemoryState {
+                rates: RateTable(table(Buckets::Mapped(std::slice::from_raw_parts(rates, n)))),
+                bans: table(Buckets::Mapped(std::slice::from_raw_parts(bans, n))),
+                seen: TimeTable {
+                    buckets: Buckets::Mapped(std::slice::from_raw_parts(seen, n)),
+                    hasher: Hashing::Seeded(h.seed),
+                    epoch: h.epoch,
+                },
+            })
+        }
+    }
 }
+
+/// The start of a region: what every process needs to find the same entries.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct RegionHeader {
+    magic: u64,
+    /// Buckets per table.
+    buckets: u64,
+    /// The hash seed.
+    seed: u64,
+    /// The tables' epoch: a monotonic time, the same for every process of the machine.
+    epoch: Instant,
+}
+
+/// "robotgate state, layout 1".
+const REGION_MAGIC: u64 = u64::from_be_bytes(*b"rgstate1");
+
+/// Bytes the header takes (a cache line, so buckets start aligned).
+const REGION_HEADER: usize = 64;
+
+const _: () = assert!(std::mem::size_of::<RegionHeader>() <= REGION_HEADER);
 
 impl State for MemoryState {
     fn admit(&self, key: &RateKey<'_>, interval: Duration, now: Instant) -> Result<(), Duration> {
@@ -190,6 +370,7 @@ impl State for MemoryState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     #[test]
     fn second_request_within_the_interval_waits() {
@@ -212,6 +393,68 @@ mod tests {
         t.admit(1u32, i, t0).unwrap();
         t.admit(1u32, i, t0 + Duration::from_secs(9)).unwrap_err();
         assert!(t.admit(1u32, i, t0 + Duration::from_secs(10)).is_ok());
+    }
+
+    /// Two views of one region (two processes of nginx, here two threads)
+    /// see each other's bans, clocks and reads; a view made again finds
+    /// them (a reload).
+    #[test]
+    fn views_of_one_region_share_everything() {
+        let words = MemoryState::region_bytes(100).div_ceil(8);
+        let region: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
+        let (base, len) = (region.as_mut_ptr() as *mut u8, words * 8);
+        // SAFETY: a leaked, aligned region of `len` bytes, formatted here first.
+        let a = unsafe { MemoryState::in_region(base, len, 100) }.unwrap();
+        let b = unsafe { MemoryState::in_region(base, len, 100) }.unwrap();
+        let client: IpAddr = "192.0.2.7".parse().unwrap();
+        let now = Instant::now();
+        let ban = BanKey { client, site: "s" };
+        a.ban(&ban, now + Duration::from_secs(60));
+        let rate = RateKey { client, site: "s", bot: "Bingbot" };
+        a.admit(&rate, Duration::from_secs(5), now).unwrap();
+        let seen = SeenKey::Bot { site: "s", name: "Googlebot" };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(b.banned(&ban, now + Duration::from_secs(10)), Some(Duration::from_secs(50)));
+                assert_eq!(
+                    b.admit(&rate, Duration::from_secs(5), now + Duration::from_secs(1)),
+                    Err(Duration::from_secs(4))
+                );
+                b.saw_robots(&seen, 7, now);
+            });
+        });
+        assert_eq!(a.robots_read(&seen).map(|(_, v)| v), Some(7));
+        let again = unsafe { MemoryState::in_region(base, len, 100) }.unwrap();
+        assert!(again.banned(&ban, now).is_some());
+        assert_eq!(again.rates().capacity(), 100);
+        // Too small, or another size: refused, or formatted afresh.
+        assert!(unsafe { MemoryState::in_region(base, 64, 100) }.is_none());
+        let other = unsafe { MemoryState::in_region(base, len, 50) }.unwrap();
+        assert!(other.banned(&ban, now).is_none());
+    }
+
+    /// Threads hammering one region's buckets lose no update.
+    #[test]
+    fn region_locks_hold_under_contention() {
+        let words = MemoryState::region_bytes(8).div_ceil(8);
+        let region: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
+        // SAFETY: as above.
+        let s = unsafe { MemoryState::in_region(region.as_mut_ptr() as *mut u8, words * 8, 8) }.unwrap();
+        let t0 = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..10_000 {
+                        s.bans.update(1u8, |old| {
+                            let next = old.unwrap_or(t0) + Duration::from_nanos(1);
+                            (Some(next), ())
+                        });
+                    }
+                });
+            }
+        });
+        let last = s.bans.update(1u8, |old| (None, old)).unwrap();
+        assert_eq!(last.duration_since(t0), Duration::from_nanos(40_000));
     }
 
     #[test]

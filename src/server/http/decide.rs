@@ -17,25 +17,17 @@ use pingora::proxy::Session;
 use prometheus::{IntCounter, IntCounterVec};
 
 use super::gate::{Ctx, Gate};
-use crate::agent::{Agent, Category};
+use crate::agent::Category;
 use crate::identity::signature::Inspection;
 use crate::identity::signature::Verdict as Signed;
 use crate::identity::Identity;
 use crate::pipeline::{self, Env, Header, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
-use crate::policy::{self, Clock, Decision, Outcome, Rates};
+use crate::policy::{self, Clock, Decision, Outcome, Rates, Tally};
 use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
 use crate::server::verify::dns::{DnsVerdict, Trouble};
 use crate::server::verify::identity::identity_of;
 use crate::server::verify::wba::{self};
-
-/// Bot label for metrics: only database names, so clients cannot mint series.
-pub(super) fn bot_label<'a>(agent: &Agent<'a>) -> &'a str {
-    match (agent.is_known(), agent.name) {
-        (true, Some(n)) => n,
-        _ => "other",
-    }
-}
 
 thread_local! {
     /// The counter handle of this thread's last violation and rate limit, by
@@ -305,16 +297,11 @@ impl Gate {
         };
         ctx.pending = d.record(&requested).map(Box::new);
         let Some(r) = &ctx.pending else { return true };
-        let bot = bot_label(agent);
-        match d.outcome {
-            Outcome::Limited(_) => count(&LAST_LIMITED, &metrics().rate_limited, &[site_name, bot, r.directive]),
-            Outcome::Stale(_) => metrics().stale_robots.with_label_values(&[site_name, bot, r.action]).inc(),
-            _ => {
-                let seen = if r.robots_seen == Some(true) { "true" } else { "false" };
-                let identity = r.identity.unwrap_or("not-claimed");
-                let labels = [site_name, bot, category.as_str(), r.action, seen, identity];
-                count(&LAST_VIOLATION, &metrics().violations, &labels);
-            }
+        match d.tally(site_name, r) {
+            Some(Tally::Limited(labels)) => count(&LAST_LIMITED, &metrics().rate_limited, &labels),
+            Some(Tally::Stale(labels)) => metrics().stale_robots.with_label_values(&labels).inc(),
+            Some(Tally::Violation(labels)) => count(&LAST_VIOLATION, &metrics().violations, &labels),
+            None => {}
         }
         true
     }
