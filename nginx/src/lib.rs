@@ -624,7 +624,7 @@ fn count_and_record(
         return;
     }
     let (client, ua) = who;
-    let client = client.map(|c| c.to_string()).unwrap_or_default();
+    let client = client.map(robotgate::net::ip_text).unwrap_or_default();
     let method = request.method();
     let requested = robotgate::policy::Requested {
         site,

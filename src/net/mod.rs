@@ -53,6 +53,24 @@ impl Cidr {
     }
 }
 
+/// The bytes a host name may hold (RFC 3986 3.2.2 reg-name: unreserved,
+/// pct-encoded, sub-delims), one lookup a byte.
+const HOST_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = (i as u8).is_ascii_alphanumeric();
+        i += 1;
+    }
+    let extra = b"-._~%!$&'()*+,;=";
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// The one reading of a request's host (issue #39): what robotgate matches
 /// against `sites[].hosts`, whether the name came in `Host`, in an
 /// absolute-form target's authority or in an edge's `X-Forwarded-Host`.
@@ -99,8 +117,7 @@ pub fn site_host(raw: &[u8]) -> Option<&str> {
         return Some(host);
     }
     let name = host.strip_suffix('.').unwrap_or(host);
-    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b);
-    if name.ends_with('.') || !name.bytes().all(allowed) {
+    if name.ends_with('.') || !name.bytes().all(|b| HOST_BYTE[usize::from(b)]) {
         return None;
     }
     Some(name)
@@ -127,9 +144,46 @@ pub fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// The text of an address, as `Display` writes it: IPv4 written by hand
+/// (a record per refusal writes one, and `fmt`'s machinery costs more than
+/// the rest of the record's copies), IPv6 by `Display`.
+pub fn ip_text(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => {
+            let mut s = String::with_capacity(15);
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    s.push('.');
+                }
+                if octet >= 100 {
+                    s.push(char::from(b'0' + octet / 100));
+                }
+                if octet >= 10 {
+                    s.push(char::from(b'0' + octet / 10 % 10));
+                }
+                s.push(char::from(b'0' + octet % 10));
+            }
+            s
+        }
+        IpAddr::V6(_) => ip.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ip_text_is_display() {
+        for ip in ["0.0.0.0", "9.10.99.100", "255.255.255.255", "192.0.2.7", "::1", "2001:db8::1", "::ffff:1.2.3.4"] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(ip_text(ip), ip.to_string());
+        }
+        for n in [0u32, 1, 0x0a00_0001, 0xffff_ffff, 0x6442_0a63, 123_456_789] {
+            let ip = IpAddr::from(std::net::Ipv4Addr::from(n));
+            assert_eq!(ip_text(ip), ip.to_string());
+        }
+    }
 
     #[test]
     fn cidrs() {

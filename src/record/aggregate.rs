@@ -23,9 +23,13 @@
 //!
 //! Times are milliseconds on any monotonic clock the caller chooses; the
 //! table never reads a clock. Cost per violation: one hash of the key (the
-//! client address and names, tens of bytes) and, for repeats, one record move.
+//! client address and names, tens of bytes, with foldhash and a per-process
+//! seed) looked up borrowed, and, for repeats, one record move; a new key
+//! copies its strings once.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use hashbrown::{Equivalent, HashMap};
 
 use super::{Overflow, Record};
 
@@ -58,6 +62,48 @@ impl Key {
 
     fn size(&self) -> usize {
         self.site.len() + self.client.len() + self.bot.as_ref().map_or(0, String::len) + self.robots_hash.len() + 64
+    }
+}
+
+/// A record's [`Key`], borrowed: what a repeat is looked up by, with no
+/// copy. Its fields and their order are [`Key`]'s, so both hash alike.
+#[derive(Hash)]
+struct KeyRef<'r> {
+    site: &'r str,
+    client: &'r str,
+    bot: Option<&'r str>,
+    category: &'static str,
+    robots_hash: &'r str,
+    line: Option<u32>,
+    directive: &'static str,
+    action: &'static str,
+}
+
+impl<'r> KeyRef<'r> {
+    fn of(r: &'r Record) -> KeyRef<'r> {
+        KeyRef {
+            site: &r.site,
+            client: &r.client,
+            bot: r.bot.as_deref(),
+            category: r.category,
+            robots_hash: &r.robots_hash,
+            line: r.line,
+            directive: r.directive,
+            action: r.action,
+        }
+    }
+}
+
+impl Equivalent<Key> for KeyRef<'_> {
+    fn equivalent(&self, k: &Key) -> bool {
+        self.site == k.site
+            && self.client == k.client
+            && self.bot == k.bot.as_deref()
+            && self.category == k.category
+            && self.robots_hash == k.robots_hash
+            && self.line == k.line
+            && self.directive == k.directive
+            && self.action == k.action
     }
 }
 
@@ -163,14 +209,14 @@ impl Aggregator {
 
     /// A violation happened at `now`: write it, or count it as a repeat.
     pub fn offer(&mut self, record: Record, now: u64) -> Offer {
-        let key = Key::of(&record);
-        if let Some(open) = self.open.get_mut(&key) {
+        if let Some(open) = self.open.get_mut(&KeyRef::of(&record)) {
             if self.window > 0 {
                 absorb(open, record, &mut self.bytes);
                 return Offer::Absorbed;
             }
             return Offer::Write(record);
         }
+        let key = Key::of(&record);
         if self.window > 0 && self.has_room(&key) {
             self.insert(key, now + self.window, None);
         }
@@ -180,11 +226,11 @@ impl Aggregator {
     /// A line for `record` could not be queued: keep it as a repeat to be
     /// written when its window closes, or, with the table full, count it.
     pub fn fold(&mut self, record: Record, now: u64) -> Folded {
-        let key = Key::of(&record);
-        if let Some(open) = self.open.get_mut(&key) {
+        if let Some(open) = self.open.get_mut(&KeyRef::of(&record)) {
             absorb(open, record, &mut self.bytes);
             return Folded::Kept;
         }
+        let key = Key::of(&record);
         if self.has_room(&key) {
             self.insert(key, now + self.fold_window, Some(record));
             return Folded::Kept;

@@ -21,8 +21,7 @@
 //! never towards blocking it.
 
 use std::cell::UnsafeCell;
-use std::collections::hash_map::{DefaultHasher, RandomState};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -97,24 +96,19 @@ impl<T> Mapped<T> {
     }
 }
 
-/// How a table hashes keys.
+/// How a table hashes keys: foldhash, with a seed clients cannot learn.
 enum Hashing {
     /// A per-process random seed (a table on the heap).
-    Random(RandomState),
+    Random(foldhash::fast::RandomState),
     /// A seed kept in the shared region, the same in every process that maps it.
-    Seeded(u64),
+    Seeded(foldhash::fast::FixedState),
 }
 
 impl Hashing {
     fn hash(&self, key: impl Hash) -> u64 {
         match self {
             Hashing::Random(r) => r.hash_one(key),
-            Hashing::Seeded(seed) => {
-                let mut h = DefaultHasher::new();
-                h.write_u64(*seed);
-                key.hash(&mut h);
-                h.finish()
-            }
+            Hashing::Seeded(s) => s.hash_one(key),
         }
     }
 }
@@ -125,7 +119,7 @@ impl<T: Copy + Default> TimeTable<T> {
         let n = capacity.div_ceil(WAYS).max(1);
         TimeTable {
             buckets: Buckets::Heap((0..n).map(|_| Mutex::new([Entry::default(); WAYS])).collect()),
-            hasher: Hashing::Random(RandomState::new()),
+            hasher: Hashing::Random(foldhash::fast::RandomState::default()),
             epoch: Instant::now(),
         }
     }
@@ -291,7 +285,7 @@ impl MemoryState {
             h = RegionHeader {
                 magic: REGION_MAGIC,
                 buckets: n as u64,
-                seed: RandomState::new().hash_one(0x5eed_u64),
+                seed: std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64),
                 epoch: Instant::now(),
             };
             // SAFETY: as above; zero is an empty, unlocked bucket.
@@ -306,13 +300,17 @@ impl MemoryState {
             let rates = base.add(REGION_HEADER) as *const Mapped<()>;
             let bans = rates.add(n);
             let seen = bans.add(n) as *const Mapped<u64>;
-            let table = |buckets| TimeTable { buckets, hasher: Hashing::Seeded(h.seed), epoch: h.epoch };
+            let table = |buckets| TimeTable {
+                buckets,
+                hasher: Hashing::Seeded(foldhash::fast::FixedState::with_seed(h.seed)),
+                epoch: h.epoch,
+            };
             Some(MemoryState {
                 rates: RateTable(table(Buckets::Mapped(std::slice::from_raw_parts(rates, n)))),
                 bans: table(Buckets::Mapped(std::slice::from_raw_parts(bans, n))),
                 seen: TimeTable {
                     buckets: Buckets::Mapped(std::slice::from_raw_parts(seen, n)),
-                    hasher: Hashing::Seeded(h.seed),
+                    hasher: Hashing::Seeded(foldhash::fast::FixedState::with_seed(h.seed)),
                     epoch: h.epoch,
                 },
             })

@@ -284,7 +284,7 @@ impl Gate {
         if matches!(d.outcome, Outcome::Pass) {
             return agent.is_bot();
         }
-        let client = ctx.client.map(|c| c.to_string()).unwrap_or_default();
+        let client = ctx.client.map(crate::net::ip_text).unwrap_or_default();
         let requested = policy::Requested {
             site: site_name,
             client: &client,
