@@ -40,6 +40,7 @@ pub mod agent;
 pub mod config;
 pub mod deadline;
 pub mod identity;
+pub mod indexing;
 pub mod lines;
 pub mod load;
 pub mod managed;

@@ -36,10 +36,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Feeds(command) => cli::feeds::run(command),
         Command::Demo { port, dir } => cli::demo::run(port, dir),
         Command::Health { addr } => cli::health::run(&addr),
-        Command::Check { json, proxy, robots_file, user_agent, urls } => {
-            cli::check::run(&robots_file, &user_agent, &urls, json, proxy)
+        Command::Check { json, proxy, config, robots_file, user_agent, urls } => {
+            cli::check::run(&robots_file, &user_agent, &urls, json, proxy, config.as_deref())
         }
-        Command::Lint { format, files } => cli::lint::run(&files, format),
+        Command::Lint { format, config, files } => cli::lint::run(&files, format, config.as_deref()),
         Command::Classify { robots, ip, user_agents } => cli::classify::run(robots, ip, user_agents),
         Command::Verify { ip, user_agent, dns, feeds, json } => cli::verify::run(ip, &user_agent, dns, feeds, json),
         Command::Report { files, since, site, format, out } => {

@@ -542,6 +542,13 @@ fn decide<'s>(
     if let Some(usage) = &p.facts().content_usage {
         headers.push(("Content-Usage", usage.clone()));
     }
+    // The site's indexing rules, beside whatever X-Robots-Tag the content adds.
+    let indexing = &live.conf.indexing.rules;
+    if !indexing.is_empty() {
+        if let Some(target) = p.facts().target.as_deref() {
+            headers.extend(indexing.header_values(target).into_iter().map(|v| ("X-Robots-Tag", v)));
+        }
+    }
     count_and_record(request, live, &decision, shared, logging, (p.facts().client, p.facts().user_agent));
     answer(live, &decision, headers)
 }

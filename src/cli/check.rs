@@ -12,8 +12,16 @@ pub fn run(
     urls: &[String],
     json: bool,
     proxy: bool,
+    config: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     use robotgate::robots::{GroupMatch, RobotsTxt};
+    let snap = match config {
+        Some(c) => Some(robotgate::load::load(c).map_err(|problems| {
+            let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            anyhow::anyhow!("{}", text.join("\n"))
+        })?),
+        None => None,
+    };
     let body = std::fs::read(robots_file).with_context(|| format!("reading {}", robots_file.display()))?;
     let robots = RobotsTxt::compile(&body);
     let mut out = io::stdout().lock();
@@ -41,6 +49,35 @@ pub fn run(
                 (pref.to_string(), from)
             },
         );
+        // The indexing rules the URL's site gives it, for this robot (#42).
+        let indexing: Vec<(String, String)> = snap
+            .as_ref()
+            .and_then(|snap| {
+                let host = url.split_once("://").map(|(_, rest)| rest.split(['/', '?']).next().unwrap_or(""));
+                let site = snap.settings.site_for_host(host.unwrap_or("")).or(snap.settings.default_site).unwrap_or(0);
+                let live = snap.sites.get(site)?;
+                let rules = &live.conf.indexing.rules;
+                let applied = rules.for_robot(&[user_agent], &path);
+                Some(
+                    applied
+                        .iter()
+                        .map(|a| {
+                            let value = match a.bot {
+                                Some(bot) => format!("{}: {}", bot.to_ascii_lowercase(), a.rule.set),
+                                None => a.rule.set.to_string(),
+                            };
+                            let from = format!("sites[{site}].indexing.rules[{}], path {}", a.index, a.rule.path);
+                            let from = if a.rule.set.noindex() && !verdict.allowed {
+                                format!("{from}; hidden: robots.txt keeps the robot from seeing it")
+                            } else {
+                                from
+                            };
+                            (value, from)
+                        })
+                        .collect(),
+                )
+            })
+            .unwrap_or_default();
         if json {
             let rule = verdict.rule.map(|r| {
                 serde_json::json!({"directive": r.kind.as_str(), "pattern": r.pattern, "line": r.line, "index_html": r.index_html})
@@ -49,6 +86,7 @@ pub fn run(
                 "allowed": verdict.allowed, "user_agent": user_agent, "url": url,
                 "group": group, "rule": rule, "robots_hash": robots.short_hash(),
                 "preference": preference.as_ref().map(|(p, from)| serde_json::json!({"value": p, "from": from})),
+                "indexing": indexing.iter().map(|(v, from)| serde_json::json!({"x_robots_tag": v, "from": from})).collect::<Vec<_>>(),
             });
             writeln!(out, "{v}")?;
         } else {
@@ -60,6 +98,9 @@ pub fn run(
             }
             if let Some((pref, from)) = &preference {
                 writeln!(out, "usage preference: {pref} ({})", from.join("; "))?;
+            }
+            for (value, from) in &indexing {
+                writeln!(out, "indexing: X-Robots-Tag: {value} ({from})")?;
             }
         }
     }

@@ -84,6 +84,10 @@ pub enum Command {
         /// Google's parser reads as `AI`).
         #[arg(long)]
         proxy: bool,
+        /// robotgate.yaml: also print the `X-Robots-Tag` its indexing rules
+        /// give each URL (the site by the URL's host, else the default).
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// The robots.txt file.
         robots_file: PathBuf,
         /// The crawler's product token.
@@ -97,8 +101,12 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// robotgate.yaml: lint each site's robots.txt too, and warn where an
+        /// indexing rule's noindex sits behind a Disallow (`hidden-noindex`).
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// robots.txt files.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "config")]
         files: Vec<PathBuf>,
     },
     /// Is the client at IP the robot USER_AGENT names? Checks the published

@@ -332,6 +332,8 @@ pub struct Site {
     pub managed: Managed,
     /// The site's certificate and key, chosen by SNI on HTTPS listeners.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Indexing rules (`X-Robots-Tag` by path and robot).
+    pub indexing: crate::indexing::Indexing,
 }
 
 /// Lines robotgate adds to a site's robots.txt.

@@ -204,6 +204,35 @@ pub struct RawSite {
     /// clients that ask for one of its hosts (SNI).
     #[serde(default)]
     pub tls: Option<RawTls>,
+    /// Indexing rules: `X-Robots-Tag` by path and robot (issue #42).
+    #[serde(default)]
+    pub indexing: Option<RawIndexing>,
+}
+
+/// `indexing:` of a site.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIndexing {
+    /// The rules.
+    #[serde(default)]
+    pub rules: Vec<RawIndexRule>,
+    /// Read the robots META tags and `X-Robots-Tag` of the origin's answers.
+    #[serde(default)]
+    pub observe: bool,
+}
+
+/// One indexing rule. `set` is parsed as it is read, so a bad directive is
+/// reported at its line.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIndexRule {
+    /// A robots.txt pattern.
+    pub path: String,
+    /// robots.txt tokens; absent: every robot.
+    #[serde(default)]
+    pub bots: Vec<String>,
+    /// The directives.
+    pub set: crate::indexing::Directives,
 }
 
 /// `traps:` of a site.

@@ -250,6 +250,11 @@ impl Resp {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
+
+    /// Every value of a header that may repeat, in order.
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+    }
 }
 
 fn agent() -> ureq::Agent {
@@ -272,13 +277,13 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)]) -> Resp {
         Err(e) => panic!("{method} {url}: {e}"),
     };
     let status = resp.status();
-    let headers = resp
-        .headers_names()
+    // Each field line on its own (a name may repeat: X-Robots-Tag).
+    let mut names = resp.headers_names();
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.to_ascii_lowercase()));
+    let headers = names
         .into_iter()
-        .map(|n| {
-            let v = resp.header(&n).unwrap_or("").to_owned();
-            (n, v)
-        })
+        .flat_map(|n| resp.all(&n).into_iter().map(|v| (n.clone(), v.to_owned())).collect::<Vec<_>>())
         .collect();
     let body = resp.into_string().unwrap_or_default();
     Resp { status, headers, body }

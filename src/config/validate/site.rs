@@ -106,6 +106,7 @@ pub(super) fn sites(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Sites {
             target: target(&format!("{field}.target"), &s.target, errors),
             traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, errors)),
             managed: managed(&format!("{field}.managed"), &s.managed, errors),
+            indexing: indexing(&format!("{field}.indexing"), s.indexing.as_ref(), errors),
         });
         if s.traps.is_some() && s.robots.is_none() {
             errors.push(ConfigError::new(
@@ -208,4 +209,43 @@ fn managed(field: &str, raw: &RawManaged, errors: &mut Vec<ConfigError>) -> Mana
         content_signal: raw.content_signal.clone(),
         content_usage: raw.content_usage.clone(),
     }
+}
+
+/// The most indexing rules a site may have (each a pattern in a matcher).
+const MAX_INDEXING_RULES: usize = 10_000;
+
+/// `indexing:`: patterns as robots.txt writes them, robots by token (the
+/// directives were parsed as the file was read, at their line).
+fn indexing(
+    field: &str,
+    raw: Option<&crate::config::raw::RawIndexing>,
+    errors: &mut Vec<ConfigError>,
+) -> crate::indexing::Indexing {
+    let Some(raw) = raw else { return crate::indexing::Indexing::default() };
+    if raw.rules.len() > MAX_INDEXING_RULES {
+        errors.push(ConfigError::new(format!("{field}.rules"), format!("at most {MAX_INDEXING_RULES} rules")));
+    }
+    let mut rules = Vec::new();
+    for (j, r) in raw.rules.iter().enumerate().take(MAX_INDEXING_RULES) {
+        let rfield = format!("{field}.rules[{j}]");
+        if !(r.path.starts_with('/') || r.path.starts_with('*')) || r.path.len() > 2048 {
+            errors.push(ConfigError::new(
+                format!("{rfield}.path"),
+                format!("`{}` is not a robots.txt pattern (it starts with / or *)", r.path),
+            ));
+        }
+        if r.path.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+            errors.push(ConfigError::new(format!("{rfield}.path"), "blanks and control characters are not in a path"));
+        }
+        for bot in &r.bots {
+            if bot.is_empty() || !bot.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+                errors.push(ConfigError::new(
+                    format!("{rfield}.bots"),
+                    format!("`{bot}` is not a robots.txt token (letters, digits, - _ .)"),
+                ));
+            }
+        }
+        rules.push(crate::indexing::Rule { path: r.path.clone(), bots: r.bots.clone(), set: r.set.clone() });
+    }
+    crate::indexing::Indexing { rules: std::sync::Arc::new(crate::indexing::Rules::new(rules)), observe: raw.observe }
 }

@@ -69,18 +69,20 @@ impl Gate {
         let step = self.settle(&req, &snap, site, ctx).await;
         if !self.carry_out(session, &snap, site, ctx, step).await? {
             ctx.status = 200;
-            pass(session, ctx.noindex.take()).await?;
+            let indexing = std::mem::take(&mut ctx.indexing);
+            pass(session, ctx.noindex.take(), indexing).await?;
         }
         Ok(true)
     }
 }
 
-/// Let the request through: `200`, no body, and the `X-Robots-Tag` of a
-/// `noindex` pass for the edge to put on the origin's answer.
-async fn pass(session: &mut Session, noindex: Option<String>) -> Result<()> {
+/// Let the request through: `200`, no body, and the `X-Robots-Tag` values
+/// (of a `noindex` pass, and of the site's indexing rules) for the edge to
+/// put on the origin's answer, one header each.
+async fn pass(session: &mut Session, noindex: Option<String>, indexing: Vec<String>) -> Result<()> {
     let mut resp = head(200, "text/plain", 0, &[])?;
-    if let Some(value) = noindex {
-        resp.insert_header("x-robots-tag", value)?;
+    for value in noindex.into_iter().chain(indexing) {
+        resp.append_header("x-robots-tag", value)?;
     }
     session.write_response_header(Box::new(resp), true).await
 }

@@ -237,6 +237,12 @@ impl Gate {
             }
         }
         ctx.content_usage = p.facts().content_usage.clone();
+        let indexing = &snap.sites[site].conf.indexing.rules;
+        if !indexing.is_empty() {
+            if let Some(target) = p.facts().target.as_deref() {
+                ctx.indexing = indexing.header_values(target);
+            }
+        }
         ctx.accept_signature = p.asks_for_signature(&decision);
         // A robot's request, or one with an outcome: timed, and forwarded as
         // judged. A browser's pass goes on as sent (it was not judged).

@@ -62,6 +62,9 @@ pub struct Ctx {
     pub(super) client: Option<IpAddr>,
     /// `X-Robots-Tag` to add to the proxied response.
     pub(super) noindex: Option<String>,
+    /// `X-Robots-Tag` values of the site's indexing rules, added to the
+    /// proxied response beside the origin's own.
+    pub(super) indexing: Vec<String>,
     /// `Content-Usage` to add to the proxied response, unless the origin sets one.
     pub(super) content_usage: Option<String>,
     /// Refused as a spoofed claim of a robot that signs (Web Bot Auth): the

@@ -223,8 +223,12 @@ impl ProxyHttp for Gate {
         upstream_response: &mut ResponseHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
+        // Added beside the origin's own X-Robots-Tag, never in its place.
         if let Some(value) = ctx.noindex.take() {
-            upstream_response.insert_header("x-robots-tag", value)?;
+            upstream_response.append_header("x-robots-tag", value)?;
+        }
+        for value in std::mem::take(&mut ctx.indexing) {
+            upstream_response.append_header("x-robots-tag", value)?;
         }
         if let Some(value) = ctx.content_usage.take() {
             if upstream_response.headers.get("content-usage").is_none() {

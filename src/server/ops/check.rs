@@ -20,8 +20,16 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
             for (file, message) in snapshot.certs.warnings(now) {
                 warnings.push(Problem::new(file, None, message));
             }
-            for site in &snapshot.sites {
+            for (i, site) in snapshot.sites.iter().enumerate() {
                 if let (Some(path), Some(robots)) = (&site.conf.robots, &site.robots) {
+                    // A noindex set where robots.txt keeps the robot out (#42).
+                    let rules = &site.conf.indexing.rules;
+                    for mut h in crate::indexing::hidden(rules, &robots.compiled) {
+                        // The site's own line (robotgate's added lines, a trap or a managed group, have none).
+                        h.robots_line = robots.lines.file_line(h.robots_line).unwrap_or(h.robots_line);
+                        let field = format!("sites[{i}].indexing.rules[{}]", h.rule);
+                        warnings.push(Problem::new(path, Some(h.robots_line as usize), h.message(rules, &field)));
+                    }
                     for d in robots::lint::lint(&robots.file.body) {
                         if d.severity == robots::lint::Severity::Error {
                             warnings.push(Problem::new(path, Some(d.line as usize), d.message));

@@ -1,0 +1,161 @@
+//! Issue #42: indexing rules managed centrally. The real binary in front of
+//! an origin started here (an HTML page, a PDF, a page with its own
+//! X-Robots-Tag), asked by a real HTTP client; and the CLI's `config check`,
+//! `lint` and `check` on the same files.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::Command;
+
+use common::{get, Gate, TestConfig, FIREFOX, GOOGLEBOT};
+
+/// An origin that answers by the path's suffix: `.pdf` as a PDF, `/own/`
+/// with its own `X-Robots-Tag: noimageindex`, anything else as HTML.
+fn origin() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut writer = conn;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                            break;
+                        }
+                    }
+                    let (ct, body, extra) = if path.ends_with(".pdf") {
+                        ("application/pdf", "%PDF-1.4 not really\n".to_owned(), "")
+                    } else if path.starts_with("/own/") {
+                        (
+                            "text/html",
+                            "<html><head></head><body>own</body></html>".to_owned(),
+                            "x-robots-tag: noimageindex\r\n",
+                        )
+                    } else {
+                        ("text/html", format!("<html><head><title>{path}</title></head><body>page</body></html>"), "")
+                    };
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: {ct}\r\ncontent-length: {}\r\n{extra}\r\n",
+                        body.len()
+                    );
+                    if writer.write_all(head.as_bytes()).and_then(|_| writer.write_all(body.as_bytes())).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("\"{addr}\"")
+}
+
+const RULES: &str = "indexing:\n  rules:\n    - {path: \"/drafts/\", set: \"noindex, nofollow\"}\n    - {path: \"/*.pdf$\", bots: [Googlebot], set: \"NoArchive\"}\n    - {path: \"/own/\", set: \"nosnippet\"}\n    - {path: \"/private/\", set: \"noindex\"}";
+
+const ROBOTS: &[u8] = b"User-agent: *\nDisallow: /private/\n";
+
+#[test]
+fn rules_add_x_robots_tag_to_every_response_they_cover() {
+    let upstream = origin();
+    let config = TestConfig { upstream: &upstream, site: RULES, ..TestConfig::default() }.render();
+    let gate = Gate::start(&config, &[("robots.txt", ROBOTS)]);
+    let as_firefox = |path: &str| get(&gate.url(path), &[("User-Agent", FIREFOX)]);
+
+    // An HTML page, for every robot: the same bytes whoever asks.
+    let r = as_firefox("/drafts/a.html");
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noindex, nofollow"]));
+    let r = get(&gate.url("/drafts/a.html"), &[("User-Agent", GOOGLEBOT), ("X-Forwarded-For", "66.249.66.1")]);
+    assert_eq!(r.all("x-robots-tag"), ["noindex, nofollow"]);
+    // A PDF, for Googlebot only, in the header's `robot: directives` form.
+    let r = as_firefox("/docs/a.pdf");
+    assert_eq!(
+        (r.header("content-type"), r.all("x-robots-tag")),
+        (Some("application/pdf"), vec!["googlebot: noarchive"])
+    );
+    // Both scopes at once: one header each.
+    assert_eq!(as_firefox("/drafts/b.pdf").all("x-robots-tag"), ["noindex, nofollow", "googlebot: noarchive"]);
+    // The `$` holds: not a PDF with a query.
+    assert!(as_firefox("/docs/a.pdf?page=2").all("x-robots-tag").is_empty());
+    // The origin's own X-Robots-Tag is kept beside the rule's.
+    let mut own = as_firefox("/own/x.html").all("x-robots-tag").into_iter().map(str::to_owned).collect::<Vec<_>>();
+    own.sort();
+    assert_eq!(own, ["noimageindex", "nosnippet"]);
+    // Pages no rule covers get nothing.
+    assert!(as_firefox("/index.html").all("x-robots-tag").is_empty());
+}
+
+fn robotgate(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_robotgate")).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// A config and robots.txt in a temp dir; returns the dir and the config's path.
+fn files(rules: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("robots.txt"), ROBOTS).unwrap();
+    let yaml = format!(
+        "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: s\n    hosts: [\"example.test\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {}/robots.txt\n{}\n",
+        dir.path().display(),
+        rules.lines().map(|l| format!("    {l}\n")).collect::<String>()
+    );
+    let path = dir.path().join("robotgate.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    (dir, path.display().to_string())
+}
+
+#[test]
+fn config_check_refuses_an_unknown_directive_at_its_line() {
+    let (_dir, config) = files(&RULES.replace("NoArchive", "noarchive, noachive"));
+    let (code, out) = robotgate(&["config", "check", "--config", &config]);
+    assert_ne!(code, 0, "{out}");
+    // The rule is on line 11 of the file: listen, sites, 6 site keys, indexing, rules, drafts, pdf.
+    assert!(out.contains("robotgate.yaml:11:") && out.contains("`noachive` is not a directive"), "{out}");
+}
+
+#[test]
+fn lint_and_config_check_warn_of_a_noindex_behind_a_disallow() {
+    let (dir, config) = files(RULES);
+    let robots = dir.path().join("robots.txt").display().to_string();
+    for args in [vec!["lint", "--config", &config], vec!["config", "check", "--config", &config]] {
+        let (code, out) = robotgate(&args);
+        assert_eq!(code, 0, "a warning, not an error: {out}");
+        // Both lines: robots.txt's Disallow, and the config's rule.
+        let warning = out.lines().find(|l| l.contains("sites[0].indexing.rules[3]")).unwrap_or_else(|| panic!("{out}"));
+        assert!(warning.starts_with(&format!("{robots}:2:")), "{warning}");
+        assert!(warning.contains("`Disallow: /private/`") && warning.contains("`noindex`"), "{warning}");
+        assert!(!out.contains("rules[0]"), "/drafts/ is not disallowed: {out}");
+    }
+}
+
+#[test]
+fn check_prints_the_directives_a_url_gets() {
+    let (dir, config) = files(RULES);
+    let robots = dir.path().join("robots.txt").display().to_string();
+    let (code, out) =
+        robotgate(&["check", "--config", &config, &robots, "Googlebot", "https://example.test/drafts/x.pdf"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("indexing: X-Robots-Tag: noindex, nofollow (sites[0].indexing.rules[0], path /drafts/)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("indexing: X-Robots-Tag: googlebot: noarchive (sites[0].indexing.rules[1], path /*.pdf$)"),
+        "{out}"
+    );
+    // Another robot: not Googlebot's rule.
+    let (_, out) = robotgate(&["check", "--config", &config, &robots, "Bingbot", "/drafts/x.pdf"]);
+    assert!(out.contains("noindex, nofollow") && !out.contains("googlebot:"), "{out}");
+    // A noindex robots.txt hides, said so.
+    let (code, out) = robotgate(&["check", "--config", &config, &robots, "Bingbot", "/private/x"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("hidden: robots.txt keeps the robot from seeing it"), "{out}");
+}
