@@ -11,13 +11,24 @@ use std::process::Command;
 
 use common::{get, Gate, TestConfig, FIREFOX, GOOGLEBOT};
 
+/// Size of the big page.
+const BIG: usize = 5 << 20;
+
 /// An origin that answers by the path's suffix: `.pdf` as a PDF, `/own/`
-/// with its own `X-Robots-Tag: noimageindex`, anything else as HTML.
+/// with its own `X-Robots-Tag: noimageindex`, `secret` with a robots META
+/// noindex, `/big.html` as 5 MB of HTML whose first 64 KiB come at once and
+/// the rest only once `go` says so (or after 10 s); anything else as HTML.
 fn origin() -> String {
+    origin_with(std::sync::mpsc::channel().1)
+}
+
+fn origin_with(go: std::sync::mpsc::Receiver<()>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let go = std::sync::Arc::new(std::sync::Mutex::new(go));
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
+            let go = go.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(conn.try_clone().unwrap());
                 let mut writer = conn;
@@ -33,8 +44,27 @@ fn origin() -> String {
                             break;
                         }
                     }
+                    if path == "/big.html" {
+                        let head =
+                            format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {BIG}\r\n\r\n");
+                        let mut page = b"<html><head><meta name=robots content=noindex></head><body>".to_vec();
+                        page.resize(BIG, b'x');
+                        let _ = writer.write_all(head.as_bytes()).and_then(|_| writer.write_all(&page[..64 << 10]));
+                        let _ = go.lock().unwrap().recv_timeout(std::time::Duration::from_secs(10));
+                        if writer.write_all(&page[64 << 10..]).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     let (ct, body, extra) = if path.ends_with(".pdf") {
                         ("application/pdf", "%PDF-1.4 not really\n".to_owned(), "")
+                    } else if path.contains("secret") {
+                        (
+                            "text/html",
+                            "<html><HEAD><Meta content=\"NOINDEX\" name=\"robots\"></HEAD><body>s</body></html>"
+                                .to_owned(),
+                            "",
+                        )
                     } else if path.starts_with("/own/") {
                         (
                             "text/html",
@@ -158,4 +188,59 @@ fn check_prints_the_directives_a_url_gets() {
     let (code, out) = robotgate(&["check", "--config", &config, &robots, "Bingbot", "/private/x"]);
     assert_eq!(code, 1);
     assert!(out.contains("hidden: robots.txt keeps the robot from seeing it"), "{out}");
+}
+
+/// `observe: true`: a page's own noindex under a disallowed path shows on
+/// /status.json as hidden; a 5 MB page streams through, its first bytes at
+/// the client while the origin still holds the rest.
+#[test]
+fn observe_finds_the_noindex_robots_txt_hides_and_buffers_nothing() {
+    use std::io::Read;
+    let (go, wait) = std::sync::mpsc::channel();
+    let upstream = origin_with(wait);
+    let site = format!("{RULES}\n  observe: true");
+    let config =
+        TestConfig { upstream: &upstream, site: &site, metrics: true, ..TestConfig::default() }.render().replace(
+            "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n",
+            "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n  status_page: true\n",
+        );
+    let gate = Gate::start(&config, &[("robots.txt", ROBOTS)]);
+    // A browser fetches the page (people are not bound by robots.txt).
+    let r = get(&gate.url("/private/secret.html"), &[("User-Agent", FIREFOX)]);
+    assert_eq!(r.status, 200);
+    let status = |gate: &Gate| -> serde_json::Value {
+        let r = get(&format!("http://127.0.0.1:{}/status.json", gate.metrics_port), &[]);
+        serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{e}: {}", r.body))
+    };
+    let s = status(&gate);
+    let hidden = &s["sites"][0]["hidden_noindex"];
+    let rows = hidden.as_array().unwrap_or_else(|| panic!("{s}"));
+    let row = rows.iter().find(|h| h["path"] == "/private/secret.html").unwrap_or_else(|| panic!("{s}"));
+    assert_eq!((row["robot"].as_str(), row["robots_line"].as_u64()), (Some("*"), Some(2)), "{row}");
+    assert_eq!(row["said"], "robots: noindex");
+    // A page robots.txt allows is not listed, whatever it says.
+    get(&gate.url("/drafts/open.html"), &[("User-Agent", FIREFOX)]);
+    assert!(status(&gate)["sites"][0]["hidden_noindex"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["path"] != "/drafts/open.html"));
+
+    // 5 MB: the first 64 KiB reach the client before the origin sends the rest.
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", gate.port)).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    conn.write_all(b"GET /big.html HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: Mozilla/5.0 Firefox/125.0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    while got.len() < 60 << 10 {
+        let n =
+            conn.read(&mut buf).expect("the page's start arrives while the origin holds the rest: nothing is buffered");
+        assert!(n > 0, "closed early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    go.send(()).unwrap();
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    conn.read_to_end(&mut got).unwrap();
+    let body_at = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(got.len() - body_at, BIG, "the whole page");
 }

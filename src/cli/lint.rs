@@ -9,9 +9,12 @@ use anyhow::Context;
 use super::Format;
 use robotgate::robots::lint::{lint, Diagnostic, Severity};
 
+/// Findings about a file that the file alone does not show.
+type ByFile = Vec<(PathBuf, Diagnostic)>;
+
 /// With `--config`: each site's robots.txt, and the warnings of indexing
 /// rules whose noindex that file hides, by file.
-fn from_config(config: &Path) -> anyhow::Result<(Vec<PathBuf>, Vec<(PathBuf, Diagnostic)>)> {
+fn from_config(config: &Path) -> anyhow::Result<(Vec<PathBuf>, ByFile)> {
     let snap = robotgate::load::load(config).map_err(|problems| {
         let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("{}", text.join("\n"))

@@ -460,36 +460,157 @@ fn sample(pattern: &str) -> &str {
     &pattern[..end]
 }
 
+/// The robots a noindex said for `name` reaches: `*` and every robot
+/// robots.txt names, for a name of every robot (`None`, `robots`); the
+/// robot itself otherwise.
+fn robots_for(robots: &crate::robots::RobotsTxt, name: Option<&str>) -> Vec<String> {
+    match name {
+        Some(n) if !n.eq_ignore_ascii_case("robots") => vec![n.to_owned()],
+        _ => {
+            let mut named: Vec<String> = robots
+                .groups()
+                .iter()
+                .flat_map(|g| g.agents.iter())
+                .filter(|a| !a.global)
+                .map(|a| a.value.clone())
+                .collect();
+            named.sort();
+            named.dedup();
+            std::iter::once("*".to_owned()).chain(named).collect()
+        }
+    }
+}
+
+/// For each of `robots_for`, the robots.txt rule that disallows `pattern`
+/// (its literal start) for it: (robot, line, pattern).
+fn disallowing(
+    robots: &crate::robots::RobotsTxt,
+    robots_for: Vec<String>,
+    pattern: &str,
+) -> Vec<(String, u32, String)> {
+    let path = sample(pattern);
+    let path = if path.is_empty() { "/" } else { path };
+    let mut out = Vec::new();
+    for robot in robots_for {
+        // `*`: a token no group names, so the `*` group decides.
+        let token = if robot == "*" { "robotgate-any-other-robot" } else { robot.as_str() };
+        let verdict = robots.check(&robots.select(&[token]), path.as_bytes());
+        if let (false, Some(r)) = (verdict.allowed, verdict.rule) {
+            out.push((robot, r.line, r.pattern.clone()));
+        }
+    }
+    out
+}
+
 /// Every noindex of `rules` that `robots` hides. A rule for every robot is
 /// checked against the `*` group and each group robots.txt names; a rule
 /// for named robots, against each of them.
 pub fn hidden(rules: &Rules, robots: &crate::robots::RobotsTxt) -> Vec<Hidden> {
     let mut out = Vec::new();
-    let mut named: Vec<String> =
-        robots.groups().iter().flat_map(|g| g.agents.iter()).filter(|a| !a.global).map(|a| a.value.clone()).collect();
-    named.sort();
-    named.dedup();
     for (i, rule) in rules.rules().iter().enumerate() {
         if !rule.set.noindex() {
             continue;
         }
-        let robots_for: Vec<String> = if rule.bots.is_empty() {
-            std::iter::once("*".to_owned()).chain(named.iter().cloned()).collect()
-        } else {
-            rule.bots.clone()
-        };
-        let path = sample(&rule.path);
-        let path = if path.is_empty() { "/" } else { path };
-        for robot in robots_for {
-            // `*`: a token no group names, so the `*` group decides.
-            let token = if robot == "*" { "robotgate-any-other-robot" } else { robot.as_str() };
-            let verdict = robots.check(&robots.select(&[token]), path.as_bytes());
-            if let (false, Some(r)) = (verdict.allowed, verdict.rule) {
-                out.push(Hidden { rule: i, robot, robots_line: r.line, robots_pattern: r.pattern.clone() });
-            }
+        let names: Vec<String> = if rule.bots.is_empty() { robots_for(robots, None) } else { rule.bots.clone() };
+        for (robot, robots_line, robots_pattern) in disallowing(robots, names, &rule.path) {
+            out.push(Hidden { rule: i, robot, robots_line, robots_pattern });
         }
     }
     out
+}
+
+/// What an origin said about indexing one page: the names it said it to
+/// (`None`: the header without a robot's name; `robots`; a robot's token)
+/// and the terms.
+pub type Told = Vec<(Option<String>, Vec<Term>)>;
+
+/// A page whose own noindex (META tag or `X-Robots-Tag`) robots.txt hides.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HiddenPage {
+    /// The path, as requested.
+    pub path: String,
+    /// The robot that never sees it (`*`: every robot without a group of its own).
+    pub robot: String,
+    /// Who the page said it to (`robots`, a robot's name, or `X-Robots-Tag`) and what.
+    pub said: String,
+    /// The robots.txt line that disallows the page for that robot.
+    pub robots_line: u32,
+    /// Its pattern.
+    pub robots_pattern: String,
+    /// When the page was last seen (RFC 3339).
+    pub seen: String,
+}
+
+/// The last directives origins' pages said, per path, bounded: the oldest
+/// page seen gives way to a new one.
+#[derive(Debug)]
+pub struct Observed {
+    max: usize,
+    pages: std::collections::HashMap<String, (u64, Told)>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl Observed {
+    /// A table of at most `max` pages.
+    pub fn new(max: usize) -> Observed {
+        Observed { max: max.max(1), pages: std::collections::HashMap::new(), order: std::collections::VecDeque::new() }
+    }
+
+    /// Pages held.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether no page is held.
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// Remember what the page at `path` said at `now_ms` (replacing what it said before).
+    pub fn note(&mut self, path: &str, said: Told, now_ms: u64) {
+        if let Some(entry) = self.pages.get_mut(path) {
+            *entry = (now_ms, said);
+            return;
+        }
+        while self.pages.len() >= self.max {
+            match self.order.pop_front() {
+                Some(old) => {
+                    self.pages.remove(&old);
+                }
+                None => break,
+            }
+        }
+        self.order.push_back(path.to_owned());
+        self.pages.insert(path.to_owned(), (now_ms, said));
+    }
+
+    /// The pages whose noindex `robots` hides, by path, then robot.
+    pub fn hidden(&self, robots: &crate::robots::RobotsTxt) -> Vec<HiddenPage> {
+        let mut out = Vec::new();
+        for (path, (at, said)) in &self.pages {
+            for (name, terms) in said {
+                if !meta::says_noindex(terms) {
+                    continue;
+                }
+                let text = terms.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                let to = name.as_deref().unwrap_or("X-Robots-Tag");
+                for (robot, robots_line, robots_pattern) in
+                    disallowing(robots, robots_for(robots, name.as_deref()), path)
+                {
+                    out.push(HiddenPage {
+                        path: path.clone(),
+                        robot,
+                        said: format!("{to}: {text}"),
+                        robots_line,
+                        robots_pattern,
+                        seen: crate::time::rfc3339_ms(*at),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| (&a.path, &a.robot).cmp(&(&b.path, &b.robot)));
+        out
+    }
 }
 
 #[cfg(test)]

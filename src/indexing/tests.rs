@@ -98,3 +98,58 @@ fn a_noindex_behind_a_disallow_is_found() {
     // Googlebot never sees the noindex on /drafts/; Bingbot (the * group) never sees /old/'s.
     assert_eq!(said, [(0, "Googlebot", 5), (1, "Bingbot", 2)]);
 }
+
+#[test]
+fn the_head_is_read_as_it_streams() {
+    use super::meta::HeadScanner;
+    let doc = b"<!doctype html><html><head><!-- <meta name=robots content=nofollow> -->\
+        <meta charset=utf-8><META NAME=\"Robots\" CONTENT=\"NoIndex, follow\">\
+        <meta name='googlebot' content='noarchive'><title>x</title></head>\
+        <body><meta name=robots content=none></body></html>";
+    // Every way of cutting the document gives the same reading.
+    for cut in 0..doc.len() {
+        let mut s = HeadScanner::new();
+        s.feed(&doc[..cut]);
+        s.feed(&doc[cut..]);
+        assert!(s.done(), "cut at {cut}");
+        let found: Vec<(&str, String)> = s
+            .found()
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")))
+            .collect();
+        assert_eq!(
+            found,
+            [("robots", "noindex,follow".to_owned()), ("googlebot", "noarchive".to_owned())],
+            "cut at {cut}"
+        );
+    }
+    // A document with no head end stops at the bound.
+    let mut s = HeadScanner::new();
+    for _ in 0..20 {
+        s.feed(&[b'x'; 4096]);
+    }
+    assert!(s.done());
+}
+
+#[test]
+fn observed_pages_whose_noindex_robots_txt_hides() {
+    let robots = crate::robots::RobotsTxt::compile(
+        b"User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nDisallow: /g/\n",
+    );
+    let mut seen = Observed::new(2);
+    seen.note("/private/a.html", vec![(Some("robots".into()), terms("noindex"))], 0);
+    seen.note(
+        "/g/b.html",
+        vec![(Some("googlebot".into()), terms("none")), (Some("bingbot".into()), terms("noindex"))],
+        0,
+    );
+    let hidden = seen.hidden(&robots);
+    let said: Vec<(&str, &str, u32)> =
+        hidden.iter().map(|h| (h.path.as_str(), h.robot.as_str(), h.robots_line)).collect();
+    // /private/ is hidden from every robot but Googlebot, whose group does not disallow it.
+    assert_eq!(said, [("/g/b.html", "googlebot", 5), ("/private/a.html", "*", 2)]);
+    // Bounded: a third page pushes out the first.
+    seen.note("/private/c.html", vec![(None, terms("index"))], 1);
+    assert_eq!(seen.len(), 2);
+    assert!(seen.hidden(&robots).iter().all(|h| h.path != "/private/a.html"));
+}

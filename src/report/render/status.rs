@@ -76,6 +76,9 @@ pub struct SiteStatus {
     pub bots: Vec<BotCount>,
     /// The last violations, newest first (repeats of one folded, with `count`).
     pub recent: Vec<Record>,
+    /// Pages whose own noindex (META tag, `X-Robots-Tag`) robots.txt hides
+    /// from a robot (`indexing.observe`).
+    pub hidden_noindex: Vec<crate::indexing::HiddenPage>,
 }
 
 /// Violations of one bot since start.
@@ -167,6 +170,21 @@ fn site_section(i: usize, site: &SiteStatus) -> Markup {
                     }
                 }
             }
+            @if !site.hidden_noindex.is_empty() {
+                h3 { "Noindex hidden by robots.txt" }
+                p.note { "These pages say noindex, but robots.txt keeps the robot from fetching them: it never sees the noindex, and can keep the URL in its index." }
+                table.hidden {
+                    thead { tr { th { "Page" } th { "Robot" } th { "The page says" } th { "robots.txt" } th { "Seen" } } }
+                    tbody {
+                        @for h in &site.hidden_noindex {
+                            tr {
+                                td { (Text(&h.path)) } td { (Text(&h.robot)) } td { (Text(&h.said)) }
+                                td { "line " (h.robots_line) ": Disallow: " (Text(&h.robots_pattern)) } td { (Text(&h.seen)) }
+                            }
+                        }
+                    }
+                }
+            }
             h3 { "Last violations" }
             @if site.recent.is_empty() {
                 p.note { "None since start." }
@@ -247,6 +265,7 @@ mod tests {
                 loaded_at: "2026-11-23T09:00:00.000Z".into(),
                 bots: vec![BotCount { bot: "GPTBot".into(), category: "ai-crawler".into(), violations: 1234 }],
                 recent: vec![rec],
+                hidden_noindex: Vec::new(),
             }],
         }
     }

@@ -237,11 +237,14 @@ impl Gate {
             }
         }
         ctx.content_usage = p.facts().content_usage.clone();
-        let indexing = &snap.sites[site].conf.indexing.rules;
-        if !indexing.is_empty() {
+        let indexing = &snap.sites[site].conf.indexing;
+        if !indexing.rules.is_empty() {
             if let Some(target) = p.facts().target.as_deref() {
-                ctx.indexing = indexing.header_values(target);
+                ctx.indexing = indexing.rules.header_values(target);
             }
+        }
+        if indexing.observe {
+            ctx.observe = Some(String::from_utf8_lossy(p.facts().raw_target).into_owned());
         }
         ctx.accept_signature = p.asks_for_signature(&decision);
         // A robot's request, or one with an outcome: timed, and forwarded as

@@ -51,6 +51,16 @@ pub struct Gate {
     pub auth: bool,
 }
 
+/// An origin's answer being read for what it says about indexing.
+pub struct Observing {
+    /// The page's path.
+    pub(super) path: String,
+    /// Its head, as it streams.
+    pub(super) head: crate::indexing::meta::HeadScanner,
+    /// What its `X-Robots-Tag` said, and then its META tags.
+    pub(super) told: crate::indexing::Told,
+}
+
 /// Per-request state.
 #[derive(Default)]
 pub struct Ctx {
@@ -65,6 +75,11 @@ pub struct Ctx {
     /// `X-Robots-Tag` values of the site's indexing rules, added to the
     /// proxied response beside the origin's own.
     pub(super) indexing: Vec<String>,
+    /// The request's path, while the origin's answer may be read for what
+    /// it says about indexing (`indexing.observe`).
+    pub(super) observe: Option<String>,
+    /// The head of an HTML answer being read for its robots META tags.
+    pub(super) observing: Option<Box<Observing>>,
     /// `Content-Usage` to add to the proxied response, unless the origin sets one.
     pub(super) content_usage: Option<String>,
     /// Refused as a spoofed claim of a robot that signs (Web Bot Auth): the

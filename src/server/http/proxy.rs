@@ -19,7 +19,7 @@ use pingora::{Error, ErrorSource, ErrorType, Result};
 use super::conn;
 use super::decide::{Incoming, Step};
 use super::forwarded::add_forwarded_headers;
-use super::gate::{Ctx, Gate};
+use super::gate::{Ctx, Gate, Observing};
 use super::respond::{self, Reader};
 use crate::policy::{Action, Enforcement, SiteFile};
 use crate::server::ops::violations::now_rfc3339;
@@ -56,6 +56,47 @@ fn injectable(resp: &ResponseHeader) -> Option<usize> {
     let plain = header("content-encoding").is_none_or(|e| e.trim().eq_ignore_ascii_case("identity"));
     let len = header("content-length")?.trim().parse::<usize>().ok()?;
     (resp.status.as_u16() == 200 && html && plain && len <= crate::managed::INJECT_MAX_BYTES).then_some(len)
+}
+
+/// `indexing.observe`: what the origin's answer says about indexing, its
+/// own `X-Robots-Tag` (read here, before robotgate adds any) and, for an
+/// HTML page, the robots META tags of its head (read as the body passes).
+fn observe(resp: &ResponseHeader, path: String, ctx: &mut Ctx) {
+    use crate::indexing::meta;
+    let told: crate::indexing::Told = resp
+        .headers
+        .get_all("x-robots-tag")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| {
+            let (name, terms) = meta::header_value(v);
+            (name.map(str::to_ascii_lowercase), terms)
+        })
+        .filter(|(_, terms)| !terms.is_empty())
+        .collect();
+    let header = |name: &str| resp.headers.get(name).and_then(|v| v.to_str().ok());
+    let html = header("content-type")
+        .is_some_and(|t| t.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("text/html")));
+    let plain = header("content-encoding").is_none_or(|e| e.trim().eq_ignore_ascii_case("identity"));
+    let ok = resp.status.as_u16() == 200;
+    if ok && html && plain {
+        ctx.observing = Some(Box::new(Observing { path, head: meta::HeadScanner::new(), told }));
+    } else if ok {
+        told_page(ctx, &path, told);
+    }
+}
+
+/// Note a page's reading on the status board.
+fn told(ctx: &Ctx, o: Observing) {
+    let mut told = o.told;
+    told.extend(o.head.found().iter().map(|(name, terms)| (Some(name.clone()), terms.clone())));
+    told_page(ctx, &o.path, told);
+}
+
+fn told_page(ctx: &Ctx, path: &str, told: crate::indexing::Told) {
+    if let Some(site) = ctx.site() {
+        crate::server::ops::status::board().told(&site.conf.name, path, told);
+    }
 }
 
 /// Answer a violation whose action robotgate answers itself, with the
@@ -223,6 +264,9 @@ impl ProxyHttp for Gate {
         upstream_response: &mut ResponseHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
+        if let Some(path) = ctx.observe.take() {
+            observe(upstream_response, path, ctx);
+        }
         // Added beside the origin's own X-Robots-Tag, never in its place.
         if let Some(value) = ctx.noindex.take() {
             upstream_response.append_header("x-robots-tag", value)?;
@@ -252,6 +296,17 @@ impl ProxyHttp for Gate {
         end_of_stream: bool,
         ctx: &mut Ctx,
     ) -> Result<Option<Duration>> {
+        // The head of an observed page, read as it passes: nothing is held.
+        if let Some(o) = ctx.observing.as_mut() {
+            if let Some(chunk) = body.as_ref() {
+                o.head.feed(chunk);
+            }
+            if o.head.done() || end_of_stream {
+                if let Some(o) = ctx.observing.take() {
+                    told(ctx, *o);
+                }
+            }
+        }
         // Hold the page whole (it is bounded by `injectable`), then send it
         // with the trap link in.
         if let Some((link, held)) = ctx.inject.as_mut() {

@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use prometheus::core::Collector;
 
+use crate::indexing::{Observed, Told};
 use crate::record::Record;
 use crate::report::render::status::{BotCount, ReloadStatus, SiteStatus, StateStatus, StatusView};
 use crate::server::snapshot::Snapshot;
@@ -28,7 +29,12 @@ pub struct Board {
     recent: Mutex<Vec<(String, VecDeque<Record>)>>,
     reload: Mutex<Option<ReloadStatus>>,
     warning: Mutex<Option<&'static str>>,
+    /// What origins' pages said about indexing, per site (`indexing.observe`).
+    observed: Mutex<Vec<(String, Observed)>>,
 }
+
+/// Pages remembered per site (`indexing.observe`).
+pub const OBSERVED_PAGES: usize = 10_000;
 
 /// The board (made on first use; `serve` touches it at start).
 pub fn board() -> &'static Board {
@@ -38,6 +44,7 @@ pub fn board() -> &'static Board {
         recent: Mutex::new(Vec::new()),
         reload: Mutex::new(None),
         warning: Mutex::new(None),
+        observed: Mutex::new(Vec::new()),
     })
 }
 
@@ -83,6 +90,21 @@ impl Board {
         ring.push_back(rec.clone());
     }
 
+    /// Note what a page of `site` said about indexing (its META tags and
+    /// `X-Robots-Tag`), replacing what it said before.
+    pub fn told(&self, site: &str, path: &str, told: Told) {
+        let mut sites = lock(&self.observed);
+        let i = match sites.iter().position(|(name, _)| name == site) {
+            Some(i) => i,
+            None if sites.len() < MAX_SITES => {
+                sites.push((site.to_owned(), Observed::new(OBSERVED_PAGES)));
+                sites.len() - 1
+            }
+            None => return,
+        };
+        sites[i].1.note(path, told, unix_ms());
+    }
+
     /// Show a warning about the set-up, or none ([`super::crowd`]).
     pub fn warn(&self, warning: Option<&'static str>) {
         *lock(&self.warning) = warning;
@@ -106,6 +128,7 @@ impl Board {
             }
         }
         let recent = lock(&self.recent);
+        let observed = lock(&self.observed);
         let loaded_at =
             rfc3339_ms(snap.read_at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         let sites = snap
@@ -128,7 +151,18 @@ impl Board {
                     .find(|(n, _)| *n == name)
                     .map(|(_, ring)| ring.iter().rev().cloned().collect())
                     .unwrap_or_default();
+                let hidden_noindex = match (observed.iter().find(|(n, _)| *n == name), &site.robots) {
+                    (Some((_, pages)), Some(robots)) => {
+                        let mut hidden = pages.hidden(&robots.compiled);
+                        for h in &mut hidden {
+                            h.robots_line = robots.lines.file_line(h.robots_line).unwrap_or(h.robots_line);
+                        }
+                        hidden
+                    }
+                    _ => Vec::new(),
+                };
                 SiteStatus {
+                    hidden_noindex,
                     robots_hash: site.robots.as_ref().map_or_else(String::new, |r| r.hash.clone()),
                     loaded_at: loaded_at.clone(),
                     name,
@@ -200,6 +234,7 @@ mod tests {
             recent: Mutex::new(Vec::new()),
             reload: Mutex::new(None),
             warning: Mutex::new(None),
+            observed: Mutex::new(Vec::new()),
         };
         for _ in 0..5 {
             b.push(&rec("192.0.2.1", "/p"));
