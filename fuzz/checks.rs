@@ -313,3 +313,33 @@ pub fn site_host(data: &[u8]) {
         assert_eq!(robotgate::net::site_host(host.as_bytes()), Some(host), "reads the same again");
     }
 }
+
+/// The robots META reading (issue #42): any bytes, cut anywhere, read the
+/// same; bounded by MAX_HEAD; the lenient readers never panic.
+pub fn meta_head(data: &[u8]) {
+    use robotgate::indexing::meta::{header_value, terms, HeadScanner, MAX_HEAD};
+    let mut whole = HeadScanner::new();
+    whole.feed(data);
+    let cut = data.first().map_or(0, |b| usize::from(*b)) % (data.len() + 1);
+    let mut parts = HeadScanner::new();
+    parts.feed(&data[..cut]);
+    parts.feed(&data[cut..]);
+    if data.len() < MAX_HEAD {
+        assert_eq!(whole.found(), parts.found(), "the reading depends on where the document was cut at {cut}");
+        assert_eq!(whole.done(), parts.done());
+    }
+    assert!(whole.found().len() <= 16);
+    let text = String::from_utf8_lossy(data);
+    let _ = terms(&text);
+    let _ = header_value(&text);
+}
+
+/// The strict `set` parser: what it accepts prints as text it accepts again,
+/// meaning the same.
+pub fn directives(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(d) = robotgate::indexing::Directives::parse(text) {
+        let again = robotgate::indexing::Directives::parse(&d.to_string()).expect("its own text parses");
+        assert_eq!(again, d);
+    }
+}

@@ -193,3 +193,24 @@ fn site_host_inputs() {
     );
     assert!(n >= 9);
 }
+
+#[test]
+fn meta_head_inputs() {
+    let long = format!("<head>{}<meta name=robots content=noindex>", "<!--".repeat(5000));
+    let n = replay(
+        "meta_head",
+        checks::meta_head,
+        &[b"", b"<", b"<meta", b"<!--->", b"<meta name= content=>", b"<meta =\"\"=''=>", long.as_bytes()],
+    );
+    assert!(n >= 7);
+}
+
+#[test]
+fn directives_inputs() {
+    let n = replay(
+        "directives",
+        checks::directives,
+        &[b"", b",", b"max-snippet:-1", b"unavailable_after: 2027-01-01, none", b"max-snippet:99999999999999999999"],
+    );
+    assert!(n >= 5);
+}
