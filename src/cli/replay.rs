@@ -43,6 +43,12 @@ pub fn run(config: &std::path::Path, logs: &[PathBuf], args: ReplayArgs) -> anyh
     };
     let snap = load_snapshot(config)?;
     let only_site = site_index(&snap, args.site.as_deref())?;
+    if snap.sites.iter().any(|s| s.conf.indexing.observe || !s.conf.indexing.rules.is_empty()) {
+        eprintln!(
+            "robotgate: indexing rules and `observe` are not replayed: access logs hold no bodies and no response \
+             headers, so no page's own noindex can be seen (the status page lists them, live)"
+        );
+    }
     let mut inputs: Vec<Input> = Vec::with_capacity(logs.len());
     for path in logs {
         inputs.push(Input { name: path.display().to_string(), reader: open_log(path)? });
