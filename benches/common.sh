@@ -42,7 +42,8 @@ install_missing() {
 
 # start_origin WORK PORT: nginx serving WORK/www on PORT with one worker,
 # keeping client connections open (pid in WORK/origin.pid). Fails unless the
-# origin answers WORK/www/page.html with 200.
+# origin answers WORK/www/page.html with 200. A third argument adds lines to
+# its `http` block.
 start_origin() {
   # mktemp -d makes WORK 0700; nginx's workers run as nobody and would answer
   # 403 (writing the origin's error log on every request).
@@ -55,6 +56,7 @@ events { worker_connections 4096; }
 http {
   access_log off;
   keepalive_requests 1000000;
+  ${3:-}
   server { listen 127.0.0.1:$2; root $1/www; }
 }
 NGX

@@ -35,12 +35,26 @@ start_work KILL
 ORIGIN=18300 PROXY=18301
 mkdir -p "$WORK/www"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
-start_origin "$WORK" "$ORIGIN"
+# The page as HTML, so that `indexing.observe` reads it.
+start_origin "$WORK" "$ORIGIN" 'types { text/html html; }' 
 # nginx in one process (no master) so that callgrind sees its worker.
 nginx_proxy_conf "$WORK/proxy.conf" "$PROXY" "$ORIGIN" 1 'daemon off;' 'master_process off;'
 nginx_block_conf "$WORK/block-jit.conf" "$PROXY" "$ORIGIN" 1 on 'daemon off;' 'master_process off;'
 robotgate_conf "$WORK" "$PROXY" "$ORIGIN" 1
 robotgate_verified_conf "$WORK"
+# Indexing rules (issue #42): 100 rules, one of which covers the page
+# (`/*.html$` for Googlebot); and `observe: true` alone.
+{
+  echo "    indexing:"
+  echo "      rules:"
+  for i in $(seq 1 98); do echo "        - {path: \"/section$i/\", set: \"noindex\"}"; done
+  echo "        - {path: \"/*.pdf\$\", set: \"noarchive\"}"
+  echo "        - {path: \"/*.html\$\", bots: [Googlebot], set: \"max-snippet:50\"}"
+} > "$WORK/indexing-rules.yaml"
+awk -v rules="$WORK/indexing-rules.yaml" '{ print } /^    robots:/ { while ((getline l < rules) > 0) print l }' \
+  "$WORK/robotgate.yaml" > "$WORK/robotgate-rules100.yaml"
+awk '{ print } /^    robots:/ { print "    indexing:"; print "      observe: true" }' \
+  "$WORK/robotgate.yaml" > "$WORK/robotgate-observe.yaml"
 
 measure() { # name user-agent command...
   local name=$1 ua=$2 pid out n ir
@@ -74,6 +88,8 @@ measure nginx "$CHROME" nginx -c "$WORK/proxy.conf"
 measure passthrough "$CHROME" target/release/examples/passthrough "127.0.0.1:$PROXY" "127.0.0.1:$ORIGIN" 1
 measure passthrough-forward "$CHROME" target/release/examples/passthrough "127.0.0.1:$PROXY" "127.0.0.1:$ORIGIN" 1 forward
 measure robotgate-browser "$CHROME" target/release/robotgate serve --config "$WORK/robotgate.yaml"
+measure robotgate-browser-rules100 "$CHROME" target/release/robotgate serve --config "$WORK/robotgate-rules100.yaml"
+measure robotgate-browser-observe "$CHROME" target/release/robotgate serve --config "$WORK/robotgate-observe.yaml"
 measure robotgate-bot-allowed "$GOOGLEBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"
 measure robotgate-bot-blocked "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate-verified.yaml"
 measure robotgate-bot-spoofed "$GPTBOT" target/release/robotgate serve --config "$WORK/robotgate.yaml"

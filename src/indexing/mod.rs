@@ -296,8 +296,9 @@ pub struct Rules {
     rules: Vec<Rule>,
     /// Every robot's rules.
     generic: RuleSet,
-    /// Each named token (lowercase), and its rules.
-    named: Vec<(String, RuleSet)>,
+    /// Each named token (lowercase), its rules, and their header values in
+    /// its name (`token: directives`), by rule index.
+    named: Vec<(String, RuleSet, Vec<String>)>,
     /// The header value of each rule for the generic scope (`directives`).
     values: Vec<String>,
 }
@@ -361,7 +362,8 @@ impl Rules {
             .into_iter()
             .map(|t| {
                 let s = set(&|r: &Rule| r.bots.iter().any(|b| b.eq_ignore_ascii_case(&t)));
-                (t, s)
+                let values = rules.iter().map(|r| format!("{t}: {}", r.set)).collect();
+                (t, s, values)
             })
             .collect();
         let values = rules.iter().map(|r| r.set.to_string()).collect();
@@ -392,7 +394,7 @@ impl Rules {
         if let Some(i) = Self::best(&self.generic, target) {
             out.push(Applied { index: i, rule: &self.rules[i], bot: None });
         }
-        for (token, set) in &self.named {
+        for (token, set, _) in &self.named {
             if let Some(i) = Self::best(set, target) {
                 let rule = &self.rules[i];
                 let bot = rule.bots.iter().find(|b| b.eq_ignore_ascii_case(token)).map(String::as_str);
@@ -405,13 +407,19 @@ impl Rules {
     /// The `X-Robots-Tag` values for `target`: `directives` for every
     /// robot, `token: directives` for a named one (lowercase token).
     pub fn header_values(&self, target: &[u8]) -> Vec<String> {
-        self.applied(target)
-            .into_iter()
-            .map(|a| match a.bot {
-                None => self.values[a.index].clone(),
-                Some(bot) => format!("{}: {}", bot.to_ascii_lowercase(), self.values[a.index]),
-            })
-            .collect()
+        let mut out = Vec::new();
+        if self.rules.is_empty() {
+            return out;
+        }
+        if let Some(i) = Self::best(&self.generic, target) {
+            out.push(self.values[i].clone());
+        }
+        for (_, set, values) in &self.named {
+            if let Some(i) = Self::best(set, target) {
+                out.push(values[i].clone());
+            }
+        }
+        out
     }
 
     /// The rules a robot announcing `tokens` obeys for `target`: its own
@@ -582,6 +590,13 @@ impl Observed {
         }
         self.order.push_back(path.to_owned());
         self.pages.insert(path.to_owned(), (now_ms, said));
+    }
+
+    /// Forget what the page at `path` said (it says nothing now).
+    pub fn forget(&mut self, path: &str) {
+        if self.pages.remove(path).is_some() {
+            self.order.retain(|p| p != path);
+        }
     }
 
     /// The pages whose noindex `robots` hides, by path, then robot.

@@ -243,9 +243,7 @@ impl Gate {
                 ctx.indexing = indexing.rules.header_values(target);
             }
         }
-        if indexing.observe {
-            ctx.observe = Some(String::from_utf8_lossy(p.facts().raw_target).into_owned());
-        }
+        ctx.observe = indexing.observe;
         ctx.accept_signature = p.asks_for_signature(&decision);
         // A robot's request, or one with an outcome: timed, and forwarded as
         // judged. A browser's pass goes on as sent (it was not judged).

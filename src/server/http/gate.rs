@@ -53,8 +53,6 @@ pub struct Gate {
 
 /// An origin's answer being read for what it says about indexing.
 pub struct Observing {
-    /// The page's path.
-    pub(super) path: String,
     /// Its head, as it streams.
     pub(super) head: crate::indexing::meta::HeadScanner,
     /// What its `X-Robots-Tag` said, and then its META tags.
@@ -75,9 +73,9 @@ pub struct Ctx {
     /// `X-Robots-Tag` values of the site's indexing rules, added to the
     /// proxied response beside the origin's own.
     pub(super) indexing: Vec<String>,
-    /// The request's path, while the origin's answer may be read for what
-    /// it says about indexing (`indexing.observe`).
-    pub(super) observe: Option<String>,
+    /// The origin's answer is read for what it says about indexing
+    /// (`indexing.observe`).
+    pub(super) observe: bool,
     /// The head of an HTML answer being read for its robots META tags.
     pub(super) observing: Option<Box<Observing>>,
     /// `Content-Usage` to add to the proxied response, unless the origin sets one.

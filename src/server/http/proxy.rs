@@ -61,7 +61,7 @@ fn injectable(resp: &ResponseHeader) -> Option<usize> {
 /// `indexing.observe`: what the origin's answer says about indexing, its
 /// own `X-Robots-Tag` (read here, before robotgate adds any) and, for an
 /// HTML page, the robots META tags of its head (read as the body passes).
-fn observe(resp: &ResponseHeader, path: String, ctx: &mut Ctx) {
+fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx) {
     use crate::indexing::meta;
     let told: crate::indexing::Told = resp
         .headers
@@ -80,17 +80,16 @@ fn observe(resp: &ResponseHeader, path: String, ctx: &mut Ctx) {
     let plain = header("content-encoding").is_none_or(|e| e.trim().eq_ignore_ascii_case("identity"));
     let ok = resp.status.as_u16() == 200;
     if ok && html && plain {
-        ctx.observing = Some(Box::new(Observing { path, head: meta::HeadScanner::new(), told }));
+        ctx.observing = Some(Box::new(Observing { head: meta::HeadScanner::new(), told }));
     } else if ok {
-        told_page(ctx, &path, told);
+        told_page(ctx, path, told);
     }
 }
 
-/// Note a page's reading on the status board.
-fn told(ctx: &Ctx, o: Observing) {
-    let mut told = o.told;
-    told.extend(o.head.found().iter().map(|(name, terms)| (Some(name.clone()), terms.clone())));
-    told_page(ctx, &o.path, told);
+/// The request's path and query, as requested.
+fn path_of(session: &Session) -> &str {
+    let uri = &session.req_header().uri;
+    uri.path_and_query().map_or_else(|| uri.path(), |p| p.as_str())
 }
 
 fn told_page(ctx: &Ctx, path: &str, told: crate::indexing::Told) {
@@ -260,12 +259,12 @@ impl ProxyHttp for Gate {
 
     async fn response_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         upstream_response: &mut ResponseHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
-        if let Some(path) = ctx.observe.take() {
-            observe(upstream_response, path, ctx);
+        if std::mem::take(&mut ctx.observe) {
+            observe(upstream_response, path_of(session), ctx);
         }
         // Added beside the origin's own X-Robots-Tag, never in its place.
         if let Some(value) = ctx.noindex.take() {
@@ -291,7 +290,7 @@ impl ProxyHttp for Gate {
 
     fn response_body_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         body: &mut Option<Bytes>,
         end_of_stream: bool,
         ctx: &mut Ctx,
@@ -303,7 +302,9 @@ impl ProxyHttp for Gate {
             }
             if o.head.done() || end_of_stream {
                 if let Some(o) = ctx.observing.take() {
-                    told(ctx, *o);
+                    let mut told = o.told;
+                    told.extend(o.head.found().iter().map(|(name, terms)| (Some(name.clone()), terms.clone())));
+                    told_page(ctx, path_of(session), told);
                 }
             }
         }

@@ -94,6 +94,13 @@ impl Board {
     /// `X-Robots-Tag`), replacing what it said before.
     pub fn told(&self, site: &str, path: &str, told: Told) {
         let mut sites = lock(&self.observed);
+        if told.is_empty() {
+            // Most pages say nothing: only forget what one said before.
+            if let Some((_, pages)) = sites.iter_mut().find(|(name, _)| name == site) {
+                pages.forget(path);
+            }
+            return;
+        }
         let i = match sites.iter().position(|(name, _)| name == site) {
             Some(i) => i,
             None if sites.len() < MAX_SITES => {
