@@ -262,3 +262,28 @@ proptest! {
         }
     }
 }
+
+/// Issue #43: robots only the maintained lists know are named, with their
+/// kind, from the generated conf/bots-lists.yaml (their lists' own samples).
+#[test]
+fn robots_of_the_maintained_lists_are_named() {
+    let c = robotgate::agent::Classifier::builtin();
+    for (ua, name, category) in [
+        ("Mozilla/4.5 (compatible; HTTrack 3.0x; Windows 98)", "HTTrack", "tool"),
+        ("Mozilla/5.0 [en] (X11, U; OpenVAS 7.0.10)", "OpenVAS", "tool"),
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/95.0.4638.69 Safari/537.36 Silktide",
+            "Silktide",
+            "monitor",
+        ),
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_14_6) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/97.0.4692.71 Safari/537.36 (ThousandEyes Agent)",
+            "ThousandEyes",
+            "monitor",
+        ),
+    ] {
+        let a = c.classify(ua.as_bytes());
+        assert_eq!((a.name, a.category.as_str()), (Some(name), category), "{ua}");
+        assert!(a.is_known(), "{ua}");
+    }
+}
