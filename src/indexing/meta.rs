@@ -98,7 +98,7 @@ impl HeadScanner {
                 }
             }
         } else if !self.carry.is_empty() {
-            match data.iter().position(|&b| b == b'>') {
+            match memchr::memchr(b'>', data) {
                 Some(gt) => {
                     let mut tag = std::mem::take(&mut self.carry);
                     tag.extend_from_slice(&data[..=gt]);
@@ -116,7 +116,7 @@ impl HeadScanner {
             }
         }
         while !self.done && !self.in_comment {
-            let Some(lt) = data.iter().position(|&b| b == b'<') else { break };
+            let Some(lt) = memchr::memchr(b'<', data) else { break };
             let rest = &data[lt..];
             if rest.starts_with(b"<!--") {
                 match find(&rest[4..], b"-->") {
@@ -131,7 +131,7 @@ impl HeadScanner {
                     }
                 }
             }
-            match rest.iter().position(|&b| b == b'>') {
+            match memchr::memchr(b'>', rest) {
                 Some(gt) => {
                     self.tag(&rest[..=gt]);
                     data = &rest[gt + 1..];
@@ -185,7 +185,7 @@ impl HeadScanner {
 
 /// The first place `needle` is in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 /// A tag's attributes: `name=value`, `name="value"`, `name='value'`, or a bare `name`.
