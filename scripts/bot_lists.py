@@ -53,6 +53,15 @@ TAGS = [
 
 TOKEN_BYTE = re.compile(r"[A-Za-z0-9_-]")
 
+# The purposes a kind implies, as conf/bots.yaml writes them when no operator
+# statement is cited.
+PURPOSES = {
+    "search": "{search: category}",
+    "ai-crawler": "{train-ai: category}",
+    "ai-search": "{search: category, ai-input: category}",
+    "ai-user": "{user-fetch: category}",
+}
+
 # Words too common to name one robot: robotgate's rules for unknown robots
 # already take them as a robot's mark and name the robot by its own token.
 GENERIC = {
@@ -227,6 +236,10 @@ def generate():
         fields.append(f"robots_tokens: [{yaml_str(robots_token(name))}]")
         fields.append("ua: [" + ", ".join(yaml_str(t) for t in keep) + "]")
         fields.append("obeys_robots: false" + extra)
+        # What such a robot does with pages, read from its kind alone (no operator statement).
+        purposes = PURPOSES.get(category)
+        if purposes:
+            fields.append(f"purposes: {purposes}")
         entries.append((source, "  - {" + ", ".join(fields) + "}"))
 
     cua = json.load(open(os.path.join(ROOT, "third_party", "crawler-user-agents", "crawler-user-agents.json")))

@@ -491,8 +491,8 @@ bots:
         let c = Classifier::builtin();
         let a = c.classify(b"ShopCrawler/Nutch (+https://x.example)");
         assert_eq!((a.name, a.announced), (Some("Nutch"), Some("ShopCrawler")));
-        let a = c.classify(b"QuillBot/scrapy (+https://x.example)");
-        assert_eq!((a.name, a.announced), (Some("Scrapy"), Some("QuillBot")));
+        let a = c.classify(b"OrchardBot/scrapy (+https://x.example)");
+        assert_eq!((a.name, a.announced), (Some("Scrapy"), Some("OrchardBot")));
         // Not a robot's name before the slash, or the framework itself: the entry.
         assert_eq!(c.classify(b"Shop/Nutch").announced, None);
         assert_eq!(c.classify(b"Nutch/2.4 (+http://nutch.apache.org/bot.html)").announced, None);
