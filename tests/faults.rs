@@ -192,6 +192,9 @@ log:
     assert_eq!(fresh(()).status, 200);
     assert_eq!(fresh(()).status, 429);
     println!("RSS after {WARM} clients: {after_warm} KiB; after {CLIENTS}: {after_all} KiB");
-    // 70,000 more clients, had they been kept, would take several MiB.
-    assert!(after_all < after_warm + 4 * 1024, "RSS grew from {after_warm} KiB to {after_all} KiB");
+    // 70,000 more clients, had they been kept, would take over 10 MiB (an
+    // entry in each of three tables). The bound leaves room for the
+    // allocator: one full run on 2026-11-27 saw +5.3 MiB with nothing kept
+    // (three runs alone: no growth), so 4 MiB was a timing of the allocator.
+    assert!(after_all < after_warm + 8 * 1024, "RSS grew from {after_warm} KiB to {after_all} KiB");
 }
