@@ -236,6 +236,7 @@ def generate():
         fields.append(f"robots_tokens: [{yaml_str(robots_token(name))}]")
         fields.append("ua: [" + ", ".join(yaml_str(t) for t in keep) + "]")
         fields.append("obeys_robots: false" + extra)
+        fields.append("listed: true")
         # What such a robot does with pages, read from its kind alone (no operator statement).
         purposes = PURPOSES.get(category)
         if purposes:
@@ -278,7 +279,8 @@ def generate():
 #   ai.robots.txt {AI_ROBOTS_TXT} (https://github.com/ai-robots-txt/ai.robots.txt),
 #     MIT License, Copyright (c) 2024 ai.robots.txt: third_party/ai.robots.txt/
 # Facts only: names, the literal tokens User-Agents announce, kinds from the
-# lists' tags. `obeys_robots: false`: the lists do not say.
+# lists' tags. `obeys_robots: false`: the lists do not say. `listed: true`:
+# recognised and named, never put into the managed robots.txt.
 # Tokens left out, and why: conf/bots-lists.dropped.txt.
 version: 1
 bots:

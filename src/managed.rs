@@ -147,6 +147,11 @@ fn ai_training_group(parsed: &RobotsTxt, db: &BotDb) -> Vec<Added> {
     // The AI crawlers' own tokens, and every usage-control token (they
     // exist to opt out of AI uses: Google-Extended, Applebot-Extended…).
     for bot in db.bots() {
+        // Only robots checked by hand: a maintained list's tokens are for
+        // recognition, not for lines every parser must read alike.
+        if bot.listed {
+            continue;
+        }
         let own = if bot.category == Category::AiCrawler { &bot.robots_tokens[..] } else { &[] };
         for t in own.iter().chain(&bot.control_tokens) {
             if !names_token(t) && !tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {

@@ -148,6 +148,9 @@ pub struct Bot {
     /// incomplete, and reverse DNS (if any) decides outside them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranges_complete: Option<String>,
+    /// From a maintained list (`conf/bots-lists.yaml`), not checked by hand:
+    /// recognised and named, but never put into the managed robots.txt.
+    pub listed: bool,
     /// Hosts (or host suffixes, on label boundaries) of the Web Bot Auth
     /// agents that sign for this robot (`Signature-Agent`); a request signed
     /// by one of them, or by a host under one of its `rdns` suffixes, is the
@@ -190,6 +193,8 @@ struct RawBot {
     rdns: Vec<String>,
     #[serde(default)]
     ranges_complete: Option<String>,
+    #[serde(default)]
+    listed: bool,
     #[serde(default)]
     signature_agents: Vec<String>,
     #[serde(default)]
@@ -472,6 +477,7 @@ impl RawBot {
             ip_ranges: self.ip_ranges,
             rdns: self.rdns,
             ranges_complete: self.ranges_complete,
+            listed: self.listed,
             signature_agents: self.signature_agents,
             extensions,
         };
