@@ -17,6 +17,7 @@
 #
 #   bash benches/nginx_module.sh [ROUNDS] [SECONDS] [CONNECTIONS]   (defaults: 3, 5, 64)
 #
+# KEEP_CALLGRIND=DIR keeps each case's callgrind output as DIR/CASE.out.
 # Builds the module (nginx/build.sh); installs wrk and valgrind if missing.
 # Loopback only; stops everything it started.
 set -euo pipefail
@@ -131,6 +132,7 @@ for c in "${CASES[@]}"; do
   n=$(awk '/requests in/ {print $1}' <<<"$out")
   sleep 0.5
   ir=$(awk '/^summary:/ {print $2}' "$WORK/cg.$name.$vpid.1")
+  [ -n "${KEEP_CALLGRIND:-}" ] && mkdir -p "$KEEP_CALLGRIND" && cp "$WORK/cg.$name.$vpid.1" "$KEEP_CALLGRIND/$name.out"
   printf '  %-16s %8d requests  %8.0f instructions/request\n' "$name" "$n" "$(awk -v i="$ir" -v n="$n" 'BEGIN {print i/n}')"
   kill "$vpid" 2>/dev/null || true; wait "$vpid" 2>/dev/null || true
   nginx -c "$WORK/$file.conf" >/dev/null 2>&1 &

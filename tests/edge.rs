@@ -87,6 +87,11 @@ sites:
       enforce_ai_user: true
       bots:
         ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+        - {{ path: "/docs/", bots: [Googlebot], set: "nosnippet" }}
+        - {{ path: "/docs/", bots: [Bingbot], set: "max-snippet:20" }}
 verify:
   feeds: "{{dir}}/feeds"
   dns: {{ nameservers: ["{dns}"], timeout_ms: 2000 }}
@@ -216,10 +221,19 @@ struct Answered {
 
 impl Answered {
     fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().skip(1).find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-        })
+        self.all(name).into_iter().next()
+    }
+
+    /// Every value of the header `name`, in order.
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.head
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+            })
+            .collect()
     }
 }
 
@@ -268,6 +282,19 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_serve
     assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{edge}: {}", r.head);
     assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "{edge}: {}", r.head);
 
+    // Indexing rules: each value its own X-Robots-Tag on the origin's page,
+    // beside nothing else (one header per value: a robot's name would
+    // otherwise swallow the values after it).
+    let r = get_from(port, "127.0.0.2", "/docs/a", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /docs/a"), "{edge}: {}", r.head);
+    let mut tags = r.all("x-robots-tag");
+    tags.sort_unstable();
+    assert_eq!(tags, ["bingbot: max-snippet:20", "googlebot: nosnippet", "noarchive"], "{edge}: {}", r.head);
+    assert!(r.header("x-robotgate-robots-tag-1").is_none(), "{edge}: the slots stay between edge and robotgate");
+    // A page no rule covers gets none.
+    let r = get_from(port, "127.0.0.2", "/other", &[("User-Agent", FIREFOX)]);
+    assert!(r.all("x-robots-tag").is_empty(), "{edge}: {}", r.head);
+
     // robots.txt is robotgate's: the trap is in it, and the origin is not asked.
     let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
     assert_eq!(r.status, 200, "{edge}");
@@ -295,8 +322,8 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_serve
     assert_eq!(r.status, 403, "{edge}: {}\n{}", r.head, r.body);
     assert_eq!(dns.count_type(dns_server::PTR), 0, "{edge}: complete ranges decide without DNS");
 
-    // The origin saw the browser's page, GPTBot's /a, ChatGPT-User's page: no refusal, no robots.txt.
-    assert_eq!(origin.hits(), served + 2, "{edge}: the origin saw a refused request");
+    // The origin saw the browser's pages, GPTBot's /a, ChatGPT-User's page: no refusal, no robots.txt.
+    assert_eq!(origin.hits(), served + 4, "{edge}: the origin saw a refused request");
 
     // The violation log has each refusal, with the client the edge named.
     let recs = records(gate, 5);

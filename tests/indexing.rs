@@ -218,6 +218,29 @@ fn observe_finds_the_noindex_robots_txt_hides_and_buffers_nothing() {
     let row = rows.iter().find(|h| h["path"] == "/private/secret.html").unwrap_or_else(|| panic!("{s}"));
     assert_eq!((row["robot"].as_str(), row["robots_line"].as_u64()), (Some("*"), Some(2)), "{row}");
     assert_eq!(row["said"], "robots: noindex");
+    // The same finding goes to the violation log, once (not per request),
+    // for `robotgate report`; it counts no violation.
+    get(&gate.url("/private/secret.html"), &[("User-Agent", FIREFOX)]);
+    let log = gate.path("violations.jsonl");
+    let lines = common::wait_lines(&log, 1);
+    let finding: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(
+        (finding["finding"].as_str(), finding["path"].as_str(), finding["robot"].as_str(), finding["line"].as_u64()),
+        (Some("hidden-noindex"), Some("/private/secret.html"), Some("*"), Some(2)),
+        "{finding}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1, "one finding for two fetches");
+    let (code, text) = robotgate(&["report", log.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("Noindex hidden by robots.txt"), "{text}");
+    assert!(text.contains("/private/secret.html") && text.contains("robots: noindex"), "{text}");
+    let (code, json) = robotgate(&["report", "--format", "json", log.to_str().unwrap()]);
+    assert_eq!(code, 0, "{json}");
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["violations"], 0, "{report}");
+    let listed = &report["sites"][0]["hidden_noindex"][0];
+    assert_eq!((listed["path"].as_str(), listed["line"].as_u64()), (Some("/private/secret.html"), Some(2)), "{report}");
     // A page robots.txt allows is not listed, whatever it says.
     get(&gate.url("/drafts/open.html"), &[("User-Agent", FIREFOX)]);
     assert!(status(&gate)["sites"][0]["hidden_noindex"]

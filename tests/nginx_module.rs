@@ -129,7 +129,7 @@ fn site(dir: &Path) {
     std::fs::write(
         dir.join("robotgate.yaml"),
         format!(
-            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n"
+            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    indexing:\n      rules:\n        - {{ path: \"/private/\", set: \"noarchive\" }}\n        - {{ path: \"/private/\", bots: [Googlebot], set: \"nosnippet\" }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n"
         ),
     )
     .unwrap();
@@ -185,6 +185,12 @@ fn nginx_decides_with_robotgates_pipeline() {
     // People are not bound; nginx serves the page.
     let r = n.from("192.0.2.1", FIREFOX, "/private/a.html");
     assert_eq!((r.status, r.body.as_str()), (200, "private\n"));
+    // The site's indexing rules: one X-Robots-Tag per value on what nginx
+    // serves, a named robot's in the `robot: directives` form.
+    let mut tags = r.all("x-robots-tag");
+    tags.sort_unstable();
+    assert_eq!(tags, ["googlebot: nosnippet", "noarchive"], "{:?}", r.headers);
+    assert!(n.from("192.0.2.1", FIREFOX, "/index.html").all("x-robots-tag").is_empty());
     // GPTBot from OpenAI's range: verified, refused where robots.txt says no.
     assert_eq!(n.from("132.196.86.5", GPTBOT, "/private/a.html").status, 403);
     assert_eq!(n.from("132.196.86.5", GPTBOT, "/index.html").status, 200);

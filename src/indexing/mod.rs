@@ -574,11 +574,14 @@ impl Observed {
         self.pages.is_empty()
     }
 
-    /// Remember what the page at `path` said at `now_ms` (replacing what it said before).
-    pub fn note(&mut self, path: &str, said: Told, now_ms: u64) {
+    /// Remember what the page at `path` said at `now_ms` (replacing what it
+    /// said before). Returns whether that is news: the page was not held, or
+    /// said something else.
+    pub fn note(&mut self, path: &str, said: Told, now_ms: u64) -> bool {
         if let Some(entry) = self.pages.get_mut(path) {
+            let news = entry.1 != said;
             *entry = (now_ms, said);
-            return;
+            return news;
         }
         while self.pages.len() >= self.max {
             match self.order.pop_front() {
@@ -590,6 +593,7 @@ impl Observed {
         }
         self.order.push_back(path.to_owned());
         self.pages.insert(path.to_owned(), (now_ms, said));
+        true
     }
 
     /// Forget what the page at `path` said (it says nothing now).
@@ -601,31 +605,35 @@ impl Observed {
 
     /// The pages whose noindex `robots` hides, by path, then robot.
     pub fn hidden(&self, robots: &crate::robots::RobotsTxt) -> Vec<HiddenPage> {
-        let mut out = Vec::new();
-        for (path, (at, said)) in &self.pages {
-            for (name, terms) in said {
-                if !meta::says_noindex(terms) {
-                    continue;
-                }
-                let text = terms.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-                let to = name.as_deref().unwrap_or("X-Robots-Tag");
-                for (robot, robots_line, robots_pattern) in
-                    disallowing(robots, robots_for(robots, name.as_deref()), path)
-                {
-                    out.push(HiddenPage {
-                        path: path.clone(),
-                        robot,
-                        said: format!("{to}: {text}"),
-                        robots_line,
-                        robots_pattern,
-                        seen: crate::time::rfc3339_ms(*at),
-                    });
-                }
-            }
-        }
+        let mut out: Vec<HiddenPage> =
+            self.pages.iter().flat_map(|(path, (at, said))| hidden_page(path, said, *at, robots)).collect();
         out.sort_by(|a, b| (&a.path, &a.robot).cmp(&(&b.path, &b.robot)));
         out
     }
+}
+
+/// What of `said` (what the page at `path` said, at `at_ms`) `robots` hides:
+/// one entry per noindex and robot that robots.txt keeps from the page.
+pub fn hidden_page(path: &str, said: &Told, at_ms: u64, robots: &crate::robots::RobotsTxt) -> Vec<HiddenPage> {
+    let mut out = Vec::new();
+    for (name, terms) in said {
+        if !meta::says_noindex(terms) {
+            continue;
+        }
+        let text = terms.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let to = name.as_deref().unwrap_or("X-Robots-Tag");
+        for (robot, robots_line, robots_pattern) in disallowing(robots, robots_for(robots, name.as_deref()), path) {
+            out.push(HiddenPage {
+                path: path.to_owned(),
+                robot,
+                said: format!("{to}: {text}"),
+                robots_line,
+                robots_pattern,
+                seen: crate::time::rfc3339_ms(at_ms),
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

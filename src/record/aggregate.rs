@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 
 use hashbrown::{Equivalent, HashMap};
 
-use super::{Overflow, Record};
+use super::{Finding, Overflow, Record};
 
 /// A violation's identity for aggregation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -131,6 +131,8 @@ pub enum Line {
     Record(Record),
     /// Violations the full table could not key.
     Overflow(Overflow),
+    /// Not a violation: something noticed (counts none).
+    Finding(Finding),
 }
 
 impl Line {
@@ -139,6 +141,7 @@ impl Line {
         match self {
             Line::Record(r) => r.count,
             Line::Overflow(o) => o.count,
+            Line::Finding(_) => 0,
         }
     }
 }

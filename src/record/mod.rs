@@ -103,6 +103,35 @@ pub struct Overflow {
     pub last: String,
 }
 
+/// Something noticed on a site that is not a violation, written to the
+/// same log so that `robotgate report` can list it: today a page whose own
+/// noindex robots.txt hides from a robot (`indexing.observe`). Written when
+/// a page's word changes, not per request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// RFC 3339 UTC time it was noticed.
+    pub time: String,
+    /// Site name.
+    pub site: String,
+    /// What was noticed: [`Finding::HIDDEN_NOINDEX`].
+    pub finding: &'static str,
+    /// The page's path and query.
+    pub path: String,
+    /// The robot that never sees the noindex (`*`: every robot without a group of its own).
+    pub robot: String,
+    /// What the page said, and to whom (`robots: noindex`, `X-Robots-Tag: none`).
+    pub said: String,
+    /// The robots.txt line that disallows the page for that robot.
+    pub line: u32,
+    /// That line's pattern.
+    pub pattern: String,
+}
+
+impl Finding {
+    /// A page's noindex that robots.txt hides.
+    pub const HIDDEN_NOINDEX: &'static str = "hidden-noindex";
+}
+
 /// A GPTBot `disallow` record from `client`, for the unit tests of the
 /// aggregation table and of the log writer.
 #[cfg(test)]

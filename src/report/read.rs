@@ -129,6 +129,27 @@ pub struct OverflowView<'a> {
     pub first: Option<Cow<'a, str>>,
 }
 
+/// A finding (see [`crate::record::Finding`]): not a violation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingView<'a> {
+    /// RFC 3339 time it was noticed.
+    pub time: Cow<'a, str>,
+    /// Site name.
+    pub site: Cow<'a, str>,
+    /// What was noticed (`hidden-noindex`).
+    pub finding: Cow<'a, str>,
+    /// The page's path and query.
+    pub path: Cow<'a, str>,
+    /// The robot it concerns.
+    pub robot: Cow<'a, str>,
+    /// What the page said, and to whom.
+    pub said: Cow<'a, str>,
+    /// The robots.txt line.
+    pub line: Option<u32>,
+    /// That line's pattern.
+    pub pattern: Option<Cow<'a, str>>,
+}
+
 /// One good line of the log.
 // Handed to a callback by value and dropped; boxing the record would cost
 // an allocation per line.
@@ -139,6 +160,8 @@ pub enum Entry<'a> {
     Record(RecordView<'a>),
     /// An overflow line.
     Overflow(OverflowView<'a>),
+    /// A finding.
+    Finding(FindingView<'a>),
 }
 
 /// Streaming parser of a violation log.
@@ -226,6 +249,7 @@ pub fn feed(input: impl BufRead, source: &str, summary: &mut super::Summary) -> 
     let result = reader.for_each_entry(|entry| match entry {
         Entry::Record(r) => summary.add(&r),
         Entry::Overflow(o) => summary.add_overflow(&o),
+        Entry::Finding(f) => summary.add_finding(&f),
     });
     summary.add_malformed(source, reader.malformed());
     result
@@ -281,6 +305,12 @@ struct Raw<'a> {
     last: Option<Cow<'a, str>>,
     #[serde(default)]
     overflow: bool,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    finding: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    robot: Cow<'a, str>,
+    #[serde(default, borrow)]
+    said: Cow<'a, str>,
 }
 
 fn one() -> u64 {
@@ -303,6 +333,18 @@ impl<'a> Raw<'a> {
             return Ok(Entry::Overflow(OverflowView { time, count: self.count, first: self.first }));
         }
         let site = self.site.ok_or("no `site`")?;
+        if let Some(finding) = self.finding {
+            return Ok(Entry::Finding(FindingView {
+                time,
+                site,
+                finding,
+                path: self.path,
+                robot: self.robot,
+                said: self.said,
+                line: self.line,
+                pattern: self.pattern,
+            }));
+        }
         Ok(Entry::Record(RecordView {
             time,
             site,
@@ -350,6 +392,7 @@ mod tests {
             .for_each_entry(|e| match e {
                 Entry::Record(r) => seen.push(format!("{}:{}:{}", r.client, r.path, r.count)),
                 Entry::Overflow(o) => overflow += o.count,
+                Entry::Finding(_) => {}
             })
             .unwrap();
         (seen, overflow, reader.malformed().clone())

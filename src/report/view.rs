@@ -111,6 +111,28 @@ pub struct SiteReport {
     pub days: Vec<DayCount>,
     /// Violations on days past the cap or with an unreadable time.
     pub other_days: u64,
+    /// Pages whose own noindex robots.txt hides from a robot (from the
+    /// proxy's `indexing.observe` findings), by path, then robot.
+    pub hidden_noindex: Vec<HiddenReport>,
+    /// Such pages past the cap.
+    pub hidden_noindex_other: u64,
+}
+
+/// A page whose noindex a robot never sees: robots.txt keeps it out.
+#[derive(Debug, Clone, Serialize)]
+pub struct HiddenReport {
+    /// The page's path and query.
+    pub path: String,
+    /// The robot (`*`: every robot without a group of its own).
+    pub robot: String,
+    /// What the page said, and to whom.
+    pub said: String,
+    /// The robots.txt line that disallows the page for that robot.
+    pub line: Option<u32>,
+    /// That line's pattern.
+    pub pattern: String,
+    /// When it was last noticed.
+    pub seen: String,
 }
 
 /// One bot on one site.
@@ -367,6 +389,19 @@ fn site(name: &str, s: &SiteStats) -> SiteReport {
         unknown_user_agents_floor,
         days,
         other_days: s.other_days,
+        hidden_noindex: s
+            .hidden
+            .iter()
+            .map(|((path, robot), h)| HiddenReport {
+                path: path.to_string(),
+                robot: robot.to_string(),
+                said: h.said.to_string(),
+                line: h.line,
+                pattern: h.pattern.to_string(),
+                seen: h.time.to_string(),
+            })
+            .collect(),
+        hidden_noindex_other: s.hidden_other,
     }
 }
 

@@ -28,8 +28,8 @@ pub(crate) use self::keys::clip;
 use self::keys::{add, hour_key, set, widen};
 pub use self::keys::{category_index, category_name, CATEGORIES, IDENTITIES};
 use self::site::Budget;
-pub use self::site::{BotStats, NamedCounts, RuleStat, SiteStats};
-use super::read::{Malformed, MalformedLine, OverflowView, RecordView};
+pub use self::site::{BotStats, HiddenStat, NamedCounts, RuleStat, SiteStats};
+use super::read::{FindingView, Malformed, MalformedLine, OverflowView, RecordView};
 
 /// Bytes kept of a name (site, bot, client, action, directive); longer ones
 /// are cut (at a character boundary) before being counted.
@@ -99,6 +99,8 @@ pub struct Limits {
     pub days: usize,
     /// Hourly buckets of the over-time series (default 9,600: 400 days).
     pub hours: usize,
+    /// Pages with a hidden noindex kept per site, by (path, robot) (default 1,000).
+    pub hidden_per_site: usize,
 }
 
 impl Default for Limits {
@@ -116,6 +118,7 @@ impl Default for Limits {
             user_agents: 50,
             days: 400,
             hours: 9_600,
+            hidden_per_site: 1_000,
         }
     }
 }
@@ -251,6 +254,26 @@ impl Summary {
         self.add_hour(&o.time, CATEGORIES - 1, o.count);
     }
 
+    /// Keeps a finding (a page's noindex that robots.txt hides), unless the
+    /// filter skips it: the latest per site, page and robot. Counts no violation.
+    pub fn add_finding(&mut self, f: &FindingView<'_>) {
+        let admitted = self.filter.site.as_deref().is_none_or(|s| s == f.site)
+            && self.filter.since.as_deref().is_none_or(|s| *f.time >= *s);
+        if !admitted || f.finding != crate::record::Finding::HIDDEN_NOINDEX {
+            self.filtered += 1;
+            return;
+        }
+        let site = clip(&f.site, MAX_NAME);
+        let cap = self.limits.hidden_per_site;
+        // Findings are few: the key's copy does not matter here.
+        let stats = if self.sites.contains_key(site) || self.sites.len() < self.limits.sites {
+            self.sites.entry(site.into()).or_default()
+        } else {
+            self.other_sites.get_or_insert_with(Default::default)
+        };
+        stats.add_hidden(f, cap);
+    }
+
     /// Adds an input's malformed lines, naming the input `source`; the first
     /// [`super::read::MALFORMED_SAMPLES`] over all inputs are kept.
     pub fn add_malformed(&mut self, source: &str, m: &Malformed) {
@@ -321,6 +344,44 @@ pub(super) mod tests {
     /// A record time `h` hours into 2025-03-01 (shared by this module's tests).
     pub(super) fn at(h: u32) -> String {
         format!("2025-03-0{}T{:02}:00:00Z", 1 + h / 24, h % 24)
+    }
+
+    /// A hidden-noindex finding, as the reader gives it.
+    pub(super) fn hidden<'a>(site: &'a str, path: &'a str, robot: &'a str, time: &'a str) -> FindingView<'a> {
+        FindingView {
+            time: time.into(),
+            site: site.into(),
+            finding: crate::record::Finding::HIDDEN_NOINDEX.into(),
+            path: path.into(),
+            robot: robot.into(),
+            said: "robots: noindex".into(),
+            line: Some(3),
+            pattern: Some("/hidden/".into()),
+        }
+    }
+
+    #[test]
+    fn findings_keep_the_latest_per_page_and_robot_and_count_no_violation() {
+        let mut s = Summary::new(Filter { since: Some(at(2)), site: None });
+        s.add_finding(&hidden("s", "/hidden/a", "GPTBot", &at(3)));
+        let (t3, t5) = (at(3), at(5));
+        let mut later = hidden("s", "/hidden/a", "GPTBot", &t5);
+        later.said = "googlebot: none".into();
+        s.add_finding(&later);
+        // An older word of the same page does not replace the newer one.
+        s.add_finding(&hidden("s", "/hidden/a", "GPTBot", &at(4)));
+        s.add_finding(&hidden("s", "/hidden/a", "*", &at(3)));
+        // Before `since`: skipped.
+        s.add_finding(&hidden("s", "/hidden/old", "*", &at(1)));
+        let mut other = hidden("s", "/x", "*", &t3);
+        other.finding = "something-else".into();
+        s.add_finding(&other);
+        assert_eq!(s.violations(), 0);
+        let site = &s.sites["s"];
+        let keys: Vec<_> = site.hidden.keys().map(|(p, r)| format!("{p} {r}")).collect();
+        assert_eq!(keys, ["/hidden/a *", "/hidden/a GPTBot"]);
+        assert_eq!(&*site.hidden[&("/hidden/a".into(), "GPTBot".into())].said, "googlebot: none");
+        assert_eq!(s.filtered, 2);
     }
 
     /// Fold one in-memory record into `s`, as the log reader would.
@@ -398,8 +459,13 @@ pub(super) mod tests {
             user_agents: 10,
             days: 5,
             hours: 30,
+            hidden_per_site: 8,
         };
         let mut s = Summary::with_limits(Filter::default(), limits.clone());
+        for i in 0..5_000u32 {
+            let path = format!("/hidden/{i}");
+            s.add_finding(&hidden(&format!("site{}", i % 7), &path, "GPTBot", &at(i % 40)));
+        }
         for i in 0..200_000u32 {
             let r = Record {
                 site: format!("site{}", i % 7),
@@ -423,6 +489,7 @@ pub(super) mod tests {
             assert!(site.unknown_names <= limits.unknown_names_per_site);
             assert!(site.rules.len() <= limits.rules_per_site);
             assert!(site.days.len() <= limits.days);
+            assert!(site.hidden.len() <= limits.hidden_per_site);
             assert!(site.clients.as_ref().is_none_or(|c| c.len() <= 2 * limits.clients));
             for bot in site.bots() {
                 assert!(bot.rules.len() <= limits.rules_per_bot);

@@ -153,6 +153,46 @@ pub struct SiteStats {
     pub days: HashMap<[u8; 10], u64>,
     /// Violations on days past the cap, or with an unreadable time.
     pub other_days: u64,
+    /// Pages whose noindex robots.txt hides, by (path, robot): the latest
+    /// finding of each (`indexing.observe`).
+    pub hidden: std::collections::BTreeMap<(Box<str>, Box<str>), HiddenStat>,
+    /// Findings past [`Limits::hidden_per_site`].
+    pub hidden_other: u64,
+}
+
+/// The latest word of a page whose noindex robots.txt hides from a robot.
+#[derive(Debug, Clone, Default)]
+pub struct HiddenStat {
+    /// What the page said, and to whom.
+    pub said: Box<str>,
+    /// The robots.txt line that disallows it.
+    pub line: Option<u32>,
+    /// That line's pattern.
+    pub pattern: Box<str>,
+    /// When it was noticed.
+    pub time: Box<str>,
+}
+
+impl SiteStats {
+    /// Keep a hidden-noindex finding (the latest per page and robot).
+    pub(super) fn add_hidden(&mut self, f: &crate::report::read::FindingView<'_>, cap: usize) {
+        let stat = HiddenStat {
+            said: clip(&f.said, MAX_PATTERN).into(),
+            line: f.line,
+            pattern: clip(f.pattern.as_deref().unwrap_or(""), MAX_PATTERN).into(),
+            time: clip(&f.time, MAX_NAME).into(),
+        };
+        let key: (Box<str>, Box<str>) = (clip(&f.path, MAX_PATTERN).into(), clip(&f.robot, MAX_NAME).into());
+        let full = self.hidden.len() >= cap;
+        match self.hidden.get_mut(&key) {
+            Some(old) if *old.time <= *stat.time => *old = stat,
+            Some(_) => {}
+            None if !full => {
+                self.hidden.insert(key, stat);
+            }
+            None => add(&mut self.hidden_other, 1),
+        }
+    }
 }
 
 /// Rows allotted so far over all sites.

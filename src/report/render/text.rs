@@ -420,6 +420,26 @@ fn write_site(o: &mut String, s: &SiteReport) {
     if s.other_days > 0 {
         let _ = writeln!(o, "  {} violations on other days", thousands(s.other_days));
     }
+
+    if !s.hidden_noindex.is_empty() {
+        let _ = writeln!(o, "\nNoindex hidden by robots.txt (the robot never fetches the page, so never reads it)");
+        let _ = writeln!(o, "{} {} {} {:>6} PATTERN", cell("PAGE", 30), cell("ROBOT", 16), cell("SAID", 26), "LINE");
+        for h in s.hidden_noindex.iter().take(MAX_RULES) {
+            let line = h.line.map_or("-".to_owned(), |l| l.to_string());
+            let _ = writeln!(
+                o,
+                "{} {} {} {line:>6} {}",
+                cell(&h.path, 30),
+                cell(&h.robot, 16),
+                cell(&h.said, 26),
+                clipped(&h.pattern, 30)
+            );
+        }
+        let more = (s.hidden_noindex.len().saturating_sub(MAX_RULES) as u64).saturating_add(s.hidden_noindex_other);
+        if more > 0 {
+            let _ = writeln!(o, "({} more: see --format json)", thousands(more));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use super::forwarded::add_forwarded_headers;
 use super::gate::{Ctx, Gate, Observing};
 use super::respond::{self, Reader};
 use crate::policy::{Action, Enforcement, SiteFile};
-use crate::server::ops::violations::now_rfc3339;
+use crate::server::ops::violations::{now_rfc3339, Finding, ViolationLog};
 use crate::server::snapshot::{SiteAnswers, Snapshot};
 use crate::server::telemetry::metrics;
 
@@ -61,7 +61,7 @@ fn injectable(resp: &ResponseHeader) -> Option<usize> {
 /// `indexing.observe`: what the origin's answer says about indexing, its
 /// own `X-Robots-Tag` (read here, before robotgate adds any) and, for an
 /// HTML page, the robots META tags of its head (read as the body passes).
-fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx) {
+fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx, log: &ViolationLog) {
     use crate::indexing::meta;
     let told: crate::indexing::Told = resp
         .headers
@@ -82,7 +82,7 @@ fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx) {
     if ok && html && plain {
         ctx.observing = Some(Box::new(Observing { head: meta::HeadScanner::new(), told }));
     } else if ok {
-        told_page(ctx, path, told);
+        told_page(ctx, path, told, log);
     }
 }
 
@@ -92,9 +92,29 @@ fn path_of(session: &Session) -> &str {
     uri.path_and_query().map_or_else(|| uri.path(), |p| p.as_str())
 }
 
-fn told_page(ctx: &Ctx, path: &str, told: crate::indexing::Told) {
-    if let Some(site) = ctx.site() {
-        crate::server::ops::status::board().told(&site.conf.name, path, told);
+/// Note what the page said; when that is news and robots.txt hides a
+/// noindex of it from a robot, say so in the violation log (one finding per
+/// robot), for `robotgate report`.
+fn told_page(ctx: &Ctx, path: &str, told: crate::indexing::Told, log: &ViolationLog) {
+    let Some(site) = ctx.site() else { return };
+    let noindex = told.iter().any(|(_, terms)| crate::indexing::meta::says_noindex(terms));
+    let said = noindex.then(|| told.clone());
+    if !crate::server::ops::status::board().told(&site.conf.name, path, told) {
+        return;
+    }
+    let (Some(said), Some(robots)) = (said, site.robots.as_ref()) else { return };
+    let now = crate::server::store::redis::unix_ms();
+    for h in crate::indexing::hidden_page(path, &said, now, &robots.compiled) {
+        log.note(Finding {
+            time: h.seen,
+            site: site.conf.name.clone(),
+            finding: Finding::HIDDEN_NOINDEX,
+            path: h.path,
+            robot: h.robot,
+            said: h.said,
+            line: robots.lines.file_line(h.robots_line).unwrap_or(h.robots_line),
+            pattern: h.robots_pattern,
+        });
     }
 }
 
@@ -264,7 +284,7 @@ impl ProxyHttp for Gate {
         ctx: &mut Ctx,
     ) -> Result<()> {
         if std::mem::take(&mut ctx.observe) {
-            observe(upstream_response, path_of(session), ctx);
+            observe(upstream_response, path_of(session), ctx, &self.violations);
         }
         // Added beside the origin's own X-Robots-Tag, never in its place.
         if let Some(value) = ctx.noindex.take() {
@@ -304,7 +324,7 @@ impl ProxyHttp for Gate {
                 if let Some(o) = ctx.observing.take() {
                     let mut told = o.told;
                     told.extend(o.head.found().iter().map(|(name, terms)| (Some(name.clone()), terms.clone())));
-                    told_page(ctx, path_of(session), told);
+                    told_page(ctx, path_of(session), told, &self.violations);
                 }
             }
         }

@@ -91,15 +91,16 @@ impl Board {
     }
 
     /// Note what a page of `site` said about indexing (its META tags and
-    /// `X-Robots-Tag`), replacing what it said before.
-    pub fn told(&self, site: &str, path: &str, told: Told) {
+    /// `X-Robots-Tag`), replacing what it said before. Returns whether the
+    /// page said something new (a silent page is never news).
+    pub fn told(&self, site: &str, path: &str, told: Told) -> bool {
         let mut sites = lock(&self.observed);
         if told.is_empty() {
             // Most pages say nothing: only forget what one said before.
             if let Some((_, pages)) = sites.iter_mut().find(|(name, _)| name == site) {
                 pages.forget(path);
             }
-            return;
+            return false;
         }
         let i = match sites.iter().position(|(name, _)| name == site) {
             Some(i) => i,
@@ -107,9 +108,9 @@ impl Board {
                 sites.push((site.to_owned(), Observed::new(OBSERVED_PAGES)));
                 sites.len() - 1
             }
-            None => return,
+            None => return false,
         };
-        sites[i].1.note(path, told, unix_ms());
+        sites[i].1.note(path, told, unix_ms())
     }
 
     /// Show a warning about the set-up, or none ([`super::crowd`]).

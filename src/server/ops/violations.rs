@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{LogOptions, LogTarget};
 use crate::record::aggregate::{Aggregator, Folded, Line, Offer};
-pub use crate::record::Record;
+pub use crate::record::{Finding, Record};
 use crate::server::telemetry::metrics;
 
 /// Lines queued for the writer before requests fold into the table instead.
@@ -66,9 +66,9 @@ pub struct ViolationLog {
     shared: Arc<Shared>,
     // Boxed: the channel allocates every slot up front, and a `Record` is
     // hundreds of bytes; 65,536 boxes cost 512 KiB, not 20 MiB of idle RSS.
-    tx: Mutex<Option<SyncSender<Box<Record>>>>,
+    tx: Mutex<Option<SyncSender<Box<Line>>>>,
     /// The open file and the queue's end, until [`ViolationLog::start`] hands them to the writer.
-    idle: Mutex<Option<(Out, Receiver<Box<Record>>)>>,
+    idle: Mutex<Option<(Out, Receiver<Box<Line>>)>>,
     writer: Mutex<Option<JoinHandle<io::Result<u64>>>>,
 }
 
@@ -101,7 +101,7 @@ impl ViolationLog {
             reopen: AtomicBool::new(false),
         });
         let out = Out::open(target, options)?;
-        let (tx, rx) = mpsc::sync_channel::<Box<Record>>(queue);
+        let (tx, rx) = mpsc::sync_channel::<Box<Line>>(queue);
         Ok(ViolationLog {
             shared,
             tx: Mutex::new(Some(tx)),
@@ -141,15 +141,33 @@ impl ViolationLog {
         // the table only after every record in flight reached it.
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(tx) = tx else { return };
-        match tx.try_send(Box::new(record)) {
+        match tx.try_send(Box::new(Line::Record(record))) {
             Ok(()) => {}
-            Err(TrySendError::Full(record)) => match self.shared.table().fold(*record, now) {
-                Folded::Kept => metrics().log_folded.inc(),
-                Folded::Counted => metrics().log_overflow.inc(),
-            },
+            Err(TrySendError::Full(line)) => {
+                if let Line::Record(record) = *line {
+                    match self.shared.table().fold(record, now) {
+                        Folded::Kept => metrics().log_folded.inc(),
+                        Folded::Counted => metrics().log_overflow.inc(),
+                    }
+                }
+            }
             Err(TrySendError::Disconnected(_)) => {}
         }
         drop(tx);
+    }
+
+    /// Log a finding (not a violation: a page's hidden noindex). Findings
+    /// are written when a page's word changes, so they are few; with the
+    /// queue full one is dropped and said so in the process's log.
+    pub fn note(&self, finding: Finding) {
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(tx) = tx else { return };
+        if let Err(TrySendError::Full(line)) = tx.try_send(Box::new(Line::Finding(finding))) {
+            if let Line::Finding(f) = *line {
+                tracing::warn!(target: "robotgate::violations", site = %f.site, path = %f.path,
+                    "violation log queue full: a hidden-noindex finding was not written");
+            }
+        }
     }
 
     /// Ask the writer to reopen the file (what `SIGUSR1` does). It takes
@@ -179,13 +197,13 @@ impl ViolationLog {
 /// The writer: append queued records, close due windows and flush every
 /// [`TICK`], reopen when asked; when every sender is gone, write the pending
 /// aggregates. Returns the lines written.
-fn write_until_closed(mut out: Out, rx: &Receiver<Box<Record>>, state: &Shared) -> io::Result<u64> {
+fn write_until_closed(mut out: Out, rx: &Receiver<Box<Line>>, state: &Shared) -> io::Result<u64> {
     let mut written = 0u64;
     let mut next_tick = Instant::now() + TICK;
     loop {
         let wait = next_tick.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
-            Ok(record) => written += out.write(&Line::Record(*record))?,
+            Ok(line) => written += out.write(&line)?,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }

@@ -1,5 +1,6 @@
 //! One site's section: its charts, its bots, the clients and User-Agents of
-//! robots the database does not know, and its days.
+//! robots the database does not know, its days, and the pages whose
+//! noindex robots.txt hides.
 
 use maud::{html, Markup};
 
@@ -78,6 +79,34 @@ pub(super) fn write_site(s: &SiteReport, suffix: &str) -> Markup {
             }
             @if s.other_days > 0 {
                 p.note { (thousands(s.other_days)) " violations on other days." }
+            }
+            (hidden_table(s))
+        }
+    }
+}
+
+/// The pages whose noindex robots.txt hides (findings of `indexing.observe`).
+fn hidden_table(s: &SiteReport) -> Markup {
+    html! {
+        @if !s.hidden_noindex.is_empty() {
+            h3 { "Noindex hidden by robots.txt" }
+            p.note {
+                "These pages say noindex, but robots.txt keeps the robot from fetching them: "
+                "it never sees the noindex, and can keep the URL in its index."
+            }
+            table.sortable data-testid="table-hidden" {
+                thead { tr { th { "Page" } th { "Robot" } th { "The page says" } th { "robots.txt" } th { "Seen" } } }
+                tbody {
+                    @for h in &s.hidden_noindex {
+                        tr {
+                            td.w { (Text(&h.path)) } td { (Text(&h.robot)) } td { (Text(&h.said)) }
+                            td { (rule_label("disallow", Some(&h.pattern), h.line)) } td { (time(Some(&h.seen))) }
+                        }
+                    }
+                }
+            }
+            @if s.hidden_noindex_other > 0 {
+                p.note { (thousands(s.hidden_noindex_other)) " more pages past the cap." }
             }
         }
     }
