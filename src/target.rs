@@ -223,11 +223,11 @@ pub fn normalise<'a>(method: &[u8], target: &'a [u8], opts: &TargetOptions) -> R
         _ => absolute_form(target)?,
     };
     // RFC 3986 3.5: the fragment starts at the first `#`.
-    let pq = match pq.iter().position(|&b| b == b'#') {
+    let pq = match memchr::memchr(b'#', pq) {
         Some(h) => &pq[..h],
         None => pq,
     };
-    let q = pq.iter().position(|&b| b == b'?').unwrap_or(pq.len());
+    let q = memchr::memchr(b'?', pq).unwrap_or(pq.len());
     let (path, query) = pq.split_at(q);
     let path_normal = scan_path(path, opts)?;
     let query_normal = scan_query(query)?;
@@ -317,11 +317,28 @@ fn absolute_form(target: &[u8]) -> Result<(&[u8], bool), TargetError> {
 }
 
 /// Checks the path for errors; `true` when it is already normal.
+/// Bytes of a path that [`scan_path`] has nothing to say about: printable
+/// ASCII but `/`, `%` and `\`.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x21;
+    while b < 0x7F {
+        t[b] = !matches!(b as u8, b'/' | b'%' | b'\\');
+        b += 1;
+    }
+    t
+};
+
 fn scan_path(path: &[u8], opts: &TargetOptions) -> Result<bool, TargetError> {
     let mut normal = true;
     let mut seg_start = 0;
     let mut i = 0;
     while i < path.len() {
+        // Most of a path is plain bytes: over them at a table look each.
+        if PLAIN[usize::from(path[i])] {
+            i += 1;
+            continue;
+        }
         match path[i] {
             b'/' => {
                 if is_dot_segment(&path[seg_start..i]) || (opts.merge_slashes && i > 0 && path[i - 1] == b'/') {

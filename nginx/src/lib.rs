@@ -212,6 +212,8 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
         ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate_config: the path is not UTF-8");
         return ngx::core::NGX_CONF_ERROR;
     };
+    // No helper threads in nginx's processes (see the function's notes).
+    robotgate::load::file::read_on_this_thread();
     let snapshot = match robotgate::load::load(std::path::Path::new(path)) {
         Ok(snapshot) => snapshot,
         Err(problems) => {
@@ -448,14 +450,32 @@ impl<'r> Headers<'r> for Fields<'r> {
 
 /// The client address as nginx has it (after its realip module).
 fn client_of(request: &http::Request) -> Option<IpAddr> {
+    use ngx::ffi::{sockaddr_in, sockaddr_in6, AF_INET, AF_INET6};
     // SAFETY: a request's connection outlives the request.
     let c = unsafe { &*request.connection() };
-    if c.addr_text.data.is_null() {
+    if c.sockaddr.is_null() {
         return None;
     }
-    // SAFETY: nginx's text of the address, `len` bytes.
-    let text = unsafe { std::slice::from_raw_parts(c.addr_text.data, c.addr_text.len) };
-    std::str::from_utf8(text).ok()?.parse().ok()
+    // The address itself, not its text: nginx's (after realip), read as
+    // the family says, `socklen` bytes.
+    // SAFETY: `sockaddr` points at `socklen` bytes of nginx's peer address.
+    let family = u32::from(unsafe { (*c.sockaddr).sa_family });
+    let len = c.socklen as usize;
+    match family {
+        AF_INET if len >= std::mem::size_of::<sockaddr_in>() => {
+            // SAFETY: an AF_INET address of a sockaddr_in's size.
+            let sin = unsafe { &*(c.sockaddr as *const sockaddr_in) };
+            Some(IpAddr::from(sin.sin_addr.s_addr.to_ne_bytes()))
+        }
+        AF_INET6 if len >= std::mem::size_of::<sockaddr_in6>() => {
+            // SAFETY: an AF_INET6 address of a sockaddr_in6's size.
+            let sin6 = unsafe { &*(c.sockaddr as *const sockaddr_in6) };
+            // SAFETY: every view of the union is the same 16 bytes.
+            Some(IpAddr::from(unsafe { sin6.sin6_addr.__in6_u.__u6_addr8 }))
+        }
+        // A Unix socket: no client address.
+        _ => None,
+    }
 }
 
 /// The `Host` the request names (nginx has checked its syntax).
@@ -484,10 +504,11 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     }
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
     let Some(snap) = current(main, request) else { return Status::NGX_DECLINED };
-    let Some(site) = snap.settings.site_for_host(host_of(request)) else { return Status::NGX_DECLINED };
+    let host = host_of(request);
+    let Some(site) = snap.settings.site_for_host(host) else { return Status::NGX_DECLINED };
     let live = &snap.sites[site];
     let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
-    let answer = decide(request, &snap, live, shared, !main.violations.is_null());
+    let answer = decide(request, host, &snap, live, shared, !main.violations.is_null());
     match answer {
         Answer::Pass { headers } => {
             for (name, value) in headers {
@@ -507,6 +528,7 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
 /// Decide `request` through the pipeline, and say how to answer it.
 fn decide<'s>(
     request: &http::Request,
+    host: &str,
     snap: &'s Snapshot,
     live: &'s LiveSite,
     shared: &zone::Shared,
@@ -516,7 +538,7 @@ fn decide<'s>(
     let req = Request {
         method: method.as_str(),
         target: request.unparsed_uri().as_bytes(),
-        host: host_of(request),
+        host,
         https: false,
         peer: Peer::Logged(client_of(request)),
         headers: Fields::of(request),

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use self::raw::*;
 pub use self::validate::parse_duration;
-use crate::net::{site_host, Cidr, ClientHeader};
+use crate::net::{site_host_str, Cidr, ClientHeader};
 use crate::policy::PolicyConfig;
 pub use crate::policy::{Traps, DEFAULT_TRAP};
 use crate::target::TargetOptions;
@@ -229,12 +229,12 @@ impl Default for DnsSettings {
 
 impl Settings {
     /// The index of the site for a `Host` header value, read once by
-    /// [`site_host`] (port, case and one trailing dot ignored), else the
+    /// [`site_host`](crate::net::site_host) (port, case and one trailing dot ignored), else the
     /// default site; `None` when no site has it and none is the default, or
     /// when the value is no host name at all (no site is guessed for it). A
     /// linear scan: sites are few, and it allocates nothing.
     pub fn site_for_host(&self, host: &str) -> Option<usize> {
-        let host = site_host(host.as_bytes())?;
+        let host = site_host_str(host)?;
         self.hosts.iter().find(|(h, _)| h.eq_ignore_ascii_case(host)).map(|(_, i)| *i).or(self.default_site)
     }
 }

@@ -27,7 +27,7 @@
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -184,8 +184,9 @@ pub fn read(path: &Path, limit: u64) -> Result<Contents, Refusal> {
 /// [`read`] with explicit timing.
 ///
 /// Cost: one thread per look at the file (a look is an open and an fstat,
-/// plus the read once the file has settled); a file older than the settle
-/// time is read in one look.
+/// plus the read once the file has settled; none after
+/// [`read_on_this_thread`]); a file older than the settle time is read in
+/// one look.
 ///
 /// # Errors
 /// As [`read`].
@@ -339,6 +340,23 @@ fn kind(meta: &Metadata) -> &'static str {
 /// Reads abandoned and still running.
 static STUCK: AtomicUsize = AtomicUsize::new(0);
 
+/// Read on the caller's thread: see [`read_on_this_thread`].
+static ON_THIS_THREAD: AtomicBool = AtomicBool::new(false);
+
+/// From now on, every read of this process happens on the caller's thread,
+/// without a helper thread and so without a deadline (a read stuck in the
+/// kernel holds the caller, as the host's own reads of its files would).
+///
+/// For a host that must stay single-threaded: once a process has started a
+/// second thread, glibc takes its multi-threaded paths for good (a
+/// cancellation check around every system call, locked allocations), in
+/// that process and in every child it forks afterwards. nginx's master
+/// reads the config and forks the workers, so one helper thread there
+/// would cost every request of every worker (the module calls this first).
+pub fn read_on_this_thread() {
+    ON_THIS_THREAD.store(true, Ordering::SeqCst);
+}
+
 /// A helper thread's state: running, done, or abandoned by its caller.
 const RUNNING: u8 = 0;
 const DONE: u8 = 1;
@@ -352,6 +370,9 @@ fn bounded<T: Send + 'static>(
     timeout: Duration,
     f: impl FnOnce() -> Result<T, Refusal> + Send + 'static,
 ) -> Result<T, Refusal> {
+    if ON_THIS_THREAD.load(Ordering::Relaxed) {
+        return f();
+    }
     let stuck = STUCK.load(Ordering::SeqCst);
     if stuck >= MAX_STUCK {
         return Err(Refusal::Stuck(stuck));

@@ -94,7 +94,12 @@ const HOST_BYTE: [bool; 256] = {
 /// assert_eq!(site_host(b"a b"), None);
 /// ```
 pub fn site_host(raw: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(raw).ok()?.trim_matches([' ', '\t']);
+    site_host_str(std::str::from_utf8(raw).ok()?)
+}
+
+/// [`site_host`] of a value already known to be text.
+pub fn site_host_str(text: &str) -> Option<&str> {
+    let text = text.trim_matches([' ', '\t']);
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
         let (literal, after) = rest.split_once(']')?;
         // Only an IPv6 address goes in brackets (RFC 3986 3.2.2).

@@ -84,24 +84,31 @@ impl Series {
         let home = (key >> 7) as usize % self.slots.len();
         for i in 0..PROBES.min(self.slots.len()) {
             let slot = &self.slots[(home + i) % self.slots.len()];
-            let found = match slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    // Ours: write the text, then publish it.
-                    let mut text = Vec::with_capacity(TEXT);
-                    write_series(&mut text, name, labels, values);
-                    if text.len() > TEXT {
-                        // Never rendered cut short: counted as dropped.
-                        slot.ready.store(2, Ordering::Release);
-                        break;
+            // A series seen before is found by a plain load: the claim (a
+            // locked instruction on a line every worker shares) only for a new one.
+            let seen = slot.key.load(Ordering::Acquire);
+            let found = if seen != 0 {
+                seen == key
+            } else {
+                match slot.key.compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => {
+                        // Ours: write the text, then publish it.
+                        let mut text = Vec::with_capacity(TEXT);
+                        write_series(&mut text, name, labels, values);
+                        if text.len() > TEXT {
+                            // Never rendered cut short: counted as dropped.
+                            slot.ready.store(2, Ordering::Release);
+                            break;
+                        }
+                        // SAFETY: this process claimed the slot; no one reads
+                        // the text before `ready` is 1.
+                        unsafe { (&mut *slot.text.get())[..text.len()].copy_from_slice(&text) };
+                        slot.len.store(text.len() as u32, Ordering::Relaxed);
+                        slot.ready.store(1, Ordering::Release);
+                        true
                     }
-                    // SAFETY: this process claimed the slot; no one reads
-                    // the text before `ready` is 1.
-                    unsafe { (&mut *slot.text.get())[..text.len()].copy_from_slice(&text) };
-                    slot.len.store(text.len() as u32, Ordering::Relaxed);
-                    slot.ready.store(1, Ordering::Release);
-                    true
+                    Err(other) => other == key,
                 }
-                Err(other) => other == key,
             };
             if found {
                 if slot.ready.load(Ordering::Acquire) == 2 {
