@@ -169,12 +169,13 @@ cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' 
 # wrk_measure "PIDS" URL CONNECTIONS SECONDS [WRK ARGS...]: one wrk run (one
 # thread) against URL, printed as "rps p50_us p99_us cpu_us_per_request",
 # the CPU being that of the processes PIDS over the run.
+# With WRK_PIN set (e.g. "taskset -c 0"), wrk runs under it.
 wrk_measure() {
   local pids=$1 url=$2 conns=$3 secs=$4 before after out n
   shift 4
   # shellcheck disable=SC2086
   before=$(cpu_ticks $pids)
-  out=$(wrk -t1 -c"$conns" -d"${secs}s" --latency "$@" "$url" 2>&1)
+  out=$(${WRK_PIN:-} wrk -t1 -c"$conns" -d"${secs}s" --latency "$@" "$url" 2>&1)
   # shellcheck disable=SC2086
   after=$(cpu_ticks $pids)
   n=$(awk '/requests in/ {print $1}' <<<"$out")

@@ -223,11 +223,16 @@ pub fn normalise<'a>(method: &[u8], target: &'a [u8], opts: &TargetOptions) -> R
         _ => absolute_form(target)?,
     };
     // RFC 3986 3.5: the fragment starts at the first `#`.
-    let pq = match memchr::memchr(b'#', pq) {
-        Some(h) => &pq[..h],
-        None => pq,
+    // The query starts at the first `?` before it (a path is short: one
+    // pass, a byte at a time, beats a vector search's set-up).
+    let (pq, q) = match pq.iter().position(|&b| b == b'#' || b == b'?') {
+        Some(i) if pq[i] == b'?' => {
+            let end = pq[i..].iter().position(|&b| b == b'#').map_or(pq.len(), |h| i + h);
+            (&pq[..end], i)
+        }
+        Some(h) => (&pq[..h], h),
+        None => (pq, pq.len()),
     };
-    let q = memchr::memchr(b'?', pq).unwrap_or(pq.len());
     let (path, query) = pq.split_at(q);
     let path_normal = scan_path(path, opts)?;
     let query_normal = scan_query(query)?;

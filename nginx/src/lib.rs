@@ -48,7 +48,7 @@ use std::ffi::{c_char, c_void};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ngx::core::{Buffer, Status};
 use ngx::ffi::{
@@ -60,10 +60,12 @@ use ngx::ffi::{
 use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 
+use robotgate::agent::Category;
 use robotgate::identity::Identity;
 use robotgate::load::{LiveSite, Snapshot};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Action, Clock, Decision, Enforcement, Outcome, Rates, SiteFile};
+use robotgate::state::series::{Counter, Series};
 
 struct Module;
 
@@ -338,7 +340,84 @@ extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
 thread_local! {
     /// This worker's snapshot, when it has read a newer one than the
     /// master's, and when it last looked.
-    static LIVE: RefCell<Option<(Arc<Snapshot>, Instant)>> = const { RefCell::new(None) };
+    static LIVE: RefCell<Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>> = const { RefCell::new(None) };
+}
+
+/// What this worker found for the last requests, kept for the next ones
+/// while the snapshot is the same: the site of the last `Host`, and the
+/// request counters by site and category (finding a series hashes its
+/// name and labels; a browser's request would otherwise pay that each time).
+struct Hot {
+    /// The snapshot these were found in (held, so its address is not reused).
+    snap: Option<Arc<Snapshot>>,
+    host: Vec<u8>,
+    site: Option<usize>,
+    /// `robotgate_requests_total` by `site * CATEGORY_SLOTS + category`.
+    requests: Vec<Option<Counter>>,
+}
+
+/// Room for the categories of [`robotgate::agent::Category`].
+const CATEGORY_SLOTS: usize = 16;
+
+/// A `Host` longer than this is looked up every time.
+const HOT_HOST_MAX: usize = 255;
+
+thread_local! {
+    static HOT: RefCell<Hot> = const { RefCell::new(Hot { snap: None, host: Vec::new(), site: None, requests: Vec::new() }) };
+}
+
+impl Hot {
+    /// Forget what was found in another snapshot.
+    fn for_snapshot(&mut self, snap: &Arc<Snapshot>) {
+        if !self.snap.as_ref().is_some_and(|s| Arc::ptr_eq(s, snap)) {
+            *self = Hot { snap: Some(snap.clone()), host: Vec::new(), site: None, requests: Vec::new() };
+            // An empty host is never a cached one: mark the slot unused.
+            self.host.push(0);
+        }
+    }
+}
+
+/// The site of `host` in `snap` ([`robotgate::config::Settings::site_for_host`]),
+/// found once per host and snapshot by each worker.
+fn site_of(snap: &Arc<Snapshot>, host: &str) -> Option<usize> {
+    HOT.with_borrow_mut(|hot| {
+        hot.for_snapshot(snap);
+        if hot.host == host.as_bytes() {
+            return hot.site;
+        }
+        let site = snap.settings.site_for_host(host);
+        if host.len() <= HOT_HOST_MAX {
+            hot.host.clear();
+            hot.host.extend_from_slice(host.as_bytes());
+            hot.site = site;
+        }
+        site
+    })
+}
+
+/// Count one request of `category` on site number `site` (named `name`).
+fn count_request(series: &Series, snap: &Arc<Snapshot>, site: usize, name: &str, category: Category) {
+    const FAMILY: &str = "robotgate_requests_total";
+    let (labels, values) = (["site", "category"], [name, category.as_str()]);
+    let cat = category as usize;
+    let slot = site * CATEGORY_SLOTS + cat;
+    let counter = HOT.with_borrow_mut(|hot| {
+        hot.for_snapshot(snap);
+        if cat >= CATEGORY_SLOTS || site >= snap.sites.len() {
+            return None;
+        }
+        if hot.requests.len() <= slot {
+            hot.requests.resize(snap.sites.len() * CATEGORY_SLOTS, None);
+        }
+        if hot.requests[slot].is_none() {
+            hot.requests[slot] = series.counter(FAMILY, &labels, &values);
+        }
+        hot.requests[slot]
+    });
+    match counter {
+        Some(c) => c.add(1),
+        None => series.add(FAMILY, &labels, &values, 1),
+    }
 }
 
 /// How often a worker looks whether the snapshot's files changed.
@@ -354,9 +433,11 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 fn current(main: &MainConf, request: &http::Request) -> Option<Arc<Snapshot>> {
     let master = main.snapshot.as_ref()?;
     LIVE.with_borrow_mut(|live| {
-        let now = Instant::now();
+        // nginx's clock of this turn of its loop: no system call per request.
+        // SAFETY: nginx's global, written and read on this thread only.
+        let now = unsafe { ngx::ffi::ngx_current_msec };
         let (snap, looked) = live.get_or_insert_with(|| (master.clone(), now));
-        if now.duration_since(*looked) >= LOOK_EVERY {
+        if now.wrapping_sub(*looked) >= LOOK_EVERY.as_millis() as ngx::ffi::ngx_msec_t {
             *looked = now;
             if snap.stale() {
                 match robotgate::load::reload(&main.config, Some(snap)) {
@@ -505,10 +586,9 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
     let Some(snap) = current(main, request) else { return Status::NGX_DECLINED };
     let host = host_of(request);
-    let Some(site) = snap.settings.site_for_host(host) else { return Status::NGX_DECLINED };
-    let live = &snap.sites[site];
+    let Some(site) = site_of(&snap, host) else { return Status::NGX_DECLINED };
     let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
-    let answer = decide(request, host, &snap, live, shared, !main.violations.is_null());
+    let answer = decide(request, host, &snap, site, shared, !main.violations.is_null());
     match answer {
         Answer::Pass { headers } => {
             for (name, value) in headers {
@@ -529,11 +609,12 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
 fn decide<'s>(
     request: &http::Request,
     host: &str,
-    snap: &'s Snapshot,
-    live: &'s LiveSite,
+    snap: &'s Arc<Snapshot>,
+    site: usize,
     shared: &zone::Shared,
     logging: bool,
 ) -> Answer<'s> {
+    let live = &snap.sites[site];
     let method = request.method();
     let req = Request {
         method: method.as_str(),
@@ -571,7 +652,7 @@ fn decide<'s>(
             headers.extend(indexing.header_values(target).into_iter().map(|v| ("X-Robots-Tag", v)));
         }
     }
-    count_and_record(request, live, &decision, shared, logging, (p.facts().client, p.facts().user_agent));
+    count_and_record(request, (snap, site), &decision, shared, logging, (p.facts().client, p.facts().user_agent));
     answer(live, &decision, headers)
 }
 
@@ -632,12 +713,13 @@ fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'stat
 /// User-Agent.
 fn count_and_record(
     request: &http::Request,
-    live: &LiveSite,
+    (snap, at): (&Arc<Snapshot>, usize),
     d: &Decision<'_, '_>,
     shared: &zone::Shared,
     logging: bool,
     who: (Option<IpAddr>, &[u8]),
 ) {
+    let live = &snap.sites[at];
     let site = live.conf.name.as_str();
     if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
         let result = if d.preference_unknown { "preference-unknown" } else { "refused" };
@@ -648,7 +730,7 @@ fn count_and_record(
         return;
     }
     let Some(agent) = d.agent.as_ref() else { return };
-    shared.series.add("robotgate_requests_total", &["site", "category"], &[site, agent.category.as_str()], 1);
+    count_request(&shared.series, snap, at, site, agent.category);
     if matches!(d.outcome, Outcome::Pass) {
         return;
     }

@@ -115,11 +115,16 @@ impl Remembered {
             name: self.name.as_ref().map(text),
             announced: self.announced.as_ref().map(text),
             category: self.category,
-            tokens: self.tokens.iter().map(text).collect(),
+            // A browser has neither: no collecting for nothing.
+            tokens: if self.tokens.is_empty() { Vec::new() } else { self.tokens.iter().map(text).collect() },
             obeys_robots: self.obeys_robots,
             purposes: self.purposes,
             operator: self.operator.as_ref().map(text),
-            also: self.also.iter().map(|&i| Claim::of(i, classifier.bot(i))).collect(),
+            also: if self.also.is_empty() {
+                Vec::new()
+            } else {
+                self.also.iter().map(|&i| Claim::of(i, classifier.bot(i))).collect()
+            },
             ignores: entry.map_or(super::Ignored::NONE, |bot| super::Ignored::of(&bot.extensions)),
         }
     }

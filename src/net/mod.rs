@@ -110,8 +110,9 @@ pub fn site_host_str(text: &str) -> Option<&str> {
         };
         (literal, port)
     } else {
-        match text.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
+        match text.bytes().rposition(|b| b == b':') {
+            // `:` is ASCII: both sides are text.
+            Some(i) => (&text[..i], Some(&text[i + 1..])),
             None => (text, None),
         }
     };

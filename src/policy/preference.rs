@@ -71,6 +71,9 @@ type Origin = (&'static str, u32);
 /// The preference in force for `target` under `selection`: the group's
 /// `Content-Usage`, then the `*` group's `Content-Signal`, per category.
 pub fn in_force(robots: &RobotsTxt, selection: &Selection, target: &[u8]) -> Option<(UsagePref, [Option<Origin>; 3])> {
+    if !robots.states_usage() {
+        return None;
+    }
     let usage = robots.usage(selection, target);
     let global = robots.select::<&str>(&[]);
     let mut signal = UsagePref::default();
@@ -120,6 +123,9 @@ pub fn in_force(robots: &RobotsTxt, selection: &Selection, target: &[u8]) -> Opt
 /// Cost: nothing for a file without `Content-Usage` or `Content-Signal` in
 /// its `*` group; otherwise one matcher query and one match per rule.
 pub fn usage_header(robots: &RobotsTxt, target: &[u8]) -> Option<String> {
+    if !robots.states_usage() {
+        return None;
+    }
     let global = robots.select::<&str>(&[]);
     let (pref, _) = in_force(robots, &global, target)?;
     let value = pref.header_value()?;

@@ -125,6 +125,8 @@ pub struct RobotsTxt {
     hash: u64,
     len: usize,
     truncated_at: Option<usize>,
+    /// Some group has `Content-Usage` or `Content-Signal` lines.
+    states_usage: bool,
 }
 
 impl Default for RobotsTxt {
@@ -161,6 +163,12 @@ pub fn fingerprint(body: &[u8]) -> u64 {
 }
 
 impl RobotsTxt {
+    /// Whether any group states usage preferences (`Content-Usage`,
+    /// `Content-Signal`): without them, no request needs to look.
+    pub fn states_usage(&self) -> bool {
+        self.states_usage
+    }
+
     /// Parse and compile a robots.txt body with the default options.
     ///
     /// Never fails: whatever a crawler would skip is skipped (see `lint`).
@@ -193,7 +201,9 @@ impl RobotsTxt {
             hash: fingerprint(body),
             len: body.len(),
             truncated_at: truncated.then_some(used.len()),
+            states_usage: false,
         };
+        robots.states_usage = robots.groups.iter().any(|g| !g.content_usage.is_empty() || !g.content_signal.is_empty());
         robots.index();
         robots
     }

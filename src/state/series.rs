@@ -33,6 +33,19 @@ struct Slot {
     text: UnsafeCell<[u8; TEXT]>,
 }
 
+/// One series' counter ([`Series::counter`]), valid as long as its region.
+#[derive(Clone, Copy)]
+pub struct Counter {
+    slot: &'static Slot,
+}
+
+impl Counter {
+    /// Add `n`.
+    pub fn add(self, n: u64) {
+        self.slot.count.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
 /// Labelled counters in a region shared by processes.
 pub struct Series {
     slots: &'static [Slot],
@@ -76,6 +89,18 @@ impl Series {
 
     /// Add `n` to the series `name{labels=values}`.
     pub fn add(&self, name: &str, labels: &[&str], values: &[&str], n: u64) {
+        match self.counter(name, labels, values) {
+            Some(c) => c.add(n),
+            None => {
+                self.dropped.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The counter of the series `name{labels=values}`, claimed if new: a
+    /// handle to keep and add to without finding it again (`None`: no slot
+    /// for it, or its text too long; counted as dropped by [`Series::add`]).
+    pub fn counter(&self, name: &str, labels: &[&str], values: &[&str]) -> Option<Counter> {
         // The same in every process (label values are not the clients' to choose).
         let mut h = foldhash::fast::FixedState::with_seed(0x7365_7269_6573).build_hasher();
         name.hash(&mut h);
@@ -98,7 +123,7 @@ impl Series {
                         if text.len() > TEXT {
                             // Never rendered cut short: counted as dropped.
                             slot.ready.store(2, Ordering::Release);
-                            break;
+                            return None;
                         }
                         // SAFETY: this process claimed the slot; no one reads
                         // the text before `ready` is 1.
@@ -111,14 +136,10 @@ impl Series {
                 }
             };
             if found {
-                if slot.ready.load(Ordering::Acquire) == 2 {
-                    break;
-                }
-                slot.count.fetch_add(n, Ordering::Relaxed);
-                return;
+                return (slot.ready.load(Ordering::Acquire) != 2).then_some(Counter { slot });
             }
         }
-        self.dropped.fetch_add(n, Ordering::Relaxed);
+        None
     }
 
     /// The series as Prometheus text: each family under its `# TYPE` line.
