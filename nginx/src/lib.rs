@@ -307,9 +307,11 @@ http_request_handler!(metrics_handler, |request: &mut http::Request| {
     send(request, 200, "text/plain; version=0.0.4; charset=utf-8", text.as_bytes())
 });
 
-/// A worker's start: its folding of the violation log, and the timer that
-/// closes its windows.
+/// A worker's start: its name in the zone's locks, its folding of the
+/// violation log, and the timer that closes its windows.
 extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
+    // The zone's locks name this worker, not the master it was forked from.
+    robotgate::state::memory::process_started();
     // SAFETY: nginx passes its cycle.
     let Some(main) = Module::main_conf(unsafe { &*cycle }) else { return Status::NGX_OK.into() };
     let Some(snap) = main.snapshot.as_ref() else { return Status::NGX_OK.into() };

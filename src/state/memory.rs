@@ -64,7 +64,7 @@ enum Buckets<T: 'static> {
 /// A bucket in shared memory: a spin lock and its entries.
 #[repr(C)]
 struct Mapped<T> {
-    /// 0: free; 1: held.
+    /// 0: free; else the process id of the holder.
     lock: AtomicU32,
     entries: UnsafeCell<[Entry<T>; WAYS]>,
 }
@@ -72,16 +72,63 @@ struct Mapped<T> {
 // SAFETY: the entries are reached only with the bucket's lock held.
 unsafe impl<T: Send> Sync for Mapped<T> {}
 
+/// This process's id, as the buckets' locks record their holder (0: not
+/// known yet). Read once, then cached: set again by [`process_started`] in
+/// a child that `fork` made, which inherits its parent's cache.
+static PROCESS: AtomicU32 = AtomicU32::new(0);
+
+/// Tell the shared tables that this process is a new one (nginx calls this
+/// in each worker it forks), so that the locks it takes name it, not its
+/// parent.
+pub fn process_started() {
+    PROCESS.store(std::process::id(), Ordering::Relaxed);
+}
+
+fn process_id() -> u32 {
+    match PROCESS.load(Ordering::Relaxed) {
+        0 => {
+            let id = std::process::id();
+            PROCESS.store(id, Ordering::Relaxed);
+            id
+        }
+        id => id,
+    }
+}
+
+/// Whether process `pid` still exists (a signal 0 reaches it, or would
+/// if this process were allowed to send it).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 checks only that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
+}
+
+/// Spins between two looks at whether a bucket's holder is still alive.
+const LOOK_AFTER_SPINS: u32 = 1 << 12;
+
 impl<T> Mapped<T> {
     fn with<R>(&self, f: impl FnOnce(&mut [Entry<T>; WAYS]) -> R) -> R {
+        let me = process_id();
         let mut spins = 0u32;
-        while self.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            spins += 1;
+        while let Err(holder) = self.lock.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+            spins = spins.wrapping_add(1);
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
                 // The holder may be a process the scheduler took off its CPU.
                 std::thread::yield_now();
+            }
+            // A worker that died holding the lock (a crash, `kill -9`) would
+            // hold it for ever: once in a while, see whether it still exists,
+            // and take the lock from a dead one. Its entries may be half
+            // written: a wrong time in one entry of one bucket, no more.
+            if spins.is_multiple_of(LOOK_AFTER_SPINS)
+                && holder != 0
+                && holder != me
+                && !alive(holder)
+                && self.lock.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                break;
             }
         }
         struct Unlock<'a>(&'a AtomicU32);
@@ -453,6 +500,28 @@ mod tests {
         });
         let last = s.bans.update(1u8, |old| (None, old)).unwrap();
         assert_eq!(last.duration_since(t0), Duration::from_nanos(40_000));
+    }
+
+    /// A bucket whose holder died (a worker killed while it held the lock)
+    /// is taken from it: the next process waits a moment, not for ever.
+    #[test]
+    fn a_lock_held_by_a_dead_process_is_taken_back() {
+        let words = MemoryState::region_bytes(8).div_ceil(8);
+        let region: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
+        // SAFETY: as above.
+        let s = unsafe { MemoryState::in_region(region.as_mut_ptr() as *mut u8, words * 8, 8) }.unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let Buckets::Mapped(buckets) = &s.bans.buckets else { panic!("a region's table is mapped") };
+        for b in buckets.iter() {
+            b.lock.store(dead, Ordering::SeqCst);
+        }
+        let t0 = Instant::now();
+        s.bans.update(1u8, |_| (Some(t0), ()));
+        assert_eq!(s.bans.update(1u8, |old| (None, old)), Some(t0));
+        // A live holder (this process, on another thread) is waited for.
+        assert!(alive(std::process::id()));
     }
 
     #[test]
