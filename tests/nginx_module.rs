@@ -21,6 +21,9 @@ use common::{free_port, get, wait_lines, within, AHREFS, FIREFOX, GOOGLEBOT, GPT
 /// A robot only reverse DNS can confirm (no published ranges).
 const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
 
+/// OpenAI's agent, which names itself so (its sample in conf/bots.yaml has none).
+const CHATGPT_AGENT: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 ChatGPT-Agent/1.0";
+
 const ROBOTS: &str = "\
 User-agent: *
 Disallow: /private/
@@ -129,7 +132,7 @@ fn site(dir: &Path) {
     std::fs::write(
         dir.join("robotgate.yaml"),
         format!(
-            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    indexing:\n      rules:\n        - {{ path: \"/private/\", set: \"noarchive\" }}\n        - {{ path: \"/private/\", bots: [Googlebot], set: \"nosnippet\" }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n"
+            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy: {{ enforce_ai_user: true }}\n    indexing:\n      rules:\n        - {{ path: \"/private/\", set: \"noarchive\" }}\n        - {{ path: \"/private/\", bots: [Googlebot], set: \"nosnippet\" }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n"
         ),
     )
     .unwrap();
@@ -204,6 +207,27 @@ fn nginx_decides_with_robotgates_pipeline() {
     // unverified, as by a proxy without a resolver.
     assert_eq!(n.from("198.51.100.40", YANDEX, "/index.html").status, 200);
     assert_eq!(n.from("198.51.100.40", YANDEX, "/private/a.html").status, 403);
+    // No Web Bot Auth inside nginx yet: a signed ChatGPT Agent (no
+    // published ranges; only its signature could confirm it) is judged
+    // unverifiable, held to its group as when its key directory cannot be
+    // fetched: refused where robots.txt says no, let through elsewhere.
+    let signed = |path: &str| {
+        get(
+            &n.url(path),
+            &[
+                ("X-Forwarded-For", "198.51.100.50"),
+                ("User-Agent", CHATGPT_AGENT),
+                ("Signature-Agent", r#"agent1="https://chatgpt.com""#),
+                (
+                    "Signature-Input",
+                    r#"agent1=("@authority" "signature-agent");created=1;keyid="k";tag="web-bot-auth""#,
+                ),
+                ("Signature", "agent1=:AAAA:"),
+            ],
+        )
+    };
+    assert_eq!(signed("/index.html").status, 200);
+    assert_eq!(signed("/private/a.html").status, 403);
     // Crawl-delay: the first request, then 429 with Retry-After.
     assert_eq!(n.from("198.51.100.7", AHREFS, "/index.html").status, 200);
     let r = n.from("198.51.100.7", AHREFS, "/index.html");
@@ -229,7 +253,7 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert!(within(Duration::from_secs(3), refused).is_some(), "the edit was not in force within 3 s");
 
     // The records: who, what, which line, and what it got.
-    let recs = n.records(8);
+    let recs = n.records(9);
     let of = |client: &str| recs.iter().filter(|r| r["client"] == client).collect::<Vec<_>>();
     let gpt = of("132.196.86.5");
     assert_eq!((gpt[0]["directive"].as_str(), gpt[0]["line"].as_u64()), (Some("disallow"), Some(2)), "{gpt:?}");
@@ -241,6 +265,12 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert_eq!(
         (yandex[0]["directive"].as_str(), yandex[0]["identity"].as_str()),
         (Some("disallow"), Some("unverifiable"))
+    );
+    let agent = of("198.51.100.50");
+    assert_eq!(
+        (agent[0]["bot"].as_str(), agent[0]["identity"].as_str(), agent[0]["directive"].as_str()),
+        (Some("ChatGPT Agent"), Some("unverifiable"), Some("disallow")),
+        "{agent:?}"
     );
     let trapped: Vec<_> = of("198.51.100.20").iter().map(|r| r["directive"].as_str().unwrap().to_owned()).collect();
     assert_eq!(trapped, ["trap", "banned"]);
