@@ -749,16 +749,28 @@ fn count_and_record(
         robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
     };
-    let Some(mut r) = d.record(&requested) else { return };
-    if let Some(tally) = d.tally(site, &r) {
-        let (name, labels) = tally.family();
-        shared.series.add(name, labels, tally.values(), 1);
-    }
-    if logging {
-        r.time = robotgate::time::rfc3339_ms(Clock::System.unix_ms());
-        r.status = d.outcome.enforcement().status().unwrap_or(0);
-        log::offer(r);
-    }
+    // One record per worker, written over for each refusal: a repeat is
+    // folded into the one its window keeps, and neither allocates once
+    // their strings are long enough.
+    SCRATCH.with_borrow_mut(|r| {
+        if !d.record_into(&requested, r) {
+            return;
+        }
+        if let Some(tally) = d.tally(site, r) {
+            let (name, labels) = tally.family();
+            shared.series.add(name, labels, tally.values(), 1);
+        }
+        if logging {
+            robotgate::time::write_rfc3339_ms(&mut r.time, Clock::System.unix_ms());
+            r.status = d.outcome.enforcement().status().unwrap_or(0);
+            log::offer(r);
+        }
+    });
+}
+
+thread_local! {
+    /// The record [`count_and_record`] writes each refusal into.
+    static SCRATCH: RefCell<robotgate::record::Record> = RefCell::new(robotgate::record::Record::default());
 }
 
 /// A worker's exit: what it folded is written.

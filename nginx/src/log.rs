@@ -42,12 +42,12 @@ pub fn start(file: *mut ngx_open_file_t, window: u64, max_keys: usize) {
 }
 
 /// Offer a record: written now, or folded into a count written later.
-pub fn offer(r: Record) {
+pub fn offer(r: &Record) {
     let now = Clock::System.unix_ms();
     FOLD.with_borrow_mut(|fold| {
         let Some(fold) = fold.as_mut() else { return };
         let mut lines = fold.lines.close_due(now);
-        if let Offer::Write(r) = fold.lines.offer(r, now) {
+        if let Offer::Write(r) = fold.lines.offer_ref(r, now) {
             lines.push(Line::Record(r));
         }
         write_lines(fold.file, &lines);

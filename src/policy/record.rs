@@ -92,16 +92,24 @@ impl Decision<'_, '_> {
     /// the proxy's clock and answer, or a log line's. Cost: the owned copies
     /// of the record's strings, only for requests that have a record.
     pub fn record(&self, req: &Requested<'_>) -> Option<Record> {
-        let agent = self.agent.as_ref()?;
+        let mut r = Record::default();
+        self.record_into(req, &mut r).then_some(r)
+    }
+
+    /// [`Decision::record`] written into `out`, in the buffers it has (a
+    /// record kept for the purpose allocates nothing once its strings are
+    /// long enough); `false`, leaving `out` as it was, when there is none.
+    pub fn record_into(&self, req: &Requested<'_>, out: &mut Record) -> bool {
+        let Some(agent) = self.agent.as_ref() else { return false };
         // (directive, group, pattern, line, action, managed)
         let (directive, group, pattern, line, action, managed) = match self.outcome {
-            Outcome::Pass | Outcome::File(_) => return None,
+            Outcome::Pass | Outcome::File(_) => return false,
             Outcome::Violation(Violation { group, rule, action }) => {
                 // An added rule has no line in the site's file.
                 let line = req.lines.file_line(rule.line);
                 (rule.kind.as_str(), group, Some(rule.pattern.as_str()), line, action.name(), line.is_none())
             }
-            Outcome::Limited(Limited { recorded: false, .. }) => return None,
+            Outcome::Limited(Limited { recorded: false, .. }) => return false,
             Outcome::Limited(Limited { group, directive, line, enforce, unsupported, .. }) => {
                 let action = if enforce { "rate-limit" } else { "log" };
                 let line = req.lines.file_line(line);
@@ -138,36 +146,46 @@ impl Decision<'_, '_> {
             Outcome::Stale(s) => Some(s),
             _ => None,
         };
-        Some(Record {
-            time: String::new(),
-            site: req.site.to_owned(),
-            client: req.client.to_owned(),
-            method: req.method.to_owned(),
-            path: req.path.to_owned(),
-            host: req.host.to_owned(),
-            user_agent: req.user_agent.to_owned(),
-            bot: agent.name.map(str::to_owned),
-            claims: agent.also.iter().map(|c| c.name.to_owned()).collect(),
-            category: agent.category.as_str(),
-            group: group.map(str::to_owned),
-            directive,
-            pattern: pattern.map(str::to_owned),
-            line,
-            robots_hash: req.robots_hash.to_owned(),
-            managed,
-            robots_seen: self.robots_seen,
-            fetched_hash: stale.map(|s| crate::robots::short_hash(s.fetched)),
-            fetched_at: stale.map(|s| crate::time::rfc3339_ms(s.fetched_at.saturating_mul(1000))),
-            reason: match self.outcome {
-                Outcome::Trap(TrapHit { why: "crowd-address", .. }) => Some("crowd-address"),
-                _ => None,
-            },
-            identity: (self.identity != Identity::NotClaimed).then(|| self.identity.as_str()),
-            action,
-            status: 0,
-            count: 1,
-            first: None,
-            last: None,
-        })
+        fn set(to: &mut String, from: &str) {
+            to.clear();
+            to.push_str(from);
+        }
+        fn set_opt(to: &mut Option<String>, from: Option<&str>) {
+            match (to.as_mut(), from) {
+                (Some(t), Some(f)) => set(t, f),
+                (_, f) => *to = f.map(str::to_owned),
+            }
+        }
+        out.time.clear();
+        set(&mut out.site, req.site);
+        set(&mut out.client, req.client);
+        set(&mut out.method, req.method);
+        set(&mut out.path, req.path);
+        set(&mut out.host, req.host);
+        set(&mut out.user_agent, req.user_agent);
+        set_opt(&mut out.bot, agent.name);
+        out.claims.clear();
+        out.claims.extend(agent.also.iter().map(|c| c.name.to_owned()));
+        out.category = agent.category.as_str();
+        set_opt(&mut out.group, group);
+        out.directive = directive;
+        set_opt(&mut out.pattern, pattern);
+        out.line = line;
+        set(&mut out.robots_hash, req.robots_hash);
+        out.managed = managed;
+        out.robots_seen = self.robots_seen;
+        out.fetched_hash = stale.map(|s| crate::robots::short_hash(s.fetched));
+        out.fetched_at = stale.map(|s| crate::time::rfc3339_ms(s.fetched_at.saturating_mul(1000)));
+        out.reason = match self.outcome {
+            Outcome::Trap(TrapHit { why: "crowd-address", .. }) => Some("crowd-address"),
+            _ => None,
+        };
+        out.identity = (self.identity != Identity::NotClaimed).then(|| self.identity.as_str());
+        out.action = action;
+        out.status = 0;
+        out.count = 1;
+        out.first = None;
+        out.last = None;
+        true
     }
 }

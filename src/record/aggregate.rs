@@ -226,6 +226,30 @@ impl Aggregator {
         Offer::Write(record)
     }
 
+    /// [`Aggregator::offer`] of a borrowed record: a repeat is copied into
+    /// the one its window keeps, in that record's buffers (no allocation
+    /// once they are long enough); only a record to write is cloned.
+    pub fn offer_ref(&mut self, record: &Record, now: u64) -> Offer {
+        if self.window > 0 {
+            if let Some(open) = self.open.get_mut(&KeyRef::of(record)) {
+                open.count += 1;
+                if open.first.is_none() {
+                    open.first = Some(record.time.clone());
+                }
+                self.bytes += record_size(record);
+                match open.last.as_mut() {
+                    Some(old) => {
+                        self.bytes -= record_size(old);
+                        old.assign(record);
+                    }
+                    None => open.last = Some(record.clone()),
+                }
+                return Offer::Absorbed;
+            }
+        }
+        self.offer(record.clone(), now)
+    }
+
     /// A line for `record` could not be queued: keep it as a repeat to be
     /// written when its window closes, or, with the table full, count it.
     pub fn fold(&mut self, record: Record, now: u64) -> Folded {
@@ -355,6 +379,29 @@ mod tests {
 
     fn rec(client: &str, line: u32, t: u64) -> Record {
         crate::record::sample(client, "GPTBot", &format!("/private/{t}"), line, format!("t{t}"))
+    }
+
+    /// Offering by reference writes the same lines as offering by value.
+    #[test]
+    fn offering_a_borrowed_record_writes_what_offering_it_does() {
+        let run = |by_ref: bool| {
+            let mut a = Aggregator::new(1_000, 100, 1 << 20);
+            let mut out = Vec::new();
+            for t in 0..50u64 {
+                let mut r = rec(&format!("10.0.0.{}", t % 3), 7 + (t % 2) as u32, t * 100);
+                r.user_agent = format!("GPTBot/{t}");
+                let offered = if by_ref { a.offer_ref(&r, t * 100) } else { a.offer(r, t * 100) };
+                if let Offer::Write(w) = offered {
+                    out.push(Line::Record(w));
+                }
+                out.extend(a.close_due(t * 100));
+            }
+            out.extend(a.drain());
+            out
+        };
+        let (by_value, by_ref) = (run(false), run(true));
+        assert!(by_value.len() > 6);
+        assert_eq!(by_value, by_ref);
     }
 
     fn records(lines: &[Line]) -> Vec<&Record> {
