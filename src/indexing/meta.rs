@@ -189,38 +189,24 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A tag's attributes: `name=value`, `name="value"`, `name='value'`, or a bare `name`.
+/// `s` past its leading bytes that `skipped` says yes to.
+fn skip(s: &[u8], skipped: impl Fn(u8) -> bool) -> &[u8] {
+    let start = s.iter().position(|&b| !skipped(b)).unwrap_or(s.len());
+    &s[start..]
+}
+
 fn attributes(mut s: &[u8]) -> Vec<(&[u8], &[u8])> {
     let mut out = Vec::new();
     loop {
-        while let [b, rest @ ..] = s {
-            if b.is_ascii_whitespace() || *b == b'/' {
-                s = rest;
-            } else {
-                break;
-            }
-        }
+        s = skip(s, |b| b.is_ascii_whitespace() || b == b'/');
         if s.is_empty() || out.len() >= 32 {
             return out;
         }
         let end = s.iter().position(|b| b.is_ascii_whitespace() || *b == b'=' || *b == b'/').unwrap_or(s.len());
         let (key, rest) = s.split_at(end);
-        s = rest;
-        while let [b, rest @ ..] = s {
-            if b.is_ascii_whitespace() {
-                s = rest;
-            } else {
-                break;
-            }
-        }
+        s = skip(rest, |b| b.is_ascii_whitespace());
         let value: &[u8] = if let [b'=', rest @ ..] = s {
-            s = rest;
-            while let [b, rest @ ..] = s {
-                if b.is_ascii_whitespace() {
-                    s = rest;
-                } else {
-                    break;
-                }
-            }
+            s = skip(rest, |b| b.is_ascii_whitespace());
             match s {
                 [q @ (b'"' | b'\''), rest @ ..] => {
                     let close = rest.iter().position(|b| b == q).unwrap_or(rest.len());
