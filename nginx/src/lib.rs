@@ -737,15 +737,15 @@ fn count_and_record(
         return;
     }
     let (client, ua) = who;
-    let client = client.map(robotgate::net::ip_text).unwrap_or_default();
     let method = request.method();
     let requested = robotgate::policy::Requested {
         site,
-        client: &client,
+        // Written into the record below, in its own buffer.
+        client: "",
         method: method.as_str(),
-        path: &String::from_utf8_lossy(request.unparsed_uri().as_bytes()),
+        path: &text(request.unparsed_uri().as_bytes()),
         host: host_of(request),
-        user_agent: &String::from_utf8_lossy(ua),
+        user_agent: &text(ua),
         robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
     };
@@ -755,6 +755,10 @@ fn count_and_record(
     SCRATCH.with_borrow_mut(|r| {
         if !d.record_into(&requested, r) {
             return;
+        }
+        match client {
+            Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
+            None => r.client.clear(),
         }
         if let Some(tally) = d.tally(site, r) {
             let (name, labels) = tally.family();
@@ -771,6 +775,15 @@ fn count_and_record(
 thread_local! {
     /// The record [`count_and_record`] writes each refusal into.
     static SCRATCH: RefCell<robotgate::record::Record> = RefCell::new(robotgate::record::Record::default());
+}
+
+/// `bytes` as text: borrowed when they are UTF-8 (the usual case, without
+/// the replacement scan's cost), else with U+FFFD for each bad sequence.
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// A worker's exit: what it folded is written.

@@ -154,24 +154,33 @@ pub fn is_tchar(b: u8) -> bool {
 /// (a record per refusal writes one, and `fmt`'s machinery costs more than
 /// the rest of the record's copies), IPv6 by `Display`.
 pub fn ip_text(ip: IpAddr) -> String {
+    let mut s = String::with_capacity(15);
+    write_ip_text(&mut s, ip);
+    s
+}
+
+/// [`ip_text`] written over `out` (cleared first), in its buffer.
+pub fn write_ip_text(out: &mut String, ip: IpAddr) {
+    out.clear();
     match ip {
         IpAddr::V4(v4) => {
-            let mut s = String::with_capacity(15);
             for (i, octet) in v4.octets().into_iter().enumerate() {
                 if i > 0 {
-                    s.push('.');
+                    out.push('.');
                 }
                 if octet >= 100 {
-                    s.push(char::from(b'0' + octet / 100));
+                    out.push(char::from(b'0' + octet / 100));
                 }
                 if octet >= 10 {
-                    s.push(char::from(b'0' + octet / 10 % 10));
+                    out.push(char::from(b'0' + octet / 10 % 10));
                 }
-                s.push(char::from(b'0' + octet % 10));
+                out.push(char::from(b'0' + octet % 10));
             }
-            s
         }
-        IpAddr::V6(_) => ip.to_string(),
+        IpAddr::V6(_) => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{ip}");
+        }
     }
 }
 
