@@ -356,7 +356,17 @@ struct Hot {
     site: Option<usize>,
     /// `robotgate_requests_total` by `site * CATEGORY_SLOTS + category`.
     requests: Vec<Option<Counter>>,
+    /// A refusal's counter by its family and label values, keyed by where
+    /// those strings are (each is static, or the held snapshot's), in
+    /// [`TALLY_SLOTS`] direct-mapped slots: a collision only finds again.
+    tallies: Vec<Option<(TallyKey, Option<Counter>)>>,
 }
+
+/// A family and up to six label values, as (address, length) words.
+type TallyKey = [usize; 13];
+
+/// Slots of [`Hot::tallies`] (a power of two).
+const TALLY_SLOTS: usize = 64;
 
 /// Room for the categories of [`robotgate::agent::Category`].
 const CATEGORY_SLOTS: usize = 16;
@@ -365,14 +375,22 @@ const CATEGORY_SLOTS: usize = 16;
 const HOT_HOST_MAX: usize = 255;
 
 thread_local! {
-    static HOT: RefCell<Hot> = const { RefCell::new(Hot { snap: None, host: Vec::new(), site: None, requests: Vec::new() }) };
+    static HOT: RefCell<Hot> = const {
+        RefCell::new(Hot { snap: None, host: Vec::new(), site: None, requests: Vec::new(), tallies: Vec::new() })
+    };
 }
 
 impl Hot {
     /// Forget what was found in another snapshot.
     fn for_snapshot(&mut self, snap: &Arc<Snapshot>) {
         if !self.snap.as_ref().is_some_and(|s| Arc::ptr_eq(s, snap)) {
-            *self = Hot { snap: Some(snap.clone()), host: Vec::new(), site: None, requests: Vec::new() };
+            *self = Hot {
+                snap: Some(snap.clone()),
+                host: Vec::new(),
+                site: None,
+                requests: Vec::new(),
+                tallies: Vec::new(),
+            };
             // An empty host is never a cached one: mark the slot unused.
             self.host.push(0);
         }
@@ -419,6 +437,41 @@ fn count_request(series: &Series, snap: &Arc<Snapshot>, site: usize, name: &str,
     match counter {
         Some(c) => c.add(1),
         None => series.add(FAMILY, &labels, &values, 1),
+    }
+}
+
+/// Count one refusal in `name{labels=values}` ([`Decision::tally`]): every
+/// value is a static string or the snapshot's, so where they are names the
+/// series, and a repeat finds its counter without hashing the text.
+fn count_tally(series: &Series, snap: &Arc<Snapshot>, name: &'static str, labels: &[&str], values: &[&str]) {
+    let mut key: TallyKey = [0; 13];
+    if values.len() > 6 {
+        return series.add(name, labels, values, 1);
+    }
+    key[0] = name.as_ptr() as usize;
+    for (i, v) in values.iter().enumerate() {
+        key[1 + 2 * i] = v.as_ptr() as usize;
+        key[2 + 2 * i] = v.len();
+    }
+    let slot = key.iter().fold(0usize, |h, &w| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 58;
+    let counter = HOT.with_borrow_mut(|hot| {
+        hot.for_snapshot(snap);
+        if hot.tallies.is_empty() {
+            hot.tallies.resize(TALLY_SLOTS, None);
+        }
+        let entry = &mut hot.tallies[slot % TALLY_SLOTS];
+        match entry {
+            Some((k, c)) if *k == key => *c,
+            _ => {
+                let c = series.counter(name, labels, values);
+                *entry = Some((key, c));
+                c
+            }
+        }
+    });
+    match counter {
+        Some(c) => c.add(1),
+        None => series.add(name, labels, values, 1),
     }
 }
 
@@ -762,7 +815,7 @@ fn count_and_record(
         }
         if let Some(tally) = d.tally(site, r) {
             let (name, labels) = tally.family();
-            shared.series.add(name, labels, tally.values(), 1);
+            count_tally(&shared.series, snap, name, labels, tally.values());
         }
         if logging {
             robotgate::time::write_rfc3339_ms(&mut r.time, Clock::System.unix_ms());
