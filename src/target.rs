@@ -223,7 +223,7 @@ pub fn normalise<'a>(method: &[u8], target: &'a [u8], opts: &TargetOptions) -> R
         _ => absolute_form(target)?,
     };
     // RFC 3986 3.5: the fragment starts at the first `#`.
-    // The query starts at the first `?` before it (a path is short: one
+    // 3.4: the query starts at the first `?` before it (a path is short: one
     // pass, a byte at a time, beats a vector search's set-up).
     let (pq, q) = match pq.iter().position(|&b| b == b'#' || b == b'?') {
         Some(i) if pq[i] == b'?' => {

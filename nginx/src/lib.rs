@@ -60,7 +60,6 @@ use ngx::ffi::{
 use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 
-use robotgate::agent::Category;
 use robotgate::identity::Identity;
 use robotgate::load::{LiveSite, Snapshot};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
@@ -347,52 +346,37 @@ thread_local! {
 
 /// What this worker found for the last requests, kept for the next ones
 /// while the snapshot is the same: the site of the last `Host`, and the
-/// request counters by site and category (finding a series hashes its
-/// name and labels; a browser's request would otherwise pay that each time).
+/// counters it counted into (finding a series hashes its name and labels;
+/// each request would otherwise pay that).
 struct Hot {
     /// The snapshot these were found in (held, so its address is not reused).
     snap: Option<Arc<Snapshot>>,
-    host: Vec<u8>,
-    site: Option<usize>,
-    /// `robotgate_requests_total` by `site * CATEGORY_SLOTS + category`.
-    requests: Vec<Option<Counter>>,
-    /// A refusal's counter by its family and label values, keyed by where
-    /// those strings are (each is static, or the held snapshot's), in
-    /// [`TALLY_SLOTS`] direct-mapped slots: a collision only finds again.
-    tallies: Vec<Option<(TallyKey, Option<Counter>)>>,
+    /// The last `Host` looked up, and its site.
+    host: Option<(Vec<u8>, Option<usize>)>,
+    /// Counters by their family and label values, keyed by where those
+    /// strings are (each is static, or the held snapshot's), in
+    /// [`COUNTER_SLOTS`] direct-mapped slots: a collision only finds again.
+    counters: Vec<Option<(CounterKey, Option<Counter>)>>,
 }
 
 /// A family and up to six label values, as (address, length) words.
-type TallyKey = [usize; 13];
+type CounterKey = [usize; 13];
 
-/// Slots of [`Hot::tallies`] (a power of two).
-const TALLY_SLOTS: usize = 64;
-
-/// Room for the categories of [`robotgate::agent::Category`].
-const CATEGORY_SLOTS: usize = 16;
+/// Slots of [`Hot::counters`].
+const COUNTER_SLOTS: usize = 64;
 
 /// A `Host` longer than this is looked up every time.
 const HOT_HOST_MAX: usize = 255;
 
 thread_local! {
-    static HOT: RefCell<Hot> = const {
-        RefCell::new(Hot { snap: None, host: Vec::new(), site: None, requests: Vec::new(), tallies: Vec::new() })
-    };
+    static HOT: RefCell<Hot> = const { RefCell::new(Hot { snap: None, host: None, counters: Vec::new() }) };
 }
 
 impl Hot {
     /// Forget what was found in another snapshot.
     fn for_snapshot(&mut self, snap: &Arc<Snapshot>) {
         if !self.snap.as_ref().is_some_and(|s| Arc::ptr_eq(s, snap)) {
-            *self = Hot {
-                snap: Some(snap.clone()),
-                host: Vec::new(),
-                site: None,
-                requests: Vec::new(),
-                tallies: Vec::new(),
-            };
-            // An empty host is never a cached one: mark the slot unused.
-            self.host.push(0);
+            *self = Hot { snap: Some(snap.clone()), host: None, counters: Vec::new() };
         }
     }
 }
@@ -402,49 +386,25 @@ impl Hot {
 fn site_of(snap: &Arc<Snapshot>, host: &str) -> Option<usize> {
     HOT.with_borrow_mut(|hot| {
         hot.for_snapshot(snap);
-        if hot.host == host.as_bytes() {
-            return hot.site;
+        match &hot.host {
+            Some((last, site)) if last == host.as_bytes() => *site,
+            _ => {
+                let site = snap.settings.site_for_host(host);
+                if host.len() <= HOT_HOST_MAX {
+                    hot.host = Some((host.as_bytes().to_vec(), site));
+                }
+                site
+            }
         }
-        let site = snap.settings.site_for_host(host);
-        if host.len() <= HOT_HOST_MAX {
-            hot.host.clear();
-            hot.host.extend_from_slice(host.as_bytes());
-            hot.site = site;
-        }
-        site
     })
 }
 
-/// Count one request of `category` on site number `site` (named `name`).
-fn count_request(series: &Series, snap: &Arc<Snapshot>, site: usize, name: &str, category: Category) {
-    const FAMILY: &str = "robotgate_requests_total";
-    let (labels, values) = (["site", "category"], [name, category.as_str()]);
-    let cat = category as usize;
-    let slot = site * CATEGORY_SLOTS + cat;
-    let counter = HOT.with_borrow_mut(|hot| {
-        hot.for_snapshot(snap);
-        if cat >= CATEGORY_SLOTS || site >= snap.sites.len() {
-            return None;
-        }
-        if hot.requests.len() <= slot {
-            hot.requests.resize(snap.sites.len() * CATEGORY_SLOTS, None);
-        }
-        if hot.requests[slot].is_none() {
-            hot.requests[slot] = series.counter(FAMILY, &labels, &values);
-        }
-        hot.requests[slot]
-    });
-    match counter {
-        Some(c) => c.add(1),
-        None => series.add(FAMILY, &labels, &values, 1),
-    }
-}
-
-/// Count one refusal in `name{labels=values}` ([`Decision::tally`]): every
-/// value is a static string or the snapshot's, so where they are names the
-/// series, and a repeat finds its counter without hashing the text.
-fn count_tally(series: &Series, snap: &Arc<Snapshot>, name: &'static str, labels: &[&str], values: &[&str]) {
-    let mut key: TallyKey = [0; 13];
+/// Count one in `name{labels=values}`, where every value is a static string
+/// or the snapshot's (a site's name, a robot's, [`Decision::tally`]'s): where
+/// they are names the series, and a repeat finds its counter without
+/// hashing the text.
+fn count(series: &Series, snap: &Arc<Snapshot>, name: &'static str, labels: &[&str], values: &[&str]) {
+    let mut key: CounterKey = [0; 13];
     if values.len() > 6 {
         return series.add(name, labels, values, 1);
     }
@@ -456,10 +416,10 @@ fn count_tally(series: &Series, snap: &Arc<Snapshot>, name: &'static str, labels
     let slot = key.iter().fold(0usize, |h, &w| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 58;
     let counter = HOT.with_borrow_mut(|hot| {
         hot.for_snapshot(snap);
-        if hot.tallies.is_empty() {
-            hot.tallies.resize(TALLY_SLOTS, None);
+        if hot.counters.is_empty() {
+            hot.counters.resize(COUNTER_SLOTS, None);
         }
-        let entry = &mut hot.tallies[slot % TALLY_SLOTS];
+        let entry = &mut hot.counters[slot % COUNTER_SLOTS];
         match entry {
             Some((k, c)) if *k == key => *c,
             _ => {
@@ -778,14 +738,14 @@ fn count_and_record(
     let site = live.conf.name.as_str();
     if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
         let result = if d.preference_unknown { "preference-unknown" } else { "refused" };
-        shared.series.add("robotgate_preferences_total", &["site", "result"], &[site, result], 1);
+        count(&shared.series, snap, "robotgate_preferences_total", &["site", "result"], &[site, result]);
     }
     if let Outcome::File(which) = d.outcome {
-        shared.series.add("robotgate_files_served_total", &["site", "file"], &[site, which.as_str()], 1);
+        count(&shared.series, snap, "robotgate_files_served_total", &["site", "file"], &[site, which.as_str()]);
         return;
     }
     let Some(agent) = d.agent.as_ref() else { return };
-    count_request(&shared.series, snap, at, site, agent.category);
+    count(&shared.series, snap, "robotgate_requests_total", &["site", "category"], &[site, agent.category.as_str()]);
     if matches!(d.outcome, Outcome::Pass) {
         return;
     }
@@ -815,7 +775,7 @@ fn count_and_record(
         }
         if let Some(tally) = d.tally(site, r) {
             let (name, labels) = tally.family();
-            count_tally(&shared.series, snap, name, labels, tally.values());
+            count(&shared.series, snap, name, labels, tally.values());
         }
         if logging {
             robotgate::time::write_rfc3339_ms(&mut r.time, Clock::System.unix_ms());
