@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{free_port, get, wait_lines, within, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
+use common::redis_server::RedisServer;
+use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 /// A robot only reverse DNS can confirm (no published ranges).
 const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
@@ -119,6 +120,11 @@ impl Nginx {
 
 /// The site's files and robotgate.yaml in `dir` (readable by nginx's workers).
 fn site(dir: &Path) {
+    site_with(dir, "");
+}
+
+/// As [`site`], with `extra` YAML at the end of robotgate.yaml.
+fn site_with(dir: &Path, extra: &str) {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     for (path, body) in
         [("www/index.html", "home\n"), ("www/private/a.html", "private\n"), ("www/nogoogle/a.html", "x\n")]
@@ -132,7 +138,7 @@ fn site(dir: &Path) {
     std::fs::write(
         dir.join("robotgate.yaml"),
         format!(
-            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy: {{ enforce_ai_user: true }}\n    indexing:\n      rules:\n        - {{ path: \"/private/\", set: \"noarchive\" }}\n        - {{ path: \"/private/\", bots: [Googlebot], set: \"nosnippet\" }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n"
+            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"127.0.0.1:1\"\n    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy: {{ enforce_ai_user: true }}\n    indexing:\n      rules:\n        - {{ path: \"/private/\", set: \"noarchive\" }}\n        - {{ path: \"/private/\", bots: [Googlebot], set: \"nosnippet\" }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n{extra}"
         ),
     )
     .unwrap();
@@ -380,4 +386,89 @@ fn folded_repeats_are_written_when_the_window_closes() {
     };
     let written = within(Duration::from_secs(6), || total() == 6);
     assert!(written.is_some(), "the repeats were not written: {}", total());
+}
+
+/// `state.redis` inside nginx: nginx's workers and a `robotgate serve`
+/// instance share one real `redis-server` (started here) as two proxies
+/// do. A pace set through one holds on the other, as does a ban either way;
+/// with Redis killed no request fails, and sharing resumes when it is back.
+#[test]
+fn nginx_and_the_proxy_share_state_through_redis() {
+    let Some(module) = module() else { return };
+    let mut redis = RedisServer::start();
+    let state = format!("state:\n  redis: \"{}\"\n  prefix: \"rgtest:\"\n  timeout_ms: 500\n", redis.url());
+    let dir = tempfile::tempdir().unwrap();
+    site_with(dir.path(), &state);
+    let n = start(dir.path(), &module);
+    let origin = Origin::start();
+    let proxy = Gate::start(
+        &format!(
+            "listen: [\"127.0.0.1:{{port}}\"]\ntrusted_proxies: [\"127.0.0.1/32\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"{}\"\n    robots: \"{{dir}}/robots.txt\"\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n{state}metrics:\n  listen: \"127.0.0.1:{{metrics}}\"\nlog:\n  level: warn\n",
+            origin.addr
+        ),
+        &[("robots.txt", ROBOTS.as_bytes())],
+    );
+    let error_log = || std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+    // Each worker says so in nginx's error log when it connects.
+    let connected = || error_log().matches("keys loaded)").count();
+    let up = within(Duration::from_secs(10), || metric(&proxy, "robotgate_state_up") == 1.0 && connected() >= 2);
+    assert!(up.is_some(), "the store never came up for both:\n{}\n{}", error_log(), proxy.stderr());
+    let at_proxy =
+        |ip: &str, ua: &str, path: &str| get(&proxy.url(path), &[("X-Forwarded-For", ip), ("User-Agent", ua)]).status;
+
+    // Crawl-delay 30: admitted by nginx, then refused by the proxy and by
+    // both workers; and the other way round for another client.
+    assert_eq!(n.from("198.51.100.40", AHREFS, "/index.html").status, 200);
+    assert_eq!(at_proxy("198.51.100.40", AHREFS, "/index.html"), 429, "the proxy knows nginx admitted it");
+    let (statuses, workers) = n.many(12, "198.51.100.40", AHREFS, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 429), "{statuses:?}");
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    assert_eq!(at_proxy("198.51.100.41", AHREFS, "/index.html"), 200);
+    let (statuses, _) = n.many(6, "198.51.100.41", AHREFS, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 429), "nginx knows the proxy admitted it: {statuses:?}");
+    let r = n.from("198.51.100.41", AHREFS, "/index.html");
+    let wait: u64 = r.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=30).contains(&wait), "the store's wait: {wait}");
+    // The store holds the clock, under the proxy's key.
+    let mut conn = redis.connection();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("rgtest:rate:shop:*:198.51.100.4*").query(&mut conn).unwrap();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+
+    // A ban made by nginx holds at the proxy, and one made by the proxy
+    // holds in both workers, each within a second.
+    assert_eq!(n.from("198.51.100.42", FIREFOX, "/trap/x").status, 403);
+    let held = within(Duration::from_secs(1), || at_proxy("198.51.100.42", FIREFOX, "/index.html") == 403);
+    assert!(held.is_some(), "the proxy does not hold nginx's ban");
+    assert_eq!(at_proxy("198.51.100.43", FIREFOX, "/trap/x"), 403);
+    let held = within(Duration::from_secs(1), || {
+        n.many(6, "198.51.100.43", FIREFOX, "/index.html").0.iter().all(|s| *s == 403)
+    });
+    assert!(held.is_some(), "nginx does not hold the proxy's ban");
+    assert_eq!(n.from("198.51.100.44", FIREFOX, "/index.html").status, 200, "only that client");
+
+    // Redis killed: every request is answered (a pace from the zone), and
+    // nginx's log says why once per worker.
+    redis.kill();
+    let (statuses, _) = n.many(8, "198.51.100.45", FIREFOX, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    let first = n.from("198.51.100.46", AHREFS, "/index.html").status;
+    assert!(first == 200 || first == 429, "{first}");
+    let said = within(Duration::from_secs(5), || error_log().contains("unreachable"));
+    assert!(said.is_some(), "no word of the outage:\n{}", error_log());
+    // Back: the workers connect again, and load the bans kept meanwhile
+    // (none: the store restarts empty), so a new ban is shared again.
+    let before = connected();
+    redis.restart();
+    let again = within(Duration::from_secs(10), || connected() >= before + 2);
+    assert!(again.is_some(), "the workers did not reconnect:\n{}", error_log());
+    assert!(within(Duration::from_secs(10), || metric(&proxy, "robotgate_state_up") == 1.0).is_some());
+    assert_eq!(n.from("198.51.100.47", FIREFOX, "/trap/x").status, 403);
+    let held = within(Duration::from_secs(2), || at_proxy("198.51.100.47", FIREFOX, "/index.html") == 403);
+    assert!(held.is_some(), "sharing did not resume");
+
+    // The workers stop cleanly, their helper threads with them, and no
+    // parked request upset nginx's count.
+    drop(n);
+    let log = error_log();
+    assert!(!log.contains("[alert]") && !log.contains("exited on signal"), "{log}");
 }

@@ -28,11 +28,15 @@
 //! * `robotgate_metrics;` in a location serves the proxy's counters, counted
 //!   by every worker, as Prometheus text;
 //! * a robots.txt (or any source) edit is in force within a second, without
-//!   `nginx -s reload`: each worker looks at most once a second ([`current`]).
+//!   `nginx -s reload`: each worker looks at most once a second ([`current`]);
+//! * with `state.redis`, rates, bans and robots.txt reads are shared with
+//!   other nginx and `robotgate serve` instances through the same keys as
+//!   the proxy's ([`store`]); a request whose rate question goes there is
+//!   parked meanwhile, not nginx's loop ([`park`]).
 //!
 //! Not yet: reverse DNS (a robot that only DNS could confirm is judged
 //! unverifiable, as by a proxy without a resolver), Web Bot Auth key
-//! directories, and the store shared with other instances (`state:`).
+//! directories, and `rediss://` (TLS to the store).
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
@@ -41,6 +45,8 @@
 //! client address by then (post-read phase).
 
 mod log;
+mod park;
+mod store;
 mod zone;
 
 use std::cell::RefCell;
@@ -195,6 +201,11 @@ pub static mut ngx_http_robotgate_module: ngx_module_t = ngx_module_t {
     ..ngx_module_t::default()
 };
 
+/// The module's static, as nginx filled it in (its context index).
+fn module() -> &'static ngx_module_t {
+    <Module as HttpModule>::module()
+}
+
 /// The directive's one argument, as text.
 ///
 /// # Safety
@@ -245,6 +256,14 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
         }
         conf.violations = open;
     }
+    if let Some(state) = &snapshot.settings.boot.shared_state {
+        // The workers' store threads connect later; a URL they cannot use
+        // fails `nginx -t` now.
+        if let Err(e) = redis::Client::open(state.url.as_str()) {
+            ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: {}: state.redis {}: {}", path, state.redacted_url(), e);
+            return ngx::core::NGX_CONF_ERROR;
+        }
+    }
     let ignored = ignored_here(&snapshot);
     if !ignored.is_empty() {
         ngx_conf_log_error!(NGX_LOG_NOTICE, cf, "robotgate: {}: ignored inside nginx ({})", path, ignored.join("; "));
@@ -280,9 +299,6 @@ fn ignored_here(snap: &Snapshot) -> Vec<&'static str> {
     if !boot.auth.is_empty() {
         ignored.push("auth.listen: not needed, robotgate decides inside nginx");
     }
-    if boot.shared_state.is_some() {
-        ignored.push("state: not reached from inside nginx yet; the workers of this nginx share their state");
-    }
     ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
     ignored
 }
@@ -307,20 +323,43 @@ http_request_handler!(metrics_handler, |request: &mut http::Request| {
 });
 
 /// A worker's start: its name in the zone's locks, its folding of the
-/// violation log, and the timer that closes its windows.
+/// violation log, the timer that closes its windows, and its store threads
+/// when the config names a store (`state.redis`).
 extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     // The zone's locks name this worker, not the master it was forked from.
     robotgate::state::memory::process_started();
     // SAFETY: nginx passes its cycle.
     let Some(main) = Module::main_conf(unsafe { &*cycle }) else { return Status::NGX_OK.into() };
     let Some(snap) = main.snapshot.as_ref() else { return Status::NGX_OK.into() };
+    // SAFETY: nginx's cycle, alive as long as this worker.
+    let log = unsafe { (*cycle).log };
     if !main.violations.is_null() {
         let fold = &snap.settings.boot.violation_log;
         log::start(main.violations, fold.aggregate_window.as_millis() as u64, fold.aggregate_max_keys);
         // SAFETY: once, in this worker, on nginx's thread.
-        unsafe { log::start_timer((*cycle).log) };
+        unsafe { log::start_timer(log) };
+    }
+    if let (Some(settings), Some(shared)) = (&snap.settings.boot.shared_state, main.shared.as_ref()) {
+        // SAFETY: the zone's handles live in the main configuration, as long
+        // as the cycle; the store's threads are joined at the worker's exit,
+        // before nginx frees it.
+        let zone = unsafe {
+            store::Zone { state: &*std::ptr::from_ref(&shared.state), series: &*std::ptr::from_ref(&shared.series) }
+        };
+        let started = park::waker(log).ok_or_else(|| "no free connection for the store's wake-ups".to_owned());
+        match started.and_then(|waker| store::Store::start(settings, zone, waker)) {
+            Ok(s) => STORE.with_borrow_mut(|store| *store = Some(s)),
+            Err(why) => {
+                ngx_log_error!(NGX_LOG_ERR, log, "robotgate: state.redis not used by this worker: {}", why);
+            }
+        }
     }
     Status::NGX_OK.into()
+}
+
+thread_local! {
+    /// This worker's shared store (`state.redis`), if any.
+    static STORE: RefCell<Option<store::Store>> = const { RefCell::new(None) };
 }
 
 extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *mut c_void) -> *mut c_char {
@@ -591,6 +630,8 @@ enum Answer<'s> {
     Pass { headers: Vec<(&'static str, String)> },
     /// Answer `status` with `body` and these headers.
     Body { status: u16, content_type: &'s str, body: &'s [u8], headers: Vec<(&'static str, String)> },
+    /// Parked until a helper answers ([`park`]): the phases run again then.
+    Parked,
 }
 
 http_request_handler!(robotgate_handler, |request: &mut http::Request| {
@@ -598,12 +639,20 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     if !on || !request.is_main() {
         return Status::NGX_DECLINED;
     }
+    // Parked, and its phases run by a write event before the answer came.
+    let waited = park::waited(request);
+    if waited.waiting {
+        return Status::NGX_DONE;
+    }
+    // Where the request is, for parking it (its context slot and its main
+    // request's count: nothing the borrows below read).
+    let raw: *mut ngx::ffi::ngx_http_request_t = std::ptr::from_mut(request).cast();
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
     let Some(snap) = current(main, request) else { return Status::NGX_DECLINED };
     let host = host_of(request);
     let Some(site) = site_of(&snap, host) else { return Status::NGX_DECLINED };
     let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
-    let answer = decide(request, host, &snap, site, shared, !main.violations.is_null());
+    let answer = decide((request, raw), host, &snap, site, shared, !main.violations.is_null(), waited);
     match answer {
         Answer::Pass { headers } => {
             for (name, value) in headers {
@@ -617,39 +666,76 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
             }
             send(request, status, content_type, body)
         }
+        Answer::Parked => Status::NGX_DONE,
     }
 });
 
 /// Decide `request` through the pipeline, and say how to answer it.
+/// `raw`: where it is, to park it. `waited`: what helpers answered it so
+/// far (a resumed request).
 fn decide<'s>(
-    request: &http::Request,
+    (request, raw): (&http::Request, *mut ngx::ffi::ngx_http_request_t),
     host: &str,
     snap: &'s Arc<Snapshot>,
     site: usize,
     shared: &zone::Shared,
     logging: bool,
+    waited: park::Wait,
 ) -> Answer<'s> {
     let live = &snap.sites[site];
     let method = request.method();
+    let uri = request.unparsed_uri().as_bytes();
     let req = Request {
         method: method.as_str(),
-        target: request.unparsed_uri().as_bytes(),
+        target: uri,
         host,
         https: false,
         peer: Peer::Logged(client_of(request)),
         headers: Fields::of(request),
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
-    let mut p = Pipeline::new(Env::of(snap), view, &req, None, Rates::Local, Clock::System);
+    // A rate question goes to the shared store only while it answers (or
+    // when this request was answered by it already).
+    let store_up = waited.rate.is_some() || STORE.with_borrow(|s| s.as_ref().is_some_and(store::Store::is_up));
+    let rates = if store_up { Rates::Shared } else { Rates::Local };
+    let mut p = Pipeline::new(Env::of(snap), view, &req, None, rates, Clock::System);
     let verdict = loop {
         match p.run(None, &shared.state, Clock::System) {
             Next::Done(v) => break v,
             // Not inside nginx yet: what only reverse DNS could confirm is unverifiable.
             Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, Identity::Unverifiable),
-            Next::Need(Need::Store(_)) => p.answer_store(None),
+            Next::Need(Need::Store(question)) => match waited.rate {
+                Some(answer) => p.answer_store(answer),
+                None => {
+                    // Only robots whose group sets a pace get here: park
+                    // the request until the store answers (within
+                    // `state.timeout_ms`), or ask the zone.
+                    let asked = STORE.with_borrow(|s| {
+                        let s = s.as_ref()?;
+                        let ticket = park::park(raw)?;
+                        Some(s.ask(question, ticket).then_some(()).ok_or(ticket))
+                    });
+                    match asked {
+                        Some(Ok(())) => return Answer::Parked,
+                        Some(Err(ticket)) => {
+                            park::unpark(ticket);
+                            p.answer_store(None);
+                        }
+                        None => p.answer_store(None),
+                    }
+                }
+            },
             Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
         }
     };
+    let events = p.take_events();
+    if !events.is_empty() {
+        STORE.with_borrow(|s| {
+            if let Some(s) = s {
+                events.into_iter().for_each(|e| s.announce(e));
+            }
+        });
+    }
     let decision = match verdict {
         Verdict::Refuse(status, _) => {
             return Answer::Body { status, content_type: "text/plain", body: b"", headers: Vec::new() }
@@ -799,9 +885,13 @@ fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A worker's exit: what it folded is written.
+/// A worker's exit: what it folded is written, and its helper threads end.
 extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
     log::drain();
+    if let Some(store) = STORE.with_borrow_mut(Option::take) {
+        store.stop();
+    }
+    park::stop();
 }
 
 /// Send a whole response of `body` (not for HEAD).
