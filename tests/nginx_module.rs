@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::dns_server::{Answer, Server as DnsServer, PTR};
 use common::redis_server::RedisServer;
 use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
@@ -111,6 +112,16 @@ impl Nginx {
         (statuses, workers)
     }
 
+    /// Stop gracefully, and say what nginx's error log holds if a worker
+    /// died or nginx found something amiss (an open socket left behind, a
+    /// request count gone wrong).
+    fn stop_clean(self) {
+        let log = self.dir.join("error.log");
+        drop(self);
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        assert!(!text.contains("[alert]") && !text.contains("exited on signal"), "{text}");
+    }
+
     /// Signal the master (`nginx -s` without a pid file lookup).
     fn signal(&self, signal: &str) {
         let ok = Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
@@ -123,8 +134,12 @@ fn site(dir: &Path) {
     site_with(dir, "");
 }
 
-/// As [`site`], with `extra` YAML at the end of robotgate.yaml.
+/// As [`site`], with `extra` YAML at the end of robotgate.yaml. Reverse DNS
+/// asks a port where no server answers (never the machine's resolver),
+/// unless `extra` names its own `verify:`.
 fn site_with(dir: &Path, extra: &str) {
+    let verify = if extra.contains("verify:") { "" } else { "verify: { dns: { nameservers: [\"127.0.0.1:9\"] } }\n" };
+    let extra = format!("{verify}{extra}");
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     for (path, body) in
         [("www/index.html", "home\n"), ("www/private/a.html", "private\n"), ("www/nogoogle/a.html", "x\n")]
@@ -184,7 +199,15 @@ fn config(dir: &Path, port: u16, module: &Path) -> String {
 fn nginx_decides_with_robotgates_pipeline() {
     let Some(module) = module() else { return };
     let dir = tempfile::tempdir().unwrap();
-    site(dir.path());
+    // YandexBot (host names, no ranges) at three addresses: its own, one
+    // whose name is not Yandex's, and one the DNS server fails on.
+    let dns = DnsServer::answering(&[
+        ("40.100.51.198.in-addr.arpa", Answer::Ptr(vec!["spider-40", "yandex", "com"])),
+        ("spider-40.yandex.com", Answer::A("198.51.100.40".parse().unwrap())),
+        ("41.100.51.198.in-addr.arpa", Answer::Ptr(vec!["spider", "evil", "example"])),
+        ("42.100.51.198.in-addr.arpa", Answer::Rcode(2)),
+    ]);
+    site_with(dir.path(), &format!("verify: {{ dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }} }}\n", dns.addr));
     let n = start(dir.path(), &module);
 
     // robots.txt from the site's file, with robotgate's trap line.
@@ -208,11 +231,21 @@ fn nginx_decides_with_robotgates_pipeline() {
     // Googlebot from Google: its own group.
     assert_eq!(n.from("66.249.66.1", GOOGLEBOT, "/private/a.html").status, 200);
     assert_eq!(n.from("66.249.66.1", GOOGLEBOT, "/nogoogle/a.html").status, 403);
-    // No reverse DNS inside nginx yet: YandexBot (host names, no ranges) is
-    // neither verified nor refused as spoofed; it is held to its group,
-    // unverified, as by a proxy without a resolver.
+    // Reverse DNS, by nginx's resolver: YandexBot confirmed is held to its
+    // group (and asked about once: the verdict is kept); a name outside
+    // Yandex's is a spoofed claim, refused anywhere; a failing DNS server
+    // leaves the claim unverifiable, held to its group.
     assert_eq!(n.from("198.51.100.40", YANDEX, "/index.html").status, 200);
     assert_eq!(n.from("198.51.100.40", YANDEX, "/private/a.html").status, 403);
+    assert_eq!(n.from("198.51.100.41", YANDEX, "/index.html").status, 403);
+    assert_eq!(n.from("198.51.100.42", YANDEX, "/index.html").status, 200);
+    assert_eq!(n.from("198.51.100.42", YANDEX, "/private/a.html").status, 403);
+    // Each worker keeps its verdicts: ten more requests, no more questions
+    // than one per worker.
+    let (statuses, _) = n.many(10, "198.51.100.40", YANDEX, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    let asked = dns.count_name("40.100.51.198.in-addr.arpa");
+    assert!((1..=2).contains(&asked), "the verdict was not kept: {asked} PTR questions");
     // No Web Bot Auth inside nginx yet: a signed ChatGPT Agent (no
     // published ranges; only its signature could confirm it) is judged
     // unverifiable, held to its group as when its key directory cannot be
@@ -259,7 +292,7 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert!(within(Duration::from_secs(3), refused).is_some(), "the edit was not in force within 3 s");
 
     // The records: who, what, which line, and what it got.
-    let recs = n.records(9);
+    let recs = n.records(11);
     let of = |client: &str| recs.iter().filter(|r| r["client"] == client).collect::<Vec<_>>();
     let gpt = of("132.196.86.5");
     assert_eq!((gpt[0]["directive"].as_str(), gpt[0]["line"].as_u64()), (Some("disallow"), Some(2)), "{gpt:?}");
@@ -267,11 +300,13 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert_eq!(of("203.0.113.66")[0]["directive"], "spoofed-identity");
     assert_eq!(of("66.249.66.1")[0]["line"], 5);
     assert_eq!(of("198.51.100.7")[0]["directive"], "crawl-delay");
-    let yandex = of("198.51.100.40");
-    assert_eq!(
-        (yandex[0]["directive"].as_str(), yandex[0]["identity"].as_str()),
-        (Some("disallow"), Some("unverifiable"))
-    );
+    let yandex = |client: &str| {
+        let r = of(client);
+        (r[0]["directive"].as_str().map(str::to_owned), r[0]["identity"].as_str().map(str::to_owned))
+    };
+    assert_eq!(yandex("198.51.100.40"), (Some("disallow".into()), Some("verified".into())));
+    assert_eq!(yandex("198.51.100.41").0.as_deref(), Some("spoofed-identity"));
+    assert_eq!(yandex("198.51.100.42"), (Some("disallow".into()), Some("unverifiable".into())));
     let agent = of("198.51.100.50");
     assert_eq!(
         (agent[0]["bot"].as_str(), agent[0]["identity"].as_str(), agent[0]["directive"].as_str()),
@@ -280,6 +315,14 @@ fn nginx_decides_with_robotgates_pipeline() {
     );
     let trapped: Vec<_> = of("198.51.100.20").iter().map(|r| r["directive"].as_str().unwrap().to_owned()).collect();
     assert_eq!(trapped, ["trap", "banned"]);
+    // The claim DNS could not settle is counted, as the proxy counts it
+    // (once by each worker that asked).
+    let m = n.from("127.0.0.1", FIREFOX, "/metrics").body;
+    let unchecked = m
+        .lines()
+        .find_map(|l| l.strip_prefix("robotgate_identity_unchecked_total{bot=\"YandexBot\",reason=\"resolver\"} "));
+    assert!(matches!(unchecked, Some("1" | "2")), "{m}");
+    n.stop_clean();
 }
 
 #[test]
@@ -468,7 +511,42 @@ fn nginx_and_the_proxy_share_state_through_redis() {
 
     // The workers stop cleanly, their helper threads with them, and no
     // parked request upset nginx's count.
-    drop(n);
-    let log = error_log();
-    assert!(!log.contains("[alert]") && !log.contains("exited on signal"), "{log}");
+    n.stop_clean();
+}
+
+/// A parked request always resumes: a DNS server that never answers leaves
+/// the claim unverifiable after `verify.dns.timeout_ms` (counted), and a
+/// client that goes away while its request waits upsets nothing.
+#[test]
+fn a_silent_resolver_and_a_client_gone_while_parked() {
+    let Some(module) = module() else { return };
+    let dns = DnsServer::start(&[], true, Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    site_with(dir.path(), &format!("verify: {{ dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }} }}\n", dns.addr));
+    let n = start(dir.path(), &module);
+
+    // Gone while parked: the request is written, the connection closed at once.
+    for i in 0..8 {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", n.port)).unwrap();
+        let head = format!(
+            "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.{}\r\nUser-Agent: {YANDEX}\r\nConnection: close\r\n\r\n",
+            60 + i
+        );
+        s.write_all(head.as_bytes()).unwrap();
+    }
+    // Each claim waits out the timeout, then is held to its group, unverified.
+    let started = std::time::Instant::now();
+    assert_eq!(n.from("198.51.100.70", YANDEX, "/index.html").status, 200);
+    assert_eq!(n.from("198.51.100.71", YANDEX, "/private/a.html").status, 403);
+    assert!(started.elapsed() < Duration::from_secs(10), "parked for {:?}", started.elapsed());
+    assert!(dns.count_type(PTR) >= 2, "nginx's resolver asked nothing");
+    let m = n.from("127.0.0.1", FIREFOX, "/metrics").body;
+    let line =
+        m.lines().find(|l| l.starts_with("robotgate_identity_unchecked_total{bot=\"YandexBot\",reason=\"timeout\"}"));
+    let count: u64 = line.and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
+    assert!(count >= 2, "{m}");
+    // Browsers were never held up.
+    assert_eq!(n.from("192.0.2.1", FIREFOX, "/index.html").status, 200);
+    n.stop_clean();
 }

@@ -34,9 +34,11 @@
 //!   the proxy's ([`store`]); a request whose rate question goes there is
 //!   parked meanwhile, not nginx's loop ([`park`]).
 //!
-//! Not yet: reverse DNS (a robot that only DNS could confirm is judged
-//! unverifiable, as by a proxy without a resolver), Web Bot Auth key
-//! directories, and `rediss://` (TLS to the store).
+//! * a robot that only reverse DNS can confirm is looked up with nginx's
+//!   own resolver, on its event loop, the request parked meanwhile ([`dns`]).
+//!
+//! Not yet: Web Bot Auth key directories (a signed request is judged by
+//! its other evidence), and `rediss://` (TLS to the store).
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
@@ -44,6 +46,7 @@
 //! result of `NGX_OK` as "allowed, go on". nginx's realip module has set the
 //! client address by then (post-read phase).
 
+mod dns;
 mod log;
 mod park;
 mod store;
@@ -62,11 +65,11 @@ use ngx::ffi::{
     ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_int_t, ngx_module_t, ngx_open_file_t, ngx_str_t, ngx_uint_t,
     NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
     NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
+    NGX_LOG_WARN,
 };
 use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 
-use robotgate::identity::Identity;
 use robotgate::load::{LiveSite, Snapshot};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Action, Clock, Decision, Enforcement, Outcome, Rates, SiteFile};
@@ -109,6 +112,8 @@ struct MainConf {
     pending: zone::Pending,
     /// The shared zone, once nginx has mapped it.
     shared: Option<zone::Shared>,
+    /// The resolver of reverse DNS checks (`verify.dns`); null: none.
+    resolver: dns::Resolver,
 }
 
 impl Default for MainConf {
@@ -119,6 +124,7 @@ impl Default for MainConf {
             violations: std::ptr::null_mut(),
             pending: zone::Pending { max_clients: 0, shared: std::ptr::null_mut() },
             shared: None,
+            resolver: dns::Resolver(std::ptr::null_mut()),
         }
     }
 }
@@ -262,6 +268,19 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
         if let Err(e) = redis::Client::open(state.url.as_str()) {
             ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: {}: state.redis {}: {}", path, state.redacted_url(), e);
             return ngx::core::NGX_CONF_ERROR;
+        }
+    }
+    // SAFETY: `cf` is this directive's.
+    match unsafe { dns::resolver(cf, &snapshot.settings.boot.dns) } {
+        Ok(r) => conf.resolver = r,
+        Err(why) => {
+            ngx_conf_log_error!(
+                NGX_LOG_WARN,
+                cf,
+                "robotgate: {}: {}: robots that only reverse DNS can confirm are judged unverifiable",
+                path,
+                why
+            );
         }
     }
     let ignored = ignored_here(&snapshot);
@@ -652,7 +671,7 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     let host = host_of(request);
     let Some(site) = site_of(&snap, host) else { return Status::NGX_DECLINED };
     let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
-    let answer = decide((request, raw), host, &snap, site, shared, !main.violations.is_null(), waited);
+    let answer = decide((request, raw), host, &snap, site, (shared, main.resolver), !main.violations.is_null(), waited);
     match answer {
         Answer::Pass { headers } => {
             for (name, value) in headers {
@@ -678,7 +697,7 @@ fn decide<'s>(
     host: &str,
     snap: &'s Arc<Snapshot>,
     site: usize,
-    shared: &zone::Shared,
+    (shared, resolver): (&zone::Shared, dns::Resolver),
     logging: bool,
     waited: park::Wait,
 ) -> Answer<'s> {
@@ -702,8 +721,20 @@ fn decide<'s>(
     let verdict = loop {
         match p.run(None, &shared.state, Clock::System) {
             Next::Done(v) => break v,
-            // Not inside nginx yet: what only reverse DNS could confirm is unverifiable.
-            Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, Identity::Unverifiable),
+            Next::Need(Need::Dns { bot, client }) => match waited.dns {
+                Some((b, identity)) if b == bot => p.answer_dns(bot, identity),
+                _ => {
+                    let entry = snap.classifier.bot(bot);
+                    let claim = dns::Claim { bot, name: &entry.name, suffixes: &entry.rdns, ip: client };
+                    // SAFETY: the zone's counters live in the main
+                    // configuration, as long as the cycle and its lookups.
+                    let series = unsafe { &*std::ptr::from_ref(&shared.series) };
+                    match dns::look_up(raw, resolver, &claim, snap.settings.boot.dns.timeout, series) {
+                        dns::Start::Known(identity) => p.answer_dns(bot, identity),
+                        dns::Start::Parked => return Answer::Parked,
+                    }
+                }
+            },
             Next::Need(Need::Store(question)) => match waited.rate {
                 Some(answer) => p.answer_store(answer),
                 None => {

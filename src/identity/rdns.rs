@@ -116,6 +116,28 @@ fn normalize(name: &str) -> String {
     name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
 }
 
+/// The name servers of a resolv.conf's text (`nameserver` lines), on port
+/// 53: what a resolver without its own list asks. Scoped IPv6 addresses
+/// (`fe80::1%eth0`) are left out.
+///
+/// # Example
+/// ```
+/// use robotgate::identity::rdns::resolv_conf_nameservers;
+/// let conf = "# local\nnameserver 127.0.0.53\nsearch example\nnameserver ::1\nnameserver fe80::1%eth0\n";
+/// let servers: Vec<String> = resolv_conf_nameservers(conf).iter().map(|s| s.to_string()).collect();
+/// assert_eq!(servers, ["127.0.0.53:53", "[::1]:53"]);
+/// ```
+pub fn resolv_conf_nameservers(conf: &str) -> Vec<std::net::SocketAddr> {
+    conf.lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("nameserver")).then_some(())?;
+            words.next()?.parse::<IpAddr>().ok()
+        })
+        .map(|ip| std::net::SocketAddr::new(ip, 53))
+        .collect()
+}
+
 /// IPv4-mapped IPv6 (`::ffff:a.b.c.d`) as IPv4; anything else unchanged.
 pub use crate::net::canonical;
 

@@ -83,6 +83,12 @@ impl Server {
     pub fn count_type(&self, qtype: u16) -> usize {
         self.queries.lock().unwrap().iter().filter(|(_, t)| *t == qtype).count()
     }
+
+    /// Questions about `name` (without the trailing dot, any case).
+    pub fn count_name(&self, name: &str) -> usize {
+        let name = name.trim_end_matches('.');
+        self.queries.lock().unwrap().iter().filter(|(n, _)| n.trim_end_matches('.').eq_ignore_ascii_case(name)).count()
+    }
 }
 
 impl Drop for Server {
