@@ -17,7 +17,8 @@
 #
 #   bash benches/nginx_module.sh [ROUNDS] [SECONDS] [CONNECTIONS]   (defaults: 3, 5, 64)
 #
-# KEEP_CALLGRIND=DIR keeps each case's callgrind output as DIR/CASE.out.
+# KEEP_CALLGRIND=DIR keeps each case's callgrind output as DIR/CASE.out;
+# CALLGRIND_ARGS adds options (e.g. --cache-sim=yes for cache misses).
 # Builds the module (nginx/build.sh); installs wrk and valgrind if missing.
 # Loopback only; stops everything it started.
 set -euo pipefail
@@ -128,10 +129,11 @@ for c in "${CASES[@]}"; do
   IFS='|' read -r name port ua <<<"$c"
   file=plain; [ "$port" = $MOD ] && file=module; [ "$port" = $JIT ] && file=jit
   kill "${PID_OF[$port]}" 2>/dev/null || true; sleep 0.5
-  valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$name.%p" nginx -c "$WORK/$file.conf" >/dev/null 2>&1 &
+  # shellcheck disable=SC2086
+  valgrind --tool=callgrind ${CALLGRIND_ARGS:-} --callgrind-out-file="$WORK/cg.$name.%p" nginx -c "$WORK/$file.conf" >/dev/null 2>&1 &
   vpid=$!
   PIDS+=($vpid)
-  for _ in $(seq 1 120); do curl -s -o /dev/null -m 2 "http://127.0.0.1:$port/page.html" && break; sleep 0.5; done
+  for _ in $(seq 1 360); do curl -s -o /dev/null -m 2 "http://127.0.0.1:$port/page.html" && break; sleep 0.5; done
   wrk -t1 -c8 -d2s -H "User-Agent: $ua" "http://127.0.0.1:$port/page.html" >/dev/null
   callgrind_control -z "$vpid" >/dev/null 2>&1
   out=$(wrk -t1 -c8 -d5s -H "User-Agent: $ua" "http://127.0.0.1:$port/page.html")

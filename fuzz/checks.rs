@@ -343,3 +343,38 @@ pub fn directives(data: &[u8]) {
         assert_eq!(again, d);
     }
 }
+
+/// Reverse DNS answers (`identity::rdns`), which whoever runs a reverse zone
+/// writes (and, inside nginx, its resolver hands over as text): the input
+/// is the client address's last byte, then names separated by NUL, a name
+/// followed by `=` being its own forward answer. Never a panic; at most
+/// MAX_FORWARD candidates, each inside a suffix; a verification names a
+/// candidate whose answer is the client.
+pub fn rdns_names(data: &[u8]) {
+    use robotgate::identity::rdns::{forward_candidates, judge, suffix_matches, Ptr, Verdict, MAX_FORWARD};
+    let Some((&last, rest)) = data.split_first() else { return };
+    let ip = std::net::IpAddr::from([192, 0, 2, last]);
+    let suffixes = ["googlebot.com", "google.com", "yandex.ru"];
+    let ptrs: Vec<Ptr> = rest
+        .split(|&b| b == 0)
+        .take(16)
+        .map(|n| {
+            let text = String::from_utf8_lossy(n);
+            match text.strip_suffix('=') {
+                Some(name) => Ptr { name: name.to_owned(), forward: vec![ip] },
+                None => Ptr { name: text.into_owned(), forward: Vec::new() },
+            }
+        })
+        .collect();
+    let names: Vec<&str> = ptrs.iter().map(|p| p.name.as_str()).collect();
+    let candidates = forward_candidates(&names, &suffixes);
+    assert!(candidates.len() <= MAX_FORWARD);
+    for c in &candidates {
+        assert!(suffixes.iter().any(|s| suffix_matches(c, s)), "{c:?}");
+    }
+    if let Verdict::Verified { ptr } = judge(ip, &suffixes, &ptrs) {
+        assert!(suffixes.iter().any(|s| suffix_matches(&ptr, s)), "{ptr:?}");
+        assert!(ptrs.iter().any(|p| p.name.trim_end_matches('.').eq_ignore_ascii_case(&ptr) && !p.forward.is_empty()));
+    }
+    let _ = robotgate::identity::rdns::resolv_conf_nameservers(&String::from_utf8_lossy(data));
+}

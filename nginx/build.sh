@@ -34,9 +34,10 @@ if [ "$(cat "$src/.robotgate-configured" 2>/dev/null)" != "$version" ]; then
   echo "$version" > "$src/.robotgate-configured"
 fi
 
+# The `nginx` profile: release with whole-program optimisation (Cargo.toml).
 NGINX_SOURCE_DIR="$PWD/$src" NGINX_BUILD_DIR="$PWD/$src/objs" \
-  cargo build --release -p robotgate-nginx >&2
+  cargo build --profile nginx -p robotgate-nginx >&2
 # Copied aside, then renamed: an nginx loading the module meanwhile never reads half a file.
-cp target/release/libngx_http_robotgate_module.so target/release/ngx_http_robotgate_module.so.new
-mv -f target/release/ngx_http_robotgate_module.so.new target/release/ngx_http_robotgate_module.so
-echo "$PWD/target/release/ngx_http_robotgate_module.so"
+cp target/nginx/libngx_http_robotgate_module.so target/nginx/ngx_http_robotgate_module.so.new
+mv -f target/nginx/ngx_http_robotgate_module.so.new target/nginx/ngx_http_robotgate_module.so
+echo "$PWD/target/nginx/ngx_http_robotgate_module.so"

@@ -214,3 +214,20 @@ fn directives_inputs() {
     );
     assert!(n >= 5);
 }
+
+#[test]
+fn rdns_names_inputs() {
+    let n = replay(
+        "rdns_names",
+        checks::rdns_names,
+        &[
+            b"",
+            b"\x01crawl-1.googlebot.com.=",
+            b"\x01crawl.googlebot.com\x00crawl.googlebot.com=\x00x",
+            b"\x02evilgooglebot.com=\x00googlebot.com.evil=",
+            b"\x03a\\.googlebot.com=\x00..googlebot.com=\x00\xff.google.com=",
+            b"\x04nameserver 127.0.0.1\nnameserver ::1%lo\n",
+        ],
+    );
+    assert!(n >= 6);
+}

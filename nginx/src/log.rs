@@ -41,13 +41,15 @@ pub fn start(file: *mut ngx_open_file_t, window: u64, max_keys: usize) {
     FOLD.with_borrow_mut(|fold| *fold = Some(Fold { lines: Aggregator::new(window, max_keys, 64 << 20), file }));
 }
 
-/// Offer a record: written now, or folded into a count written later.
-pub fn offer(r: &Record) {
+/// Offer a record: written now, or folded into a count written later. `r`
+/// is a scratch record, written whole before each offer: a folded repeat
+/// leaves an older one's fields in it.
+pub fn offer(r: &mut Record) {
     let now = Clock::System.unix_ms();
     FOLD.with_borrow_mut(|fold| {
         let Some(fold) = fold.as_mut() else { return };
         let mut lines = fold.lines.close_due(now);
-        if let Offer::Write(r) = fold.lines.offer_ref(r, now) {
+        if let Offer::Write(r) = fold.lines.offer_scratch(r, now) {
             lines.push(Line::Record(r));
         }
         write_lines(fold.file, &lines);

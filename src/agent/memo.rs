@@ -116,7 +116,7 @@ impl Remembered {
             announced: self.announced.as_ref().map(text),
             category: self.category,
             // A browser has neither: no collecting for nothing.
-            tokens: if self.tokens.is_empty() { Vec::new() } else { self.tokens.iter().map(text).collect() },
+            tokens: self.tokens.iter().map(text).collect(),
             obeys_robots: self.obeys_robots,
             purposes: self.purposes,
             operator: self.operator.as_ref().map(text),

@@ -83,7 +83,7 @@ pub struct Agent<'a> {
     /// database's `robots_tokens`, then product names the UA itself announces
     /// (so a site's own group for a robot the database does not know still
     /// applies). Empty for browsers.
-    pub tokens: Vec<&'a str>,
+    pub tokens: Tokens<'a>,
     /// Whether the robot is documented to obey robots.txt; `None` if unknown.
     pub obeys_robots: Option<bool>,
     /// What the robot fetches for, as its operator documents it (empty: not
@@ -166,6 +166,101 @@ impl<'a> Agent<'a> {
     }
 }
 
+/// How many of an agent's tokens are held without an allocation: what a
+/// database robot's `robots_tokens` and the few its User-Agent adds
+/// usually come to.
+pub const TOKENS_INLINE: usize = 3;
+
+/// An agent's robots.txt tokens ([`Agent::tokens`]), most specific first:
+/// up to [`TOKENS_INLINE`] inline, so that an agent recalled from the memo
+/// for each request of a robot allocates nothing; more on the heap. Reads
+/// as a slice.
+#[derive(Clone)]
+pub struct Tokens<'a>(Repr<'a>);
+
+#[derive(Clone)]
+enum Repr<'a> {
+    Inline([&'a str; TOKENS_INLINE], u8),
+    Heap(Vec<&'a str>),
+}
+
+impl Default for Tokens<'_> {
+    fn default() -> Self {
+        Tokens::new()
+    }
+}
+
+impl<'a> Tokens<'a> {
+    /// No tokens.
+    pub const fn new() -> Tokens<'a> {
+        Tokens(Repr::Inline([""; TOKENS_INLINE], 0))
+    }
+
+    /// Add `token` last.
+    pub fn push(&mut self, token: &'a str) {
+        match &mut self.0 {
+            Repr::Inline(a, n) if usize::from(*n) < TOKENS_INLINE => {
+                a[usize::from(*n)] = token;
+                *n += 1;
+            }
+            Repr::Inline(a, _) => {
+                let mut v = a.to_vec();
+                v.push(token);
+                self.0 = Repr::Heap(v);
+            }
+            Repr::Heap(v) => v.push(token),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Tokens<'a> {
+    type Target = [&'a str];
+    fn deref(&self) -> &[&'a str] {
+        match &self.0 {
+            Repr::Inline(a, n) => &a[..usize::from(*n)],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a str> for Tokens<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(iter: I) -> Tokens<'a> {
+        let mut t = Tokens::new();
+        iter.into_iter().for_each(|s| t.push(s));
+        t
+    }
+}
+
+impl<'a> From<Vec<&'a str>> for Tokens<'a> {
+    fn from(v: Vec<&'a str>) -> Tokens<'a> {
+        if v.len() > TOKENS_INLINE {
+            Tokens(Repr::Heap(v))
+        } else {
+            v.into_iter().collect()
+        }
+    }
+}
+
+impl PartialEq for Tokens<'_> {
+    fn eq(&self, other: &Tokens<'_>) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Tokens<'_> {}
+
+impl<const N: usize> PartialEq<[&str; N]> for Tokens<'_> {
+    fn eq(&self, other: &[&str; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl std::fmt::Debug for Tokens<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 impl Agent<'_> {
     /// A browser: no name, no tokens.
     pub const fn browser() -> Agent<'static> {
@@ -174,7 +269,7 @@ impl Agent<'_> {
             name: None,
             announced: None,
             category: Category::Browser,
-            tokens: Vec::new(),
+            tokens: Tokens::new(),
             obeys_robots: None,
             purposes: Purposes::UNKNOWN,
             operator: None,

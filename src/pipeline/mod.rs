@@ -177,6 +177,9 @@ pub enum Need {
 }
 
 /// How a request ends.
+// Boxed, the decision would cost every request an allocation; it is
+// returned once per request, not stored.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Verdict<'s, 'r> {
     /// Refused before any judging (a target with no safe reading, two

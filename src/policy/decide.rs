@@ -32,6 +32,9 @@ pub enum Rates {
 }
 
 /// How far a decision got.
+// Boxed, the decision would cost every request an allocation; it is
+// returned once per request, not stored.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Step<'s, 'r> {
     /// Decided.

@@ -86,68 +86,6 @@ pub struct Record {
     pub last: Option<String>,
 }
 
-impl Record {
-    /// Make this record a copy of `src`, in the buffers it has: a record
-    /// kept and overwritten again and again (the last of a run of repeats)
-    /// allocates only when a string outgrows its buffer.
-    pub fn assign(&mut self, src: &Record) {
-        let Record {
-            time,
-            site,
-            client,
-            method,
-            path,
-            host,
-            user_agent,
-            bot,
-            claims,
-            category,
-            group,
-            directive,
-            pattern,
-            line,
-            robots_hash,
-            managed,
-            robots_seen,
-            fetched_hash,
-            fetched_at,
-            reason,
-            identity,
-            action,
-            status,
-            count,
-            first,
-            last,
-        } = src;
-        self.time.clone_from(time);
-        self.site.clone_from(site);
-        self.client.clone_from(client);
-        self.method.clone_from(method);
-        self.path.clone_from(path);
-        self.host.clone_from(host);
-        self.user_agent.clone_from(user_agent);
-        self.bot.clone_from(bot);
-        self.claims.clone_from(claims);
-        self.category = *category;
-        self.group.clone_from(group);
-        self.directive = *directive;
-        self.pattern.clone_from(pattern);
-        self.line = *line;
-        self.robots_hash.clone_from(robots_hash);
-        self.managed = *managed;
-        self.robots_seen = *robots_seen;
-        self.fetched_hash.clone_from(fetched_hash);
-        self.fetched_at.clone_from(fetched_at);
-        self.reason = *reason;
-        self.identity = *identity;
-        self.action = *action;
-        self.status = *status;
-        self.count = *count;
-        self.first.clone_from(first);
-        self.last.clone_from(last);
-    }
-}
-
 /// Violations counted when neither the log queue nor the aggregation table
 /// had room for their details: written as one line of their own, so the sum
 /// of `count` over the log still equals the number of violations.

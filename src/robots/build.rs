@@ -116,8 +116,11 @@ pub struct RobotsTxt {
     pub(super) rules: Vec<Rule>,
     pub(super) sets: Vec<RuleSet>,
     pub(super) targets: Vec<Target>,
-    pub(super) google: HashMap<Box<[u8]>, u32>,
-    pub(super) proxy: HashMap<Box<[u8]>, u32>,
+    /// Group targets by lower-case token (looked up for every request: a
+    /// fast hash, since SipHash's cost is most of a lookup; the keys are the
+    /// site's, never the client's).
+    pub(super) google: hashbrown::HashMap<Box<[u8]>, u32>,
+    pub(super) proxy: hashbrown::HashMap<Box<[u8]>, u32>,
     pub(super) global: Option<u32>,
     sitemaps: Vec<Located<String>>,
     hosts: Vec<Located<String>>,
@@ -192,8 +195,8 @@ impl RobotsTxt {
             rules: b.rules,
             sets: Vec::new(),
             targets: Vec::new(),
-            google: HashMap::new(),
-            proxy: HashMap::new(),
+            google: hashbrown::HashMap::new(),
+            proxy: hashbrown::HashMap::new(),
             global: None,
             sitemaps: b.sitemaps,
             hosts: b.hosts,
