@@ -161,8 +161,13 @@ fn site_with(dir: &Path, extra: &str) {
 
 /// nginx with `module` and `site`'s configuration.
 fn start(dir: &Path, module: &Path) -> Nginx {
+    start_with(dir, module, "")
+}
+
+/// As [`start`], with `main` lines in nginx.conf's main context.
+fn start_with(dir: &Path, module: &Path, main: &str) -> Nginx {
     let port = free_port();
-    let conf = config(dir, port, module);
+    let conf = format!("{main}{}", config(dir, port, module));
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let child = Command::new(nginx())
         .args(["-p", &dir.display().to_string(), "-c"])
@@ -549,4 +554,105 @@ fn a_silent_resolver_and_a_client_gone_while_parked() {
     // Browsers were never held up.
     assert_eq!(n.from("192.0.2.1", FIREFOX, "/index.html").status, 200);
     n.stop_clean();
+}
+
+/// `rediss://` inside nginx: the workers reach a TLS-only `redis-server`
+/// (started here, its certificate signed by a CA made here), trusting the
+/// CA through `SSL_CERT_FILE`, which nginx hands its workers by `env`.
+#[test]
+fn the_store_over_tls() {
+    let Some(module) = module() else { return };
+    let certs = tempfile::tempdir().unwrap();
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).output().expect("openssl runs");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    std::fs::write(p("leaf.ext"), "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n").unwrap();
+    let ca = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj"];
+    openssl(&[&ca[..], &["/CN=robotgate test CA", "-keyout", &p("ca.key"), "-out", &p("ca.pem")]].concat());
+    openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        &p("key.pem"),
+        "-out",
+        &p("leaf.csr"),
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &p("leaf.csr"),
+        "-CA",
+        &p("ca.pem"),
+        "-CAkey",
+        &p("ca.key"),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        &p("leaf.ext"),
+        "-out",
+        &p("cert.pem"),
+    ]);
+    let port = free_port();
+    let mut redis = Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--tls-cert-file", &p("cert.pem"), "--tls-key-file", &p("key.pem"), "--tls-ca-cert-file", &p("ca.pem")])
+        .args(["--tls-auth-clients", "no", "--dir", &certs.path().display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server runs");
+    assert!(within(Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()).is_some());
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:\n  redis: \"rediss://127.0.0.1:{port}/0\"\n  prefix: \"rgtls:\"\n  timeout_ms: 500\n");
+    site_with(dir.path(), &state);
+    let n = start_with(dir.path(), &module, &format!("env SSL_CERT_FILE={};\n", p("ca.pem")));
+    let error_log = || std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+    let up = within(Duration::from_secs(10), || error_log().matches("keys loaded)").count() >= 2);
+    assert!(up.is_some(), "the workers did not reach the store over TLS:\n{}", error_log());
+    // A ban made here is in the store.
+    assert_eq!(n.from("198.51.100.80", FIREFOX, "/trap/x").status, 403);
+    let stored = within(Duration::from_secs(5), || {
+        let out = Command::new("redis-cli")
+            .args([
+                "--tls",
+                "--cacert",
+                &p("ca.pem"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "--scan",
+                "--pattern",
+                "rgtls:ban:*",
+            ])
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&out.stdout).contains("198.51.100.80")
+    });
+    assert!(stored.is_some(), "the ban did not reach the store:\n{}", error_log());
+    n.stop_clean();
+    let _ = redis.kill();
+    let _ = redis.wait();
 }

@@ -38,7 +38,7 @@
 //!   own resolver, on its event loop, the request parked meanwhile ([`dns`]).
 //!
 //! Not yet: Web Bot Auth key directories (a signed request is judged by
-//! its other evidence), and `rediss://` (TLS to the store).
+//! its other evidence).
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
