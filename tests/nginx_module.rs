@@ -656,3 +656,34 @@ fn the_store_over_tls() {
     let _ = redis.kill();
     let _ = redis.wait();
 }
+
+/// `nginx -s reload` while a request waits on the store: the old worker
+/// stays until the answer comes, and the request is answered. (Redis is
+/// held up by `CLIENT PAUSE`, which stalls every other client's commands.)
+#[test]
+fn a_reload_waits_for_a_request_parked_on_the_store() {
+    let Some(module) = module() else { return };
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:\n  redis: \"{}\"\n  prefix: \"rgpark:\"\n  timeout_ms: 4000\n", redis.url());
+    site_with(dir.path(), &state);
+    let n = start(dir.path(), &module);
+    let error_log = || std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+    let up = within(Duration::from_secs(10), || error_log().matches("keys loaded)").count() >= 2);
+    assert!(up.is_some(), "the store never came up:\n{}", error_log());
+
+    let mut conn = redis.connection();
+    let _: () = redis::cmd("CLIENT").arg("PAUSE").arg(1500).query(&mut conn).unwrap();
+    let url = n.url("/index.html");
+    let parked =
+        std::thread::spawn(move || get(&url, &[("X-Forwarded-For", "198.51.100.90"), ("User-Agent", AHREFS)]).status);
+    std::thread::sleep(Duration::from_millis(300));
+    n.signal("HUP");
+    let status = parked.join().expect("the parked request was answered");
+    assert_eq!(status, 200, "{}", error_log());
+    // The store holds the clock the answer came from.
+    let mut conn = redis.connection();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("rgpark:rate:shop:*:198.51.100.90").query(&mut conn).unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    n.stop_clean();
+}

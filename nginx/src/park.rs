@@ -178,13 +178,59 @@ pub fn park(r: *mut ngx_http_request_t) -> Option<Ticket> {
         wait.waiting = true;
         let main = (*r).main;
         (*main).set_blocked((*main).blocked() + 1);
+        hold((*(*r).connection).log);
     }
     Some(Ticket(r as usize))
+}
+
+thread_local! {
+    /// Requests parked in this worker.
+    static PARKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The timer that keeps a worker told to stop gracefully (`nginx -s
+/// reload`, `quit`) alive while requests are parked: nginx ends such a
+/// worker once no timer that may not be cancelled is left, and a parked
+/// request has none of its own.
+static mut HOLD: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::zeroed();
+
+/// How often the hold looks whether requests are still parked.
+const HOLD_EVERY: ngx::ffi::ngx_msec_t = 100;
+
+/// One more request parked: arm the hold if it is not.
+///
+/// # Safety
+/// On nginx's thread.
+unsafe fn hold(log: *mut ngx_log_t) {
+    PARKED.set(PARKED.get() + 1);
+    // SAFETY: the worker's own static event, on nginx's thread.
+    unsafe {
+        let ev = (&raw mut HOLD).cast::<ngx_event_t>();
+        if (*ev).timer_set() == 0 {
+            (*ev).handler = Some(on_hold);
+            (*ev).log = log;
+            (*ev).data = ev.cast();
+            ngx::ffi::ngx_add_timer(ev, HOLD_EVERY);
+        }
+    }
+}
+
+/// One parked request fewer.
+fn release() {
+    PARKED.set(PARKED.get().saturating_sub(1));
+}
+
+extern "C" fn on_hold(ev: *mut ngx_event_t) {
+    if PARKED.get() > 0 {
+        // SAFETY: the hold event, on nginx's thread.
+        unsafe { ngx::ffi::ngx_add_timer(ev, HOLD_EVERY) };
+    }
 }
 
 /// Undo [`park`] when no helper took the ticket: the request goes on now.
 pub fn unpark(Ticket(r): Ticket) {
     let r = r as *mut ngx_http_request_t;
+    release();
     // SAFETY: a request just parked, still running on nginx's thread.
     unsafe {
         if let Some(wait) = context(r) {
@@ -218,6 +264,7 @@ extern "C" fn on_wake(_ev: *mut ngx_event_t) {
 
 /// Bring `answer` to the parked request of `ticket`, and run its phases.
 fn resume(Ticket(r): Ticket, answer: Found) {
+    release();
     let r = r as *mut ngx_http_request_t;
     // SAFETY: a request parked by `park`: `blocked` kept it alive, and
     // this is nginx's thread. What nginx's own thread tasks do at their
