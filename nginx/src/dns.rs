@@ -29,20 +29,12 @@ use ngx::ffi::{
 };
 
 use robotgate::config::DnsSettings;
-use robotgate::identity::rdns::{self, Ptr, Verdict};
+use robotgate::identity::rdns::{self, Ptr, Verdict, NEGATIVE_TTL, TROUBLE_TTL};
 use robotgate::identity::Identity;
 use robotgate::state::series::Series;
 
 use crate::park::{self, Found, Ticket};
 
-/// How long a failed check (no PTR, a name outside the suffixes, a forward
-/// mismatch) is kept.
-const NEGATIVE_TTL: Duration = Duration::from_secs(5 * 60);
-/// How long a check that ran out of time or met a resolver error is kept.
-const TROUBLE_TTL: Duration = Duration::from_secs(30);
-/// The bounds on how long a verification is kept, whatever the records say.
-const MIN_POSITIVE_TTL: Duration = Duration::from_secs(60);
-const MAX_POSITIVE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// Verdicts a worker keeps.
 pub const CACHE_MAX: usize = 65_536;
 /// Checks a worker runs at once.
@@ -411,7 +403,7 @@ fn end(l: Box<Lookup>, trouble: Option<&'static str>) {
                 // SAFETY: nginx's cached time (`ngx_time()`), on its thread.
                 let now = unsafe { (*ngx::ffi::ngx_cached_time).sec };
                 let ttl = Duration::from_secs(l.valid.saturating_sub(now).max(0) as u64);
-                (Identity::Verified, ttl.clamp(MIN_POSITIVE_TTL, MAX_POSITIVE_TTL))
+                (Identity::Verified, rdns::positive_ttl(ttl))
             }
             // No PTR, a name outside the suffixes, or one whose addresses
             // are not the client's.

@@ -741,17 +741,17 @@ fn decide<'s>(
                     // Only robots whose group sets a pace get here: park
                     // the request until the store answers (within
                     // `state.timeout_ms`), or ask the zone.
-                    let asked = STORE.with_borrow(|s| {
-                        let s = s.as_ref()?;
+                    let parked = STORE.with_borrow(|s| {
+                        let s = s.as_ref().filter(|s| s.takes_questions())?;
                         let ticket = park::park(raw)?;
-                        Some(s.ask(question, ticket).then_some(()).ok_or(ticket))
-                    });
-                    match asked {
-                        Some(Ok(())) => return Answer::Parked,
-                        Some(Err(ticket)) => {
-                            park::unpark(ticket);
-                            p.answer_store(None);
+                        if s.ask(question, ticket) {
+                            return Some(());
                         }
+                        park::unpark(ticket);
+                        None
+                    });
+                    match parked {
+                        Some(()) => return Answer::Parked,
                         None => p.answer_store(None),
                     }
                 }

@@ -117,13 +117,16 @@ impl Store {
         self.shared.up.load(Ordering::Relaxed)
     }
 
+    /// Whether a rate question would be sent now: the store is up and the
+    /// asker's queue has room (else the caller asks the zone).
+    pub fn takes_questions(&self) -> bool {
+        self.is_up() && self.shared.queued.load(Ordering::Relaxed) < QUEUE_MAX
+    }
+
     /// Put `question` to the store for the parked request of `ticket`; its
-    /// answer comes back through the waker. `false`: not sent (the store is
-    /// down, or the queue full); the caller answers it locally.
+    /// answer comes back through the waker. `false`: the asker is gone, and
+    /// nothing will answer.
     pub fn ask(&self, question: Question, ticket: Ticket) -> bool {
-        if !self.is_up() || self.shared.queued.load(Ordering::Relaxed) >= QUEUE_MAX {
-            return false;
-        }
         let deadline = Instant::now() + self.shared.settings.timeout;
         self.shared.queued.fetch_add(1, Ordering::Relaxed);
         self.jobs.send(Job::Rate { question, ticket, deadline }).is_ok()
@@ -131,7 +134,7 @@ impl Store {
 
     /// Write and announce a ban or a robots.txt read, in the background.
     pub fn announce(&self, event: Event) {
-        if self.is_up() && self.shared.queued.load(Ordering::Relaxed) < QUEUE_MAX {
+        if self.takes_questions() {
             self.shared.queued.fetch_add(1, Ordering::Relaxed);
             let _ = self.jobs.send(Job::Announce(event));
         }
@@ -224,21 +227,25 @@ fn keep(s: &Inner) {
     while !s.stop.load(Ordering::Relaxed) {
         match keep_connected(s) {
             Ok(()) => return,
-            Err(e) => {
+            Err(lost) => {
+                let was_up = s.up.load(Ordering::Relaxed);
+                // Counted, and said if the store was up (else the asker's
+                // failure was counted and said already).
+                if let Some((during, e)) = &lost {
+                    s.failed(during, e);
+                }
                 s.up.store(false, Ordering::Relaxed);
-                if !said_down {
-                    said_down = true;
-                    s.failed("connect", &e);
+                if !was_up && !said_down {
+                    let why = lost.map_or_else(String::new, |(during, e)| format!(" ({during}: {e})"));
                     s.waker.note(
                         ngx::ffi::NGX_LOG_WARN as usize,
                         format!(
-                            "shared state store {} unreachable ({e}): serving from this nginx's memory; retrying every second",
+                            "shared state store {} unreachable{why}: serving from this nginx's memory; retrying every second",
                             s.settings.redacted_url()
                         ),
                     );
-                } else {
-                    s.zone.series.add("robotgate_state_errors_total", &[], &[], 1);
                 }
+                said_down = true;
             }
         }
         let until = Instant::now() + KEEP_EVERY;
@@ -248,19 +255,24 @@ fn keep(s: &Inner) {
     }
 }
 
+/// What ended a connection: the step and the error, or `None` when a
+/// command of the asker failed (counted and said by it).
+type Lost = Option<(&'static str, String)>;
+
 /// Connect, subscribe, load, mark up, and apply announcements until the
 /// store fails (`Err`) or the worker stops (`Ok`).
-fn keep_connected(s: &Inner) -> Result<(), String> {
-    let mut conn = s.connect().map_err(|e| e.to_string())?;
-    let mut sub = s.connect().map_err(|e| e.to_string())?;
+fn keep_connected(s: &Inner) -> Result<(), Lost> {
+    let lost = |during: &'static str| move |e: redis::RedisError| Some((during, e.to_string()));
+    let mut conn = s.connect().map_err(lost("connect"))?;
+    let mut sub = s.connect().map_err(lost("connect"))?;
     let mut pubsub = sub.as_pubsub();
-    pubsub.subscribe(s.channel()).map_err(|e| e.to_string())?;
+    pubsub.subscribe(s.channel()).map_err(lost("subscribe"))?;
     // Subscribed first, then loaded: nothing announced in between is missed.
     let mut loaded = 0;
     for pattern in ["ban:*", "robots:*"] {
-        loaded += s.load(&mut conn, &s.key(pattern)).map_err(|e| e.to_string())?;
+        loaded += s.load(&mut conn, &s.key(pattern)).map_err(lost("load"))?;
     }
-    pubsub.set_read_timeout(Some(Duration::from_millis(250))).map_err(|e| e.to_string())?;
+    pubsub.set_read_timeout(Some(Duration::from_millis(250))).map_err(lost("subscribe"))?;
     s.generation.fetch_add(1, Ordering::AcqRel);
     s.up.store(true, Ordering::Relaxed);
     s.waker.note(
@@ -277,20 +289,14 @@ fn keep_connected(s: &Inner) -> Result<(), String> {
                 s.apply(msg.get_payload_bytes());
             }
             Err(e) if e.is_timeout() => {}
-            Err(e) => {
-                s.failed("subscription", &e.to_string());
-                return Err(e.to_string());
-            }
+            Err(e) => return Err(lost("subscription")(e)),
         }
         if pinged.elapsed() >= KEEP_EVERY {
             pinged = Instant::now();
-            if let Err(e) = redis::cmd("PING").query::<String>(&mut conn) {
-                s.failed("ping", &e.to_string());
-                return Err(e.to_string());
-            }
+            redis::cmd("PING").query::<String>(&mut conn).map_err(lost("ping"))?;
             // A command of the asker failed meanwhile: connect afresh.
             if !s.up.load(Ordering::Relaxed) {
-                return Err("a command failed".into());
+                return Err(None);
             }
         }
     }

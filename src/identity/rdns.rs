@@ -17,10 +17,29 @@
 //! is scanned.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 /// The most PTR names of one address that are looked up forward. A reverse
 /// zone may return any number of names; real crawlers return one.
 pub const MAX_FORWARD: usize = 4;
+
+/// How long a failed check (no PTR, a name outside the suffixes, a forward
+/// mismatch) is kept: a fixed negative TTL, so a mended PTR is seen soon.
+pub const NEGATIVE_TTL: Duration = Duration::from_secs(5 * 60);
+/// How long a check that ran out of time or met a resolver error is kept:
+/// a dead resolver is not asked again for every request, and a real crawler
+/// is verified soon after it recovers.
+pub const TROUBLE_TTL: Duration = Duration::from_secs(30);
+/// The shortest time a verification is kept, whatever the records' TTL.
+pub const MIN_POSITIVE_TTL: Duration = Duration::from_secs(60);
+/// The longest time a verification is kept, whatever the records' TTL.
+pub const MAX_POSITIVE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long a verification is kept, from the smallest TTL of the records
+/// that proved it.
+pub fn positive_ttl(record_ttl: Duration) -> Duration {
+    record_ttl.clamp(MIN_POSITIVE_TTL, MAX_POSITIVE_TTL)
+}
 
 /// The longest host name (RFC 1035 2.3.4: 255 octets on the wire, 253 as
 /// text without the trailing dot).

@@ -47,14 +47,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::config::DnsSettings;
 use crate::identity::rdns::{self, Failure, Ptr, Verdict};
 
-/// How long a `Spoofed` verdict is kept.
-pub const NEGATIVE_TTL: Duration = Duration::from_secs(5 * 60);
-/// How long an `Unverifiable` verdict from a timeout or resolver error is kept.
-pub const TROUBLE_TTL: Duration = Duration::from_secs(30);
-/// The shortest time a `Verified` verdict is kept, whatever the record TTL.
-pub const MIN_POSITIVE_TTL: Duration = Duration::from_secs(60);
-/// The longest time a `Verified` verdict is kept, whatever the record TTL.
-pub const MAX_POSITIVE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+pub use crate::identity::rdns::{MAX_POSITIVE_TTL, MIN_POSITIVE_TTL, NEGATIVE_TTL, TROUBLE_TTL};
 
 /// The verifier's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,7 +294,7 @@ impl DnsVerifier {
         }
         match rdns::judge(ip, suffixes, &ptrs) {
             Verdict::Verified { ptr } => {
-                let ttl = Duration::from_secs(u64::from(ttl)).clamp(MIN_POSITIVE_TTL, MAX_POSITIVE_TTL);
+                let ttl = rdns::positive_ttl(Duration::from_secs(u64::from(ttl)));
                 (DnsVerdict::Verified { ptr }, ttl)
             }
             // A forward lookup failed: it might have confirmed.
