@@ -22,7 +22,7 @@ stop_work() {
   local p f
   for p in "${PIDS[@]}"; do kill -s "$STOP_SIGNAL" "$p" 2>/dev/null || true; done
   for f in "$WORK"/*.pid; do
-    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+    [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true
   done
   wait 2>/dev/null || true
   rm -rf "$WORK"

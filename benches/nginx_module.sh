@@ -12,7 +12,8 @@
 #
 # Alternates the cases for several rounds (wrk, one thread) and prints per
 # case requests/s, p50/p99 and CPU time per request of the nginx process,
-# then the ratios; then user-space instructions per request of each (callgrind,
+# then the ratios (each pair measured back to back in every round, in turn
+# first; the median of the rounds' ratios); then user-space instructions per request of each (callgrind,
 # nginx in one process).
 #
 #   bash benches/nginx_module.sh [ROUNDS] [SECONDS] [CONNECTIONS]   (defaults: 3, 5, 64)
@@ -99,15 +100,23 @@ CASES=(
 run() { # port ua -> "rps p50_us p99_us cpu_us_per_request"
   wrk_measure "${PID_OF[$1]}" "http://127.0.0.1:$1/page.html" "$CONNS" "$SECS" -H "User-Agent: $2"
 }
-declare -A RPS CPU
+# Each round measures each pair back to back, in turn first and second
+# (ABBA), so a drift of the machine's speed during a run falls on both;
+# the ratios are taken per round, then their median.
+declare -A RPS CPU THIS
+BROWSERS="" REFUSALS=""
 for round in $(seq 1 "$ROUNDS"); do
-  for c in "${CASES[@]}"; do
-    IFS='|' read -r name port ua <<<"$c"
+  order=(0 1 2 3)
+  [ $((round % 2)) -eq 0 ] && order=(1 0 3 2)
+  for i in "${order[@]}"; do
+    IFS='|' read -r name port ua <<<"${CASES[$i]}"
     read -r rps p50 p99 cpu < <(run "$port" "$ua")
-    RPS[$name]="${RPS[$name]:-} $rps"; CPU[$name]="${CPU[$name]:-} $cpu"
+    RPS[$name]="${RPS[$name]:-} $rps"; CPU[$name]="${CPU[$name]:-} $cpu"; THIS[$name]=$rps
     printf 'round %d %-16s %9.0f req/s  p50 %6.0f us  p99 %6.0f us  %5.1f us CPU/request\n' \
       "$round" "$name" "$rps" "$p50" "$p99" "$cpu"
   done
+  BROWSERS+=" $(awk -v a="${THIS[module-browser]}" -v b="${THIS[nginx]}" 'BEGIN {printf "%.4f", a/b}')"
+  REFUSALS+=" $(awk -v a="${THIS[module-gptbot]}" -v b="${THIS[nginx-jit-block]}" 'BEGIN {printf "%.4f", a/b}')"
 done
 echo
 echo "medians over $ROUNDS rounds ($SECS s each, $CONNS connections, 1 worker each, 1 KiB page):"
@@ -115,12 +124,11 @@ for c in "${CASES[@]}"; do
   IFS='|' read -r name _ _ <<<"$c"
   printf '  %-16s %9.0f req/s  %5.1f us CPU/request\n' "$name" "$(median <<<"${RPS[$name]}")" "$(median <<<"${CPU[$name]}")"
 done
-m() { median <<<"${1}"; }
-awk -v n="$(m "${RPS[nginx]}")" -v mb="$(m "${RPS[module-browser]}")" -v j="$(m "${RPS[nginx-jit-block]}")" \
-  -v mg="$(m "${RPS[module-gptbot]}")" 'BEGIN {
-    printf "  browsers  module/nginx %.3f   (target >= 0.95)\n", mb/n
-    printf "  refusals  module/nginx-jit-block %.3f   (target >= 1.0)\n", mg/j
-  }'
+range() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {printf "%.3f..%.3f", v[1], v[NR]}'; }
+printf '  browsers  module/nginx %.3f   (target >= 0.95; median of the rounds'"'"' ratios, %s)\n' \
+  "$(median <<<"$BROWSERS")" "$(range <<<"$BROWSERS")"
+printf '  refusals  module/nginx-jit-block %.3f   (target >= 1.0; median of the rounds'"'"' ratios, %s)\n' \
+  "$(median <<<"$REFUSALS")" "$(range <<<"$REFUSALS")"
 
 # Instructions per request: each nginx alone under callgrind.
 echo

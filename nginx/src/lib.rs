@@ -70,6 +70,7 @@ use ngx::ffi::{
 use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, MergeConfigError, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 
+use robotgate::agent::{Category, Memo};
 use robotgate::load::{LiveSite, Snapshot};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Action, Clock, Decision, Enforcement, Outcome, Rates, SiteFile};
@@ -347,6 +348,9 @@ http_request_handler!(metrics_handler, |request: &mut http::Request| {
 extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     // The zone's locks name this worker, not the master it was forked from.
     robotgate::state::memory::process_started();
+    // The worker's memo and tables, made now rather than amid the first
+    // request: below the heap's top, not between nginx's request pools.
+    WORKER.with(|_| ());
     // SAFETY: nginx passes its cycle.
     let Some(main) = Module::main_conf(unsafe { &*cycle }) else { return Status::NGX_OK.into() };
     let Some(snap) = main.snapshot.as_ref() else { return Status::NGX_OK.into() };
@@ -396,10 +400,30 @@ extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
     ngx::core::NGX_CONF_OK
 }
 
+/// What a worker keeps between requests, on nginx's thread: one
+/// thread-local, borrowed once per request (each thread-local costs a
+/// lookup through the dynamic loader in a module).
+struct Worker {
+    /// The snapshot it decides with, and when it last looked whether its
+    /// files changed ([`current`]).
+    live: Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
+    /// What it found for the last requests.
+    hot: Hot,
+    /// Its classifications, by User-Agent.
+    memo: Memo,
+}
+
+/// Slots of a worker's [`Memo`]: the distinct User-Agents a busy site sees
+/// at once (each costs a classification when it returns after being
+/// pushed out), for about 150 KiB.
+const MEMO_SLOTS: usize = 512;
+
 thread_local! {
-    /// This worker's snapshot, when it has read a newer one than the
-    /// master's, and when it last looked.
-    static LIVE: RefCell<Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>> = const { RefCell::new(None) };
+    static WORKER: RefCell<Worker> = RefCell::new(Worker {
+        live: None,
+        hot: Hot { snap: None, host: None, counters: Vec::new(), requests: Vec::new() },
+        memo: Memo::new(MEMO_SLOTS),
+    });
 }
 
 /// What this worker found for the last requests, kept for the next ones
@@ -415,7 +439,13 @@ struct Hot {
     /// strings are (each is static, or the held snapshot's), in
     /// [`COUNTER_SLOTS`] direct-mapped slots: a collision only finds again.
     counters: Vec<Option<(CounterKey, Option<Counter>)>>,
+    /// `robotgate_requests_total` by site and category (every decided
+    /// request counts there): `site * CATEGORIES + category`.
+    requests: Vec<Option<Counter>>,
 }
+
+/// Categories of [`Hot::requests`].
+const CATEGORIES: usize = Category::ALL.len();
 
 /// A family and up to six label values, as (address, length) words.
 type CounterKey = [usize; 13];
@@ -426,42 +456,37 @@ const COUNTER_SLOTS: usize = 64;
 /// A `Host` longer than this is looked up every time.
 const HOT_HOST_MAX: usize = 255;
 
-thread_local! {
-    static HOT: RefCell<Hot> = const { RefCell::new(Hot { snap: None, host: None, counters: Vec::new() }) };
-}
-
 impl Hot {
     /// Forget what was found in another snapshot.
     fn for_snapshot(&mut self, snap: &Arc<Snapshot>) {
         if !self.snap.as_ref().is_some_and(|s| Arc::ptr_eq(s, snap)) {
-            *self = Hot { snap: Some(snap.clone()), host: None, counters: Vec::new() };
+            *self = Hot { snap: Some(snap.clone()), host: None, counters: Vec::new(), requests: Vec::new() };
         }
     }
 }
 
 /// The site of `host` in `snap` ([`robotgate::config::Settings::site_for_host`]),
 /// found once per host and snapshot by each worker.
-fn site_of(snap: &Arc<Snapshot>, host: &str) -> Option<usize> {
-    HOT.with_borrow_mut(|hot| {
-        hot.for_snapshot(snap);
-        match &hot.host {
-            Some((last, site)) if last == host.as_bytes() => *site,
-            _ => {
-                let site = snap.settings.site_for_host(host);
-                if host.len() <= HOT_HOST_MAX {
-                    hot.host = Some((host.as_bytes().to_vec(), site));
-                }
-                site
+fn site_of(hot: &mut Hot, snap: &Arc<Snapshot>, host: &str) -> Option<usize> {
+    hot.for_snapshot(snap);
+    match &hot.host {
+        Some((last, site)) if last == host.as_bytes() => *site,
+        _ => {
+            let site = snap.settings.site_for_host(host);
+            if host.len() <= HOT_HOST_MAX {
+                hot.host = Some((host.as_bytes().to_vec(), site));
             }
+            site
         }
-    })
+    }
 }
 
 /// Count one in `name{labels=values}`, where every value is a static string
 /// or the snapshot's (a site's name, a robot's, [`Decision::tally`]'s): where
 /// they are names the series, and a repeat finds its counter without
-/// hashing the text.
-fn count(series: &Series, snap: &Arc<Snapshot>, name: &'static str, labels: &[&str], values: &[&str]) {
+/// hashing the text. `hot`: the worker's, for the snapshot the values are
+/// of ([`Hot::for_snapshot`]).
+fn count(hot: &mut Hot, series: &Series, name: &'static str, labels: &[&str], values: &[&str]) {
     let mut key: CounterKey = [0; 13];
     if values.len() > 6 {
         return series.add(name, labels, values, 1);
@@ -472,24 +497,42 @@ fn count(series: &Series, snap: &Arc<Snapshot>, name: &'static str, labels: &[&s
         key[2 + 2 * i] = v.len();
     }
     let slot = key.iter().fold(0usize, |h, &w| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 58;
-    let counter = HOT.with_borrow_mut(|hot| {
-        hot.for_snapshot(snap);
-        if hot.counters.is_empty() {
-            hot.counters.resize(COUNTER_SLOTS, None);
+    if hot.counters.is_empty() {
+        hot.counters.resize(COUNTER_SLOTS, None);
+    }
+    let entry = &mut hot.counters[slot % COUNTER_SLOTS];
+    let counter = match entry {
+        Some((k, c)) if *k == key => *c,
+        _ => {
+            let c = series.counter(name, labels, values);
+            *entry = Some((key, c));
+            c
         }
-        let entry = &mut hot.counters[slot % COUNTER_SLOTS];
-        match entry {
-            Some((k, c)) if *k == key => *c,
-            _ => {
-                let c = series.counter(name, labels, values);
-                *entry = Some((key, c));
-                c
-            }
-        }
-    });
+    };
     match counter {
         Some(c) => c.add(1),
         None => series.add(name, labels, values, 1),
+    }
+}
+
+/// Count one decided request of `category` at site `at` (its name `site`):
+/// the one count every request makes, found by index.
+fn count_request(hot: &mut Hot, series: &Series, (at, site): (usize, &str), category: Category) {
+    let i = at * CATEGORIES + category as usize;
+    if hot.requests.len() <= i {
+        hot.requests.resize(i + 1, None);
+    }
+    let counter = match hot.requests[i] {
+        Some(c) => Some(c),
+        None => {
+            let c = series.counter("robotgate_requests_total", &["site", "category"], &[site, category.as_str()]);
+            hot.requests[i] = c;
+            c
+        }
+    };
+    match counter {
+        Some(c) => c.add(1),
+        None => series.add("robotgate_requests_total", &["site", "category"], &[site, category.as_str()], 1),
     }
 }
 
@@ -503,9 +546,13 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// in force without `nginx -s reload`. A file refused on the way keeps its
 /// last good version; a config that does not load keeps the whole snapshot,
 /// and says why in nginx's error log.
-fn current(main: &MainConf, request: &http::Request) -> Option<Arc<Snapshot>> {
+fn current<'w>(
+    main: &MainConf,
+    request: &http::Request,
+    live: &'w mut Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
+) -> Option<&'w Arc<Snapshot>> {
     let master = main.snapshot.as_ref()?;
-    LIVE.with_borrow_mut(|live| {
+    {
         // nginx's clock of this turn of its loop: no system call per request.
         // SAFETY: nginx's global, written and read on this thread only.
         let now = unsafe { ngx::ffi::ngx_current_msec };
@@ -538,8 +585,8 @@ fn current(main: &MainConf, request: &http::Request) -> Option<Arc<Snapshot>> {
                 }
             }
         }
-        Some(snap.clone())
-    })
+    }
+    live.as_ref().map(|(snap, _)| snap)
 }
 
 /// A request's headers, as the pipeline reads them: the ones it asks for
@@ -640,6 +687,10 @@ fn host_of(request: &http::Request) -> &str {
     }
     // SAFETY: nginx's text of the host, `len` bytes, alive with the request.
     let bytes = unsafe { std::slice::from_raw_parts(server.data, server.len) };
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8 (the usual host, checked a word at a time).
+        return unsafe { std::str::from_utf8_unchecked(bytes) };
+    }
     std::str::from_utf8(bytes).unwrap_or("")
 }
 
@@ -667,37 +718,46 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     // request's count: nothing the borrows below read).
     let raw: *mut ngx::ffi::ngx_http_request_t = std::ptr::from_mut(request).cast();
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
-    let Some(snap) = current(main, request) else { return Status::NGX_DECLINED };
-    let host = host_of(request);
-    let Some(site) = site_of(&snap, host) else { return Status::NGX_DECLINED };
     let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
-    let answer = decide((request, raw), host, &snap, site, (shared, main.resolver), !main.violations.is_null(), waited);
-    match answer {
-        Answer::Pass { headers } => {
-            for (name, value) in headers {
-                request.add_header_out(name, &value);
+    WORKER.with(|worker| {
+        // Nothing this borrow reaches runs a request handler: it is never
+        // taken twice. Were it, the request is refused, not let through.
+        let Ok(mut worker) = worker.try_borrow_mut() else {
+            return Status(ngx::ffi::NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
+        };
+        let Worker { live, hot, memo } = &mut *worker;
+        let Some(snap) = current(main, request, live) else { return Status::NGX_DECLINED };
+        let host = host_of(request);
+        let Some(site) = site_of(hot, snap, host) else { return Status::NGX_DECLINED };
+        let logging = !main.violations.is_null();
+        let answer = decide((request, raw), host, (snap, site), (shared, main.resolver), (hot, memo), logging, waited);
+        match answer {
+            Answer::Pass { headers } => {
+                for (name, value) in headers {
+                    request.add_header_out(name, &value);
+                }
+                Status::NGX_DECLINED
             }
-            Status::NGX_DECLINED
-        }
-        Answer::Body { status, content_type, body, headers } => {
-            for (name, value) in headers {
-                request.add_header_out(name, &value);
+            Answer::Body { status, content_type, body, headers } => {
+                for (name, value) in headers {
+                    request.add_header_out(name, &value);
+                }
+                send(request, status, content_type, body)
             }
-            send(request, status, content_type, body)
+            Answer::Parked => Status::NGX_DONE,
         }
-        Answer::Parked => Status::NGX_DONE,
-    }
+    })
 });
 
 /// Decide `request` through the pipeline, and say how to answer it.
 /// `raw`: where it is, to park it. `waited`: what helpers answered it so
-/// far (a resumed request).
+/// far (a resumed request). `hot`, `memo`: the worker's.
 fn decide<'s>(
     (request, raw): (&http::Request, *mut ngx::ffi::ngx_http_request_t),
     host: &str,
-    snap: &'s Arc<Snapshot>,
-    site: usize,
+    (snap, site): (&'s Arc<Snapshot>, usize),
     (shared, resolver): (&zone::Shared, dns::Resolver),
+    (hot, memo): (&mut Hot, &mut Memo),
     logging: bool,
     waited: park::Wait,
 ) -> Answer<'s> {
@@ -715,11 +775,13 @@ fn decide<'s>(
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
     // A rate question goes to the shared store only while it answers (or
     // when this request was answered by it already).
-    let store_up = waited.rate.is_some() || STORE.with_borrow(|s| s.as_ref().is_some_and(store::Store::is_up));
+    let store_up = waited.rate.is_some()
+        || (snap.settings.boot.shared_state.is_some()
+            && STORE.with_borrow(|s| s.as_ref().is_some_and(store::Store::is_up)));
     let rates = if store_up { Rates::Shared } else { Rates::Local };
     let mut p = Pipeline::new(Env::of(snap), view, &req, None, rates, Clock::System);
     let verdict = loop {
-        match p.run(None, &shared.state, Clock::System) {
+        match p.run(Some(&mut *memo), &shared.state, Clock::System) {
             Next::Done(v) => break v,
             Next::Need(Need::Dns { bot, client }) => match waited.dns {
                 Some((b, identity)) if b == bot => p.answer_dns(bot, identity),
@@ -784,7 +846,14 @@ fn decide<'s>(
             headers.extend(indexing.header_values(target).into_iter().map(|v| ("X-Robots-Tag", v)));
         }
     }
-    count_and_record(request, (snap, site), &decision, shared, logging, (p.facts().client, p.facts().user_agent));
+    count_and_record(
+        request,
+        (snap, site),
+        &decision,
+        (shared, hot),
+        logging,
+        (p.facts().client, p.facts().user_agent),
+    );
     answer(live, &decision, headers)
 }
 
@@ -847,7 +916,7 @@ fn count_and_record(
     request: &http::Request,
     (snap, at): (&Arc<Snapshot>, usize),
     d: &Decision<'_, '_>,
-    shared: &zone::Shared,
+    (shared, hot): (&zone::Shared, &mut Hot),
     logging: bool,
     who: (Option<IpAddr>, &[u8]),
 ) {
@@ -855,14 +924,14 @@ fn count_and_record(
     let site = live.conf.name.as_str();
     if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
         let result = if d.preference_unknown { "preference-unknown" } else { "refused" };
-        count(&shared.series, snap, "robotgate_preferences_total", &["site", "result"], &[site, result]);
+        count(hot, &shared.series, "robotgate_preferences_total", &["site", "result"], &[site, result]);
     }
     if let Outcome::File(which) = d.outcome {
-        count(&shared.series, snap, "robotgate_files_served_total", &["site", "file"], &[site, which.as_str()]);
+        count(hot, &shared.series, "robotgate_files_served_total", &["site", "file"], &[site, which.as_str()]);
         return;
     }
     let Some(agent) = d.agent.as_ref() else { return };
-    count(&shared.series, snap, "robotgate_requests_total", &["site", "category"], &[site, agent.category.as_str()]);
+    count_request(hot, &shared.series, (at, site), agent.category);
     if matches!(d.outcome, Outcome::Pass) {
         return;
     }
@@ -892,7 +961,7 @@ fn count_and_record(
         }
         if let Some(tally) = d.tally(site, r) {
             let (name, labels) = tally.family();
-            count(&shared.series, snap, name, labels, tally.values());
+            count(hot, &shared.series, name, labels, tally.values());
         }
         if logging {
             robotgate::time::write_rfc3339_ms(&mut r.time, Clock::System.unix_ms());

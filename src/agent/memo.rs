@@ -161,11 +161,17 @@ pub const MEMO_MAX_UA: usize = 512;
 
 /// Verdicts remembered by User-Agent bytes and classifier ([`Classifier::id`]),
 /// in a fixed number of direct-mapped slots: the one memo every caller
-/// classifies through (the proxy keeps one slot per thread,
+/// classifies through (the proxy keeps [`HERE_SLOTS`] per thread,
 /// [`classify_here`]; replay a few thousand per worker, since logs
 /// interleave clients). A reload brings a new classifier, hence misses.
 pub struct Memo {
     slots: Vec<Slot>,
+    /// The slot of the last hit: a connection's requests come in runs, and
+    /// comparing with it first spares the hash.
+    last: usize,
+    /// Chooses a slot: foldhash, seeded per memo (a client that makes its
+    /// User-Agents collide only costs itself classifications).
+    hasher: foldhash::fast::RandomState,
 }
 
 #[derive(Default)]
@@ -178,27 +184,27 @@ struct Slot {
 impl Memo {
     /// A memo of `slots` slots (at least one).
     pub fn new(slots: usize) -> Memo {
-        Memo { slots: (0..slots.max(1)).map(|_| Slot::default()).collect() }
+        Memo { slots: (0..slots.max(1)).map(|_| Slot::default()).collect(), last: 0, hasher: Default::default() }
     }
 
     /// [`Classifier::classify`], or the remembered verdict of the same bytes
     /// under the same classifier. Cost of a hit: a slot choice (none with
     /// one slot), a byte comparison, then a few slices ([`Remembered::recall`]).
     pub fn classify<'a>(&mut self, classifier: &'a Classifier, ua: &'a [u8]) -> Agent<'a> {
+        if let Some(kept) = self.slots[self.last].holding(classifier, ua) {
+            return kept.recall(ua, classifier);
+        }
         let i = match self.slots.len() {
             1 => 0,
             n => {
-                use std::hash::Hasher;
-                let mut h = std::hash::DefaultHasher::new();
-                h.write(ua);
-                (h.finish() % n as u64) as usize
+                use std::hash::BuildHasher;
+                (self.hasher.hash_one(ua) % n as u64) as usize
             }
         };
+        self.last = i;
         let slot = &mut self.slots[i];
-        if slot.classifier == classifier.id() && slot.ua == ua {
-            if let Some(kept) = &slot.agent {
-                return kept.recall(ua, classifier);
-            }
+        if let Some(kept) = slot.holding(classifier, ua) {
+            return kept.recall(ua, classifier);
         }
         let agent = classifier.classify(ua);
         if ua.len() <= MEMO_MAX_UA {
@@ -214,18 +220,30 @@ impl Memo {
 
     /// Whether `ua` under `classifier` is remembered (tests).
     pub fn remembers(&self, classifier: &Classifier, ua: &[u8]) -> bool {
-        self.slots.iter().any(|s| s.classifier == classifier.id() && s.ua == ua && s.agent.is_some())
+        self.slots.iter().any(|s| s.holding(classifier, ua).is_some())
+    }
+}
+
+impl Slot {
+    /// What this slot remembers of `ua` under `classifier`, if it does.
+    fn holding(&self, classifier: &Classifier, ua: &[u8]) -> Option<&Remembered> {
+        (self.classifier == classifier.id() && self.ua == ua).then_some(self.agent.as_ref()).flatten()
     }
 }
 
 thread_local! {
     /// A keep-alive connection repeats its User-Agent on every request, and
-    /// so does a crawler or a scraper in a loop: one slot per thread catches
-    /// them at the cost of one comparison.
-    static HERE: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::new(1));
+    /// so does a crawler or a scraper in a loop; a thread serves many such
+    /// connections at once, interleaved, so one slot would mostly miss:
+    /// [`HERE_SLOTS`] catch them at the cost of a hash and a comparison.
+    static HERE: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::new(HERE_SLOTS));
 }
 
-/// Classify through this thread's one-slot [`Memo`].
+/// Slots of each thread's memo ([`classify_here`]): a few hundred distinct
+/// browsers and robots at once, about 80 KiB.
+pub const HERE_SLOTS: usize = 256;
+
+/// Classify through this thread's [`Memo`].
 pub fn classify_here<'a>(classifier: &'a Classifier, ua: &'a [u8]) -> Agent<'a> {
     HERE.with_borrow_mut(|memo| memo.classify(classifier, ua))
 }

@@ -233,8 +233,8 @@ pub struct Pipeline<'s, 'r> {
     env: Env<'s>,
     rules: SiteRules<'s>,
     facts: Facts<'r>,
-    /// Decided before judging (a refusal, a pass unjudged).
-    early: Option<Verdict<'s, 'r>>,
+    /// Decided before judging.
+    early: Option<Early>,
     rates: Rates,
     agent: Option<Agent<'r>>,
     /// The host of the agent whose signature verified.
@@ -357,10 +357,10 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
     }
 
     /// Decide as far as can be, or say what is needed first. `memo`: the
-    /// driver's memo, or `None` for this thread's one-slot memo.
+    /// driver's memo, or `None` for this thread's memo ([`crate::agent::classify_here`]).
     pub fn run(&mut self, memo: Option<&mut Memo>, state: &dyn State, clock: Clock) -> Next<'s, 'r> {
         if let Some(early) = self.early.take() {
-            return Next::Done(early);
+            return Next::Done(early.verdict());
         }
         if let Some(inspection) = self.facts.signature.take() {
             return Next::Need(Need::KeyDirectory(inspection));
@@ -435,8 +435,27 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
     }
 }
 
-/// The facts past the client address; a verdict when the request is
-/// decided before judging.
+/// A request decided before judging (small: the pipeline is made for every
+/// request, and moved).
+#[derive(Debug)]
+enum Early {
+    /// Refused: status and reason ([`Verdict::Refuse`]).
+    Refuse(u16, Cow<'static, str>),
+    /// Let through unjudged (`OPTIONS *`).
+    Pass,
+}
+
+impl Early {
+    fn verdict<'s, 'r>(self) -> Verdict<'s, 'r> {
+        match self {
+            Early::Refuse(status, why) => Verdict::Refuse(status, why),
+            Early::Pass => Verdict::Decided(Decision::passed()),
+        }
+    }
+}
+
+/// The facts past the client address; what was decided when the request
+/// is decided before judging.
 fn gather<'s: 'r, 'r, H: Headers<'r>>(
     env: Env<'s>,
     site: SiteView<'s>,
@@ -444,13 +463,13 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     crowd: Option<&dyn Fn(Option<IpAddr>, bool) -> bool>,
     clock: Clock,
     facts: &mut Facts<'r>,
-) -> Option<Verdict<'s, 'r>> {
+) -> Option<Early> {
     // What is judged is what the origin serves: the normalised target
     // (`crate::target`). A target no single reading fits is refused.
     let target = match target::gatekeep(req.method.as_bytes(), req.target, site.target) {
         Gatekeep::Judge(t) => t,
-        Gatekeep::Pass => return Some(Verdict::Decided(Decision::passed())),
-        Gatekeep::Refuse(status, why) => return Some(Verdict::Refuse(status, why)),
+        Gatekeep::Pass => return Some(Early::Pass),
+        Gatekeep::Refuse(status, why) => return Some(Early::Refuse(status, why)),
     };
     // What proxied responses say about usage (issue #29), whoever asks.
     facts.content_usage = site.rules.robots.and_then(|r| policy::usage_header(r, &target));
@@ -465,7 +484,7 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
         uas += 1;
     });
     if uas > 1 {
-        return Some(Verdict::Refuse(400, "more than one User-Agent header".into()));
+        return Some(Early::Refuse(400, "more than one User-Agent header".into()));
     }
     if let Some(crowd) = crowd {
         let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
