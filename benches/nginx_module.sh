@@ -130,6 +130,37 @@ printf '  browsers  module/nginx %.3f   (target >= 0.95; median of the rounds'"'
 printf '  refusals  module/nginx-jit-block %.3f   (target >= 1.0; median of the rounds'"'"' ratios, %s)\n' \
   "$(median <<<"$REFUSALS")" "$(range <<<"$REFUSALS")"
 
+# At once: both of a pair loaded together, each nginx on the same core, so
+# the scheduler gives each half of it; requests/s then compare what a
+# request costs each, and a change of the machine's speed (a neighbour, a
+# clock) falls on both at the same moment. The rounds above, one case at a
+# time, differ from each other by more than the 5% asked.
+echo
+echo "at once, each pair sharing one core ($ROUNDS rounds of $SECS s, $CONNS connections each):"
+at_once() { # name-a port-a ua-a name-b port-b ua-b -> ratio b/a
+  local a b
+  a=$(mktemp -p "$WORK") b=$(mktemp -p "$WORK")
+  run "$2" "$3" >"$a" &
+  local pa=$!
+  run "$5" "$6" >"$b" &
+  local pb=$!
+  wait "$pa" "$pb"
+  read -r ra _ _ ca <"$a"
+  read -r rb _ _ cb <"$b"
+  printf '  %-16s %9.0f req/s %5.1f us CPU/request   %-16s %9.0f req/s %5.1f us CPU/request\n' \
+    "$1" "$ra" "$ca" "$4" "$rb" "$cb" >&2
+  awk -v a="$ra" -v b="$rb" 'BEGIN {printf "%.4f", b/a}'
+}
+BROWSERS="" REFUSALS=""
+for round in $(seq 1 "$ROUNDS"); do
+  BROWSERS+=" $(at_once nginx $PLAIN "$CHROME" module-browser $MOD "$CHROME")"
+  REFUSALS+=" $(at_once nginx-jit-block $JIT "$GPTBOT" module-gptbot $MOD "$GPTBOT")"
+done
+printf '  browsers  module/nginx %.3f   (target >= 0.95; median of %d rounds, %s)\n' \
+  "$(median <<<"$BROWSERS")" "$ROUNDS" "$(range <<<"$BROWSERS")"
+printf '  refusals  module/nginx-jit-block %.3f   (target >= 1.0; median of %d rounds, %s)\n' \
+  "$(median <<<"$REFUSALS")" "$ROUNDS" "$(range <<<"$REFUSALS")"
+
 # Instructions per request: each nginx alone under callgrind.
 echo
 echo "user-space instructions per request (callgrind, 5 s at 8 connections):"

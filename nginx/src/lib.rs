@@ -552,41 +552,43 @@ fn current<'w>(
     live: &'w mut Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
 ) -> Option<&'w Arc<Snapshot>> {
     let master = main.snapshot.as_ref()?;
-    {
-        // nginx's clock of this turn of its loop: no system call per request.
-        // SAFETY: nginx's global, written and read on this thread only.
-        let now = unsafe { ngx::ffi::ngx_current_msec };
-        let (snap, looked) = live.get_or_insert_with(|| (master.clone(), now));
-        if now.wrapping_sub(*looked) >= LOOK_EVERY.as_millis() as ngx::ffi::ngx_msec_t {
-            *looked = now;
-            if snap.stale() {
-                match robotgate::load::reload(&main.config, Some(snap)) {
-                    Ok(new) => {
-                        for problem in &new.refused {
-                            ngx_log_error!(
-                                NGX_LOG_ERR,
-                                request.log(),
-                                "robotgate: kept the last good version: {}",
-                                problem
-                            );
-                        }
-                        *snap = Arc::new(new);
-                    }
-                    Err(problems) => {
-                        for problem in problems {
-                            ngx_log_error!(
-                                NGX_LOG_ERR,
-                                request.log(),
-                                "robotgate: reload refused, the last good snapshot stays: {}",
-                                problem
-                            );
-                        }
-                    }
-                }
+    // nginx's clock of this turn of its loop: no system call per request.
+    // SAFETY: nginx's global, written and read on this thread only.
+    let now = unsafe { ngx::ffi::ngx_current_msec };
+    let (snap, looked) = live.get_or_insert_with(|| (master.clone(), now));
+    if now.wrapping_sub(*looked) >= LOOK_EVERY.as_millis() as ngx::ffi::ngx_msec_t {
+        *looked = now;
+        refresh(main, request, snap);
+    }
+    Some(snap)
+}
+
+/// Read `snap`'s sources again if one changed (once a second at most):
+/// out of line, as few requests come here.
+#[cold]
+#[inline(never)]
+fn refresh(main: &MainConf, request: &http::Request, snap: &mut Arc<Snapshot>) {
+    if !snap.stale() {
+        return;
+    }
+    match robotgate::load::reload(&main.config, Some(snap)) {
+        Ok(new) => {
+            for problem in &new.refused {
+                ngx_log_error!(NGX_LOG_ERR, request.log(), "robotgate: kept the last good version: {}", problem);
+            }
+            *snap = Arc::new(new);
+        }
+        Err(problems) => {
+            for problem in problems {
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    request.log(),
+                    "robotgate: reload refused, the last good snapshot stays: {}",
+                    problem
+                );
             }
         }
     }
-    live.as_ref().map(|(snap, _)| snap)
 }
 
 /// A request's headers, as the pipeline reads them: the ones it asks for
@@ -783,51 +785,16 @@ fn decide<'s>(
     let verdict = loop {
         match p.run(Some(&mut *memo), &shared.state, Clock::System) {
             Next::Done(v) => break v,
-            Next::Need(Need::Dns { bot, client }) => match waited.dns {
-                Some((b, identity)) if b == bot => p.answer_dns(bot, identity),
-                _ => {
-                    let entry = snap.classifier.bot(bot);
-                    let claim = dns::Claim { bot, name: &entry.name, suffixes: &entry.rdns, ip: client };
-                    // SAFETY: the zone's counters live in the main
-                    // configuration, as long as the cycle and its lookups.
-                    let series = unsafe { &*std::ptr::from_ref(&shared.series) };
-                    match dns::look_up(raw, resolver, &claim, snap.settings.boot.dns.timeout, series) {
-                        dns::Start::Known(identity) => p.answer_dns(bot, identity),
-                        dns::Start::Parked => return Answer::Parked,
-                    }
+            Next::Need(need) => {
+                if find_out(&mut p, need, raw, snap, (shared, resolver), waited) {
+                    return Answer::Parked;
                 }
-            },
-            Next::Need(Need::Store(question)) => match waited.rate {
-                Some(answer) => p.answer_store(answer),
-                None => {
-                    // Only robots whose group sets a pace get here: park
-                    // the request until the store answers (within
-                    // `state.timeout_ms`), or ask the zone.
-                    let parked = STORE.with_borrow(|s| {
-                        let s = s.as_ref().filter(|s| s.takes_questions())?;
-                        let ticket = park::park(raw)?;
-                        if s.ask(question, ticket) {
-                            return Some(());
-                        }
-                        park::unpark(ticket);
-                        None
-                    });
-                    match parked {
-                        Some(()) => return Answer::Parked,
-                        None => p.answer_store(None),
-                    }
-                }
-            },
-            Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
+            }
         }
     };
     let events = p.take_events();
     if !events.is_empty() {
-        STORE.with_borrow(|s| {
-            if let Some(s) = s {
-                events.into_iter().for_each(|e| s.announce(e));
-            }
-        });
+        announce(events);
     }
     let decision = match verdict {
         Verdict::Refuse(status, _) => {
@@ -855,6 +822,73 @@ fn decide<'s>(
         (p.facts().client, p.facts().user_agent),
     );
     answer(live, &decision, headers)
+}
+
+/// Answer what the pipeline asked (`need`), from what helpers answered
+/// (`waited`) or by asking them; `true` when the request is parked for it.
+/// Out of the usual path (few requests ask anything): kept out of line, so
+/// the code every request runs stays compact.
+#[cold]
+#[inline(never)]
+fn find_out<'s: 'r, 'r>(
+    p: &mut Pipeline<'s, 'r>,
+    need: Need,
+    raw: *mut ngx::ffi::ngx_http_request_t,
+    snap: &Snapshot,
+    (shared, resolver): (&zone::Shared, dns::Resolver),
+    waited: park::Wait,
+) -> bool {
+    match need {
+        Need::Dns { bot, client } => match waited.dns {
+            Some((b, identity)) if b == bot => p.answer_dns(bot, identity),
+            _ => {
+                let entry = snap.classifier.bot(bot);
+                let claim = dns::Claim { bot, name: &entry.name, suffixes: &entry.rdns, ip: client };
+                // SAFETY: the zone's counters live in the main
+                // configuration, as long as the cycle and its lookups.
+                let series = unsafe { &*std::ptr::from_ref(&shared.series) };
+                match dns::look_up(raw, resolver, &claim, snap.settings.boot.dns.timeout, series) {
+                    dns::Start::Known(identity) => p.answer_dns(bot, identity),
+                    dns::Start::Parked => return true,
+                }
+            }
+        },
+        Need::Store(question) => match waited.rate {
+            Some(answer) => p.answer_store(answer),
+            None => {
+                // Only robots whose group sets a pace get here: park the
+                // request until the store answers (within
+                // `state.timeout_ms`), or ask the zone.
+                let parked = STORE.with_borrow(|s| {
+                    let s = s.as_ref().filter(|s| s.takes_questions())?;
+                    let ticket = park::park(raw)?;
+                    if s.ask(question, ticket) {
+                        return Some(());
+                    }
+                    park::unpark(ticket);
+                    None
+                });
+                match parked {
+                    Some(()) => return true,
+                    None => p.answer_store(None),
+                }
+            }
+        },
+        Need::KeyDirectory(_) => p.answer_signature(None),
+    }
+    false
+}
+
+/// Tell the other instances (through the store) of the bans and robots.txt
+/// reads a decision made.
+#[cold]
+#[inline(never)]
+fn announce(events: Vec<robotgate::state::shared::Event>) {
+    STORE.with_borrow(|s| {
+        if let Some(s) = s {
+            events.into_iter().for_each(|e| s.announce(e));
+        }
+    });
 }
 
 /// The answer an enforcement gets.
@@ -964,7 +998,7 @@ fn count_and_record(
             count(hot, &shared.series, name, labels, tally.values());
         }
         if logging {
-            robotgate::time::write_rfc3339_ms(&mut r.time, Clock::System.unix_ms());
+            robotgate::time::write_rfc3339_ms(&mut r.time, log::now_ms());
             r.status = d.outcome.enforcement().status().unwrap_or(0);
             log::offer(r);
         }

@@ -28,13 +28,14 @@
 //! copies its strings once.
 
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 use hashbrown::{Equivalent, HashMap};
 
 use super::{Finding, Overflow, Record};
 
 /// A violation's identity for aggregation.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     site: String,
     client: String,
@@ -66,8 +67,7 @@ impl Key {
 }
 
 /// A record's [`Key`], borrowed: what a repeat is looked up by, with no
-/// copy. Its fields and their order are [`Key`]'s, so both hash alike.
-#[derive(Hash)]
+/// copy. Its fields are [`Key`]'s, and both hash alike ([`hash_key`]).
 struct KeyRef<'r> {
     site: &'r str,
     client: &'r str,
@@ -91,6 +91,28 @@ impl<'r> KeyRef<'r> {
             directive: r.directive,
             action: r.action,
         }
+    }
+}
+
+/// What a [`Key`] is hashed by: the fields that differ between the keys of
+/// one site and snapshot (the client, the robot, the line). Equal keys hash
+/// alike; the rest is compared on a match. Hashing every field cost each
+/// refusal more than its lookup.
+fn hash_key<H: Hasher>(client: &str, bot: Option<&str>, line: Option<u32>, state: &mut H) {
+    client.hash(state);
+    bot.hash(state);
+    line.hash(state);
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_key(&self.client, self.bot.as_deref(), self.line, state);
+    }
+}
+
+impl Hash for KeyRef<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_key(self.client, self.bot, self.line, state);
     }
 }
 
