@@ -215,6 +215,14 @@ pub fn normalise<'a>(method: &[u8], target: &'a [u8], opts: &TargetOptions) -> R
     if method == b"CONNECT" {
         return authority_form(target);
     }
+    if plain_path(target) {
+        return Ok(Target::Path(Cow::Borrowed(target)));
+    }
+    read_target(method, target, opts)
+}
+
+/// [`normalise`] past its checks of length and method and its usual case.
+fn read_target<'a>(method: &[u8], target: &'a [u8], opts: &TargetOptions) -> Result<Target<'a>, TargetError> {
     if target == b"*" {
         return if method == b"OPTIONS" { Ok(Target::Asterisk) } else { Err(TargetError::BadForm) };
     }
@@ -333,6 +341,28 @@ const PLAIN: [bool; 256] = {
     }
     t
 };
+
+/// Whether `target` is the usual one, which every rule below leaves as it
+/// is, found in one pass: `/`, then plain bytes ([`PLAIN`] but `?` and
+/// `#`) and single slashes, no segment starting with a dot (no
+/// dot-segment), no query. Anything else takes the full reading.
+fn plain_path(target: &[u8]) -> bool {
+    let Some((b'/', rest)) = target.split_first() else { return false };
+    let mut after_slash = true;
+    for &b in rest {
+        if b == b'/' {
+            if after_slash {
+                return false;
+            }
+            after_slash = true;
+        } else if PLAIN[usize::from(b)] && b != b'?' && b != b'#' && !(after_slash && b == b'.') {
+            after_slash = false;
+        } else {
+            return false;
+        }
+    }
+    true
+}
 
 fn scan_path(path: &[u8], opts: &TargetOptions) -> Result<bool, TargetError> {
     let mut normal = true;
@@ -876,6 +906,21 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// The usual case, taken in one pass, is what the full reading
+        /// gives: the target as it is.
+        #[test]
+        fn a_plain_path_is_what_the_full_reading_leaves_alone(
+            target in proptest::collection::vec(proptest::sample::select(
+                &b"/.a?#%\\ ~\x7f\x80:;"[..]), 0..12),
+            merge in proptest::bool::ANY,
+        ) {
+            let opts = TargetOptions { merge_slashes: merge, ..TargetOptions::default() };
+            if plain_path(&target) {
+                let full = read_target(b"GET", &target, &opts);
+                proptest::prop_assert_eq!(full, Ok(Target::Path(Cow::Borrowed(&target[..]))));
+            }
+        }
 
         #[test]
         fn agrees_with_the_origin_model(

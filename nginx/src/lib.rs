@@ -892,6 +892,7 @@ fn announce(events: Vec<robotgate::state::shared::Event>) {
 }
 
 /// The answer an enforcement gets.
+#[inline(never)]
 fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'static str, String)>) -> Answer<'s> {
     match d.outcome.enforcement() {
         Enforcement::Pass { noindex } => {
@@ -969,6 +970,23 @@ fn count_and_record(
     if matches!(d.outcome, Outcome::Pass) {
         return;
     }
+    record(request, (snap, at), d, (shared, hot), logging, who);
+}
+
+/// The record of a decision that has one, folded into the log, and its
+/// tally counted. Out of line: a browser's pass never comes here, and the
+/// code it runs stays compact.
+#[inline(never)]
+fn record(
+    request: &http::Request,
+    (snap, at): (&Arc<Snapshot>, usize),
+    d: &Decision<'_, '_>,
+    (shared, hot): (&zone::Shared, &mut Hot),
+    logging: bool,
+    who: (Option<IpAddr>, &[u8]),
+) {
+    let live = &snap.sites[at];
+    let site = live.conf.name.as_str();
     let (client, ua) = who;
     let method = request.method();
     let requested = robotgate::policy::Requested {
@@ -1029,6 +1047,7 @@ extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
 }
 
 /// Send a whole response of `body` (not for HEAD).
+#[inline(never)]
 fn send(request: &mut http::Request, status: u16, content_type: &str, body: &[u8]) -> Status {
     let Ok(code) = http::HTTPStatus::from_u16(status) else { return Status::NGX_ERROR };
     request.set_status(code);

@@ -377,14 +377,8 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         };
         let asking = Asking::new(state, clock);
         if let Some(asked) = self.asked.take() {
-            let Asked { pass, paced, .. } = *asked;
-            let admitted = match self.store.take().flatten() {
-                Some(answer) => answer,
-                // Out of reach: the local rate table answers.
-                None => paced.probe(state, clock.instant()).map_or(Ok(()), |l| Err(l.wait)),
-            };
-            let decision = Step::answer(pass, &paced, admitted, &facts, &self.rules, &asking, clock);
-            return Next::Done(Verdict::Decided(decision));
+            let answer = self.store.take().flatten();
+            return Next::Done(Verdict::Decided(resume(*asked, answer, &facts, &self.rules, (state, &asking), clock)));
         }
         let identify = Knows { env: &self.env, signed_by: self.signed_by.as_deref(), dns: self.dns };
         let (classifier, ua) = (self.env.classifier, self.facts.user_agent);
@@ -454,6 +448,28 @@ impl Early {
     }
 }
 
+/// The decision that waited on the store, with the store's `answer` (`None`:
+/// out of reach). Out of line: few requests wait, and the code every
+/// request runs stays compact.
+#[cold]
+#[inline(never)]
+fn resume<'s, 'r>(
+    asked: Asked<'s, 'r>,
+    answer: Option<Result<(), Duration>>,
+    facts: &RequestFacts<'_>,
+    rules: &SiteRules<'s>,
+    (state, asking): (&dyn State, &Asking<'_>),
+    clock: Clock,
+) -> Decision<'s, 'r> {
+    let Asked { pass, paced, .. } = asked;
+    let admitted = match answer {
+        Some(answer) => answer,
+        // Out of reach: the local rate table answers.
+        None => paced.probe(state, clock.instant()).map_or(Ok(()), |l| Err(l.wait)),
+    };
+    Step::answer(pass, &paced, admitted, facts, rules, asking, clock)
+}
+
 /// The facts past the client address; what was decided when the request
 /// is decided before judging.
 fn gather<'s: 'r, 'r, H: Headers<'r>>(
@@ -499,7 +515,9 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
 /// The signature of a request with `Signature-Input` to verify: only when
 /// its agents are all ones some database robot signs as
 /// (`signature_agents`, `rdns`), so a client cannot make robotgate fetch
-/// from hosts of its choosing.
+/// from hosts of its choosing. Out of line: few requests are signed.
+#[cold]
+#[inline(never)]
 fn signature_to_verify<'r, H: Headers<'r>>(
     classifier: &Classifier,
     req: &Request<'r, H>,
