@@ -185,5 +185,28 @@ wrk_measure() {
     "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { print t / hz * 1e6 / n }')"
 }
 
+# nginx_page_conf FILE PORT [HTTP] [SERVER] [MAIN]: an nginx with one worker
+# serving WORK/www itself on 127.0.0.1:PORT (pid FILE.pid, error log
+# FILE.err), with lines added to its main context, http block and server.
+nginx_page_conf() {
+  cat > "$1" <<NGX
+${5:-}
+worker_processes 1;
+pid $1.pid;
+error_log $1.err warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  ${3:-}
+  server {
+    listen 127.0.0.1:$2;
+    root $WORK/www;
+    ${4:-}
+  }
+}
+NGX
+}
+
 # median: the median of the numbers on stdin, separated by spaces or lines.
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

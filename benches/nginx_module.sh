@@ -42,26 +42,11 @@ PLAIN=18530 MOD=18531 JIT=18532
 robotgate_conf "$WORK" 1 1 1
 robotgate_verified_conf "$WORK"
 
-conf() { # file port [head] [server lines]
-  cat > "$1" <<NGX
-${5:-}
+# In the foreground, without a master: the process measured is the worker.
+conf() { # file port [http lines] [server lines] [main lines]
+  nginx_page_conf "$1" "$2" "${3:-}" "${4:-}" "${5:-}
 daemon off;
-master_process off;
-worker_processes 1;
-pid $1.pid;
-error_log $1.err warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  ${3:-}
-  server {
-    listen 127.0.0.1:$2;
-    root $WORK/www;
-    ${4:-}
-  }
-}
-NGX
+master_process off;"
 }
 regex=$(ai_crawler_regex)
 conf "$WORK/plain.conf" "$PLAIN"
