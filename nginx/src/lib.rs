@@ -813,14 +813,9 @@ fn decide<'s>(
             headers.extend(indexing.header_values(target).into_iter().map(|v| ("X-Robots-Tag", v)));
         }
     }
-    count_and_record(
-        request,
-        (snap, site),
-        &decision,
-        (shared, hot),
-        logging,
-        (p.facts().client, p.facts().user_agent),
-    );
+    let books =
+        Books { request, snap, at: site, shared, logging, client: p.facts().client, user_agent: p.facts().user_agent };
+    count_and_record(&books, &decision, hot);
     answer(live, &decision, headers)
 }
 
@@ -944,19 +939,26 @@ fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'stat
     }
 }
 
-/// Count the decision in the shared series, as the proxy counts it, and
-/// offer its violation record to the log. `who`: the client and its
-/// User-Agent.
-fn count_and_record(
-    request: &http::Request,
-    (snap, at): (&Arc<Snapshot>, usize),
-    d: &Decision<'_, '_>,
-    (shared, hot): (&zone::Shared, &mut Hot),
+/// What counting a decision and recording it read.
+struct Books<'a> {
+    request: &'a http::Request,
+    snap: &'a Arc<Snapshot>,
+    /// The site's index.
+    at: usize,
+    shared: &'a zone::Shared,
+    /// A violation log is configured.
     logging: bool,
-    who: (Option<IpAddr>, &[u8]),
-) {
-    let live = &snap.sites[at];
-    let site = live.conf.name.as_str();
+    /// The client.
+    client: Option<IpAddr>,
+    /// Its User-Agent.
+    user_agent: &'a [u8],
+}
+
+/// Count the decision in the shared series, as the proxy counts it, and
+/// offer its violation record to the log.
+fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot) {
+    let (shared, at) = (b.shared, b.at);
+    let site = b.snap.sites[at].conf.name.as_str();
     if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
         let result = if d.preference_unknown { "preference-unknown" } else { "refused" };
         count(hot, &shared.series, "robotgate_preferences_total", &["site", "result"], &[site, result]);
@@ -970,24 +972,18 @@ fn count_and_record(
     if matches!(d.outcome, Outcome::Pass) {
         return;
     }
-    record(request, (snap, at), d, (shared, hot), logging, who);
+    record(b, d, hot);
 }
 
 /// The record of a decision that has one, folded into the log, and its
 /// tally counted. Out of line: a browser's pass never comes here, and the
 /// code it runs stays compact.
 #[inline(never)]
-fn record(
-    request: &http::Request,
-    (snap, at): (&Arc<Snapshot>, usize),
-    d: &Decision<'_, '_>,
-    (shared, hot): (&zone::Shared, &mut Hot),
-    logging: bool,
-    who: (Option<IpAddr>, &[u8]),
-) {
-    let live = &snap.sites[at];
+fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot) {
+    let (request, shared) = (b.request, b.shared);
+    let live = &b.snap.sites[b.at];
     let site = live.conf.name.as_str();
-    let (client, ua) = who;
+    let (client, ua) = (b.client, b.user_agent);
     let method = request.method();
     let requested = robotgate::policy::Requested {
         site,
@@ -1015,7 +1011,7 @@ fn record(
             let (name, labels) = tally.family();
             count(hot, &shared.series, name, labels, tally.values());
         }
-        if logging {
+        if b.logging {
             robotgate::time::write_rfc3339_ms(&mut r.time, log::now_ms());
             r.status = d.outcome.enforcement().status().unwrap_or(0);
             log::offer(r);
