@@ -294,8 +294,9 @@ pub fn is_global_agent(value: &[u8]) -> bool {
 /// The same function normalises request paths in the proxy, so a rule written
 /// with raw UTF-8 matches a request that percent-encodes it.
 pub fn escape_pattern(src: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    let needs = src.iter().any(|&b| b >= 0x80 || b == b'%');
-    if !needs {
+    // The usual path is ASCII without `%`: two scans a word (and a vector)
+    // at a time, instead of one byte at a time.
+    if src.is_ascii() && memchr::memchr(b'%', src).is_none() {
         return std::borrow::Cow::Borrowed(src);
     }
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
