@@ -411,6 +411,17 @@ struct Worker {
     hot: Hot,
     /// Its classifications, by User-Agent.
     memo: Memo,
+    /// The record each refusal is written into ([`record`]).
+    scratch: Scratch,
+}
+
+/// The record [`record`] writes each refusal into, and the time text of
+/// the last millisecond it wrote (the refusals of one turn of nginx's loop
+/// share nginx's cached time: formatted once).
+#[derive(Default)]
+struct Scratch {
+    record: robotgate::record::Record,
+    time: (u64, String),
 }
 
 /// Slots of a worker's [`Memo`]: the distinct User-Agents a busy site sees
@@ -423,6 +434,7 @@ thread_local! {
         live: None,
         hot: Hot { snap: None, host: None, counters: Vec::new(), requests: Vec::new() },
         memo: Memo::new(MEMO_SLOTS),
+        scratch: Scratch::default(),
     });
 }
 
@@ -727,12 +739,13 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
         let Ok(mut worker) = worker.try_borrow_mut() else {
             return Status(ngx::ffi::NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
         };
-        let Worker { live, hot, memo } = &mut *worker;
+        let Worker { live, hot, memo, scratch } = &mut *worker;
         let Some(snap) = current(main, request, live) else { return Status::NGX_DECLINED };
         let host = host_of(request);
         let Some(site) = site_of(hot, snap, host) else { return Status::NGX_DECLINED };
         let logging = !main.violations.is_null();
-        let answer = decide((request, raw), host, (snap, site), (shared, main.resolver), (hot, memo), logging, waited);
+        let answer =
+            decide((request, raw), host, (snap, site), (shared, main.resolver), (hot, memo, scratch), logging, waited);
         match answer {
             Answer::Pass { headers } => {
                 for (name, value) in headers {
@@ -753,13 +766,13 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
 
 /// Decide `request` through the pipeline, and say how to answer it.
 /// `raw`: where it is, to park it. `waited`: what helpers answered it so
-/// far (a resumed request). `hot`, `memo`: the worker's.
+/// far (a resumed request). `hot`, `memo`, `scratch`: the worker's.
 fn decide<'s>(
     (request, raw): (&http::Request, *mut ngx::ffi::ngx_http_request_t),
     host: &str,
     (snap, site): (&'s Arc<Snapshot>, usize),
     (shared, resolver): (&zone::Shared, dns::Resolver),
-    (hot, memo): (&mut Hot, &mut Memo),
+    (hot, memo, scratch): (&mut Hot, &mut Memo, &mut Scratch),
     logging: bool,
     waited: park::Wait,
 ) -> Answer<'s> {
@@ -815,7 +828,7 @@ fn decide<'s>(
     }
     let books =
         Books { request, snap, at: site, shared, logging, client: p.facts().client, user_agent: p.facts().user_agent };
-    count_and_record(&books, &decision, hot);
+    count_and_record(&books, &decision, hot, scratch);
     answer(live, &decision, headers)
 }
 
@@ -956,7 +969,7 @@ struct Books<'a> {
 
 /// Count the decision in the shared series, as the proxy counts it, and
 /// offer its violation record to the log.
-fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot) {
+fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch: &mut Scratch) {
     let (shared, at) = (b.shared, b.at);
     let site = b.snap.sites[at].conf.name.as_str();
     if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
@@ -972,14 +985,14 @@ fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot) {
     if matches!(d.outcome, Outcome::Pass) {
         return;
     }
-    record(b, d, hot);
+    record(b, d, hot, scratch);
 }
 
 /// The record of a decision that has one, folded into the log, and its
 /// tally counted. Out of line: a browser's pass never comes here, and the
 /// code it runs stays compact.
 #[inline(never)]
-fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot) {
+fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch: &mut Scratch) {
     let (request, shared) = (b.request, b.shared);
     let live = &b.snap.sites[b.at];
     let site = live.conf.name.as_str();
@@ -999,34 +1012,39 @@ fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot) {
     // One record per worker, written over for each refusal: a repeat is
     // folded into the one its window keeps, and neither allocates once
     // their strings are long enough.
-    SCRATCH.with_borrow_mut(|r| {
-        if !d.record_into(&requested, r) {
-            return;
+    let r = &mut scratch.record;
+    if !d.record_into(&requested, r) {
+        return;
+    }
+    match client {
+        Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
+        None => r.client.clear(),
+    }
+    if let Some(tally) = d.tally(site, r) {
+        let (name, labels) = tally.family();
+        count(hot, &shared.series, name, labels, tally.values());
+    }
+    if b.logging {
+        let now = log::now_ms();
+        let (at, text) = &mut scratch.time;
+        if *at != now || text.is_empty() {
+            robotgate::time::write_rfc3339_ms(text, now);
+            *at = now;
         }
-        match client {
-            Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
-            None => r.client.clear(),
-        }
-        if let Some(tally) = d.tally(site, r) {
-            let (name, labels) = tally.family();
-            count(hot, &shared.series, name, labels, tally.values());
-        }
-        if b.logging {
-            robotgate::time::write_rfc3339_ms(&mut r.time, log::now_ms());
-            r.status = d.outcome.enforcement().status().unwrap_or(0);
-            log::offer(r);
-        }
-    });
-}
-
-thread_local! {
-    /// The record [`count_and_record`] writes each refusal into.
-    static SCRATCH: RefCell<robotgate::record::Record> = RefCell::new(robotgate::record::Record::default());
+        r.time.clone_from(text);
+        r.status = d.outcome.enforcement().status().unwrap_or(0);
+        log::offer(r, now);
+    }
 }
 
 /// `bytes` as text: borrowed when they are UTF-8 (the usual case, without
 /// the replacement scan's cost), else with U+FFFD for each bad sequence.
 fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8 (the usual path and User-Agent, checked a
+        // word at a time).
+        return std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
     match std::str::from_utf8(bytes) {
         Ok(s) => std::borrow::Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(bytes),

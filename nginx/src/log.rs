@@ -49,11 +49,10 @@ pub fn now_ms() -> u64 {
     (t.sec as u64) * 1000 + t.msec as u64
 }
 
-/// Offer a record: written now, or folded into a count written later. `r`
-/// is a scratch record, written whole before each offer: a folded repeat
-/// leaves an older one's fields in it.
-pub fn offer(r: &mut Record) {
-    let now = now_ms();
+/// Offer a record of `now` ([`now_ms`]): written now, or folded into a
+/// count written later. `r` is a scratch record, written whole before each
+/// offer: a folded repeat leaves an older one's fields in it.
+pub fn offer(r: &mut Record, now: u64) {
     FOLD.with_borrow_mut(|fold| {
         let Some(fold) = fold.as_mut() else { return };
         let mut lines = fold.lines.close_due(now);
