@@ -34,10 +34,30 @@ if [ "$(cat "$src/.robotgate-configured" 2>/dev/null)" != "$version" ]; then
   echo "$version" > "$src/.robotgate-configured"
 fi
 
-# The `nginx` profile: release with whole-program optimisation (Cargo.toml).
-NGINX_SOURCE_DIR="$PWD/$src" NGINX_BUILD_DIR="$PWD/$src/objs" \
+# The `nginx` profile: release with whole-program optimisation (Cargo.toml),
+# laid out by the profile of nginx/pgo/train.sh when there is one (the code
+# requests run kept together; ROBOTGATE_PGO=off builds without it).
+# An LLVM older than the one that wrote the profile cannot read it: then
+# the module is built without it, and says so.
+flags=${RUSTFLAGS:-}
+if [ "${ROBOTGATE_PGO:-on}" != off ] && [ -f nginx/pgo/module.profdata ]; then
+  llvm=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+  if [ "${llvm:-0}" -ge "$(cat nginx/pgo/module.llvm 2>/dev/null || echo 0)" ]; then
+    # Named by its content: Cargo rebuilds when the flags change, not when
+    # a file they name does.
+    sum=$(sha256sum nginx/pgo/module.profdata | cut -c1-16)
+    mkdir -p target/pgo
+    [ -f "target/pgo/module-$sum.profdata" ] || cp nginx/pgo/module.profdata "target/pgo/module-$sum.profdata"
+    flags="$flags -Cprofile-use=$PWD/target/pgo/module-$sum.profdata"
+  else
+    echo "nginx/build.sh: rustc's LLVM $llvm is older than the profile's; built without it" >&2
+  fi
+fi
+RUSTFLAGS="$flags" NGINX_SOURCE_DIR="$PWD/$src" NGINX_BUILD_DIR="$PWD/$src/objs" \
   cargo build --profile nginx -p robotgate-nginx >&2
 # Copied aside, then renamed: an nginx loading the module meanwhile never reads half a file.
-cp target/nginx/libngx_http_robotgate_module.so target/nginx/ngx_http_robotgate_module.so.new
-mv -f target/nginx/ngx_http_robotgate_module.so.new target/nginx/ngx_http_robotgate_module.so
-echo "$PWD/target/nginx/ngx_http_robotgate_module.so"
+out="${CARGO_TARGET_DIR:-target}/nginx"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+cp "$out/libngx_http_robotgate_module.so" "$out/ngx_http_robotgate_module.so.new"
+mv -f "$out/ngx_http_robotgate_module.so.new" "$out/ngx_http_robotgate_module.so"
+echo "$out/ngx_http_robotgate_module.so"
