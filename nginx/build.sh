@@ -46,9 +46,11 @@ if [ "${ROBOTGATE_PGO:-on}" != off ] && [ -f nginx/pgo/module.profdata ]; then
     # Named by its content: Cargo rebuilds when the flags change, not when
     # a file they name does.
     sum=$(sha256sum nginx/pgo/module.profdata | cut -c1-16)
-    mkdir -p target/pgo
-    [ -f "target/pgo/module-$sum.profdata" ] || cp nginx/pgo/module.profdata "target/pgo/module-$sum.profdata"
-    flags="$flags -Cprofile-use=$PWD/target/pgo/module-$sum.profdata"
+    pgo="${CARGO_TARGET_DIR:-target}/pgo"
+    case "$pgo" in /*) ;; *) pgo="$PWD/$pgo" ;; esac
+    mkdir -p "$pgo"
+    [ -f "$pgo/module-$sum.profdata" ] || cp nginx/pgo/module.profdata "$pgo/module-$sum.profdata"
+    flags="$flags -Cprofile-use=$pgo/module-$sum.profdata"
   else
     echo "nginx/build.sh: rustc's LLVM $llvm is older than the profile's; built without it" >&2
   fi

@@ -29,7 +29,8 @@ local agents = {
 local paths = {
   "/page.html", "/page.html", "/page.html", "/page.html", "/page.html?utm_source=feed",
   "/private/page.html", "/private/a/b.html", "/robots.txt", "/humans.txt", "/caf%C3%A9/menu",
-  "/blog/../page.html", "/missing.html",
+  "/blog/../page.html", "/missing.html", "/drafts/x.html", "/doc.pdf",
+  "/.well-known/robotgate/trap/a",
 }
 -- One request in eight from a User-Agent seldom seen (a browser or robot of
 -- another version): the classification of a new User-Agent, as a site sees

@@ -2,7 +2,8 @@
 # Train the module's profile-guided optimisation: build it instrumented
 # (`-Cprofile-generate`, in target/pgo-gen), run it in a real nginx under a
 # mix of browsers and robots on loopback (train.lua: passes, refusals,
-# robots.txt, a trap, a paced robot, odd targets), and merge what it counted
+# robots.txt, a trap not yet armed, indexing rules, a paced robot, odd
+# targets), and merge what it counted
 # into nginx/pgo/module.profdata, which nginx/build.sh then builds with
 # (`-Cprofile-use`). Run it again after changing the code the module runs:
 # a function whose code changed is built without its profile until then.
@@ -33,11 +34,13 @@ chmod 755 "$WORK"
 module="$WORK/ngx_http_robotgate_module.so"
 cp target/pgo-gen/nginx/libngx_http_robotgate_module.so "$module"
 
-mkdir -p "$WORK/www/private/a" "$WORK/www/café"
+mkdir -p "$WORK/www/private/a" "$WORK/www/café" "$WORK/www/drafts"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 cp "$WORK/www/page.html" "$WORK/www/private/page.html"
 cp "$WORK/www/page.html" "$WORK/www/private/a/b.html"
 cp "$WORK/www/page.html" "$WORK/www/café/menu"
+cp "$WORK/www/page.html" "$WORK/www/drafts/x.html"
+cp "$WORK/www/page.html" "$WORK/www/doc.pdf"
 PORT=18539
 cat > "$WORK/robots.txt" <<'TXT'
 User-agent: *
@@ -67,6 +70,13 @@ sites:
     upstream: "127.0.0.1:9" # not used inside nginx
     robots: $WORK/robots.txt
     humans: $WORK/humans.txt
+    # Not armed within the run (arm_after): hits are recorded, not banned,
+    # so the run's one client address stays unbanned.
+    traps: {}
+    indexing:
+      rules:
+        - {path: "/drafts/", set: "noindex, nofollow"}
+        - {path: "/*.pdf$", bots: [Googlebot], set: "noarchive"}
 log:
   violations: $WORK/violations.jsonl
   level: error
