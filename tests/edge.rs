@@ -396,6 +396,53 @@ fn not_fooled_by_the_clients_own_headers(edge: &str, port: u16, gate: &Gate, ori
     assert_eq!(mine[forged.len()]["path"].as_str(), Some("/private/gpt"), "{edge}");
 }
 
+/// Issue 52: a request whose head robotgate's HTTP reader would refuse (a
+/// control byte in any header value, more header fields than it reads)
+/// never gets through as "robotgate is down": robotgate refuses it, 400,
+/// with a record, through each edge; a browser's request with such a byte
+/// is refused alike (as the proxy itself refuses it).
+fn unreadable_heads_are_refused(edge: &str, port: u16, gate: &Gate, origin: &Origin) {
+    let from = "127.0.0.9";
+    let before = std::fs::read_to_string(gate.path("violations.jsonl")).unwrap_or_default().lines().count();
+    let served = origin.hits();
+    let control: [&[(&str, &str)]; 4] = [
+        &[("User-Agent", "ExampleCrawler/1.0\x7f")],
+        &[("User-Agent", CRAWLER), ("X-Foo", "a\x01b")],
+        &[("User-Agent", CRAWLER), ("Cookie", "a=\x0bb")],
+        &[("User-Agent", FIREFOX), ("X-Foo", "a\x1fb")],
+    ];
+    for headers in control {
+        let r = get_from(port, from, "/private/unreadable", headers);
+        assert_eq!(r.status, 400, "{edge}: {headers:?} got through:\n{}\n{}", r.head, r.body);
+    }
+    let many: Vec<(String, String)> = (0..300).map(|i| (format!("X-F{i}"), "v".to_owned())).collect();
+    let mut headers: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    headers.push(("User-Agent", CRAWLER));
+    let r = get_from(port, from, "/private/unreadable", &headers);
+    assert_eq!(r.status, 400, "{edge}: 300 header fields got through:\n{}\n{}", r.head, r.body);
+    assert_eq!(origin.hits(), served, "{edge}: the origin served an unreadable request");
+    // Caddy (Go's HTTP server) refuses a control byte itself, 400, before
+    // it asks robotgate: refused all the same, and robotgate sees only the
+    // rest.
+    let recorded = if edge == "caddy" { 1 } else { control.len() + 1 };
+    let recs = records(gate, before + recorded);
+    let mine: Vec<_> = recs[before..].iter().filter(|r| r["client"] == from).collect();
+    assert_eq!(mine.len(), recorded, "{edge}: one record per refusal: {mine:#?}");
+    for (i, r) in mine.iter().enumerate() {
+        let reason = if i + 1 < recorded { "control-byte" } else { "too-many-fields" };
+        assert_eq!(r["directive"], "unreadable-request", "{edge}: {r}");
+        assert_eq!((r["reason"].as_str(), r["status"].as_u64()), (Some(reason), Some(400)), "{edge}: {r}");
+        assert_eq!(r["path"], "/private/unreadable", "{edge}: {r}");
+    }
+    if edge != "caddy" {
+        assert_eq!(mine[0]["user_agent"].as_str().map(str::trim), Some("ExampleCrawler/1.0"), "{edge}");
+    }
+    // Past the padding, the User-Agent is still read.
+    assert_eq!(mine[recorded - 1]["user_agent"], CRAWLER, "{edge}");
+    assert_eq!(mine[recorded - 1]["bot"], "FooCrawler", "{edge}");
+    assert!(metric(gate, "robotgate_unreadable_requests_total") >= recorded as f64, "{edge}");
+}
+
 #[test]
 fn nginx_auth_request_in_front() {
     if !have("curl") || !nginx().exists() {
@@ -410,6 +457,7 @@ fn nginx_auth_request_in_front() {
     let port = free_port();
     let _nginx = start_nginx(dir.path(), port, &retarget(&snippet("nginx.conf"), &gate, auth, &origin));
     exercise("nginx", port, &gate, &origin, &dns);
+    unreadable_heads_are_refused("nginx", port, &gate, &origin);
 
     // A subrequest that does not say what it is about: 400, naming the header.
     let r = get(&format!("http://127.0.0.1:{auth}/"), &[("User-Agent", FIREFOX)]);
@@ -427,6 +475,15 @@ fn nginx_auth_request_in_front() {
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.body.contains("x-original-uri") && r.body.contains("clear"), "{}", r.body);
     assert!(metric(&gate, "robotgate_auth_refused_total") >= 2.0);
+
+    // robotgate stopped: the snippet's documented default, fail-open (the
+    // one case a request goes through undecided, and no client can make it).
+    let mut gate = gate;
+    gate.stop();
+    let served = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/private/down", &[("User-Agent", CRAWLER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/down"), "robotgate down: {}", r.head);
+    assert_eq!(origin.hits(), served + 1);
 }
 
 #[test]
@@ -441,6 +498,7 @@ fn caddy_forward_auth_in_front() {
     let site = trust_balancer(&retarget(&snippet("Caddyfile"), &gate, auth, &origin), auth);
     let _caddy = start_caddy(dir.path(), port, &site);
     exercise("caddy", port, &gate, &origin, &dns);
+    unreadable_heads_are_refused("caddy", port, &gate, &origin);
 }
 
 /// Traefik cannot be installed from the registries CI reaches: its file is

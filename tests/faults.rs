@@ -90,6 +90,83 @@ fn rude_clients_do_not_hurt_others() {
     assert_eq!(get(&gate.url("/ok"), &[("User-Agent", FIREFOX)]).status, 200);
 }
 
+/// Issue 52: what Pingora's parser refused with a bare 400 and no trace (a
+/// control byte in a header value, more than 256 header fields) is read,
+/// refused by robotgate (400, why in the body) and recorded with who sent
+/// it, in pieces as small as a client likes.
+#[test]
+fn unreadable_heads_are_refused_with_a_record() {
+    let origin = Origin::start();
+    // Each refusal a line of its own (no folding of repeats).
+    let config = config(&origin.addr.to_string()).replace("log:\n", "log:\n  aggregate_window: 0\n");
+    let gate = Gate::start(&config, &[("robots.txt", b"User-agent: *\nDisallow: /private/\n")]);
+    let served = origin.hits();
+    let padding: String = (0..300).map(|i| format!("X-Pad-{i}: {}\r\n", "v".repeat(i % 7))).collect();
+    let cases: [(Vec<u8>, &str); 4] = [
+        (
+            b"GET /private/a HTTP/1.1\r\nHost: localhost\r\nUser-Agent: ExampleCrawler/1.0\x7f\r\n\r\n".to_vec(),
+            "control-byte",
+        ),
+        (
+            b"GET /private/b HTTP/1.1\r\nHost: localhost\r\nX-Foo: a\x01b\r\nUser-Agent: ExampleCrawler/1.0\r\n\r\n"
+                .to_vec(),
+            "control-byte",
+        ),
+        (
+            format!("GET /private/c HTTP/1.1\r\nHost: localhost\r\n{padding}User-Agent: ExampleCrawler/1.0\r\n\r\n")
+                .into_bytes(),
+            "too-many-fields",
+        ),
+        (
+            format!("GET /page HTTP/1.1\r\nHost: localhost\r\nUser-Agent: {FIREFOX}\r\n{padding}\r\n").into_bytes(),
+            "too-many-fields",
+        ),
+    ];
+    for step in [usize::MAX, 5] {
+        let before = std::fs::read_to_string(gate.path("violations.jsonl")).unwrap_or_default().lines().count();
+        for (head, reason) in &cases {
+            let mut s = TcpStream::connect(("127.0.0.1", gate.port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            for piece in head.chunks(step.min(head.len())) {
+                s.write_all(piece).unwrap();
+                s.flush().unwrap();
+            }
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            let out = String::from_utf8_lossy(&out);
+            assert!(out.starts_with("HTTP/1.1 400"), "{reason}: {out}");
+            let explained = if *reason == "control-byte" { "control character" } else { "too many header fields" };
+            assert!(out.contains(explained), "{out}");
+        }
+        let recs: Vec<serde_json::Value> = wait_lines(&gate.path("violations.jsonl"), before + cases.len())[before..]
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // Written in the order the connections ended: found by path.
+        let of = |path: &str| recs.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("{path}: {recs:#?}"));
+        let expected = [
+            ("/private/a", "control-byte"),
+            ("/private/b", "control-byte"),
+            ("/private/c", "too-many-fields"),
+            ("/page", "too-many-fields"),
+        ];
+        for (path, reason) in expected {
+            let r = of(path);
+            assert_eq!(
+                (r["directive"].as_str(), r["reason"].as_str()),
+                (Some("unreadable-request"), Some(reason)),
+                "{r}"
+            );
+            assert_eq!((r["status"].as_u64(), r["client"].as_str()), (Some(400), Some("127.0.0.1")), "{r}");
+        }
+        // Past the padding, the User-Agent is still read.
+        assert_eq!(of("/private/c")["user_agent"], "ExampleCrawler/1.0");
+        assert_eq!(of("/page")["category"], "browser");
+    }
+    assert_eq!(origin.hits(), served, "the origin served an unreadable request");
+    assert_eq!(get(&gate.url("/ok"), &[("User-Agent", FIREFOX)]).status, 200, "still serving");
+}
+
 #[test]
 fn hostile_user_agents_and_paths_stay_one_json_line() {
     let origin = Origin::start();

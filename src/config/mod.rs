@@ -227,14 +227,25 @@ impl Default for DnsSettings {
     }
 }
 
+/// The answer to a request whose host no site has (421 Misdirected Request,
+/// RFC 9110 15.5.20), the same from every host.
+pub const NO_SITE_STATUS: u16 = 421;
+/// Its body.
+pub const NO_SITE_BODY: &str = "No site is configured for this host.\n";
+
 impl Settings {
     /// The index of the site for a `Host` header value, read once by
     /// [`site_host`](crate::net::site_host) (port, case and one trailing dot ignored), else the
-    /// default site; `None` when no site has it and none is the default, or
-    /// when the value is no host name at all (no site is guessed for it). A
-    /// linear scan: sites are few, and it allocates nothing.
+    /// default site; `None` when no site has it and none is the default.
+    ///
+    /// A value that is no host name at all (`x@y`, `a{b}`, non-ASCII: what
+    /// an edge such as nginx lets through) matches no named site and goes to
+    /// the default site like any other host no site claims: every host
+    /// decides such a request, or answers 421 when no site is the default
+    /// (issue 52: nginx accepted these and the module passed them
+    /// undecided). A linear scan: sites are few, and it allocates nothing.
     pub fn site_for_host(&self, host: &str) -> Option<usize> {
-        let host = site_host_str(host)?;
+        let Some(host) = site_host_str(host) else { return self.default_site };
         self.hosts.iter().find(|(h, _)| h.eq_ignore_ascii_case(host)).map(|(_, i)| *i).or(self.default_site)
     }
 }
@@ -368,7 +379,17 @@ mod tests {
         assert_eq!(c.site_for_host("LOCALHOST:8080"), Some(0));
         assert_eq!(c.site_for_host("unknown.example"), Some(0), "default site");
         assert_eq!(c.site_for_host("LOCALHOST.:8080"), Some(0), "one trailing dot");
-        assert_eq!(c.site_for_host("local host"), None, "no host name: no site guessed");
+        // What nginx accepts as a Host and robotgate reads as no host name:
+        // the default site's, as any host no site names (issue 52).
+        for odd in ["local host", "x@y", "a{b}", "x\"y", "[zz]", "a|b", "x\\y", "sh\u{e9}p.example", ""] {
+            assert_eq!(c.site_for_host(odd), Some(0), "{odd:?}: the default site");
+        }
+        let mut no_default = c.clone();
+        no_default.settings.default_site = None;
+        for odd in ["local host", "x@y", "sh\u{e9}p.example", "", "unknown.example"] {
+            assert_eq!(no_default.site_for_host(odd), None, "{odd:?}: no site (421)");
+        }
+        assert_eq!(no_default.site_for_host("localhost"), Some(0));
         assert!(!c.sites[0].policy.enforce_ai_user);
     }
 

@@ -86,6 +86,15 @@ pub struct Record {
     pub last: Option<String>,
 }
 
+impl Record {
+    /// [`Record::directive`] of a request refused because its head could
+    /// not be read as sent (a control byte in a field value, too many
+    /// fields: [`crate::head`]), with the why in [`Record::reason`]. Such a
+    /// request is refused by every host, robot or not: no robots.txt line
+    /// is involved.
+    pub const UNREADABLE: &'static str = "unreadable-request";
+}
+
 /// Violations counted when neither the log queue nor the aggregation table
 /// had room for their details: written as one line of their own, so the sum
 /// of `count` over the log still equals the number of violations.

@@ -82,6 +82,10 @@ pub struct Metrics {
     /// a fact of the original request was missing, doubled or contradicted
     /// by another header ([`crate::net::edge`]).
     pub edge_refused: IntCounter,
+    /// `robotgate_unreadable_requests_total{reason}`: requests refused
+    /// (400, with a record) because their head could not be read as sent
+    /// (`control-byte`, `too-many-fields`: [`crate::head`]).
+    pub unreadable: IntCounterVec,
     /// `robotgate_identity_unchecked_total{bot,reason}`: claims that only
     /// reverse DNS could settle and that it did not (`timeout`, `busy`,
     /// `resolver`): judged as the robot they claim, unverified.
@@ -209,6 +213,12 @@ pub fn metrics() -> &'static Metrics {
         edge_refused: register_int_counter!(
             "robotgate_auth_refused_total",
             "Edge subrequests answered 400: a fact of the original request missing, doubled or contradicted"
+        )
+        .expect("metric registers once"),
+        unreadable: register_int_counter_vec!(
+            "robotgate_unreadable_requests_total",
+            "Requests refused because their head could not be read as sent (a control byte in a field value, too many fields)",
+            &["reason"]
         )
         .expect("metric registers once"),
         identity_unchecked: register_int_counter_vec!(

@@ -73,6 +73,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Sleep;
 
 use crate::deadline::{HeadClock, H2_PREFACE};
+use crate::head::{HeadScrub, Unreadable, HOLD_MAX};
 use crate::proxy_protocol::{self, Parsed};
 use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
@@ -161,6 +162,13 @@ pub fn drop_forwarding_headers(session: &mut Session) {
     }
 }
 
+/// What the HTTP/1 head of `session`'s request held that could not be read
+/// as sent ([`crate::head`]): the request is to be refused, with a record.
+pub fn unreadable(session: &ServerSession) -> Option<Unreadable> {
+    let guarded = session.stream().and_then(|s| s.as_any().downcast_ref::<Guarded>())?;
+    Unreadable::from_byte(guarded.unreadable.load(Ordering::Relaxed))
+}
+
 const NO_SIGNAL: u8 = 0;
 const HEAD_COMPLETE: u8 = 1;
 const REQUEST_DONE: u8 = 2;
@@ -172,12 +180,21 @@ fn signal(session: &ServerSession, what: u8) {
     }
 }
 
-/// A connection's stream with its request-head deadline. Every other
-/// call goes to the stream inside.
+/// A connection's stream with its request-head deadline, and each HTTP/1
+/// head scrubbed of what Pingora's parser would refuse before robotgate
+/// sees it ([`crate::head`]). Every other call goes to the stream inside.
 #[derive(Debug)]
 pub struct Guarded {
     inner: Stream,
     clock: HeadClock,
+    /// The scrub of the HTTP/1 head being read.
+    scrub: HeadScrub,
+    /// Bytes of the head the scrub held back ([`HeadScrub::feed`]), given
+    /// first at the next read.
+    held: [u8; HOLD_MAX],
+    held_len: usize,
+    /// What the current head held ([`Unreadable::to_byte`]), for [`unreadable`].
+    unreadable: AtomicU8,
     /// The last word from the HTTP session ([`head_complete`],
     /// [`request_done`]), applied at the next read. Only the last matters:
     /// each says where the connection stands.
@@ -202,15 +219,51 @@ impl Guarded {
         if matches!(inner.selected_alpn_proto(), Some(ALPN::H2)) {
             clock.http2();
         }
-        Guarded { inner, clock, signal: AtomicU8::new(NO_SIGNAL), timer: None, expired: false }
+        Guarded {
+            inner,
+            clock,
+            scrub: HeadScrub::new(),
+            held: [0; HOLD_MAX],
+            held_len: 0,
+            unreadable: AtomicU8::new(0),
+            signal: AtomicU8::new(NO_SIGNAL),
+            timer: None,
+            expired: false,
+        }
     }
 
     fn take_signal(&mut self) {
         match std::mem::replace(self.signal.get_mut(), NO_SIGNAL) {
             HEAD_COMPLETE => self.clock.head_complete(),
-            REQUEST_DONE => self.clock.request_done(),
+            REQUEST_DONE => {
+                self.clock.request_done();
+                // The next head is scrubbed afresh.
+                self.scrub.restart();
+                *self.unreadable.get_mut() = 0;
+            }
             _ => {}
         }
+    }
+
+    /// Whether the bytes read next are an HTTP/1 head's to scrub.
+    fn scrubbing(&self) -> bool {
+        !self.clock.is_http2() && !self.scrub.is_done()
+    }
+
+    /// Scrub the head bytes just read (`buf` from `from` on, the held bytes
+    /// first), keeping back what the scrub holds. Returns whether any byte
+    /// is left to hand on.
+    fn scrub_read(&mut self, buf: &mut ReadBuf<'_>, from: usize) -> bool {
+        let end = buf.filled().len();
+        let hold = self.scrub.feed(&mut buf.filled_mut()[from..]);
+        let hold = hold.min(self.held.len());
+        self.held[..hold].copy_from_slice(&buf.filled()[end - hold..end]);
+        self.held_len = hold;
+        buf.set_filled(end - hold);
+        if let Some(u) = self.scrub.unreadable() {
+            *self.unreadable.get_mut() = Unreadable::to_byte(Some(u));
+        }
+        end - hold > from
     }
 
     fn expire(&mut self) -> io::Error {
@@ -232,28 +285,56 @@ impl AsyncRead for Guarded {
             return Poll::Ready(Err(this.expire()));
         }
         let before = buf.filled().len();
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(Ok(())) => {
+        loop {
+            // The bytes the scrub held back go first (when they fit with
+            // room to read more: else they go on as they are).
+            let scrub = this.scrubbing() && buf.remaining() > this.held_len;
+            let held = if scrub { this.held_len } else { 0 };
+            if held > 0 {
+                buf.put_slice(&this.held[..held]);
+            } else if this.held_len > 0 {
+                // No room to scrub them with what follows: as they are, in order.
+                let n = this.held_len.min(buf.remaining());
+                buf.put_slice(&this.held[..n]);
+                this.held.copy_within(n..this.held_len, 0);
+                this.held_len -= n;
                 this.clock.read(&buf.filled()[before..], Instant::now);
-                Poll::Ready(Ok(()))
+                return Poll::Ready(Ok(()));
             }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => {
-                let Some(deadline) = this.clock.deadline() else {
-                    // No head under way: drop a timer that could only wake the task for nothing.
-                    this.timer = None;
-                    return Poll::Pending;
-                };
-                let deadline = tokio::time::Instant::from_std(deadline);
-                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-                if timer.deadline() != deadline {
-                    timer.as_mut().reset(deadline);
+            match Pin::new(&mut this.inner).poll_read(cx, buf) {
+                Poll::Ready(Ok(())) => {
+                    let eof = buf.filled().len() == before + held;
+                    if scrub && !eof && !this.scrub_read(buf, before) {
+                        // All of it held back: read on.
+                        continue;
+                    }
+                    if eof {
+                        this.held_len = 0;
+                    }
+                    this.clock.read(&buf.filled()[before..], Instant::now);
+                    return Poll::Ready(Ok(()));
                 }
-                match timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Err(this.expire())),
-                    Poll::Pending => Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    // The held bytes wait with the rest.
+                    buf.set_filled(before);
+                    break;
                 }
             }
+        }
+        let Some(deadline) = this.clock.deadline() else {
+            // No head under way: drop a timer that could only wake the task for nothing.
+            this.timer = None;
+            return Poll::Pending;
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(this.expire())),
+            Poll::Pending => Poll::Pending,
         }
     }
 }

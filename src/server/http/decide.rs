@@ -18,6 +18,7 @@ use prometheus::{IntCounter, IntCounterVec};
 
 use super::gate::{Ctx, Gate};
 use crate::agent::Category;
+use crate::head::Unreadable;
 use crate::identity::signature::Inspection;
 use crate::identity::signature::Verdict as Signed;
 use crate::identity::Identity;
@@ -71,6 +72,9 @@ pub(super) struct Incoming<'r> {
     pub headers: &'r HeaderMap,
     /// The address of the socket peer: the client, or a proxy in front of it.
     pub peer: Option<IpAddr>,
+    /// What its head held that could not be read as sent ([`crate::head`]):
+    /// refused whatever else it is, with a record.
+    pub unreadable: Option<Unreadable>,
 }
 
 impl<'r> Incoming<'r> {
@@ -87,6 +91,7 @@ impl<'r> Incoming<'r> {
             https: session.digest().is_some_and(|d| d.ssl_digest.is_some()),
             headers: &req.headers,
             peer: session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()),
+            unreadable: super::conn::unreadable(session),
         })
     }
 }
@@ -196,6 +201,10 @@ impl Gate {
             metrics().client_unknown.with_label_values(&[why.as_str()]).inc();
         }
         ctx.client = p.facts().client;
+        if let Some(why) = req.unreadable {
+            ctx.pending = Some(Box::new(self.unreadable_record(req, snap, site, ctx, why, p.facts().user_agent)));
+            return Step::Refuse(400, why.explain().into());
+        }
         // Only the time spent deciding, not the waits for answers (and the
         // clock is read again only for a decision that is timed).
         let (mut spent, mut segment) = (Duration::ZERO, Instant::now());
@@ -311,6 +320,40 @@ impl Gate {
             None => {}
         }
         true
+    }
+
+    /// The record of a request refused for what its head held: who sent it
+    /// (the client, and what the scrubbed User-Agent reads as), what for,
+    /// and why; counted.
+    fn unreadable_record(
+        &self,
+        req: &Incoming<'_>,
+        snap: &Snapshot,
+        site: usize,
+        ctx: &Ctx,
+        why: Unreadable,
+        ua: &[u8],
+    ) -> crate::record::Record {
+        let live = &snap.sites[site];
+        let agent = snap.classifier.classify(ua);
+        metrics().unreadable.with_label_values(&[why.as_str()]).inc();
+        crate::record::Record {
+            site: live.conf.name.clone(),
+            client: ctx.client.map(crate::net::ip_text).unwrap_or_default(),
+            method: req.method.to_owned(),
+            path: String::from_utf8_lossy(req.target).into_owned(),
+            host: req.host.to_owned(),
+            user_agent: String::from_utf8_lossy(ua).into_owned(),
+            bot: agent.name.map(str::to_owned),
+            category: agent.category.as_str(),
+            directive: crate::record::Record::UNREADABLE,
+            reason: Some(why.as_str()),
+            robots_hash: live.robots.as_ref().map_or(String::new(), |r| r.hash.clone()),
+            action: "block",
+            status: 400,
+            count: 1,
+            ..Default::default()
+        }
     }
 
     /// The host of the Web Bot Auth agent whose signature verifies (RFC 9421,

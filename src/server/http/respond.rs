@@ -151,8 +151,8 @@ pub async fn bad_request(
 
 /// Answer 421: no site has the request's host. Returns `Ok(true)`, answered.
 pub async fn no_site(session: &mut Session, to: Reader) -> Result<bool> {
-    let body = Bytes::from_static(b"No site is configured for this host.\n");
-    send(session, 421, "text/plain; charset=utf-8", &[], body, to).await?;
+    let body = Bytes::from_static(crate::config::NO_SITE_BODY.as_bytes());
+    send(session, crate::config::NO_SITE_STATUS, "text/plain; charset=utf-8", &[], body, to).await?;
     Ok(true)
 }
 
