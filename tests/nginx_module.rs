@@ -141,9 +141,13 @@ fn site_with(dir: &Path, extra: &str) {
     let verify = if extra.contains("verify:") { "" } else { "verify: { dns: { nameservers: [\"127.0.0.1:9\"] } }\n" };
     let extra = format!("{verify}{extra}");
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for (path, body) in
-        [("www/index.html", "home\n"), ("www/private/a.html", "private\n"), ("www/nogoogle/a.html", "x\n")]
-    {
+    for (path, body) in [
+        ("www/index.html", "home\n"),
+        ("www/404.html", "not here\n"),
+        ("www/private/a.html", "private\n"),
+        ("www/nogoogle/a.html", "x\n"),
+        ("www/off/a.html", "off\n"),
+    ] {
         let file = dir.join(path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, body).unwrap();
@@ -194,7 +198,9 @@ fn config(dir: &Path, port: u16, module: &Path) -> String {
          robotgate_config {d}/robotgate.yaml;\n  \
          server {{\n    listen 127.0.0.1:{port} reuseport;\n    root {d}/www;\n    robotgate on;\n    \
          add_header X-Worker $pid always;\n    \
+         index index.html;\n    error_page 404 /404.html;\n    \
          location /off/ {{ robotgate off; }}\n    \
+         location /t/ {{ try_files $uri /index.html; }}\n    \
          location = /metrics {{ robotgate off; robotgate_metrics; }}\n  }}\n}}\n",
         module = module.display()
     )
@@ -685,5 +691,136 @@ fn a_reload_waits_for_a_request_parked_on_the_store() {
     let mut conn = redis.connection();
     let keys: Vec<String> = redis::cmd("KEYS").arg("rgpark:rate:shop:*:198.51.100.90").query(&mut conn).unwrap();
     assert_eq!(keys.len(), 1, "{keys:?}");
+    n.stop_clean();
+}
+
+/// Send `head` as it is to nginx on `port`; the answer's text (bounded wait).
+fn raw(port: u16, head: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(head).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Issue 52: whatever nginx accepts as a Host is decided, never passed
+/// undecided. nginx takes `x@y`, `a{b}`, `[zz]` and UTF-8; robotgate reads
+/// none as a host name, so each goes to the default site, and a robot is
+/// refused where robots.txt says no. Without a default site, a host no site
+/// has gets the proxy's 421, and so does HTTP/1.0 without a Host.
+#[test]
+fn every_host_nginx_accepts_is_decided() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    for host in ["x@y", "a{b}", "[zz]", "a|b", "sh\u{e9}p.example", "shop.example"] {
+        let head = format!(
+            "GET /private/a.html HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {crawler}\r\nConnection: close\r\n\r\n"
+        );
+        let answer = raw(n.port, head.as_bytes());
+        assert!(answer.starts_with("HTTP/1.1 403"), "Host {host:?}: {answer}");
+    }
+    let head = format!("GET /private/a.html HTTP/1.0\r\nUser-Agent: {crawler}\r\n\r\n");
+    assert!(raw(n.port, head.as_bytes()).starts_with("HTTP/1.1 403"), "HTTP/1.0 without Host");
+    drop(n);
+
+    // No default site: the proxy's 421, for the robot and the browser alike.
+    let yaml = std::fs::read_to_string(dir.path().join("robotgate.yaml")).unwrap();
+    std::fs::write(dir.path().join("robotgate.yaml"), yaml.replace("default: true", "default: false")).unwrap();
+    let n = start(dir.path(), &module);
+    for (host, ua) in [("unknown.example", crawler), ("x@y", crawler), ("unknown.example", FIREFOX)] {
+        let head =
+            format!("GET /private/a.html HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {ua}\r\nConnection: close\r\n\r\n");
+        let answer = raw(n.port, head.as_bytes());
+        assert!(answer.starts_with("HTTP/1.1 421"), "Host {host:?}: {answer}");
+        assert!(answer.ends_with("No site is configured for this host.\n"), "{answer}");
+    }
+    let answer = raw(n.port, format!("GET / HTTP/1.0\r\nUser-Agent: {crawler}\r\n\r\n").as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 421"), "HTTP/1.0 without Host: {answer}");
+    // The site's own host is still decided.
+    let answer = raw(n.port, b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    n.stop_clean();
+}
+
+/// Issue 52: nginx's internal redirects (the directory index, `try_files`,
+/// `error_page`) run the phases again; the first decision stands. A robot
+/// under `Crawl-delay: 30` gets its first page, whichever way nginx finds
+/// it, never a 429 it did not earn; each request is counted once, and
+/// makes no record.
+#[test]
+fn one_decision_per_request_across_internal_redirects() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start(dir.path(), &module);
+    let cases = [("/", 200, "home\n"), ("/t/nothing", 200, "home\n"), ("/missing.html", 404, "not here\n")];
+    for (i, (path, status, body)) in cases.iter().enumerate() {
+        // A robot of its own each time: its first request.
+        let r = n.from(&format!("198.51.100.{}", 60 + i), AHREFS, path);
+        assert_eq!((r.status, r.body.as_str()), (*status, *body), "{path}: {:?}", r.headers);
+    }
+    // The pace still holds on the next request.
+    assert_eq!(n.from("198.51.100.60", AHREFS, "/").status, 429);
+    let m = n.from("127.0.0.1", FIREFOX, "/metrics").body;
+    let seo: u64 = m
+        .lines()
+        .filter(|l| l.starts_with("robotgate_requests_total{") && l.contains("site=\"shop\""))
+        .filter(|l| !l.contains("category=\"browser\""))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(seo, 4, "each robot request counted once:\n{m}");
+    // One record: the 429.
+    let recs = n.records(1);
+    assert_eq!(recs.len(), 1, "{recs:#?}");
+    assert_eq!((recs[0]["directive"].as_str(), recs[0]["path"].as_str()), (Some("crawl-delay"), Some("/")));
+    n.stop_clean();
+}
+
+/// Issue 52: robots.txt edited in place, slowly (an editor, an upload):
+/// requests do not wait for the reload, `robotgate off` locations
+/// included; the new file is in force once it settles.
+#[test]
+fn an_in_place_edit_never_holds_requests() {
+    use std::io::Write;
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    assert_eq!(n.from("192.0.2.70", crawler, "/index.html").status, 200);
+    let path = dir.path().join("robots.txt");
+    let writer = std::thread::spawn(move || {
+        // Truncated, then written a line at a time over about 3 s.
+        let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(&path).unwrap();
+        for line in ["User-agent: *\n", "Disallow: /private/\n", "Disallow: /index.html\n"] {
+            for b in line.bytes() {
+                f.write_all(&[b]).unwrap();
+                f.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    });
+    let mut slowest = Duration::ZERO;
+    while !writer.is_finished() {
+        for path in ["/off/a.html", "/private/a.html"] {
+            let t = std::time::Instant::now();
+            let ua = if path.starts_with("/off/") { crawler } else { FIREFOX };
+            let r = n.from("192.0.2.71", ua, path);
+            assert_eq!(r.status, 200, "{path}");
+            slowest = slowest.max(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    writer.join().unwrap();
+    // Generous: before, such an edit held requests up to 2 s.
+    assert!(slowest < Duration::from_secs(1), "a request waited {slowest:?} during the edit");
+    // The edit is in force within 2 s of settling (the settle time, a look a second).
+    let applied = within(Duration::from_secs(5), || n.from("192.0.2.72", crawler, "/index.html").status == 403);
+    assert!(applied.is_some(), "the edited robots.txt was not taken");
     n.stop_clean();
 }

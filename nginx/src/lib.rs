@@ -48,7 +48,9 @@
 
 mod dns;
 mod log;
+mod once;
 mod park;
+mod reload;
 mod store;
 mod zone;
 
@@ -407,6 +409,8 @@ struct Worker {
     /// The snapshot it decides with, and when it last looked whether its
     /// files changed ([`current`]).
     live: Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
+    /// Its reload under way, off nginx's thread ([`reload`]).
+    reloads: reload::Reloads,
     /// What it found for the last requests.
     hot: Hot,
     /// Its classifications, by User-Agent.
@@ -432,6 +436,7 @@ const MEMO_SLOTS: usize = 512;
 thread_local! {
     static WORKER: RefCell<Worker> = RefCell::new(Worker {
         live: None,
+        reloads: reload::Reloads::default(),
         hot: Hot { snap: None, host: None, counters: Vec::new(), requests: Vec::new() },
         memo: Memo::new(MEMO_SLOTS),
         scratch: Scratch::default(),
@@ -554,43 +559,44 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// The snapshot to decide with: the master's, or this worker's newer one.
 /// At most once a second, on a request, the worker looks whether a source
 /// file (the config, robots.txt, humans.txt, ...) changed since its snapshot
-/// was read, and reads them again ([`robotgate::load::reload`]): an edit is
-/// in force without `nginx -s reload`. A file refused on the way keeps its
-/// last good version; a config that does not load keeps the whole snapshot,
-/// and says why in nginx's error log.
+/// was read, and has it read again off nginx's thread ([`reload`]): an edit
+/// is in force without `nginx -s reload`, and no request waits for it. A
+/// file refused on the way keeps its last good version; a config that does
+/// not load keeps the whole snapshot, and says why in nginx's error log.
 fn current<'w>(
     main: &MainConf,
     request: &http::Request,
     live: &'w mut Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
+    reloads: &mut reload::Reloads,
 ) -> Option<&'w Arc<Snapshot>> {
     let master = main.snapshot.as_ref()?;
     // nginx's clock of this turn of its loop: no system call per request.
     // SAFETY: nginx's global, written and read on this thread only.
     let now = unsafe { ngx::ffi::ngx_current_msec };
     let (snap, looked) = live.get_or_insert_with(|| (master.clone(), now));
-    if now.wrapping_sub(*looked) >= LOOK_EVERY.as_millis() as ngx::ffi::ngx_msec_t {
+    // While a reload runs, each request looks whether it is done (a lock
+    // tried, never waited for): the new snapshot is in force at once.
+    if reloads.running() || now.wrapping_sub(*looked) >= LOOK_EVERY.as_millis() as ngx::ffi::ngx_msec_t {
         *looked = now;
-        refresh(main, request, snap);
+        refresh(main, request, snap, reloads);
     }
     Some(snap)
 }
 
-/// Read `snap`'s sources again if one changed (once a second at most):
-/// out of line, as few requests come here.
+/// Take a finished reload, or start one if a source changed (once a second
+/// at most): out of line, as few requests come here.
 #[cold]
 #[inline(never)]
-fn refresh(main: &MainConf, request: &http::Request, snap: &mut Arc<Snapshot>) {
-    if !snap.stale() {
-        return;
-    }
-    match robotgate::load::reload(&main.config, Some(snap)) {
-        Ok(new) => {
-            for problem in &new.refused {
+fn refresh(main: &MainConf, request: &http::Request, snap: &mut Arc<Snapshot>, reloads: &mut reload::Reloads) {
+    match reloads.look(&main.config, snap) {
+        reload::Look::Nothing => {}
+        reload::Look::New(new, kept) => {
+            for problem in kept {
                 ngx_log_error!(NGX_LOG_ERR, request.log(), "robotgate: kept the last good version: {}", problem);
             }
             *snap = Arc::new(new);
         }
-        Err(problems) => {
+        reload::Look::Refused(problems) => {
             for problem in problems {
                 ngx_log_error!(
                     NGX_LOG_ERR,
@@ -599,6 +605,9 @@ fn refresh(main: &MainConf, request: &http::Request, snap: &mut Arc<Snapshot>) {
                     problem
                 );
             }
+        }
+        reload::Look::NoThread(why) => {
+            ngx_log_error!(NGX_LOG_ERR, request.log(), "robotgate: no thread for a reload, tried again later: {}", why);
         }
     }
 }
@@ -693,7 +702,11 @@ fn client_of(request: &http::Request) -> Option<IpAddr> {
     }
 }
 
-/// The `Host` the request names (nginx has checked its syntax).
+/// The `Host` the request names, as nginx accepted it (nginx lets through
+/// bytes robotgate's host reading refuses, `x@y` or `a{b}`; the core sends
+/// those to the default site, [`robotgate::config::Settings::site_for_host`]).
+/// Bytes that are not UTF-8 read as a name no site has (`?`), never as
+/// "no host", which would be another reading.
 fn host_of(request: &http::Request) -> &str {
     let server = request.as_ref().headers_in.server;
     if server.data.is_null() {
@@ -705,7 +718,7 @@ fn host_of(request: &http::Request) -> &str {
         // SAFETY: ASCII is UTF-8 (the usual host, checked a word at a time).
         return unsafe { std::str::from_utf8_unchecked(bytes) };
     }
-    std::str::from_utf8(bytes).unwrap_or("")
+    std::str::from_utf8(bytes).unwrap_or("?")
 }
 
 /// What to answer, detached from the decision's borrows.
@@ -731,6 +744,12 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     // Where the request is, for parking it (its context slot and its main
     // request's count: nothing the borrows below read).
     let raw: *mut ngx::ffi::ngx_http_request_t = std::ptr::from_mut(request).cast();
+    // Redirected inside nginx (index, try_files, error_page...) after a
+    // first pass decided it: that decision stands, counted once ([`once`]).
+    // SAFETY: this request, on nginx's thread.
+    if unsafe { once::decided(raw) } {
+        return Status::NGX_DECLINED;
+    }
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
     let Some(shared) = main.shared.as_ref() else { return Status::NGX_DECLINED };
     WORKER.with(|worker| {
@@ -739,13 +758,24 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
         let Ok(mut worker) = worker.try_borrow_mut() else {
             return Status(ngx::ffi::NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
         };
-        let Worker { live, hot, memo, scratch } = &mut *worker;
-        let Some(snap) = current(main, request, live) else { return Status::NGX_DECLINED };
+        let Worker { live, reloads, hot, memo, scratch } = &mut *worker;
+        let Some(snap) = current(main, request, live, reloads) else { return Status::NGX_DECLINED };
         let host = host_of(request);
-        let Some(site) = site_of(hot, snap, host) else { return Status::NGX_DECLINED };
+        // No site has the host nginx accepted, and none is the default: the
+        // proxy's 421, never a pass undecided.
+        let Some(site) = site_of(hot, snap, host) else {
+            // SAFETY: this request, on nginx's thread.
+            unsafe { once::mark(raw) };
+            let body = robotgate::config::NO_SITE_BODY.as_bytes();
+            return send(request, robotgate::config::NO_SITE_STATUS, "text/plain; charset=utf-8", body);
+        };
         let logging = !main.violations.is_null();
         let answer =
             decide((request, raw), host, (snap, site), (shared, main.resolver), (hot, memo, scratch), logging, waited);
+        if !matches!(answer, Answer::Parked) {
+            // SAFETY: this request, on nginx's thread.
+            unsafe { once::mark(raw) };
+        }
         match answer {
             Answer::Pass { headers } => {
                 for (name, value) in headers {

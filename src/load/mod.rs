@@ -198,7 +198,16 @@ impl Snapshot {
     /// clock, which may lag by a tick (up to 10 ms), so a file stamped up to
     /// 10 ms before `read_at` counts too: at worst an unneeded reload.
     pub fn stale(&self) -> bool {
-        let since = self.read_at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(self.read_at);
+        self.changed_since(self.read_at)
+    }
+
+    /// Whether any source file may have been modified (or became
+    /// unreadable) at or after `at` (less the coarse clock's tick, as
+    /// [`Snapshot::stale`]): a host that tried a reload at `at` and was
+    /// refused asks this, so it tries again when a file changes, not every
+    /// time it looks.
+    pub fn changed_since(&self, at: SystemTime) -> bool {
+        let since = at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(at);
         self.sources
             .iter()
             .filter(|p| p.file_name().is_none_or(|n| n != ANY_JSON))
