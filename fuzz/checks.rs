@@ -378,3 +378,55 @@ pub fn rdns_names(data: &[u8]) {
     }
     let _ = robotgate::identity::rdns::resolv_conf_nameservers(&String::from_utf8_lossy(data));
 }
+
+/// The request-head scrub (`head`, issue 52) over any bytes fed in any
+/// pieces: never a panic, the length kept, at most `HOLD_MAX` bytes held,
+/// the same bytes and verdict however the head is cut, and nothing changed
+/// in a head it does not mark.
+pub fn head_scrub(data: &[u8]) {
+    use robotgate::head::{HeadScrub, HOLD_MAX};
+    let run = |step: usize| {
+        let mut s = HeadScrub::new();
+        let (mut out, mut held) = (Vec::new(), Vec::new());
+        for piece in data.chunks(step) {
+            let mut chunk = std::mem::take(&mut held);
+            chunk.extend_from_slice(piece);
+            let hold = s.feed(&mut chunk);
+            assert!(hold <= HOLD_MAX && hold <= chunk.len());
+            held = chunk.split_off(chunk.len() - hold);
+            out.extend_from_slice(&chunk);
+        }
+        out.extend_from_slice(&held);
+        (out, s.unreadable(), s.is_done())
+    };
+    let whole = run(data.len().max(1));
+    let step = data.first().map_or(1, |b| usize::from(b % 17) + 1);
+    assert_eq!(whole, run(step), "cut every {step} bytes");
+    assert_eq!(whole.0.len(), data.len());
+    if whole.1.is_none() {
+        assert_eq!(whole.0, data);
+    }
+}
+
+/// The site of a `Host` (issue 52): whatever bytes nginx accepts as a host
+/// (any but NUL, CR, LF, as UTF-8 or not), a config with a default site
+/// finds a site, never none; without one, only a named host does.
+pub fn site_for_host(data: &[u8]) {
+    use std::sync::OnceLock;
+    static CONFIGS: OnceLock<(robotgate::config::Config, robotgate::config::Config)> = OnceLock::new();
+    let (with, without) = CONFIGS.get_or_init(|| {
+        let yaml = |default: bool| {
+            format!("listen: [\"127.0.0.1:8080\"]\nsites:\n  - name: a\n    hosts: [\"shop.example\"]\n    default: {default}\n    upstream: \"127.0.0.1:1\"\n  - name: b\n    hosts: [\"blog.example\"]\n    upstream: \"127.0.0.1:2\"\n")
+        };
+        (robotgate::config::parse(&yaml(true)).unwrap(), robotgate::config::parse(&yaml(false)).unwrap())
+    });
+    if data.iter().any(|b| matches!(b, 0 | b'\r' | b'\n')) {
+        return;
+    }
+    let host = String::from_utf8_lossy(data);
+    assert!(with.site_for_host(&host).is_some(), "{host:?}: no site, with a default");
+    if let Some(i) = without.site_for_host(&host) {
+        let name = robotgate::net::site_host_str(&host).expect("a named host reads as one");
+        assert!(name.eq_ignore_ascii_case(["shop.example", "blog.example"][i]), "{host:?} -> {i}");
+    }
+}

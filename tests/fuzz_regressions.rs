@@ -231,3 +231,25 @@ fn rdns_names_inputs() {
     );
     assert!(n >= 6);
 }
+
+#[test]
+fn head_scrub_inputs() {
+    let padding: String = (0..260).map(|i| format!("X-{i}: v\r\n")).collect();
+    let padded = format!("GET / HTTP/1.1\r\n{padding}User-Agent: a\x7f\r\r\r\nHost: h\r\n\r\n");
+    let n = replay(
+        "head_scrub",
+        checks::head_scrub,
+        &[b"", b"\r\n\r\n", b"GET / HTTP/1.1\r\nX: \x00\x01\x7f\r\n\r\nbody\x01", padded.as_bytes()],
+    );
+    assert!(n >= 4);
+}
+
+#[test]
+fn site_for_host_inputs() {
+    let n = replay(
+        "site_for_host",
+        checks::site_for_host,
+        &[b"", b"x@y", b"a{b}", b"[zz]", b"sh\xc3\xa9p.example", b"\xff\xfe", b"SHOP.example.:80", b"[::1]:x", b":"],
+    );
+    assert!(n >= 9);
+}

@@ -594,7 +594,7 @@ fn refresh(main: &MainConf, request: &http::Request, snap: &mut Arc<Snapshot>, r
             for problem in kept {
                 ngx_log_error!(NGX_LOG_ERR, request.log(), "robotgate: kept the last good version: {}", problem);
             }
-            *snap = Arc::new(new);
+            *snap = Arc::new(*new);
         }
         reload::Look::Refused(problems) => {
             for problem in problems {

@@ -16,7 +16,7 @@
 //! One reload at a time; a refused reload is tried again when a file
 //! changes again, and a problem is logged once until it changes.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -42,7 +42,7 @@ pub enum Look {
     /// Nothing new.
     Nothing,
     /// A new snapshot, and the files it refused (each kept its last good version).
-    New(Snapshot, Vec<String>),
+    New(Box<Snapshot>, Vec<String>),
     /// The reload was refused whole: the old snapshot stays. Empty when the
     /// same was said already.
     Refused(Vec<String>),
@@ -58,7 +58,7 @@ impl Reloads {
 
     /// Take a finished reload's outcome, or start one if `snap`'s files
     /// changed. Never waits: on nginx's thread, at most a `stat` per source.
-    pub fn look(&mut self, config: &PathBuf, snap: &Arc<Snapshot>) -> Look {
+    pub fn look(&mut self, config: &Path, snap: &Arc<Snapshot>) -> Look {
         if let Some(slot) = &self.running {
             // The helper holds the lock only to leave its outcome.
             let Ok(mut done) = slot.try_lock() else { return Look::Nothing };
@@ -75,7 +75,7 @@ impl Reloads {
             return Look::Nothing;
         }
         let slot = Arc::new(Mutex::new(None));
-        let (out, config, previous) = (slot.clone(), config.clone(), snap.clone());
+        let (out, config, previous) = (slot.clone(), config.to_path_buf(), snap.clone());
         let tried = SystemTime::now();
         let spawned = std::thread::Builder::new().name("robotgate-reload".into()).spawn(move || {
             let outcome = robotgate::load::reload(&config, Some(&previous));
@@ -98,7 +98,7 @@ impl Reloads {
                 self.refused_at = None;
                 let kept: Vec<String> = new.refused.iter().map(ToString::to_string).collect();
                 let fresh = self.fresh(kept);
-                Look::New(new, fresh)
+                Look::New(Box::new(new), fresh)
             }
             Err(problems) => {
                 let said = self.fresh(problems.iter().map(ToString::to_string).collect());
