@@ -28,7 +28,10 @@
 //! would have decided, so what the scrub changed is never acted on. A head
 //! with nothing to scrub passes byte for byte.
 //!
-//! Cost: one pass over the head's bytes, a branch each; no allocation. A
+//! Cost: a chunk with nothing to change and far from the field limit (the
+//! usual head) is looked at in wide registers and by its line feeds only:
+//! about 1,700 instructions for a 391-byte browser head (callgrind), 0.15 µs.
+//! Otherwise one pass, byte by byte; no allocation. A
 //! line ending that a later line may have to join is held back until the
 //! next byte shows whether it does ([`HeadScrub::feed`]): at most 3 bytes.
 
@@ -151,6 +154,27 @@ fn is_control(b: u8) -> bool {
     (b < 0x20 && b != b'\t') || b == 0x7f
 }
 
+/// How many bytes at the start of `bytes` need no look: none is a control,
+/// DEL or `:`. Eight at a time (the usual head is such bytes, a few
+/// hundred of them): a word with none of them is passed whole.
+fn plain_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Whether any byte of `w` is zero (exact, for the whole word).
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
+    let mut i = 0;
+    while let Some(word) = bytes.get(i..i + 8) {
+        let w = u64::from_ne_bytes(word.try_into().expect("eight bytes"));
+        // A byte below 0x20 (for bytes below 0x80; those above are text).
+        let below = w.wrapping_sub(ONES * 0x20) & !w & HIGHS != 0;
+        if below || has_zero(w ^ (ONES * 0x7f)) || has_zero(w ^ (ONES * u64::from(b':'))) {
+            break;
+        }
+        i += 8;
+    }
+    i + bytes[i..].iter().position(|&b| b < 0x20 || b == 0x7f || b == b':').unwrap_or(bytes.len() - i)
+}
+
 impl HeadScrub {
     /// The scrub of a new head.
     pub fn new() -> HeadScrub {
@@ -195,6 +219,67 @@ impl HeadScrub {
     /// before); the rest is scrubbed for good. Bytes after the head's end
     /// are left alone.
     pub fn feed(&mut self, chunk: &mut [u8]) -> usize {
+        if self.fast(chunk) {
+            return 0;
+        }
+        self.feed_bytes(chunk)
+    }
+
+    /// The usual chunk, in a few instructions a byte: no control byte but
+    /// HTAB, CR and LF, and far from the field limit. Nothing in it is
+    /// changed; only its line feeds are looked at, to count lines and find
+    /// the head's end. `false`: the chunk needs [`HeadScrub::feed_bytes`].
+    fn fast(&mut self, chunk: &[u8]) -> bool {
+        let s = &mut self.state;
+        if s.naming || s.done {
+            return false;
+        }
+        // (A chunk of n bytes holds at most n lines.)
+        if s.fields + chunk.len() + 1 >= MAX_FIELDS
+            && s.fields + memchr::memchr_iter(b'\n', chunk).count() + 1 >= MAX_FIELDS
+        {
+            return false;
+        }
+        // Branch-free over the whole chunk, so the compiler can do it in
+        // wide registers.
+        let bad = chunk
+            .iter()
+            .fold(false, |bad, &b| bad | ((b < 0x20) & (b != b'\t') & (b != b'\r') & (b != b'\n')) | (b == 0x7f));
+        if bad {
+            return false;
+        }
+        let mut start = 0;
+        for lf in memchr::memchr_iter(b'\n', chunk) {
+            // The line this LF ends: empty when nothing but CRs came since
+            // the last LF (or the head's start).
+            let blank = (start > 0 || s.line_start) && chunk[start..lf].iter().all(|&b| b == b'\r');
+            if blank {
+                if s.lines > 0 {
+                    // The head's end: the bytes after it are not the head's.
+                    s.done = true;
+                    return true;
+                }
+            } else {
+                s.lines += 1;
+            }
+            s.line_start = true;
+            s.in_value = false;
+            start = lf + 1;
+        }
+        let rest = &chunk[start..];
+        if rest.iter().any(|&b| b != b'\r') {
+            s.line_start = false;
+            if rest.contains(&b':') {
+                s.in_value = true;
+            }
+        }
+        // Under the limit every line after the request line is a field,
+        // counted from its first byte.
+        s.fields = s.lines.saturating_sub(1) + usize::from(s.lines > 0 && !s.line_start);
+        true
+    }
+
+    fn feed_bytes(&mut self, chunk: &mut [u8]) -> usize {
         // Past the limit: where the last line ending began in `chunk`, and
         // the state before it, to hand it back undone while the next line
         // is undecided.
@@ -203,6 +288,16 @@ impl HeadScrub {
         let mut line_at = 0;
         let mut i = 0;
         while i < chunk.len() && !self.state.done {
+            // The usual bytes (inside a line: a name, a value, the request
+            // line) in one tight scan, to the next byte that matters.
+            if !self.state.naming && !self.state.line_start {
+                let skip = plain_run(&chunk[i..]);
+                if skip > 0 {
+                    i += skip;
+                    ending = None;
+                    continue;
+                }
+            }
             let b = chunk[i];
             if self.state.naming {
                 let s = &mut self.state;
@@ -348,6 +443,20 @@ mod tests {
     }
 
     #[test]
+    fn plain_runs_stop_at_the_first_byte_that_matters() {
+        for special in [0u8, 0x01, b'\t', b'\r', b'\n', 0x1f, 0x7f, b':'] {
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[5..9].copy_from_slice(&[0x80, 0xff, 0xe9, 0x7e]);
+                bytes[at] = special;
+                assert_eq!(plain_run(&bytes), at, "{special:#x} at {at}");
+            }
+        }
+        assert_eq!(plain_run(&[0x80, 0xff, b' ', b'~', 0x20, 0x7e, 0xc3, 0xa9, b'x']), 9);
+        assert_eq!(plain_run(b""), 0);
+    }
+
+    #[test]
     fn a_usual_head_passes_byte_for_byte() {
         let head = head_with(&["User-Agent: Mozilla/5.0 (X11; Linux x86_64)\tFirefox/140.0".into()]);
         for step in [1, 2, 3, 7, head.len()] {
@@ -431,7 +540,43 @@ mod tests {
         assert_eq!(&out[..], &b"\r\nGET / HTTP/1.1\nHost: a\nX: b \n\n"[..]);
     }
 
+    /// The scrub with the byte-by-byte path only.
+    fn scrub_slowly(head: &[u8], step: usize) -> (Vec<u8>, Option<Unreadable>, bool) {
+        let mut s = HeadScrub::new();
+        let (mut out, mut held) = (Vec::new(), Vec::new());
+        for piece in head.chunks(step.max(1)) {
+            let mut chunk = std::mem::take(&mut held);
+            chunk.extend_from_slice(piece);
+            let hold = s.feed_bytes(&mut chunk);
+            held = chunk.split_off(chunk.len() - hold);
+            out.extend_from_slice(&chunk);
+        }
+        out.extend_from_slice(&held);
+        (out, s.unreadable(), s.is_done())
+    }
+
     proptest::proptest! {
+        /// The fast path leaves every head as the byte-by-byte one does,
+        /// whatever the pieces: heads of lines of text, CRs, LFs, colons and
+        /// now and then a control byte, long enough to reach the limit.
+        #[test]
+        fn the_fast_path_reads_as_the_slow_one(
+            lines in proptest::collection::vec(proptest::collection::vec(proptest::sample::select(
+                vec![b'a', b':', b' ', b'\r', b'\t', 0x7f, 0x01, b'U']), 0..6), 0..260),
+            step in 1usize..300,
+            blank_first in proptest::bool::ANY,
+        ) {
+            let mut head = if blank_first { b"\r\n".to_vec() } else { Vec::new() };
+            head.extend_from_slice(b"GET / HTTP/1.1\r\n");
+            for l in &lines {
+                head.extend_from_slice(l);
+                head.push(b'\n');
+            }
+            head.extend_from_slice(b"\r\nbody\x01\r\n\r\n");
+            proptest::prop_assert_eq!(scrub(&head, step), scrub_slowly(&head, step));
+            proptest::prop_assert_eq!(scrub(&head, head.len()), scrub_slowly(&head, 1));
+        }
+
         /// Any bytes, in any pieces: never a panic, the length kept, at
         /// most HOLD_MAX bytes held, and nothing changed but in a marked head.
         #[test]
