@@ -29,6 +29,7 @@
 //! [`meta`] reads what an origin says (META tags, its own header) with the
 //! seeds' semantics, for the noindex that robots.txt hides.
 
+pub mod html;
 pub mod meta;
 
 use std::fmt;
