@@ -136,7 +136,7 @@ fn observed_pages_whose_noindex_robots_txt_hides() {
     let robots = crate::robots::RobotsTxt::compile(
         b"User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nDisallow: /g/\n",
     );
-    let mut seen = Observed::new(2);
+    let mut seen = Observed::new(2, usize::MAX);
     seen.note("/private/a.html", vec![(Some("robots".into()), terms("noindex"))], 0);
     seen.note(
         "/g/b.html",
@@ -247,6 +247,34 @@ fn terms_kept_are_bounded_and_keep_the_meaning() {
     let (found, _) = read_head(doc.as_bytes(), &[7, 100, 5000]);
     assert_eq!(found.len(), 1);
     assert!(found[0].1.ends_with("noindex"), "{found:?}");
+}
+
+#[test]
+fn observed_pages_are_bounded_in_bytes_least_recent_first() {
+    let said = || vec![(Some("robots".to_owned()), terms("noindex"))];
+    let one = page_size("/p/0000", &said());
+    let mut seen = Observed::new(1_000, one * 10);
+    for i in 0..10 {
+        assert!(seen.note(&format!("/p/{i:04}"), said(), i));
+    }
+    // /p/0000 noted again: the least recent is now /p/0001.
+    assert!(!seen.note("/p/0000", said(), 10), "the same word is not news");
+    assert!(seen.note("/p/0010", said(), 11));
+    assert_eq!((seen.len(), seen.bytes()), (10, one * 10));
+    let robots = crate::robots::RobotsTxt::compile(b"User-agent: *\nDisallow: /p/\n");
+    let paths: Vec<String> = seen.hidden(&robots).into_iter().map(|h| h.path).collect();
+    assert!(paths.contains(&"/p/0000".to_owned()) && !paths.contains(&"/p/0001".to_owned()), "{paths:?}");
+    // A long path counts its bytes: it pushes out as many as it weighs.
+    let long = format!("/p/{}", "x".repeat(one * 3));
+    seen.note(&long, said(), 12);
+    assert!(seen.bytes() <= one * 10 && seen.len() <= 7, "{} {}", seen.len(), seen.bytes());
+    // Forgetting and many notes of one page keep the order's upkeep bounded.
+    for i in 0..100_000u64 {
+        seen.note("/p/0000", said(), i);
+    }
+    seen.forget("/p/0000");
+    assert!(seen.order.len() <= 2 * seen.len() + 65, "{}", seen.order.len());
+    assert!(seen.bytes() <= one * 10);
 }
 
 /// The head as html5gum (a WHATWG tokenizer, switching states by tag name
