@@ -317,21 +317,26 @@ pub fn site_host(data: &[u8]) {
 /// The robots META reading (issue #42): any bytes, cut anywhere, read the
 /// same; bounded by MAX_HEAD; the lenient readers never panic.
 pub fn meta_head(data: &[u8]) {
-    use robotgate::indexing::meta::{header_value, terms, HeadScanner, MAX_HEAD};
+    use robotgate::indexing::meta::{header_value, terms, HeadScanner, MAX_HEAD, MAX_OTHER_TERMS, MAX_TAGS};
     let mut whole = HeadScanner::new();
     whole.feed(data);
-    let cut = data.first().map_or(0, |b| usize::from(*b)) % (data.len() + 1);
+    // Three pieces, cut where the first two bytes say.
+    let at = |i: usize| data.get(i).map_or(0, |b| usize::from(*b) * 7) % (data.len() + 1);
+    let (a, b) = (at(0).min(at(1)), at(0).max(at(1)));
     let mut parts = HeadScanner::new();
-    parts.feed(&data[..cut]);
-    parts.feed(&data[cut..]);
+    parts.feed(&data[..a]);
+    parts.feed(&data[a..b]);
+    parts.feed(&data[b..]);
     if data.len() < MAX_HEAD {
-        assert_eq!(whole.found(), parts.found(), "the reading depends on where the document was cut at {cut}");
+        assert_eq!(whole.found(), parts.found(), "the reading depends on where the document was cut at {a}, {b}");
         assert_eq!(whole.done(), parts.done());
     }
-    assert!(whole.found().len() <= 16);
+    assert!(whole.found().len() <= MAX_TAGS);
+    let bounded = |t: &[robotgate::indexing::Term]| t.len() <= 6 + MAX_OTHER_TERMS;
+    assert!(whole.found().iter().all(|(name, t)| name.len() <= 64 && bounded(t)));
     let text = String::from_utf8_lossy(data);
-    let _ = terms(&text);
-    let _ = header_value(&text);
+    assert!(bounded(&terms(&text)));
+    assert!(bounded(&header_value(&text).1));
 }
 
 /// The strict `set` parser: what it accepts prints as text it accepts again,

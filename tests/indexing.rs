@@ -28,6 +28,8 @@ fn origin_with(go: std::sync::mpsc::Receiver<()>) -> String {
     let go = std::sync::Arc::new(std::sync::Mutex::new(go));
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
+            // A head and a body in two writes would wait for a delayed ACK each answer.
+            let _ = conn.set_nodelay(true);
             let go = go.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(conn.try_clone().unwrap());
@@ -56,7 +58,9 @@ fn origin_with(go: std::sync::mpsc::Receiver<()>) -> String {
                         }
                         continue;
                     }
-                    let (ct, body, extra) = if path.ends_with(".pdf") {
+                    let (ct, body, extra) = if let Some(page) = issue_52_page(&path) {
+                        ("text/html", page, "")
+                    } else if path.ends_with(".pdf") {
                         ("application/pdf", "%PDF-1.4 not really\n".to_owned(), "")
                     } else if path.contains("secret") {
                         (
@@ -86,6 +90,41 @@ fn origin_with(go: std::sync::mpsc::Receiver<()>) -> String {
         }
     });
     format!("\"{addr}\"")
+}
+
+/// The 6,000 terms of `/private/terms.html`'s META (55 KB: a head is read to 64 KiB).
+fn many_terms() -> String {
+    let mut content: String = (0..1_000).map(|i| format!("max-snippet:{i},")).collect();
+    content.push_str(&"nocache,".repeat(4_999));
+    content + "noindex"
+}
+
+/// Issue #52's pages: `/any/...` says `index, follow` (as WordPress does),
+/// whatever follows; `/private/script-string.html` has a META only inside
+/// a script's string; `/private/script-body.html` has `<body` in a script's
+/// string before a real noindex; `/private/flap.html` says noindex on every
+/// other fetch; `/private/terms.html` a META of 6,000 terms.
+fn issue_52_page(target: &str) -> Option<String> {
+    static FLAP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let path = target.split('?').next().unwrap_or(target);
+    let head = |h: &str| Some(format!("<!doctype html><html><head>{h}</head><body>page</body></html>"));
+    if path.starts_with("/any/") {
+        return head("<meta name=\"robots\" content=\"index, follow\">");
+    }
+    match path {
+        "/private/script-string.html" => {
+            head("<script>var tag = '<meta name=\"robots\" content=\"noindex\">';</script><title>t</title>")
+        }
+        "/private/script-body.html" => {
+            head("<script>document.write(\"<body\" + '>');</script><meta name=\"robots\" content=\"noindex\">")
+        }
+        "/private/flap.html" => {
+            let on = FLAP.fetch_add(1, std::sync::atomic::Ordering::SeqCst).is_multiple_of(2);
+            head(&format!("<meta name=robots content={}>", if on { "noindex" } else { "index" }))
+        }
+        "/private/terms.html" => head(&format!("<meta name=robots content=\"{}\">", many_terms())),
+        _ => None,
+    }
 }
 
 const RULES: &str = "indexing:\n  rules:\n    - {path: \"/drafts/\", set: \"noindex, nofollow\"}\n    - {path: \"/*.pdf$\", bots: [Googlebot], set: \"NoArchive\"}\n    - {path: \"/own/\", set: \"nosnippet\"}\n    - {path: \"/private/\", set: \"noindex\"}";
@@ -266,4 +305,171 @@ fn observe_finds_the_noindex_robots_txt_hides_and_buffers_nothing() {
     conn.read_to_end(&mut got).unwrap();
     let body_at = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     assert_eq!(got.len() - body_at, BIG, "the whole page");
+}
+
+/// The gate with `observe: true` and the status page, in front of [`origin`].
+fn observing_gate() -> Gate {
+    let upstream = origin();
+    let site = format!("{RULES}\n  observe: true");
+    let config =
+        TestConfig { upstream: &upstream, site: &site, metrics: true, ..TestConfig::default() }.render().replace(
+            "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n",
+            "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n  status_page: true\n",
+        );
+    Gate::start(&config, &[("robots.txt", ROBOTS)])
+}
+
+fn hidden_noindex(gate: &Gate) -> Vec<serde_json::Value> {
+    let r = get(&format!("http://127.0.0.1:{}/status.json", gate.metrics_port), &[]);
+    let s: serde_json::Value = serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{e}: {}", r.body));
+    s["sites"][0]["hidden_noindex"].as_array().unwrap_or_else(|| panic!("{s}")).clone()
+}
+
+/// GET each target as a browser over one keep-alive connection (a new one
+/// when the proxy closes it); returns how many were answered 200.
+fn fetch_all(port: u16, targets: impl Iterator<Item = String>) -> usize {
+    use std::io::Read;
+    let connect = || {
+        let conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        conn.set_nodelay(true).unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        BufReader::new(conn)
+    };
+    let mut conn = connect();
+    let mut ok = 0;
+    for target in targets {
+        let req = format!("GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {FIREFOX}\r\n\r\n");
+        let once = |conn: &mut BufReader<std::net::TcpStream>| -> Option<u16> {
+            conn.get_mut().write_all(req.as_bytes()).ok()?;
+            let mut status = String::new();
+            conn.read_line(&mut status).ok().filter(|n| *n > 0)?;
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                conn.read_line(&mut h).ok().filter(|n| *n > 0)?;
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        len = v.trim().parse().ok()?;
+                    }
+                }
+            }
+            let mut body = vec![0; len];
+            conn.read_exact(&mut body).ok()?;
+            status.split_whitespace().nth(1)?.parse().ok()
+        };
+        let status = once(&mut conn).or_else(|| {
+            conn = connect();
+            once(&mut conn)
+        });
+        if status == Some(200) {
+            ok += 1;
+        }
+    }
+    ok
+}
+
+/// Lines of the violation log that are findings.
+fn findings(gate: &Gate) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(gate.path("violations.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["finding"].is_string())
+        .collect()
+}
+
+/// Issue #52, item 7: a META inside a script's string is no tag, and
+/// `<body` inside one does not end the head.
+#[test]
+fn issue_52_observe_reads_a_head_as_a_browser_does() {
+    let gate = observing_gate();
+    for path in ["/private/script-string.html", "/private/script-body.html"] {
+        assert_eq!(get(&gate.url(path), &[("User-Agent", FIREFOX)]).status, 200);
+    }
+    let hidden = hidden_noindex(&gate);
+    let paths: Vec<&str> = hidden.iter().filter_map(|h| h["path"].as_str()).collect();
+    assert_eq!(paths, ["/private/script-body.html"], "{hidden:?}");
+    assert_eq!(hidden[0]["said"], "robots: noindex");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let found = findings(&gate);
+    let logged: Vec<&str> = found.iter().filter_map(|f| f["path"].as_str()).collect();
+    assert_eq!(logged, ["/private/script-body.html"], "{found:?}");
+}
+
+/// Issue #52, item 9: 2,000 query strings on one hidden-noindex page make
+/// one finding line, and so does a page switching its noindex on and off
+/// 1,000 times.
+#[test]
+fn issue_52_findings_are_one_line_per_page_robot_and_word() {
+    let gate = observing_gate();
+    let n = fetch_all(gate.port, (0..2_000).map(|i| format!("/private/secret.html?utm={i}&x={}", i * 7919)));
+    assert_eq!(n, 2_000);
+    let n = fetch_all(gate.port, (0..1_000).map(|i| format!("/private/flap.html?v={i}")));
+    assert_eq!(n, 1_000);
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let found = findings(&gate);
+    let mut pages: Vec<(&str, &str, &str)> = found
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap(), f["robot"].as_str().unwrap(), f["said"].as_str().unwrap()))
+        .collect();
+    pages.sort();
+    assert_eq!(
+        pages,
+        [("/private/flap.html", "*", "robots: noindex"), ("/private/secret.html", "*", "robots: noindex")],
+        "{found:#?}"
+    );
+    // The status page lists each page once, without its query.
+    let hidden = hidden_noindex(&gate);
+    let mut listed: Vec<&str> = hidden.iter().filter_map(|h| h["path"].as_str()).collect();
+    listed.sort();
+    assert!(
+        listed == ["/private/secret.html"] || listed == ["/private/flap.html", "/private/secret.html"],
+        "{listed:?}"
+    );
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS in /proc/PID/status");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Issue #52, item 8: 12,000 distinct 6 KB query strings on a page with a
+/// robots META, a page whose META has 6,000 terms fetched 3,000 times, and
+/// 12,000 distinct 6 KB paths under a robots META grow the proxy by at
+/// most 16 MB (it grew 120-131 MB and 458-469 MB before).
+#[test]
+fn issue_52_observe_memory_is_bounded_whatever_clients_ask() {
+    let gate = observing_gate();
+    let pid = gate.child.id();
+    // Warm up: the allocator's and the connections' steady state.
+    let warm = fetch_all(gate.port, (0..2_000).map(|i| format!("/any/warm-{}.html?q={i}", i % 50)));
+    assert_eq!(warm, 2_000);
+    // What the start and the warm-up freed goes back to the system first.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let before = rss_kib(pid);
+    let junk = |i: usize| format!("{i:06}{}", "q".repeat(6 << 10));
+    let n = fetch_all(gate.port, (0..12_000).map(|i| format!("/any/page.html?{}", junk(i))));
+    assert_eq!(n, 12_000);
+    let after_queries = rss_kib(pid);
+    let n = fetch_all(gate.port, (0..3_000).map(|i| format!("/private/terms.html?q={i}")));
+    assert_eq!(n, 3_000);
+    let after_terms = rss_kib(pid);
+    // The 6,000-term page is read: its noindex (the last term) is found and hidden.
+    let hidden = hidden_noindex(&gate);
+    let terms =
+        hidden.iter().find(|h| h["path"] == "/private/terms.html").unwrap_or_else(|| panic!("{} rows", hidden.len()));
+    let said = terms["said"].as_str().unwrap();
+    assert!(said.starts_with("robots: ") && said.ends_with("noindex") && said.len() < 1_000, "{said}");
+    // Distinct paths are distinct pages: the table's byte bound holds them.
+    let n = fetch_all(gate.port, (0..12_000).map(|i| format!("/any/{}", junk(i))));
+    assert_eq!(n, 12_000);
+    let after_paths = rss_kib(pid);
+    eprintln!("RSS KiB: before {before}, after queries {after_queries}, terms {after_terms}, paths {after_paths}");
+    for (what, rss) in [("queries", after_queries), ("terms", after_terms), ("paths", after_paths)] {
+        assert!(rss.saturating_sub(before) <= 16 << 10, "{what}: grew {} KiB", rss.saturating_sub(before));
+    }
 }

@@ -2,12 +2,103 @@
 //! robots META tag's content and the `X-Robots-Tag` header, leniently (an
 //! unknown term is skipped, as a robot skips it).
 
+use super::html::{Token, Tokenizer};
 use super::{meaning, Said, Term};
 
+/// The longest term read, runs of blanks counted as one; a longer one is
+/// skipped, as an unknown term is.
+pub const MAX_TERM: usize = 128;
+
+/// The most distinct terms kept from one tag or header value beside those
+/// that say index or follow (ALL, NONE, INDEX, NOINDEX, FOLLOW, NOFOLLOW:
+/// each is always kept, so the page's meaning never depends on the cap).
+/// A repeated term is kept once. So at most 6 + 16 terms of at most
+/// [`MAX_TERM`] bytes each, however long the `content` is.
+pub const MAX_OTHER_TERMS: usize = 16;
+
+/// Reads terms as their bytes come (a `content` value as it streams):
+/// nothing is held but the term being read, at most [`MAX_TERM`] bytes,
+/// and the terms kept (see [`MAX_OTHER_TERMS`]). Linear in the input.
+#[derive(Debug, Default)]
+pub struct TermsReader {
+    term: Vec<u8>,
+    over: bool,
+    blank: bool,
+    terms: Vec<Term>,
+}
+
+impl TermsReader {
+    /// Forget everything read.
+    pub fn clear(&mut self) {
+        self.term.clear();
+        self.over = false;
+        self.blank = false;
+        self.terms.clear();
+    }
+
+    /// One more byte.
+    pub fn push(&mut self, b: u8) {
+        if b == b',' {
+            self.end_term();
+        } else if b.is_ascii_whitespace() {
+            // Blanks before a term are dropped, a run inside one kept as one.
+            self.blank = !self.term.is_empty();
+        } else if self.term.len() + 2 > MAX_TERM {
+            self.over = true;
+        } else {
+            if std::mem::take(&mut self.blank) {
+                self.term.push(b' ');
+            }
+            self.term.push(b);
+        }
+    }
+
+    /// The term being read ends (at a comma, or at the value's end).
+    pub fn end_term(&mut self) {
+        let term = std::mem::take(&mut self.term);
+        if !std::mem::take(&mut self.over) && !term.is_empty() {
+            if let Some(t) = std::str::from_utf8(&term).ok().and_then(|t| Term::parse(t).ok()) {
+                keep(&mut self.terms, t);
+            }
+        }
+        self.blank = false;
+        self.term = term;
+        self.term.clear();
+    }
+
+    /// The terms read, in order (the one being read ended first); the reader is left empty.
+    pub fn take(&mut self) -> Vec<Term> {
+        self.end_term();
+        std::mem::take(&mut self.terms)
+    }
+}
+
+/// Whether a term says index or follow.
+fn about_index(t: &Term) -> bool {
+    matches!(t, Term::All | Term::None | Term::Index | Term::NoIndex | Term::Follow | Term::NoFollow)
+}
+
+/// Add `t` to `terms` unless it is there already or, not being about index
+/// or follow, past [`MAX_OTHER_TERMS`]. Meaning is unchanged: a repeat
+/// says nothing more ([`super::meaning`] folds terms, in any order).
+fn keep(terms: &mut Vec<Term>, t: Term) {
+    if terms.contains(&t) {
+        return;
+    }
+    if about_index(&t) || terms.iter().filter(|t| !about_index(t)).count() < MAX_OTHER_TERMS {
+        terms.push(t);
+    }
+}
+
 /// The terms of a META tag's `content` (or a header value without a robot
-/// name): known terms, in order; unknown ones skipped.
+/// name): known terms, in order, each once; unknown ones skipped; bounded
+/// as [`TermsReader`] is.
 pub fn terms(content: &str) -> Vec<Term> {
-    content.split(',').filter_map(|t| Term::parse(t).ok()).collect()
+    let mut reader = TermsReader::default();
+    for &b in content.as_bytes() {
+        reader.push(b);
+    }
+    reader.take()
 }
 
 /// One `X-Robots-Tag` value: the robot it names (`googlebot: noindex`), if
@@ -36,22 +127,20 @@ pub fn says_noindex(terms: &[Term]) -> bool {
 /// are not looked for.
 pub const MAX_HEAD: usize = 64 << 10;
 
-/// The longest tag kept across two chunks; a longer one is skipped.
-const MAX_TAG: usize = 4 << 10;
-
-/// The most META tags kept from one document.
-const MAX_TAGS: usize = 16;
+/// The most META tags kept from one document (and `X-Robots-Tag` values
+/// from one answer).
+pub const MAX_TAGS: usize = 16;
 
 /// Reads the robots META tags (`robots`, and per-robot names such as
-/// `googlebot`) of an HTML document as it streams, chunk by chunk: nothing
-/// of the document is kept but a tag cut by a chunk's end (at most
-/// [`MAX_TAG`] bytes), and reading stops at `</head>`, `<body` or
-/// [`MAX_HEAD`] bytes. Comments are skipped.
+/// `googlebot`) of an HTML document as it streams, chunk by chunk, with an
+/// HTML tokenizer ([`super::html`]): a tag inside a comment, a script, a
+/// style or a title is text, not a tag. Nothing of the document is kept but
+/// the tag being read (bounded), and reading stops at the end tag `</head>`,
+/// the start tag `<body>`, `<plaintext>` or [`MAX_HEAD`] bytes.
 #[derive(Debug, Default)]
 pub struct HeadScanner {
     read: usize,
-    carry: Vec<u8>,
-    in_comment: bool,
+    tokens: Tokenizer,
     done: bool,
     found: Vec<(String, Vec<Term>)>,
 }
@@ -80,155 +169,29 @@ impl HeadScanner {
         let room = MAX_HEAD.saturating_sub(self.read);
         let chunk = &chunk[..chunk.len().min(room)];
         self.read += chunk.len();
-        let mut data = chunk;
-        if self.in_comment {
-            // `-->` may straddle chunks: look in the carried tail too.
-            let mut joined = std::mem::take(&mut self.carry);
-            let keep = data.len().min(MAX_TAG);
-            joined.extend_from_slice(&data[..keep]);
-            match find(&joined, b"-->") {
-                Some(end) => {
-                    self.in_comment = false;
-                    let consumed = (end + 3).saturating_sub(joined.len() - keep);
-                    data = &data[consumed.min(data.len())..];
-                }
-                None => {
-                    self.carry = joined[joined.len().saturating_sub(2)..].to_vec();
-                    data = &[];
-                }
+        let (found, done) = (&mut self.found, &mut self.done);
+        self.tokens.feed(chunk, &mut |token| match token {
+            Token::Start { name: b"body", .. } | Token::End { name: b"head" } => {
+                *done = true;
+                false
             }
-        } else if !self.carry.is_empty() {
-            match memchr::memchr(b'>', data) {
-                Some(gt) => {
-                    let mut tag = std::mem::take(&mut self.carry);
-                    tag.extend_from_slice(&data[..=gt]);
-                    self.tag(&tag);
-                    data = &data[gt + 1..];
-                }
-                None => {
-                    if self.carry.len() + data.len() <= MAX_TAG {
-                        self.carry.extend_from_slice(data);
-                    } else {
-                        self.carry.clear();
-                    }
-                    data = &[];
-                }
-            }
-        }
-        while !self.done && !self.in_comment {
-            let Some(lt) = memchr::memchr(b'<', data) else { break };
-            let rest = &data[lt..];
-            if rest.starts_with(b"<!--") {
-                match find(&rest[4..], b"-->") {
-                    Some(end) => {
-                        data = &rest[4 + end + 3..];
-                        continue;
-                    }
-                    None => {
-                        self.in_comment = true;
-                        self.carry = rest[rest.len().saturating_sub(2).max(4)..].to_vec();
-                        break;
+            Token::Start { name: b"meta", name_attr: Some(Some(name)), content: Some(content) } => {
+                if found.len() < MAX_TAGS {
+                    // Robots' names: `robots`, or a robot token (letters, digits, - _).
+                    let name = String::from_utf8_lossy(name).trim().to_ascii_lowercase();
+                    let robot =
+                        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+                    let terms = content.take();
+                    if robot && !terms.is_empty() {
+                        found.push((name, terms));
                     }
                 }
+                true
             }
-            match memchr::memchr(b'>', rest) {
-                Some(gt) => {
-                    self.tag(&rest[..=gt]);
-                    data = &rest[gt + 1..];
-                }
-                None => {
-                    if rest.len() <= MAX_TAG {
-                        self.carry = rest.to_vec();
-                    }
-                    break;
-                }
-            }
-        }
-        if self.read >= MAX_HEAD {
+            _ => true,
+        });
+        if self.tokens.is_plaintext() || self.read >= MAX_HEAD {
             self.done = true;
         }
-    }
-
-    /// One whole tag, `<...>`.
-    fn tag(&mut self, tag: &[u8]) {
-        let name_end = tag[1..]
-            .iter()
-            .position(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/')
-            .map_or(tag.len(), |i| i + 1);
-        let name = &tag[1..name_end];
-        if name.eq_ignore_ascii_case(b"/head") || name.eq_ignore_ascii_case(b"body") {
-            self.done = true;
-            return;
-        }
-        if !name.eq_ignore_ascii_case(b"meta") || self.found.len() >= MAX_TAGS {
-            return;
-        }
-        let (mut meta_name, mut content) = (None, None);
-        for (k, v) in attributes(&tag[name_end..tag.len() - 1]) {
-            if k.eq_ignore_ascii_case(b"name") {
-                meta_name = Some(String::from_utf8_lossy(v).trim().to_ascii_lowercase());
-            } else if k.eq_ignore_ascii_case(b"content") {
-                content = Some(String::from_utf8_lossy(v).into_owned());
-            }
-        }
-        if let (Some(n), Some(c)) = (meta_name, content) {
-            // Robots' names: `robots`, or a robot token (letters, digits, - _).
-            if !n.is_empty() && n.len() <= 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) {
-                let t = terms(&c);
-                if !t.is_empty() {
-                    self.found.push((n, t));
-                }
-            }
-        }
-    }
-}
-
-/// The first place `needle` is in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
-}
-
-/// A tag's attributes: `name=value`, `name="value"`, `name='value'`, or a bare `name`.
-/// `s` past its leading bytes that `skipped` says yes to.
-fn skip(s: &[u8], skipped: impl Fn(u8) -> bool) -> &[u8] {
-    let start = s.iter().position(|&b| !skipped(b)).unwrap_or(s.len());
-    &s[start..]
-}
-
-fn attributes(mut s: &[u8]) -> Vec<(&[u8], &[u8])> {
-    let mut out = Vec::new();
-    loop {
-        s = skip(s, |b| b.is_ascii_whitespace() || b == b'/');
-        if s.is_empty() || out.len() >= 32 {
-            return out;
-        }
-        let end = s.iter().position(|b| b.is_ascii_whitespace() || *b == b'=' || *b == b'/').unwrap_or(s.len());
-        let (key, rest) = s.split_at(end);
-        s = skip(rest, |b| b.is_ascii_whitespace());
-        let value: &[u8] = if let [b'=', rest @ ..] = s {
-            s = skip(rest, |b| b.is_ascii_whitespace());
-            match s {
-                [q @ (b'"' | b'\''), rest @ ..] => {
-                    let close = rest.iter().position(|b| b == q).unwrap_or(rest.len());
-                    let v = &rest[..close];
-                    s = &rest[(close + 1).min(rest.len())..];
-                    v
-                }
-                _ => {
-                    let e = s.iter().position(|b| b.is_ascii_whitespace()).unwrap_or(s.len());
-                    let v = &s[..e];
-                    s = &s[e..];
-                    v
-                }
-            }
-        } else {
-            b""
-        };
-        if key.is_empty() {
-            // A stray `=`: skip a byte, never loop.
-            s = s.get(1..).unwrap_or(b"");
-            continue;
-        }
-        out.push((key, value));
     }
 }

@@ -29,6 +29,7 @@
 //! [`meta`] reads what an origin says (META tags, its own header) with the
 //! seeds' semantics, for the noindex that robots.txt hides.
 
+pub mod html;
 pub mod meta;
 
 use std::fmt;
@@ -535,7 +536,7 @@ pub type Told = Vec<(Option<String>, Vec<Term>)>;
 /// A page whose own noindex (META tag or `X-Robots-Tag`) robots.txt hides.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HiddenPage {
-    /// The path, as requested.
+    /// The page: the path requested, without its query.
     pub path: String,
     /// The robot that never sees it (`*`: every robot without a group of its own).
     pub robot: String,
@@ -549,19 +550,64 @@ pub struct HiddenPage {
     pub seen: String,
 }
 
-/// The last directives origins' pages said, per path, bounded: the oldest
-/// page seen gives way to a new one.
+/// The bytes a page held in [`Observed`] is counted as: its path, what it
+/// said (names, terms, a date's text) and a fixed share for the table's own
+/// entries, so that the count is near what the allocator gives.
+pub fn page_size(path: &str, said: &Told) -> usize {
+    const PAGE: usize = 160;
+    const SAID: usize = 64;
+    path.len()
+        + PAGE
+        + said
+            .iter()
+            .map(|(name, terms)| {
+                SAID + name.as_ref().map_or(0, String::len)
+                    + terms.len() * std::mem::size_of::<Term>()
+                    + terms.iter().map(|t| if let Term::UnavailableAfter(d) = t { d.len() } else { 0 }).sum::<usize>()
+            })
+            .sum::<usize>()
+}
+
+/// One page held.
+#[derive(Debug)]
+struct Page {
+    /// When it was last noted, on the table's own count (its place in `order`).
+    tick: u64,
+    /// When it was last noted (Unix ms).
+    at: u64,
+    said: Told,
+    /// [`page_size`].
+    bytes: usize,
+}
+
+/// The last directives origins' pages said, per page (a path without its
+/// query: a client choosing queries makes no new page), bounded both in
+/// pages and in bytes ([`page_size`]): the page noted least recently gives
+/// way. Cost: a note is one hash lookup, and amortised O(1) upkeep of the
+/// recency order.
 #[derive(Debug)]
 pub struct Observed {
-    max: usize,
-    pages: std::collections::HashMap<String, (u64, Told)>,
-    order: std::collections::VecDeque<String>,
+    max_pages: usize,
+    max_bytes: usize,
+    bytes: usize,
+    tick: u64,
+    pages: std::collections::HashMap<std::sync::Arc<str>, Page>,
+    /// Pages by when they were noted, oldest first; an entry whose tick is
+    /// not its page's any more (noted again since, or forgotten) is skipped.
+    order: std::collections::VecDeque<(u64, std::sync::Arc<str>)>,
 }
 
 impl Observed {
-    /// A table of at most `max` pages.
-    pub fn new(max: usize) -> Observed {
-        Observed { max: max.max(1), pages: std::collections::HashMap::new(), order: std::collections::VecDeque::new() }
+    /// A table of at most `max_pages` pages and `max_bytes` bytes.
+    pub fn new(max_pages: usize, max_bytes: usize) -> Observed {
+        Observed {
+            max_pages: max_pages.max(1),
+            max_bytes,
+            bytes: 0,
+            tick: 0,
+            pages: std::collections::HashMap::new(),
+            order: std::collections::VecDeque::new(),
+        }
     }
 
     /// Pages held.
@@ -574,39 +620,59 @@ impl Observed {
         self.pages.is_empty()
     }
 
+    /// The bytes held, as [`page_size`] counts them.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Remember what the page at `path` said at `now_ms` (replacing what it
     /// said before). Returns whether that is news: the page was not held, or
     /// said something else.
     pub fn note(&mut self, path: &str, said: Told, now_ms: u64) -> bool {
-        if let Some(entry) = self.pages.get_mut(path) {
-            let news = entry.1 != said;
-            *entry = (now_ms, said);
-            return news;
-        }
-        while self.pages.len() >= self.max {
-            match self.order.pop_front() {
-                Some(old) => {
-                    self.pages.remove(&old);
+        self.tick += 1;
+        let tick = self.tick;
+        let bytes = page_size(path, &said);
+        let (key, news) = match self.pages.get_key_value(path) {
+            Some((key, page)) => (key.clone(), page.said != said),
+            None => (std::sync::Arc::<str>::from(path), true),
+        };
+        let old = self.pages.insert(key.clone(), Page { tick, at: now_ms, said, bytes });
+        self.bytes = self.bytes - old.map_or(0, |p| p.bytes) + bytes;
+        self.order.push_back((tick, key));
+        // The newest page is never the one to go: the loop stops at it.
+        while self.pages.len() > self.max_pages || (self.bytes > self.max_bytes && self.pages.len() > 1) {
+            let Some((t, old)) = self.order.pop_front() else { break };
+            if self.pages.get(&old).is_some_and(|p| p.tick == t) {
+                if let Some(p) = self.pages.remove(&old) {
+                    self.bytes -= p.bytes;
                 }
-                None => break,
             }
         }
-        self.order.push_back(path.to_owned());
-        self.pages.insert(path.to_owned(), (now_ms, said));
-        true
+        self.compact();
+        news
     }
 
     /// Forget what the page at `path` said (it says nothing now).
     pub fn forget(&mut self, path: &str) {
-        if self.pages.remove(path).is_some() {
-            self.order.retain(|p| p != path);
+        if let Some(p) = self.pages.remove(path) {
+            self.bytes -= p.bytes;
+            self.compact();
+        }
+    }
+
+    /// Drop the order's stale entries once they outnumber the pages: each
+    /// pass is paid for by as many notes as pages.
+    fn compact(&mut self) {
+        if self.order.len() > 2 * self.pages.len() + 64 {
+            let pages = &self.pages;
+            self.order.retain(|(t, p)| pages.get(p).is_some_and(|page| page.tick == *t));
         }
     }
 
     /// The pages whose noindex `robots` hides, by path, then robot.
     pub fn hidden(&self, robots: &crate::robots::RobotsTxt) -> Vec<HiddenPage> {
         let mut out: Vec<HiddenPage> =
-            self.pages.iter().flat_map(|(path, (at, said))| hidden_page(path, said, *at, robots)).collect();
+            self.pages.iter().flat_map(|(path, page)| hidden_page(path, &page.said, page.at, robots)).collect();
         out.sort_by(|a, b| (&a.path, &a.robot).cmp(&(&b.path, &b.robot)));
         out
     }

@@ -28,7 +28,7 @@
 //! copies its strings once.
 
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use hashbrown::{Equivalent, HashMap};
 
@@ -368,6 +368,70 @@ impl Aggregator {
     }
 }
 
+/// Findings (not violations: [`Finding`]) to write, folded as violations
+/// are: a finding's key is its site, kind, page, robot, what the page said
+/// and the robots.txt line; within one window of `window` milliseconds the
+/// first finding of a key is written and its repeats are not (a page that
+/// switches its noindex on and off makes one line a window, not one a
+/// switch), and at most `cap` findings are written a window, the rest only
+/// counted. The table keeps a 64-bit hash per key written in the window
+/// (foldhash, seeded per process), so it holds at most `cap` hashes
+/// whatever the keys' lengths; a hash collision can only fold a finding
+/// into another's line. The caller's clock, as for [`Aggregator`].
+#[derive(Debug)]
+pub struct FindingFold {
+    window: u64,
+    cap: usize,
+    start: u64,
+    keys: hashbrown::HashSet<u64>,
+    hasher: foldhash::fast::RandomState,
+    held: u64,
+}
+
+/// What [`FindingFold::admit`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admitted {
+    /// Write the finding.
+    pub write: bool,
+    /// Findings the window that just closed did not write for its cap (0 mostly).
+    pub held: u64,
+}
+
+impl FindingFold {
+    /// A fold of `window` milliseconds and at most `cap` lines a window.
+    pub fn new(window: u64, cap: usize) -> FindingFold {
+        FindingFold {
+            window: window.max(1),
+            cap,
+            start: 0,
+            keys: hashbrown::HashSet::new(),
+            hasher: foldhash::fast::RandomState::default(),
+            held: 0,
+        }
+    }
+
+    /// Whether `f`, noticed at `now`, is to be written.
+    pub fn admit(&mut self, f: &Finding, now: u64) -> Admitted {
+        let mut held = 0;
+        if now >= self.start.saturating_add(self.window) {
+            held = std::mem::take(&mut self.held);
+            self.keys.clear();
+            self.start = now;
+        }
+        let key = self.hasher.hash_one((&f.site, f.finding, &f.path, &f.robot, &f.said, f.line, &f.pattern));
+        let write = if self.keys.contains(&key) {
+            false
+        } else if self.keys.len() >= self.cap {
+            self.held += 1;
+            false
+        } else {
+            self.keys.insert(key);
+            true
+        };
+        Admitted { write, held }
+    }
+}
+
 fn record_size(r: &Record) -> usize {
     r.time.len()
         + r.site.len()
@@ -566,5 +630,38 @@ mod tests {
         written += a.drain().iter().map(Line::count).sum::<u64>();
         assert!(a.is_empty());
         assert_eq!(written, n);
+    }
+    fn finding(path: &str, said: &str) -> Finding {
+        Finding {
+            time: "t".into(),
+            site: "s".into(),
+            finding: Finding::HIDDEN_NOINDEX,
+            path: path.into(),
+            robot: "*".into(),
+            said: said.into(),
+            line: 2,
+            pattern: "/private/".into(),
+        }
+    }
+
+    #[test]
+    fn findings_fold_once_per_key_per_window_with_a_cap() {
+        let mut f = FindingFold::new(1_000, 3);
+        assert!(f.admit(&finding("/private/a", "robots: noindex"), 0).write);
+        // The same page saying the same: folded, however often.
+        for t in 1..500 {
+            assert!(!f.admit(&finding("/private/a", "robots: noindex"), t).write);
+        }
+        // A change is a new key.
+        assert!(f.admit(&finding("/private/a", "robots: none"), 500).write);
+        assert!(f.admit(&finding("/private/b", "robots: noindex"), 501).write);
+        // The cap: a fourth key in the window is held, and counted.
+        assert!(!f.admit(&finding("/private/c", "robots: noindex"), 502).write);
+        assert!(!f.admit(&finding("/private/d", "robots: noindex"), 503).write);
+        // The next window writes each key once more, and says what the last held.
+        let next = f.admit(&finding("/private/a", "robots: noindex"), 1_000);
+        assert_eq!(next, Admitted { write: true, held: 2 });
+        assert!(f.admit(&finding("/private/c", "robots: noindex"), 1_001).write);
+        assert!(!f.admit(&finding("/private/a", "robots: noindex"), 1_999).write);
     }
 }

@@ -115,7 +115,8 @@ pub struct Overflow {
 /// Something noticed on a site that is not a violation, written to the
 /// same log so that `robotgate report` can list it: today a page whose own
 /// noindex robots.txt hides from a robot (`indexing.observe`). Written when
-/// a page's word changes, not per request.
+/// a page's word changes, folded per page, robot and word (see
+/// [`aggregate::FindingFold`]), not per request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// RFC 3339 UTC time it was noticed.
@@ -124,7 +125,7 @@ pub struct Finding {
     pub site: String,
     /// What was noticed: [`Finding::HIDDEN_NOINDEX`].
     pub finding: &'static str,
-    /// The page's path and query.
+    /// The page: its path, without the query.
     pub path: String,
     /// The robot that never sees the noindex (`*`: every robot without a group of its own).
     pub robot: String,

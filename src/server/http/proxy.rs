@@ -68,6 +68,7 @@ fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx, log: &ViolationLog)
         .get_all("x-robots-tag")
         .iter()
         .filter_map(|v| v.to_str().ok())
+        .take(meta::MAX_TAGS)
         .map(|v| {
             let (name, terms) = meta::header_value(v);
             (name.map(str::to_ascii_lowercase), terms)
@@ -86,10 +87,10 @@ fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx, log: &ViolationLog)
     }
 }
 
-/// The request's path and query, as requested.
+/// The page observed: the request's path, as requested, without its query
+/// (a client choosing queries makes no new page, and no new finding).
 fn path_of(session: &Session) -> &str {
-    let uri = &session.req_header().uri;
-    uri.path_and_query().map_or_else(|| uri.path(), |p| p.as_str())
+    session.req_header().uri.path()
 }
 
 /// Note what the page said; when that is news and robots.txt hides a

@@ -36,6 +36,13 @@ pub struct Board {
 /// Pages remembered per site (`indexing.observe`).
 pub const OBSERVED_PAGES: usize = 10_000;
 
+/// Bytes remembered per site (`indexing.observe`), as
+/// [`crate::indexing::page_size`] counts them: past it, the page noted
+/// least recently is forgotten. With the terms a page's tags keep bounded
+/// ([`crate::indexing::meta::MAX_TAGS`], [`crate::indexing::meta::MAX_OTHER_TERMS`]),
+/// what clients can make the proxy hold for `observe` is this per site.
+pub const OBSERVED_BYTES: usize = 4 << 20;
+
 /// The board (made on first use; `serve` touches it at start).
 pub fn board() -> &'static Board {
     static B: OnceLock<Board> = OnceLock::new();
@@ -90,8 +97,8 @@ impl Board {
         ring.push_back(rec.clone());
     }
 
-    /// Note what a page of `site` said about indexing (its META tags and
-    /// `X-Robots-Tag`), replacing what it said before. Returns whether the
+    /// Note what a page of `site` (`path`: without its query) said about
+    /// indexing (its META tags and `X-Robots-Tag`), replacing what it said before. Returns whether the
     /// page said something new (a silent page is never news).
     pub fn told(&self, site: &str, path: &str, told: Told) -> bool {
         let mut sites = lock(&self.observed);
@@ -105,7 +112,7 @@ impl Board {
         let i = match sites.iter().position(|(name, _)| name == site) {
             Some(i) => i,
             None if sites.len() < MAX_SITES => {
-                sites.push((site.to_owned(), Observed::new(OBSERVED_PAGES)));
+                sites.push((site.to_owned(), Observed::new(OBSERVED_PAGES, OBSERVED_BYTES)));
                 sites.len() - 1
             }
             None => return false,

@@ -31,7 +31,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{LogOptions, LogTarget};
-use crate::record::aggregate::{Aggregator, Folded, Line, Offer};
+use crate::record::aggregate::{Aggregator, FindingFold, Folded, Line, Offer};
 pub use crate::record::{Finding, Record};
 use crate::server::telemetry::metrics;
 
@@ -41,10 +41,18 @@ pub const QUEUE: usize = 65_536;
 pub const TICK: Duration = Duration::from_millis(200);
 /// Text kept in the aggregation table at most (its records' strings).
 pub const MAX_TABLE_BYTES: usize = 64 << 20;
+/// The window findings are folded over: a finding's key (site, page, robot,
+/// what the page said, robots.txt line) writes one line per window.
+pub const FINDING_WINDOW: Duration = Duration::from_secs(600);
+/// Finding lines written per [`FINDING_WINDOW`] at most (the status page
+/// lists every page whatever the log holds).
+pub const FINDINGS_PER_WINDOW: usize = 1_000;
 
 /// What the requests and the writer share.
 struct Shared {
     table: Mutex<Aggregator>,
+    /// Findings written in the current window.
+    findings: Mutex<FindingFold>,
     /// The clock the table's times are on.
     start: Instant,
     /// Set by `SIGUSR1`: reopen the file at the next chance.
@@ -97,6 +105,7 @@ impl ViolationLog {
         let window = u64::try_from(options.aggregate_window.as_millis()).unwrap_or(u64::MAX);
         let shared = Arc::new(Shared {
             table: Mutex::new(Aggregator::new(window, options.aggregate_max_keys, MAX_TABLE_BYTES)),
+            findings: Mutex::new(FindingFold::new(FINDING_WINDOW.as_millis() as u64, FINDINGS_PER_WINDOW)),
             start: Instant::now(),
             reopen: AtomicBool::new(false),
         });
@@ -157,9 +166,21 @@ impl ViolationLog {
     }
 
     /// Log a finding (not a violation: a page's hidden noindex). Findings
-    /// are written when a page's word changes, so they are few; with the
+    /// come when a page's word changes, and are folded ([`FindingFold`]):
+    /// one line per site, page, robot and word per [`FINDING_WINDOW`], at
+    /// most [`FINDINGS_PER_WINDOW`] lines a window (those past it are said
+    /// in the process's log, as a count, when the window ends). With the
     /// queue full one is dropped and said so in the process's log.
     pub fn note(&self, finding: Finding) {
+        let now = self.shared.now();
+        let admitted = self.shared.findings.lock().unwrap_or_else(|e| e.into_inner()).admit(&finding, now);
+        if admitted.held > 0 {
+            tracing::warn!(target: "robotgate::violations", held = admitted.held,
+                "findings past the cap of a window were not written to the violation log (the status page lists every page)");
+        }
+        if !admitted.write {
+            return;
+        }
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(tx) = tx else { return };
         if let Err(TrySendError::Full(line)) = tx.try_send(Box::new(Line::Finding(finding))) {
