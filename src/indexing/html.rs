@@ -24,10 +24,10 @@
 //!
 //! Cost: one pass, each byte looked at once (runs of text, comment and
 //! script are skipped by `memchr`); memory: a few hundred bytes and what the
-//! caller keeps of a `content` value ([`super::meta::TermsReader`]). No
+//! caller keeps of a `content` value ([`super::terms::TermsReader`]). No
 //! input panics (`fuzz/fuzz_targets/meta_head.rs`).
 
-use super::meta::TermsReader;
+use super::terms::TermsReader;
 
 /// The longest tag name told apart (`plaintext`); a longer one is "other".
 const NAME: usize = 16;

@@ -31,6 +31,7 @@
 
 pub mod html;
 pub mod meta;
+pub mod terms;
 
 use std::fmt;
 
