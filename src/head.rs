@@ -409,12 +409,21 @@ mod tests {
 
     /// Feed `head` in pieces of `step` bytes, holding back as asked.
     fn scrub(head: &[u8], step: usize) -> (Vec<u8>, Option<Unreadable>, bool) {
+        scrub_with(head, step, HeadScrub::feed)
+    }
+
+    /// As [`scrub`], with `feed` for [`HeadScrub::feed`].
+    fn scrub_with(
+        head: &[u8],
+        step: usize,
+        feed: fn(&mut HeadScrub, &mut [u8]) -> usize,
+    ) -> (Vec<u8>, Option<Unreadable>, bool) {
         let mut s = HeadScrub::new();
         let (mut out, mut held) = (Vec::new(), Vec::new());
         for piece in head.chunks(step.max(1)) {
             let mut chunk = std::mem::take(&mut held);
             chunk.extend_from_slice(piece);
-            let hold = s.feed(&mut chunk);
+            let hold = feed(&mut s, &mut chunk);
             assert!(hold <= HOLD_MAX, "holds {hold}");
             held = chunk.split_off(chunk.len() - hold);
             out.extend_from_slice(&chunk);
@@ -542,17 +551,7 @@ mod tests {
 
     /// The scrub with the byte-by-byte path only.
     fn scrub_slowly(head: &[u8], step: usize) -> (Vec<u8>, Option<Unreadable>, bool) {
-        let mut s = HeadScrub::new();
-        let (mut out, mut held) = (Vec::new(), Vec::new());
-        for piece in head.chunks(step.max(1)) {
-            let mut chunk = std::mem::take(&mut held);
-            chunk.extend_from_slice(piece);
-            let hold = s.feed_bytes(&mut chunk);
-            held = chunk.split_off(chunk.len() - hold);
-            out.extend_from_slice(&chunk);
-        }
-        out.extend_from_slice(&held);
-        (out, s.unreadable(), s.is_done())
+        scrub_with(head, step, HeadScrub::feed_bytes)
     }
 
     proptest::proptest! {
