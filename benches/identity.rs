@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
     let bots = classifier.db().bots();
     let feeds: Vec<_> = bots.iter().map(|b| resolve(&table, &b.ip_ranges).unwrap_or_default()).collect();
     let rdns: Vec<_> = bots.iter().map(|b| b.rdns_use()).collect();
-    let ranges = RangesOnly(ByRanges { table: &table, feeds: &feeds, rdns: &rdns });
+    let ranges = RangesOnly(ByRanges { table: &table, feeds: &feeds, rdns: &rdns, complete_for: None });
     let robots = RobotsTxt::compile(b"User-agent: *\nDisallow: /private/\n");
     let policy = PolicyConfig::default();
     let site = SiteRules::new("s", &policy, Some(&robots));

@@ -69,7 +69,10 @@ fn a_claim_is_believed_from_its_ranges_or_its_reverse_dns_and_nowhere_else() {
         ("80.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-80", "googlebot", "com"])),
         ("crawl-198-51-100-80.googlebot.com", Answer::A("198.51.100.80".parse().unwrap())),
     ]);
-    let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
+    // Refresh off: the operator keeps the lists current, so Google's
+    // complete lists decide alone at any age (issue #52 is below).
+    let extra =
+        format!("verify:\n  refresh: \"off\"\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
     let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
 
     // In Google's published ranges: Googlebot's own group (Allow: /), no DNS asked.
@@ -98,6 +101,140 @@ fn a_claim_is_believed_from_its_ranges_or_its_reverse_dns_and_nowhere_else() {
     assert_eq!(spoofed.len(), 4, "{recs:?}");
     assert!(spoofed.iter().all(|r| r["identity"] == "spoofed"));
     assert_eq!(spoofed.iter().filter(|r| r["bot"] == "Googlebot").count(), 1);
+}
+
+/// The DNS records of a real Googlebot at 198.51.100.80, outside the
+/// embedded lists, and of a liar at 203.0.113.50.
+fn google_dns() -> Server {
+    Server::answering(&[
+        ("80.100.51.198.in-addr.arpa", Answer::Ptr(vec!["crawl-198-51-100-80", "googlebot", "com"])),
+        ("crawl-198-51-100-80.googlebot.com", Answer::A("198.51.100.80".parse().unwrap())),
+        ("50.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl", "evil", "example"])),
+    ])
+}
+
+fn status_feed(gate: &Gate, name: &str) -> serde_json::Value {
+    let body = get(&format!("http://127.0.0.1:{}/status.json", gate.metrics_port), &[]).body;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["feeds"].as_array().unwrap().iter().find(|f| f["name"] == name).cloned().unwrap_or_default()
+}
+
+const METRICS: &str = "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n  status_page: true\n";
+
+#[test]
+fn issue_52_a_googlebot_outside_a_stale_list_is_verified_by_reverse_dns_and_the_age_is_shown() {
+    let origin = common::Origin::start();
+    let dns = google_dns();
+    // The default refresh (every 24 h from the operators' URLs, which this
+    // machine cannot reach): the embedded lists, dated August, stay, and
+    // they are older than the refresh interval.
+    let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n{METRICS}", dns.addr);
+    let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
+
+    // A real Googlebot from an address Google added after the snapshot:
+    // forward-confirmed reverse DNS proves it, so Googlebot's group (Allow: /).
+    assert_eq!(from(&gate, "198.51.100.80", GOOGLEBOT, "/private/x", &[]), 200, "{}", gate.stderr());
+    assert!(dns.count() > 0, "reverse DNS was asked");
+    // A liar outside the lists: its PTR names no Google host, spoofed.
+    assert_eq!(from(&gate, "203.0.113.50", GOOGLEBOT, "/page", &[]), 403);
+    // In the lists: verified with no lookup.
+    let asked = dns.count();
+    assert_eq!(from(&gate, "66.249.66.1", GOOGLEBOT, "/private/x", &[]), 200);
+    assert_eq!(dns.count(), asked);
+    let recs = wait_lines(&gate.path("violations.jsonl"), 1);
+    let recs: Vec<serde_json::Value> = recs.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!((recs[0]["identity"].as_str(), recs[0]["client"].as_str()), (Some("spoofed"), Some("203.0.113.50")));
+
+    // The age, on /status and in the metrics: the list is dated 2026-08-21.
+    let feed = status_feed(&gate, "google-common-crawlers");
+    assert!(feed["age_seconds"].as_u64().unwrap() > 30 * 86_400, "{feed}");
+    assert_eq!(feed["current"], false, "{feed}");
+    assert_eq!(feed["date"], "2026-08-21T14:45:42.000000");
+    let html = get(&format!("http://127.0.0.1:{}/status", gate.metrics_port), &[]).body;
+    assert!(html.contains("google-common-crawlers") && html.contains("older than the refresh interval"));
+    assert!(common::metric(&gate, "robotgate_feed_age_seconds{feed=\"google-common-crawlers\"}") > 30.0 * 86_400.0);
+
+    // The refresh fails here (no route to the operators): said once in the
+    // log, with the reason, and not per request.
+    let said = |gate: &Gate| gate.stderr().matches("feed refresh failed").count();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while said(&gate) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no refresh failure logged: {}", gate.stderr());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    for _ in 0..20 {
+        assert_eq!(from(&gate, "198.51.100.80", GOOGLEBOT, "/private/x", &[]), 200);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(said(&gate), 1, "{}", gate.stderr());
+    let line = gate.stderr().lines().find(|l| l.contains("feed refresh failed")).unwrap().to_owned();
+    assert!(line.contains("google-common-crawlers:"), "each feed with its reason: {line}");
+    assert!(common::metric(&gate, "robotgate_feed_refresh_failures_total") >= 1.0);
+    assert!(status_feed(&gate, "google-common-crawlers")["refresh_error"].is_string());
+}
+
+#[test]
+fn issue_52_a_fake_googlebot_whose_reverse_dns_is_silent_stays_spoofed() {
+    let origin = common::Origin::start();
+    let silent = Server::start(&[], true, std::time::Duration::ZERO);
+    let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}\n", silent.addr);
+    let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
+    // Outside the stale list DNS is asked, cannot tell, and the list's word
+    // stands (issue #39): not unverifiable, so not Googlebot's group.
+    assert_eq!(from(&gate, "203.0.113.51", GOOGLEBOT, "/page", &[]), 403);
+    assert!(silent.count() > 0, "reverse DNS was asked");
+    let recs = wait_lines(&gate.path("violations.jsonl"), 1);
+    assert!(recs[0].contains("\"spoofed\""), "{recs:?}");
+}
+
+#[test]
+fn issue_52_the_default_refresh_puts_a_fresh_list_in_force_and_never_an_older_one() {
+    let origin = common::Origin::start();
+    let silent = Server::start(&[], true, std::time::Duration::ZERO);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let date = |secs: u64| {
+        let (days, rest) = (secs / 86_400, secs % 86_400);
+        // Civil date from days since 1970 (Howard Hinnant's algorithm).
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000000", rest / 3600, rest % 3600 / 60, rest % 60)
+    };
+    let fresh = format!(
+        r#"{{"creationTime": "{}", "prefixes": [{{"ipv4Prefix": "66.249.64.0/19"}}, {{"ipv4Prefix": "198.51.100.0/24"}}]}}"#,
+        date(now - 3600)
+    );
+    let old = br#"{"creationTime": "2020-01-01T00:00:00.000000", "prefixes": [{"ipv4Prefix": "203.0.113.0/24"}]}"#;
+    let base = serve_routes(vec![("/common.json", 200, fresh.into_bytes()), ("/special.json", 200, old.to_vec())]);
+    // No `verify.feeds`: refreshed feeds go to robotgate's own directory
+    // beside its state files (here the violation log's directory).
+    let extra = format!(
+        "verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}\n  feed_urls:\n    google-common-crawlers: \"{base}/common.json\"\n    google-special-crawlers: \"{base}/special.json\"\n{METRICS}",
+        silent.addr
+    );
+    let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while from(&gate, "198.51.100.9", GOOGLEBOT, "/private/x", &[]) != 200 {
+        assert!(std::time::Instant::now() < deadline, "the refreshed list was not put in force: {}", gate.stderr());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(gate.path("robotgate-feeds/google-common-crawlers.json").is_file());
+    let feed = status_feed(&gate, "google-common-crawlers");
+    assert!(feed["age_seconds"].as_u64().unwrap() < 600, "counted from the refresh: {feed}");
+    assert_eq!(feed["current"], true, "{feed}");
+    assert!(common::metric(&gate, "robotgate_feed_age_seconds{feed=\"google-common-crawlers\"}") < 600.0);
+    // A list dated before the embedded one is refused: the floor.
+    assert!(!gate.path("robotgate-feeds/google-special-crawlers.json").exists());
+    let special = status_feed(&gate, "google-special-crawlers");
+    assert!(special["refresh_error"].as_str().unwrap_or("").contains("older than the embedded"), "{special}");
+    assert_eq!(special["date"], "2026-08-21T14:46:19.000000", "the embedded list stays");
 }
 
 /// A fresh Ed25519 key.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::redis_server::RedisServer;
+use common::redis_server::{Pass, RedisServer, Relay};
 use common::{get, metric, within, Gate, Origin, FIREFOX};
 
 const ROBOTS: &str = "User-agent: *\nCrawl-delay: 2\nDisallow: /private/\n";
@@ -281,4 +281,54 @@ fn every_key_expires_after_a_hundred_thousand_clients() {
         n <= u64::from(CLIENTS / 100)
     });
     assert!(gone.is_some(), "rate keys did not expire");
+}
+
+/// Issue #52: the store behind a relay that passes its replies on as `pass`
+/// says, with `state.timeout_ms: 200`.
+fn behind_relay(origin: &Origin, redis: &RedisServer, relay: &Relay) -> Gate {
+    let cfg = config(origin, redis).replace(&redis.url(), &relay.url()).replace("timeout_ms: 500", "timeout_ms: 200");
+    Gate::start(&cfg, &[("robots.txt", ROBOTS.as_bytes())])
+}
+
+#[test]
+fn issue_52_a_trickling_store_holds_no_paced_request_past_its_timeout() {
+    let (origin, redis) = (Origin::start(), RedisServer::start());
+    let relay = Relay::start(redis.port, Pass::Whole);
+    let gate = behind_relay(&origin, &redis, &relay);
+    let up = within(Duration::from_secs(10), || metric(&gate, "robotgate_state_up") == 1.0);
+    assert!(up.is_some(), "the store never came up:\n{}", gate.stderr());
+    // The store now answers one byte every 60 ms: a reply of a few bytes
+    // takes longer than the 200 ms a request may wait.
+    relay.set(Pass::Trickle);
+    for (i, want) in [(0, 200), (0, 429), (1, 200), (2, 200)] {
+        let client = format!("203.0.113.{}", 40 + i);
+        let started = std::time::Instant::now();
+        let status = as_client(&gate, "/page", &client, ODD);
+        let took = started.elapsed();
+        eprintln!("a paced request with a trickling store: {status} in {took:?}");
+        assert!(took < Duration::from_secs(2), "a paced request waited {took:?}");
+        // Fail-open: this instance's own rate table answers, and paces.
+        assert_eq!(status, want, "{client}");
+    }
+    assert!(metric(&gate, "robotgate_state_errors_total") >= 1.0);
+}
+
+#[test]
+fn issue_52_a_store_whose_scan_never_ends_is_unreachable_and_said_once() {
+    let (origin, redis) = (Origin::start(), RedisServer::start());
+    let relay = Relay::start(redis.port, Pass::EndlessScan);
+    let gate = behind_relay(&origin, &redis, &relay);
+    let said = |g: &Gate| g.stderr().matches("shared state store unreachable").count();
+    let first = within(Duration::from_secs(20), || said(&gate) >= 1);
+    assert!(first.is_some(), "the keeper never gave up loading:\n{}", gate.stderr());
+    assert!(gate.stderr().contains("loading the live keys took longer than"), "{}", gate.stderr());
+    assert_eq!(metric(&gate, "robotgate_state_up"), 0.0);
+    // Requests do not wait on it meanwhile.
+    let started = std::time::Instant::now();
+    assert_eq!(as_client(&gate, "/page", "203.0.113.50", ODD), 200);
+    assert_eq!(as_client(&gate, "/page", "203.0.113.50", ODD), 429, "paced by this instance");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The keeper keeps trying (another full load time), and says it once.
+    std::thread::sleep(Duration::from_secs(12));
+    assert_eq!(said(&gate), 1, "{}", gate.stderr());
 }

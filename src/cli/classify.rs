@@ -82,7 +82,7 @@ impl IdentityByRanges {
     fn identity(&self, agent: &robotgate::agent::Agent<'_>, ip: std::net::IpAddr) -> &'static str {
         use robotgate::identity::{ByRanges, Identify, RangesOnly};
         let robotgate::agent::AgentKind::Known(i) = agent.kind else { return "not-claimed" };
-        let by = ByRanges { table: &self.ranges, feeds: &self.feeds, rdns: &self.rdns };
+        let by = ByRanges { table: &self.ranges, feeds: &self.feeds, rdns: &self.rdns, complete_for: None };
         RangesOnly(by).identify(i, Some(ip)).as_str()
     }
 }

@@ -38,8 +38,18 @@ pub fn run(
             cache_entries: 16,
         };
         let resolver = DnsVerifier::new(&cfg).ok();
-        robotgate::server::verify::identity::report(&classifier, &ranges, resolver.as_ref(), ip, user_agent.as_bytes())
-            .await
+        // As `serve` by default: a complete list older than the default
+        // refresh interval lets reverse DNS verify outside it.
+        let complete_for = Some(robotgate::config::DEFAULT_FEED_REFRESH.as_secs());
+        robotgate::server::verify::identity::report(
+            &classifier,
+            &ranges,
+            resolver.as_ref(),
+            complete_for,
+            ip,
+            user_agent.as_bytes(),
+        )
+        .await
     });
     if json {
         let v = serde_json::json!({"ip": ip.to_string(), "user_agent": user_agent, "bot": report.bot, "identity": report.outcome, "evidence": report.evidence});

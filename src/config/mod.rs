@@ -203,7 +203,8 @@ pub struct Verify {
     /// Web Bot Auth directories may live on private, loopback or link-local
     /// addresses and be fetched over plain http (tests only).
     pub allow_private_directories: bool,
-    /// Fetch the feeds into `verify.feeds` this often.
+    /// Fetch the feeds this often (default 24 hours; `None`: `off`), into
+    /// `verify.feeds` or robotgate's own directory ([`crate::load::feeds_dir`]).
     pub refresh: Option<Duration>,
     /// Feed URLs in place of the operators' (name -> URL).
     pub feed_urls: Vec<(String, String)>,
@@ -217,6 +218,9 @@ pub struct DnsSettings {
     /// The bound on one whole check (PTR and forward lookups together).
     pub timeout: Duration,
 }
+
+/// The default `verify.refresh`: Google regenerates its lists daily.
+pub const DEFAULT_FEED_REFRESH: Duration = Duration::from_secs(24 * 3600);
 
 /// The default `verify.dns.timeout_ms`.
 pub const DEFAULT_DNS_TIMEOUT_MS: u64 = 500;

@@ -425,8 +425,9 @@ pub struct RawVerify {
     /// private, loopback and link-local addresses, and over plain http. For
     /// tests only (default false).
     pub allow_private_directories: bool,
-    /// Fetch the operators' feeds into `feeds` this often (`24h`, `90m`,
-    /// `3600s` or seconds); absent: never.
+    /// Fetch the operators' feeds this often (`24h`, `90m`, `3600s` or
+    /// seconds; `off`: never), into `feeds` or, without it, robotgate's own
+    /// `robotgate-feeds` directory beside its state files; absent: `24h`.
     pub refresh: Option<RawDuration>,
     /// Feed URLs in place of the operators' (name: URL), e.g. a mirror.
     pub feed_urls: BTreeMap<String, String>,

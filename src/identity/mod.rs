@@ -138,6 +138,27 @@ pub struct ByRanges<'a> {
     /// What reverse DNS can say of each database entry outside its ranges,
     /// by entry index ([`crate::agent::Bot::rdns_use`]).
     pub rdns: &'a [Rdns],
+    /// How old (seconds) a complete list may be and still decide alone
+    /// outside its ranges: the feeds' refresh interval (`verify.refresh`);
+    /// `None`: at any age (refresh off: the operator keeps them current).
+    pub complete_for: Option<u64>,
+}
+
+impl ByRanges<'_> {
+    /// What a claim of `bot` comes to when reverse DNS, asked, could not
+    /// tell (no answer in time, every slot busy, a resolver error):
+    /// unverifiable, except for a robot whose operator says its list is
+    /// complete. That robot is asked only because its list is older than
+    /// its refresh interval (issue #52): DNS may then prove an address the
+    /// list does not have yet, but a lookup that fails leaves the list's
+    /// word, spoofed, so that a client who holds its own reverse zone
+    /// silent gains nothing (issue #39).
+    pub fn unanswered(&self, bot: usize) -> Identity {
+        match self.rdns.get(bot) {
+            Some(Rdns::Complete) => Identity::Spoofed,
+            _ => Identity::Unverifiable,
+        }
+    }
 }
 
 impl Identify for ByRanges<'_> {
@@ -157,6 +178,14 @@ impl Identify for ByRanges<'_> {
             // every client looks local lacks `trusted_proxies`).
             _ if rdns != Rdns::None && is_local(ip) => Identity::Unverifiable,
             _ if rdns == Rdns::Asked => Identity::Pending,
+            // Outside complete ranges that may be out of date (issue #52):
+            // reverse DNS may prove an address added since.
+            Evidence::NotInRange
+                if rdns == Rdns::Complete
+                    && !lists_current(feeds, self.table, self.complete_for, crate::time::Clock::System.unix_secs()) =>
+            {
+                Identity::Pending
+            }
             // Outside complete ranges (issue #39), or ranges and no host names.
             Evidence::NotInRange => Identity::Spoofed,
             Evidence::NoData => Identity::Unverifiable,
@@ -177,6 +206,17 @@ pub enum Rdns {
     Complete,
 }
 
+/// Whether every one of `feeds` is at most `max_age` seconds old at `now`
+/// (Unix seconds), so that a robot's complete list may decide alone
+/// outside its ranges; always with no `max_age`. A list of unknown age is
+/// not current.
+pub fn lists_current(feeds: &[FeedId], table: &RangeTable, max_age: Option<u64>, now: u64) -> bool {
+    match max_age {
+        None => true,
+        Some(max) => feeds.iter().all(|&f| table.feed(f).is_fresh(now, max)),
+    }
+}
+
 /// Loopback, private (RFC 1918, unique local), link-local or unspecified:
 /// no public crawler's address.
 pub fn is_local(ip: IpAddr) -> bool {
@@ -192,13 +232,14 @@ pub fn is_local(ip: IpAddr) -> bool {
 }
 
 /// [`ByRanges`] for callers that make no lookups: what only reverse DNS
-/// could tell stays unverifiable.
+/// could tell is what an unanswered lookup comes to
+/// ([`ByRanges::unanswered`]).
 pub struct RangesOnly<'a>(pub ByRanges<'a>);
 
 impl Identify for RangesOnly<'_> {
     fn identify(&self, bot: usize, client: Option<IpAddr>) -> Identity {
         match self.0.identify(bot, client) {
-            Identity::Pending => Identity::Unverifiable,
+            Identity::Pending => self.0.unanswered(bot),
             other => other,
         }
     }
@@ -259,6 +300,36 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(check(&g, &t, ip("66.249.64.20")).is_in_range());
+    }
+
+    #[test]
+    fn issue_52_a_complete_list_older_than_its_refresh_lets_dns_verify() {
+        let t = table();
+        let google = resolve(&t, &["google"]).unwrap();
+        let feeds = vec![google];
+        let rdns = [Rdns::Complete];
+        // The test feed is dated 2026-08-21 (no creationTime: unknown age).
+        let now = crate::time::Clock::System.unix_secs();
+        let age = t.feed(feeds[0][0]).age(now);
+        assert_eq!(age, None, "a feed without a date has no known age");
+        let by = |complete_for| ByRanges { table: &t, feeds: &feeds, rdns: &rdns, complete_for };
+        let outside = Some(ip("192.0.2.7"));
+        assert_eq!(by(None).identify(0, outside), Identity::Spoofed, "refresh off: the list decides alone");
+        assert_eq!(by(Some(86_400)).identify(0, outside), Identity::Pending, "unknown age: DNS may verify");
+        assert_eq!(by(Some(86_400)).unanswered(0), Identity::Spoofed, "an unanswered lookup leaves the list's word");
+        assert_eq!(RangesOnly(by(Some(86_400))).identify(0, outside), Identity::Spoofed);
+        assert_eq!(by(Some(86_400)).identify(0, Some(ip("66.249.64.1"))), Identity::Verified);
+        // Known current: decides alone again.
+        let mut fresh = table();
+        fresh.known_current_at(fresh.feed_id("google").unwrap(), now - 60);
+        let by = ByRanges { table: &fresh, feeds: &feeds, rdns: &rdns, complete_for: Some(86_400) };
+        assert_eq!(by.identify(0, outside), Identity::Spoofed);
+        assert!(lists_current(&feeds[0], &fresh, Some(86_400), now));
+        assert!(!lists_current(&feeds[0], &fresh, Some(30), now), "older than a 30 s interval");
+        // An Asked robot's unanswered lookup stays unverifiable.
+        let asked = [Rdns::Asked];
+        let by = ByRanges { table: &fresh, feeds: &feeds, rdns: &asked, complete_for: Some(86_400) };
+        assert_eq!(by.unanswered(0), Identity::Unverifiable);
     }
 
     #[test]

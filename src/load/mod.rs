@@ -149,6 +149,9 @@ pub struct Snapshot {
     /// What reverse DNS can say of each database entry outside its ranges
     /// ([`crate::agent::Bot::rdns_use`]), by entry index.
     pub bot_rdns: Vec<crate::identity::Rdns>,
+    /// The directory the feeds are read from and refreshed into
+    /// ([`feeds_dir`]); `None`: the embedded feeds alone.
+    pub feeds_dir: Option<PathBuf>,
     /// The sites, in file order.
     pub sites: Vec<LiveSite>,
     /// Files the snapshot was built from (the watcher watches their directories).
@@ -185,7 +188,12 @@ struct Original {
 impl Snapshot {
     /// Identity by the range table alone.
     pub fn by_ranges(&self) -> ByRanges<'_> {
-        ByRanges { table: &self.ranges, feeds: &self.bot_feeds, rdns: &self.bot_rdns }
+        ByRanges {
+            table: &self.ranges,
+            feeds: &self.bot_feeds,
+            rdns: &self.bot_rdns,
+            complete_for: self.settings.boot.verify.refresh.map(|d| d.as_secs()),
+        }
     }
 
     /// The site for a `Host` header value, else the default site.
@@ -509,7 +517,9 @@ pub fn load_config(
     }
     sources.sort();
     sources.dedup();
-    let ranges = Arc::new(load_ranges(settings.verify_feeds.as_deref(), &mut sources, problems));
+    let feeds_dir = feeds_dir(&settings, &traps_state);
+    let given = settings.verify_feeds.is_some();
+    let ranges = Arc::new(load_ranges(feeds_dir.as_deref(), given, &mut sources, problems));
     if !problems.is_empty() {
         problems.append(&mut refused);
         return Err(std::mem::take(problems));
@@ -527,6 +537,7 @@ pub fn load_config(
         ranges,
         bot_feeds,
         bot_rdns,
+        feeds_dir,
         sites,
         sources,
         bots_key,
@@ -543,14 +554,41 @@ pub fn load_config(
 /// directory (the feeds directory: a feed that appears there reloads too).
 pub const ANY_JSON: &str = "*.json";
 
+/// The name of the directory, beside robotgate's other state files, that
+/// `verify.refresh` fetches the feeds into when `verify.feeds` names none.
+pub const REFRESHED_FEEDS: &str = "robotgate-feeds";
+
+/// Where the feeds are read from and refreshed into: `verify.feeds`, else,
+/// with `verify.refresh` on (the default), [`REFRESHED_FEEDS`] beside the
+/// state file `traps_state` ([`traps::state_path`]); `None`: neither.
+pub fn feeds_dir(settings: &Settings, traps_state: &Path) -> Option<PathBuf> {
+    match (&settings.verify_feeds, settings.boot.verify.refresh) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, Some(_)) => {
+            let parent = traps_state.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Some(parent.join(REFRESHED_FEEDS))
+        }
+        (None, None) => None,
+    }
+}
+
 /// The range table: the embedded feeds, with those of `dir` (`NAME.json`)
 /// in their place. A feed that does not parse is a problem, so a broken or
-/// empty download never replaces a good feed: the reload is refused.
-fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Vec<Problem>) -> RangeTable {
-    let mut files: Vec<(String, String)> = Vec::new();
+/// empty download never replaces a good feed: the reload is refused. A
+/// file whose own date is older than the embedded feed's is passed over:
+/// the embedded snapshot is the floor. A file's age counts from its
+/// modification time (when it was fetched) when that is later than its
+/// date. `given`: the operator named `dir` (`verify.feeds`), so it must
+/// exist; robotgate's own directory may not exist yet.
+fn load_ranges(dir: Option<&Path>, given: bool, sources: &mut Vec<PathBuf>, problems: &mut Vec<Problem>) -> RangeTable {
+    let mut files: Vec<(String, String, SystemTime)> = Vec::new();
     if let Some(dir) = dir {
         match std::fs::read_dir(dir) {
-            Err(e) => problems.push(Problem::new(dir, None, format!("cannot read the feeds directory: {e}"))),
+            Err(e) if given || e.kind() != std::io::ErrorKind::NotFound => {
+                problems.push(Problem::new(dir, None, format!("cannot read the feeds directory: {e}")));
+            }
+            // Not made yet: watched all the same, once `serve` makes it.
+            Err(_) => sources.push(dir.join(ANY_JSON)),
             Ok(entries) => {
                 sources.push(dir.join(ANY_JSON));
                 let mut paths: Vec<PathBuf> = entries
@@ -562,17 +600,33 @@ fn load_ranges(dir: Option<&Path>, sources: &mut Vec<PathBuf>, problems: &mut Ve
                     sources.push(path.clone());
                     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
                     if let Some(c) = read(&path, "the feed", file::FEED_MAX, problems) {
-                        files.push((name, String::from_utf8_lossy(&c.body).into_owned()));
+                        files.push((name, String::from_utf8_lossy(&c.body).into_owned(), c.mtime));
                     }
                 }
             }
         }
     }
-    let overrides: Vec<(&str, &str)> = files.iter().map(|(n, b)| (n.as_str(), b.as_str())).collect();
-    RangeTable::with_overrides(&overrides).unwrap_or_else(|e| {
+    // The floor: never a list older than the one embedded.
+    files.retain(|(name, text, _)| {
+        let date = |text: &str| crate::identity::Feed::parse(text).ok().and_then(|f| f.created_unix());
+        let embedded = crate::identity::BUILTIN_FEEDS.iter().find(|(n, _)| n == name).and_then(|(_, t)| date(t));
+        match (embedded, date(text)) {
+            (Some(embedded), Some(file)) => file >= embedded,
+            _ => true,
+        }
+    });
+    let overrides: Vec<(&str, &str)> = files.iter().map(|(n, b, _)| (n.as_str(), b.as_str())).collect();
+    let mut table = RangeTable::with_overrides(&overrides).unwrap_or_else(|e| {
         problems.push(Problem::new(dir.map(Path::to_path_buf).unwrap_or_default(), None, e.to_string()));
         RangeTable::builtin()
-    })
+    });
+    for (name, _, mtime) in &files {
+        let secs = mtime.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if let Some(id) = table.feed_id(name) {
+            table.known_current_at(id, secs);
+        }
+    }
+    table
 }
 
 #[cfg(test)]

@@ -582,9 +582,10 @@ impl Identify for Knows<'_> {
         }
         match self.env.ranges.identify(bot, client) {
             Identity::Pending => match self.dns {
-                Some((b, identity)) if b == bot => identity,
-                // The one lookup was for another claim.
-                Some(_) => Identity::Unverifiable,
+                Some((b, identity @ (Identity::Verified | Identity::Spoofed))) if b == bot => identity,
+                // The lookup could not tell, or the one lookup was for
+                // another claim.
+                Some(_) => self.env.ranges.unanswered(bot),
                 None => Identity::Pending,
             },
             other => other,

@@ -86,6 +86,7 @@ impl ServeHttp for MetricsApp {
         let path = session.req_header().uri.path().to_owned();
         match path.as_str() {
             "/metrics" => {
+                feeds::publish_ages(&self.snapshot.load());
                 let encoder = prometheus::TextEncoder::new();
                 let mut buf = Vec::new();
                 let _ = encoder.encode(&prometheus::gather(), &mut buf);
@@ -227,6 +228,13 @@ pub fn serve_with(
     reload::persist_traps(&snap);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
+    // robotgate's own feeds directory is made now, before the watches are
+    // set, so that a refreshed feed written there reloads; one it cannot
+    // make shows as the refresh's failure.
+    let feeds_dir = snap.feeds_dir.clone();
+    if let (Some(dir), None) = (&feeds_dir, &config.verify_feeds) {
+        let _ = std::fs::create_dir_all(dir);
+    }
     let violations = Arc::new(
         ViolationLog::open_idle(&config.boot.violations, &config.boot.violation_log)
             .context("opening the violation log")?,
@@ -341,9 +349,13 @@ pub fn serve_with(
         "violation log".into(),
         Arc::new(violations::Starter(violations.clone())),
     ));
-    if let (Some(dir), Some(every)) = (&config.verify_feeds, config.boot.verify.refresh) {
-        let refresher =
-            feeds::Refresher { dir: dir.clone(), every, sources: feeds::sources(&config.boot.verify.feed_urls) };
+    if let (Some(dir), Some(every)) = (&feeds_dir, config.boot.verify.refresh) {
+        let refresher = feeds::Refresher {
+            dir: dir.clone(),
+            every,
+            sources: feeds::sources(&config.boot.verify.feed_urls),
+            snapshot: shared.clone(),
+        };
         server.add_service(GenBackgroundService::new("feeds".into(), Arc::new(refresher)));
     }
     let reloader = Reloader { config_path: config_path.to_path_buf(), snapshot: shared };

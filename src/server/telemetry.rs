@@ -44,6 +44,10 @@ pub struct Metrics {
     pub reload_refused: IntCounterVec,
     /// `robotgate_feed_refresh_failures_total{feed}`: background feed refreshes that kept the old feed.
     pub feed_refresh_failures: IntCounterVec,
+    /// `robotgate_feed_age_seconds{feed}`: seconds since each feed in force
+    /// was last known current (its own date, or its last successful
+    /// refresh); set when scraped, absent when unknown.
+    pub feed_age: IntGaugeVec,
     /// `robotgate_robots_info{site,hash}`: 1 for the robots.txt version in force.
     pub robots_info: IntGaugeVec,
     /// `robotgate_decision_seconds`: time to classify and decide a request.
@@ -157,6 +161,12 @@ pub fn metrics() -> &'static Metrics {
         feed_refresh_failures: register_int_counter_vec!(
             "robotgate_feed_refresh_failures_total",
             "Background IP range feed refreshes that failed (the old feed stayed)",
+            &["feed"]
+        )
+        .expect("metric registers once"),
+        feed_age: register_int_gauge_vec!(
+            "robotgate_feed_age_seconds",
+            "Seconds since the IP range feed was last known current (its own date, or its last successful refresh)",
             &["feed"]
         )
         .expect("metric registers once"),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::super::{
     ConfigError, DnsSettings, Listen, LogOptions, LogTarget, RawConfig, RawDns, RawDuration, RawLimits, RawListen,
     RawListenFull, RawListenTls, RawLog, RawState, RawVerify, SharedState, DEFAULT_DNS_TIMEOUT_MS,
-    DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_REQUEST_HEAD_TIMEOUT, DEFAULT_STATE_TIMEOUT_MS,
+    DEFAULT_FEED_REFRESH, DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_REQUEST_HEAD_TIMEOUT, DEFAULT_STATE_TIMEOUT_MS,
 };
 use super::fields::{duration, host_port, size};
 use crate::net::edge::{EdgeHeaders, Fact};
@@ -201,25 +201,24 @@ pub(super) fn dns(field: &str, raw: &RawDns, errors: &mut Vec<ConfigError>) -> D
 }
 
 /// `verify.refresh` and `verify.feed_urls`: how often fresh feeds are
-/// fetched, and from where. The refresh period, if one is set.
+/// fetched, and from where. The refresh period: [`DEFAULT_FEED_REFRESH`]
+/// when absent, `None` for `off`.
 pub(super) fn feed_sources(raw: &RawVerify, errors: &mut Vec<ConfigError>) -> Option<Duration> {
     let refresh_every = match &raw.refresh {
-        None => None,
+        None => Some(DEFAULT_FEED_REFRESH),
+        Some(RawDuration::Text(t)) if t.trim().eq_ignore_ascii_case("off") => None,
         Some(raw) => match duration(raw) {
             Ok(d) if d.as_secs() >= 1 && d.as_secs() <= 30 * 86_400 => Some(d),
             Ok(_) => {
-                errors.push(ConfigError::new("verify.refresh", "must be between 1 second and 30 days"));
+                errors.push(ConfigError::new("verify.refresh", "must be between 1 second and 30 days, or `off`"));
                 None
             }
             Err(e) => {
-                errors.push(ConfigError::new("verify.refresh", e));
+                errors.push(ConfigError::new("verify.refresh", format!("{e}, or `off`")));
                 None
             }
         },
     };
-    if refresh_every.is_some() && raw.feeds.is_none() {
-        errors.push(ConfigError::new("verify.refresh", "needs `verify.feeds`: the directory the feeds are written to"));
-    }
     for (name, url) in &raw.feed_urls {
         if !(url.starts_with("https://") || url.starts_with("http://")) {
             errors.push(ConfigError::new(format!("verify.feed_urls.{name}"), format!("`{url}` is not an http(s) URL")));

@@ -85,6 +85,15 @@ struct RawPrefix {
 }
 
 impl Feed {
+    /// The feed's own date as Unix seconds: `creationTime` read as RFC 3339,
+    /// and as UTC when it has no offset (Google writes
+    /// `2026-08-21T14:45:42.000000`); `None` when absent or unreadable.
+    pub fn created_unix(&self) -> Option<u64> {
+        let text = self.creation_time.as_deref()?.trim();
+        let ms = crate::time::parse_rfc3339_ms(text).or_else(|| crate::time::parse_rfc3339_ms(&format!("{text}Z")))?;
+        Some(ms / 1000)
+    }
+
     /// Parses and validates one feed document.
     ///
     /// Accepted: a JSON object with an optional string `creationTime` and a
@@ -166,6 +175,17 @@ mod tests {
         assert_eq!(f.prefixes[1].to_string(), "2001:4860:4801:10::/64");
         // creationTime is optional.
         assert!(Feed::parse(r#"{"prefixes": [{"ipv4Prefix": "66.249.64.0/27"}]}"#).is_ok());
+    }
+
+    #[test]
+    fn the_feed_date_is_read_as_utc() {
+        let f = Feed::parse(&feed(&["66.249.64.0/27"])).unwrap();
+        assert_eq!(f.created_unix(), Some(1_787_270_400), "2026-08-21T00:00:00.000000, no offset: UTC");
+        let with = |t: &str| Feed { creation_time: Some(t.into()), prefixes: Vec::new() }.created_unix();
+        assert_eq!(with("2026-08-21T00:00:00Z"), Some(1_787_270_400));
+        assert_eq!(with("2026-08-21T02:00:00+02:00"), Some(1_787_270_400));
+        assert_eq!(with("yesterday"), None);
+        assert_eq!(Feed { creation_time: None, prefixes: Vec::new() }.created_unix(), None);
     }
 
     #[test]

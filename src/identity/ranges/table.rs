@@ -20,6 +20,24 @@ pub struct FeedInfo {
     pub creation_time: Option<String>,
     /// How many prefixes it listed.
     pub prefix_count: usize,
+    /// When the list was last known to be the operator's current one (Unix
+    /// seconds): its `creationTime`, or later when the loader knows it was
+    /// fetched since ([`RangeTable::known_current_at`]); `None`: unknown.
+    pub as_of: Option<u64>,
+}
+
+impl FeedInfo {
+    /// Seconds since the list was last known current at `now` (Unix
+    /// seconds); `None` when that is unknown.
+    pub fn age(&self, now: u64) -> Option<u64> {
+        self.as_of.map(|t| now.saturating_sub(t))
+    }
+
+    /// Whether the list is at most `max_age` seconds old at `now`: a list of
+    /// unknown age is not.
+    pub fn is_fresh(&self, now: u64, max_age: u64) -> bool {
+        self.age(now).is_some_and(|a| a <= max_age)
+    }
 }
 
 /// What is wrong with a set of feeds given to [`RangeTable::compile`].
@@ -165,7 +183,8 @@ impl RangeTable {
                     IpAddr::V6(_) => v6.push((p.first(), p.last(), hit)),
                 }
             }
-            infos.push(FeedInfo { name, creation_time: feed.creation_time, prefix_count: feed.prefixes.len() });
+            let as_of = feed.created_unix();
+            infos.push(FeedInfo { name, creation_time: feed.creation_time, prefix_count: feed.prefixes.len(), as_of });
         }
         Ok(RangeTable { feeds: infos, v4: build(v4), v6: build(v6) })
     }
@@ -189,6 +208,17 @@ impl RangeTable {
             BUILTIN_FEEDS.iter().filter(|(n, _)| !overrides.iter().any(|(o, _)| o == n)).copied().collect();
         feeds.extend_from_slice(overrides);
         RangeTable::compile(&feeds)
+    }
+
+    /// Note that feed `id` was known to be its operator's current list at
+    /// `unix_secs` (it was fetched then): its age counts from then, unless
+    /// its own date is later. For the loader, before the table is shared.
+    ///
+    /// # Panics
+    /// If `id` comes from another table with fewer feeds.
+    pub fn known_current_at(&mut self, id: FeedId, unix_secs: u64) {
+        let info = &mut self.feeds[id.index()];
+        info.as_of = Some(info.as_of.map_or(unix_secs, |t| t.max(unix_secs)));
     }
 
     /// The feeds, in id order.

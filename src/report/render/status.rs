@@ -33,6 +33,8 @@ pub struct StatusView {
     pub warnings: Vec<String>,
     /// The state backend.
     pub state: StateStatus,
+    /// The crawler IP range feeds in force, and how old each is.
+    pub feeds: Vec<FeedStatus>,
     /// One entry per site of the configuration in force.
     pub sites: Vec<SiteStatus>,
 }
@@ -61,6 +63,29 @@ pub struct StateStatus {
     pub url: Option<String>,
     /// Failed or timed-out commands since start.
     pub errors: u64,
+}
+
+/// One crawler IP range feed.
+#[derive(Debug, Clone, Serialize)]
+pub struct FeedStatus {
+    /// Its name (`google-common-crawlers`).
+    pub name: String,
+    /// The list's own date (`creationTime`), as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    /// When it was last known current (its date, or its last successful
+    /// refresh), RFC 3339 UTC; absent: unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+    /// Seconds since then; absent: unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_seconds: Option<u64>,
+    /// Whether it is younger than the refresh interval (`verify.refresh`),
+    /// so that a complete list decides alone; always with refresh off.
+    pub current: bool,
+    /// The last refresh that failed for it since its last success, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_error: Option<String>,
 }
 
 /// One site.
@@ -110,6 +135,7 @@ pub fn html(view: &StatusView) -> String {
                     }
                 }
             }
+            (feeds(&view.feeds))
         }
         @for (i, site) in view.sites.iter().enumerate() {
             (site_section(i, site))
@@ -144,6 +170,38 @@ fn state(s: &StateStatus) -> Markup {
             }
             _ => { (Text(s.backend)) " (this instance only)" }
         }
+    }
+}
+
+/// The feeds and their ages.
+fn feeds(feeds: &[FeedStatus]) -> Markup {
+    html! {
+        table #feeds {
+            thead { tr { th { "Feed" } th { "Its date" } th { "Current as of" } th { "Age" } th { "Refresh" } } }
+            tbody {
+                @for f in feeds {
+                    tr {
+                        td { code { (Text(&f.name)) } }
+                        td { (Text(f.date.as_deref().unwrap_or("-"))) }
+                        td { (Text(f.as_of.as_deref().unwrap_or("unknown"))) }
+                        td {
+                            @match f.age_seconds { Some(a) => { (age(a)) }, None => "unknown" }
+                            @if !f.current { " " strong { "(older than the refresh interval)" } }
+                        }
+                        td { @match &f.refresh_error { Some(e) => { "failed: " (Text(e)) }, None => "-" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An age as days, hours or minutes.
+fn age(secs: u64) -> String {
+    match secs {
+        s if s >= 2 * 86_400 => format!("{} days", s / 86_400),
+        s if s >= 3600 => format!("{} h", s / 3600),
+        s => format!("{} min", s / 60),
     }
 }
 
@@ -259,6 +317,14 @@ mod tests {
                 url: Some("redis://:***@127.0.0.1:6379/0".into()),
                 errors: 4,
             },
+            feeds: vec![FeedStatus {
+                name: "google-common-crawlers".into(),
+                date: Some("2026-08-21T14:45:42.000000".into()),
+                as_of: Some("2026-08-21T14:45:42.000Z".into()),
+                age_seconds: Some(8_000_000),
+                current: false,
+                refresh_error: Some("<cannot resolve>".into()),
+            }],
             sites: vec![SiteStatus {
                 name: "shop".into(),
                 robots_hash: "abc123".into(),
@@ -283,6 +349,8 @@ mod tests {
         assert!(html.contains("<strong>refused</strong>") && html.contains("robots.txt: &lt;bad&gt;"));
         assert!(html.contains("down (serving from memory)") && html.contains("1,234"));
         assert!(html.contains("(spoofed)"));
+        assert!(html.contains("92 days") && html.contains("(older than the refresh interval)"), "the feed's age");
+        assert!(html.contains("failed: &lt;cannot resolve&gt;"));
     }
 
     #[test]

@@ -196,6 +196,7 @@ impl Board {
             },
         };
         StatusView {
+            feeds: feeds_view(snap),
             version: env!("CARGO_PKG_VERSION"),
             started: rfc3339_ms(self.started_ms),
             now: rfc3339_ms(unix_ms()),
@@ -205,6 +206,24 @@ impl Board {
             sites,
         }
     }
+}
+
+/// The feeds in force, how old each is, and what its refresh last said.
+fn feeds_view(snap: &Snapshot) -> Vec<crate::report::render::status::FeedStatus> {
+    let now = unix_ms() / 1000;
+    let max_age = snap.settings.boot.verify.refresh.map(|d| d.as_secs());
+    snap.ranges
+        .feeds()
+        .iter()
+        .map(|f| crate::report::render::status::FeedStatus {
+            name: f.name.clone(),
+            date: f.creation_time.clone(),
+            as_of: f.as_of.map(|t| rfc3339_ms(t.saturating_mul(1000))),
+            age_seconds: f.age(now),
+            current: max_age.is_none_or(|m| f.is_fresh(now, m)),
+            refresh_error: crate::server::verify::feeds::refresh_error(&f.name),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@
 //! `robotgate_state_errors_total`). While it is down, no request waits on
 //! it: rate questions go to the local tables (fail-open), bans and reads
 //! stay local. A keeper task reconnects every second and, once the store
-//! answers, loads its keys again and marks it up.
+//! answers, loads its keys again (within [`LOAD_FOR`]: a store whose SCAN
+//! never ends is unreachable, logged once) and marks it up.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,6 +57,11 @@ const KEEP_EVERY: Duration = Duration::from_secs(1);
 /// The most keys of each kind loaded when connecting; the rest arrive as
 /// they are announced or not at all (as if evicted from the local tables).
 const LOAD_MAX: usize = 100_000;
+
+/// The longest loading the live keys may take (SCAN and MGET together, every
+/// pattern): a store whose SCAN never ends, or that answers at a trickle,
+/// is unreachable, not a keeper stuck for ever (issue #52).
+pub const LOAD_FOR: Duration = Duration::from_secs(10);
 
 /// The shared store of one process.
 pub struct SharedStore {
@@ -295,10 +301,16 @@ impl SharedStore {
             .map_err(|e| e.to_string())?;
         pubsub.subscribe(self.channel()).await.map_err(|e| e.to_string())?;
         // Subscribed first, then loaded: nothing announced in between is missed.
-        let mut loaded = 0;
-        for pattern in ["ban:*", "robots:*"] {
-            loaded += self.load(&mut conn, &self.key(pattern)).await?;
-        }
+        let loading = async {
+            let mut loaded = 0;
+            for pattern in ["ban:*", "robots:*"] {
+                loaded += self.load(&mut conn, &self.key(pattern)).await?;
+            }
+            Ok::<usize, String>(loaded)
+        };
+        let loaded = tokio::time::timeout(LOAD_FOR, loading)
+            .await
+            .map_err(|_| format!("loading the live keys took longer than {} s", LOAD_FOR.as_secs()))??;
         self.conn.store(Some(Arc::new(conn)));
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.up.store(true, Ordering::Relaxed);

@@ -37,15 +37,19 @@ pub struct Report {
 
 /// Check a claim as the proxy does, making the reverse-DNS lookup itself
 /// (through `dns`, when given) rather than only reading a cache.
+///
+/// `complete_for`: how old a complete list may be and still decide alone
+/// (the refresh interval, [`crate::identity::ByRanges::complete_for`]).
 pub async fn report(
     classifier: &crate::agent::Classifier,
     ranges: &crate::identity::RangeTable,
     dns: Option<&DnsVerifier>,
+    complete_for: Option<u64>,
     ip: IpAddr,
     user_agent: &[u8],
 ) -> Report {
     use crate::agent::AgentKind;
-    use crate::identity::{check, is_local, resolve, Evidence, Rdns};
+    use crate::identity::{check, is_local, lists_current, resolve, Evidence, Rdns};
     let agent = classifier.classify(user_agent);
     let AgentKind::Known(i) = agent.kind else {
         let evidence = if agent.is_bot() { "not a robot of the database" } else { "a browser" };
@@ -62,7 +66,11 @@ pub async fn report(
         _ if !entry.rdns.is_empty() && is_local(ip) => {
             return Report { outcome: "unverifiable", bot, evidence: format!("{ip} is a local address") };
         }
-        Evidence::NotInRange if entry.rdns_use() != Rdns::Asked => {
+        Evidence::NotInRange
+            if entry.rdns_use() == Rdns::None
+                || (entry.rdns_use() == Rdns::Complete
+                    && lists_current(&feeds, ranges, complete_for, crate::time::Clock::System.unix_secs())) =>
+        {
             let names: Vec<&str> = entry.ip_ranges.iter().map(String::as_str).collect();
             let complete = if entry.ranges_complete.is_some() { ", which its operator says are complete" } else { "" };
             let evidence = format!("{ip} is in none of its published ranges ({}){complete}", names.join(", "));
@@ -77,13 +85,23 @@ pub async fn report(
         }
         _ => {}
     }
+    // Outside a complete list older than its refresh interval (issue #52),
+    // DNS may verify; a lookup that cannot tell leaves the list's word.
+    let stale = entry.rdns_use() == Rdns::Complete;
+    let unanswered = if stale { "spoofed" } else { "unverifiable" };
+    let outside = if stale {
+        "; it is in none of its published ranges, which its operator says are complete \
+         (older than their refresh interval, so reverse DNS was asked)"
+    } else {
+        ""
+    };
     let Some(dns) = dns else {
-        return Report { outcome: "unverifiable", bot, evidence: "no resolver for reverse DNS".into() };
+        return Report { outcome: unanswered, bot, evidence: format!("no resolver for reverse DNS{outside}") };
     };
     let (outcome, evidence) = match dns.verify(ip, &entry.rdns).await {
         DnsVerdict::Verified { ptr } => ("verified", format!("{ip} has PTR `{ptr}`, which resolves back to it")),
-        DnsVerdict::Spoofed { reason } => ("spoofed", format!("reverse DNS: {reason}")),
-        DnsVerdict::Unverifiable { reason } => ("unverifiable", format!("reverse DNS: {reason}")),
+        DnsVerdict::Spoofed { reason } => ("spoofed", format!("reverse DNS: {reason}{outside}")),
+        DnsVerdict::Unverifiable { reason } => (unanswered, format!("reverse DNS: {reason}{outside}")),
     };
     Report { outcome, bot, evidence }
 }
