@@ -98,7 +98,11 @@ fn a_search_engine_claim_outside_its_complete_ranges_is_spoofed_with_a_silent_re
     let origin = Origin::start();
     let robots = "User-agent: *\nDisallow: /gonly/\n\nUser-agent: Googlebot\nAllow: /\n\n\
                   User-agent: bingbot\nAllow: /\n\nUser-agent: CCBot\nAllow: /\n";
-    let more = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}", silent.addr);
+    let more = format!(
+        "verify:\n{}  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}",
+        common::REFRESH_TO_NOWHERE,
+        silent.addr
+    );
     let gate = Gate::start(&config(&origin, ONE_SITE, &more), &[("robots.txt", robots.as_bytes())]);
     // An honest unknown robot is refused /gonly/.
     assert_eq!(as_client(&gate, "/gonly/x.html", STRANGER, CRAWLER), 403);

@@ -125,10 +125,14 @@ const METRICS: &str = "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n  status_pag
 fn issue_52_a_googlebot_outside_a_stale_list_is_verified_by_reverse_dns_and_the_age_is_shown() {
     let origin = common::Origin::start();
     let dns = google_dns();
-    // The default refresh (every 24 h from the operators' URLs, which this
-    // machine cannot reach): the embedded lists, dated August, stay, and
-    // they are older than the refresh interval.
-    let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n{METRICS}", dns.addr);
+    // The default refresh (every 24 h; here every URL a closed loopback
+    // port, as an unreachable operator): the embedded lists, dated August,
+    // stay, and they are older than the refresh interval.
+    let extra = format!(
+        "verify:\n{}  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n{METRICS}",
+        common::REFRESH_TO_NOWHERE,
+        dns.addr
+    );
     let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
 
     // A real Googlebot from an address Google added after the snapshot:
@@ -178,7 +182,11 @@ fn issue_52_a_googlebot_outside_a_stale_list_is_verified_by_reverse_dns_and_the_
 fn issue_52_a_fake_googlebot_whose_reverse_dns_is_silent_stays_spoofed() {
     let origin = common::Origin::start();
     let silent = Server::start(&[], true, std::time::Duration::ZERO);
-    let extra = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}\n", silent.addr);
+    let extra = format!(
+        "verify:\n{}  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}\n",
+        common::REFRESH_TO_NOWHERE,
+        silent.addr
+    );
     let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
     // Outside the stale list DNS is asked, cannot tell, and the list's word
     // stands (issue #39): not unverifiable, so not Googlebot's group.
@@ -215,8 +223,10 @@ fn issue_52_the_default_refresh_puts_a_fresh_list_in_force_and_never_an_older_on
     let base = serve_routes(vec![("/common.json", 200, fresh.into_bytes()), ("/special.json", 200, old.to_vec())]);
     // No `verify.feeds`: refreshed feeds go to robotgate's own directory
     // beside its state files (here the violation log's directory).
+    let nowhere = common::refresh_to_nowhere_but(&["google-common-crawlers", "google-special-crawlers", "refresh"]);
+    let others = nowhere.split_once("  feed_urls:\n").unwrap().1;
     let extra = format!(
-        "verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}\n  feed_urls:\n    google-common-crawlers: \"{base}/common.json\"\n    google-special-crawlers: \"{base}/special.json\"\n{METRICS}",
+        "verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 300 }}\n  feed_urls:\n    google-common-crawlers: \"{base}/common.json\"\n    google-special-crawlers: \"{base}/special.json\"\n{others}{METRICS}",
         silent.addr
     );
     let gate = Gate::start(&config(&origin, &extra), &[("robots.txt", ROBOTS.as_bytes())]);
@@ -427,13 +437,11 @@ fn verify_refresh_puts_a_fresh_feed_in_force_and_a_broken_one_changes_nothing() 
     let extra = format!(
         "verify:\n  feeds: \"{{dir}}/fresh\"\n  refresh: 1s\n  feed_urls:\n    openai-gptbot: \"{base}/gptbot.json\"\n    openai-searchbot: \"{base}/searchbot.json\"\n"
     );
-    // Only these two are refreshed: the others keep failing to no harm
-    // (their operators' URLs are not reachable from here, and nothing is
-    // written for them).
-    let extra = extra.replace(
-        "  feed_urls:",
-        "  feed_urls:\n    google-common-crawlers: \"http://127.0.0.1:9/none\"\n    google-special-crawlers: \"http://127.0.0.1:9/none\"\n    google-user-triggered-fetchers: \"http://127.0.0.1:9/none\"\n    openai-chatgpt-user: \"http://127.0.0.1:9/none\"",
-    );
+    // Only these two are refreshed: the others fail on a closed loopback
+    // port, to no harm (nothing is written for them).
+    let nowhere = common::refresh_to_nowhere_but(&["openai-gptbot", "openai-searchbot"]);
+    let others = nowhere.split_once("  feed_urls:\n").unwrap().1;
+    let extra = extra.replace("  feed_urls:\n", &format!("  feed_urls:\n{others}"));
     let gate = Gate::start(
         &config(&origin, &extra),
         &[("robots.txt", ROBOTS.as_bytes()), ("fresh/openai-searchbot.json", old_searchbot)],

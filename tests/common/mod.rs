@@ -143,7 +143,7 @@ impl Gate {
         }
         let port = free_port();
         let metrics_port = free_port();
-        let text = config
+        let text = no_feed_refresh(config)
             .replace("{port}", &port.to_string())
             .replace("{metrics}", &metrics_port.to_string())
             .replace("{dir}", dir.path().to_str().unwrap());
@@ -357,6 +357,39 @@ pub const LOOPBACK_FEEDS: &[(&str, &[u8])] = &[
 /// The config lines that put [`LOOPBACK_FEEDS`] in force.
 /// Reverse DNS goes to a closed loopback port (answered at once with an
 /// ICMP refusal): no test's robotgate asks the system's resolver.
+/// `config` with `verify.refresh: off`, unless it says how to refresh
+/// (`refresh:` or `feed_urls:`): the refresh is on by default and would
+/// fetch the operators' feeds, looking their hosts up through the machine's
+/// resolver; tests talk to loopback only.
+pub fn no_feed_refresh(config: &str) -> String {
+    if config.contains("refresh:") || config.contains("feed_urls:") {
+        return config.to_owned();
+    }
+    if config.starts_with("verify:\n") || config.contains("\nverify:\n") {
+        return config.replacen("verify:\n", "verify:\n  refresh: \"off\"\n", 1);
+    }
+    if config.contains("verify: {") {
+        return config.replacen("verify: {", "verify: { refresh: \"off\",", 1);
+    }
+    let sep = if config.ends_with('\n') || config.is_empty() { "" } else { "\n" };
+    format!("{config}{sep}verify:\n  refresh: \"off\"\n")
+}
+
+/// Lines of a `verify:` block: the default refresh (24 h), every embedded
+/// feed's URL a closed loopback port, so a test of the refresh and of what
+/// stale lists let through fails its fetches on loopback, never reaching
+/// out (conf/feeds/ holds the names).
+pub const REFRESH_TO_NOWHERE: &str = "  refresh: 24h\n  feed_urls:\n    apple-applebot: \"http://127.0.0.1:9/none\"\n    bing-bingbot: \"http://127.0.0.1:9/none\"\n    commoncrawl-ccbot: \"http://127.0.0.1:9/none\"\n    duckduckgo-duckduckbot: \"http://127.0.0.1:9/none\"\n    google-common-crawlers: \"http://127.0.0.1:9/none\"\n    google-special-crawlers: \"http://127.0.0.1:9/none\"\n    google-user-triggered-agents: \"http://127.0.0.1:9/none\"\n    google-user-triggered-fetchers: \"http://127.0.0.1:9/none\"\n    google-user-triggered-fetchers-google: \"http://127.0.0.1:9/none\"\n    openai-chatgpt-user: \"http://127.0.0.1:9/none\"\n    openai-gptbot: \"http://127.0.0.1:9/none\"\n    openai-searchbot: \"http://127.0.0.1:9/none\"\n    perplexity-perplexitybot: \"http://127.0.0.1:9/none\"\n    perplexity-user: \"http://127.0.0.1:9/none\"\n";
+
+/// [`REFRESH_TO_NOWHERE`] but for the feeds named in `keep` (served by the test).
+pub fn refresh_to_nowhere_but(keep: &[&str]) -> String {
+    REFRESH_TO_NOWHERE
+        .lines()
+        .filter(|l| !keep.iter().any(|k| l.trim_start().starts_with(&format!("{k}:"))))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 pub const VERIFY_LOOPBACK: &str =
     "verify:\n  feeds: {dir}/feeds\n  dns: { nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }\n";
 

@@ -158,6 +158,9 @@ log:
   level: warn
 metrics:
   listen: "127.0.0.1:{metrics}"
+# Every demo client is on loopback: the operators' lists are not fetched.
+verify:
+  refresh: "off"
 "#,
         robots = robots.display(),
         humans = humans.display(),
