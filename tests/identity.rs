@@ -203,16 +203,7 @@ fn issue_52_the_default_refresh_puts_a_fresh_list_in_force_and_never_an_older_on
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let date = |secs: u64| {
         let (days, rest) = (secs / 86_400, secs % 86_400);
-        // Civil date from days since 1970 (Howard Hinnant's algorithm).
-        let z = days as i64 + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        let y = yoe + era * 400 + i64::from(m <= 2);
+        let (y, m, d) = robotgate::time::civil_from_days(days as i64);
         format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000000", rest / 3600, rest % 3600 / 60, rest % 60)
     };
     let fresh = format!(
