@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::dns_server::{Answer, Server as DnsServer, PTR};
-use common::redis_server::RedisServer;
+use common::redis_server::{Pass, RedisServer, Relay};
 use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 /// A robot only reverse DNS can confirm (no published ranges).
@@ -661,6 +661,43 @@ fn the_store_over_tls() {
     n.stop_clean();
     let _ = redis.kill();
     let _ = redis.wait();
+}
+
+/// Issue #52, item 6: a store that answers a byte every 60 ms holds no
+/// paced request past `state.timeout_ms` (200 ms here): the module's
+/// commands have a deadline each, not each read. Then the zone answers
+/// (fail-open, and it paces), and the store is said unreachable.
+#[test]
+fn a_trickling_store_holds_no_request_past_its_timeout() {
+    let Some(module) = module() else { return };
+    let redis = RedisServer::start();
+    let relay = Relay::start(redis.port, Pass::Whole);
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:\n  redis: \"{}\"\n  prefix: \"rgtrickle:\"\n  timeout_ms: 200\n", relay.url());
+    site_with(dir.path(), &state);
+    let n = start(dir.path(), &module);
+    let error_log = || std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+    let up = within(Duration::from_secs(10), || error_log().matches("keys loaded)").count() >= 2);
+    assert!(up.is_some(), "the store never came up:\n{}", error_log());
+    relay.set(Pass::Trickle);
+    // Crawl-delay: 30 for AhrefsBot: the first of a client is admitted, its
+    // second refused, by whichever worker, store or zone.
+    for (i, want) in [(0, 200), (0, 429), (1, 200), (2, 200), (2, 429)] {
+        let client = format!("198.51.100.{}", 70 + i);
+        let started = std::time::Instant::now();
+        let status = n.from(&client, AHREFS, "/index.html").status;
+        let took = started.elapsed();
+        eprintln!("a paced request with a trickling store: {status} in {took:?}");
+        assert!(took < Duration::from_secs(2), "a paced request waited {took:?}:\n{}", error_log());
+        assert_eq!(status, want, "{client}:\n{}", error_log());
+    }
+    let said = within(Duration::from_secs(5), || error_log().contains("unreachable"));
+    assert!(said.is_some(), "the trickle was never called an outage:\n{}", error_log());
+    // Browsers never waited on it.
+    let started = std::time::Instant::now();
+    assert_eq!(n.from("192.0.2.1", FIREFOX, "/index.html").status, 200);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    n.stop_clean();
 }
 
 /// `nginx -s reload` while a request waits on the store: the old worker

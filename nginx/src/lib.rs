@@ -46,6 +46,7 @@
 //! result of `NGX_OK` as "allowed, go on". nginx's realip module has set the
 //! client address by then (post-read phase).
 
+mod conn;
 mod dns;
 mod log;
 mod once;
@@ -268,7 +269,7 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
     if let Some(state) = &snapshot.settings.boot.shared_state {
         // The workers' store threads connect later; a URL they cannot use
         // fails `nginx -t` now.
-        if let Err(e) = redis::Client::open(state.url.as_str()) {
+        if let Err(e) = robotgate::state::wire::Endpoint::parse(&state.url) {
             ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate: {}: state.redis {}: {}", path, state.redacted_url(), e);
             return ngx::core::NGX_CONF_ERROR;
         }

@@ -15,9 +15,17 @@
 //!
 //! While the store is down (a failed or late command marks it so, logged
 //! once), nothing waits on it: rate questions go to the zone, bans and reads
-//! stay in this nginx; once it answers again, its keys are loaded again.
-//! A question that waited in the asker's queue past its deadline is
-//! answered "out of reach" without being sent.
+//! stay in this nginx; once it answers again, its keys are loaded again
+//! (within [`wire::LOAD_FOR`]).
+//!
+//! Every command has a deadline of its own, whatever the store sends
+//! meanwhile ([`crate::conn`]): a rate question `state.timeout_ms` from
+//! when it was asked (a question that waited in the asker's queue past it
+//! is answered "out of reach" without being sent), the rest
+//! [`wire::background_within`]. The asker never connects: the keeper makes
+//! its connection beside its own, so no question waits for a handshake. The
+//! commands themselves are the core's ([`robotgate::state::wire`]), as the
+//! proxy's are.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -25,18 +33,19 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use std::sync::Mutex;
+
 use robotgate::config::SharedState;
 use robotgate::state::series::Series;
 use robotgate::state::shared::{Event, Question};
+use robotgate::state::wire::{self, Endpoint};
 use robotgate::state::MemoryState;
 
+use crate::conn::Conn;
 use crate::park::{Found, Ticket, Waker};
 
 /// How often the keeper checks a store that is up, and retries one that is down.
 const KEEP_EVERY: Duration = Duration::from_secs(1);
-
-/// The most keys of each kind loaded when connecting (as the proxy).
-const LOAD_MAX: usize = 100_000;
 
 /// Jobs the asker holds before it answers new questions "out of reach" at
 /// once: a store slower than the traffic sheds load, not memory.
@@ -64,11 +73,15 @@ pub struct Store {
 
 struct Inner {
     settings: SharedState,
-    client: redis::Client,
+    endpoint: Endpoint,
+    tls: Arc<rustls::ClientConfig>,
+    wire: wire::Store,
     up: AtomicBool,
     /// Bumped by the keeper at each (re)connection: the asker's older
     /// connection (maybe to a server since restarted) is not used again.
     generation: AtomicU64,
+    /// The asker's connection, made by the keeper with its own.
+    handoff: Mutex<Option<(u64, Conn)>>,
     stop: AtomicBool,
     queued: std::sync::atomic::AtomicUsize,
     zone: Zone,
@@ -81,13 +94,17 @@ impl Store {
     /// # Errors
     /// The URL is not one the client accepts, or a thread cannot start.
     pub fn start(settings: &SharedState, zone: Zone, waker: Arc<Waker>) -> Result<Store, String> {
-        let client = redis::Client::open(settings.url.as_str())
-            .map_err(|e| format!("state.redis {}: {e}", settings.redacted_url()))?;
+        let endpoint =
+            Endpoint::parse(&settings.url).map_err(|e| format!("state.redis {}: {e}", settings.redacted_url()))?;
+        let tls = if endpoint.tls { crate::conn::tls_config() } else { Arc::new(plain_config()) };
         let shared = Arc::new(Inner {
             settings: settings.clone(),
-            client,
+            endpoint,
+            tls,
+            wire: wire::Store::new(&settings.prefix),
             up: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            handoff: Mutex::new(None),
             stop: AtomicBool::new(false),
             queued: std::sync::atomic::AtomicUsize::new(0),
             zone,
@@ -141,7 +158,7 @@ impl Store {
     }
 
     /// Stop the threads and wait for them (at most about a second: each
-    /// blocking read is bounded).
+    /// blocking command is bounded).
     pub fn stop(self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         drop(self.jobs);
@@ -151,26 +168,20 @@ impl Store {
     }
 }
 
+/// A TLS configuration never used (the store is `redis://`): no roots read.
+fn plain_config() -> rustls::ClientConfig {
+    rustls::ClientConfig::builder().with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth()
+}
+
 impl Inner {
-    fn key(&self, name: &str) -> String {
-        format!("{}{name}", self.settings.prefix)
+    /// A connection, made within [`wire::connect_within`].
+    fn connect(&self) -> Result<Conn, String> {
+        Conn::open(&self.endpoint, &self.tls, Instant::now() + wire::connect_within(self.settings.timeout))
     }
 
-    fn channel(&self) -> String {
-        self.key("events")
-    }
-
-    fn timeout(&self) -> Duration {
-        self.settings.timeout.max(Duration::from_millis(100))
-    }
-
-    /// A connection with every read and write bounded by the timeout.
-    fn connect(&self) -> redis::RedisResult<redis::Connection> {
-        let timeout = self.timeout().max(Duration::from_secs(1));
-        let conn = self.client.get_connection_with_timeout(timeout)?;
-        conn.set_read_timeout(Some(self.timeout()))?;
-        conn.set_write_timeout(Some(self.timeout()))?;
-        Ok(conn)
+    /// The deadline of a command no request waits for.
+    fn background(&self) -> Instant {
+        Instant::now() + wire::background_within(self.settings.timeout)
     }
 
     /// A command failed: count it and, the first time since the store was
@@ -188,31 +199,27 @@ impl Inner {
         }
     }
 
-    fn apply(&self, payload: &[u8]) -> bool {
-        match serde_json::from_slice::<Event>(payload) {
-            Ok(event) => {
-                event.apply(self.zone.state, Instant::now(), unix_ms());
-                true
-            }
-            Err(_) => false,
-        }
+    fn apply(&self, event: &Event) {
+        event.apply(self.zone.state, Instant::now(), unix_ms());
     }
 
-    /// Apply the events stored under `pattern` (at most [`LOAD_MAX`]).
-    fn load(&self, conn: &mut redis::Connection, pattern: &str) -> redis::RedisResult<usize> {
-        let (mut cursor, mut n) = (0u64, 0);
-        loop {
-            let (next, keys): (u64, Vec<String>) =
-                redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000).query(conn)?;
-            if !keys.is_empty() {
-                let values: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(&keys).query(conn)?;
-                n += values.iter().flatten().filter(|v| self.apply(v)).count();
-            }
-            cursor = next;
-            if cursor == 0 || n >= LOAD_MAX {
-                return Ok(n);
-            }
+    /// Apply the live bans and reads ([`wire::Loading`]), all within
+    /// [`wire::LOAD_FOR`].
+    fn load(&self, conn: &mut Conn) -> Result<usize, String> {
+        let deadline = Instant::now() + wire::LOAD_FOR;
+        let mut loading = self.wire.loading();
+        let mut next = loading.first();
+        while let Some(c) = next {
+            let reply = conn.one(&c, deadline).map_err(|e| {
+                if Instant::now() >= deadline {
+                    format!("loading the live keys took longer than {} s", wire::LOAD_FOR.as_secs())
+                } else {
+                    e
+                }
+            })?;
+            next = loading.feed(reply, |e| self.apply(&e)).map_err(|e| e.to_string())?;
         }
+        Ok(loading.loaded())
     }
 }
 
@@ -262,18 +269,16 @@ type Lost = Option<(&'static str, String)>;
 /// Connect, subscribe, load, mark up, and apply announcements until the
 /// store fails (`Err`) or the worker stops (`Ok`).
 fn keep_connected(s: &Inner) -> Result<(), Lost> {
-    let lost = |during: &'static str| move |e: redis::RedisError| Some((during, e.to_string()));
+    let lost = |during: &'static str| move |e: String| Some((during, e));
     let mut conn = s.connect().map_err(lost("connect"))?;
     let mut sub = s.connect().map_err(lost("connect"))?;
-    let mut pubsub = sub.as_pubsub();
-    pubsub.subscribe(s.channel()).map_err(lost("subscribe"))?;
+    sub.send_only(&s.wire.subscribe(), s.background()).map_err(lost("subscribe"))?;
+    sub.reply(Some(s.background())).map_err(lost("subscribe"))?;
     // Subscribed first, then loaded: nothing announced in between is missed.
-    let mut loaded = 0;
-    for pattern in ["ban:*", "robots:*"] {
-        loaded += s.load(&mut conn, &s.key(pattern)).map_err(lost("load"))?;
-    }
-    pubsub.set_read_timeout(Some(Duration::from_millis(250))).map_err(lost("subscribe"))?;
-    s.generation.fetch_add(1, Ordering::AcqRel);
+    let loaded = s.load(&mut conn).map_err(lost("load"))?;
+    let asker = s.connect().map_err(lost("connect"))?;
+    let generation = s.generation.fetch_add(1, Ordering::AcqRel) + 1;
+    *s.handoff.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, asker));
     s.up.store(true, Ordering::Relaxed);
     s.waker.note(
         ngx::ffi::NGX_LOG_NOTICE as usize,
@@ -284,16 +289,15 @@ fn keep_connected(s: &Inner) -> Result<(), Lost> {
         if s.stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        match pubsub.get_message() {
-            Ok(msg) => {
-                s.apply(msg.get_payload_bytes());
+        // A quarter of a second at most; a partial message is kept.
+        if let Some(reply) = sub.reply(None).map_err(lost("subscription"))? {
+            if let Some(event) = wire::message(&reply).and_then(|p| serde_json::from_slice::<Event>(p).ok()) {
+                s.apply(&event);
             }
-            Err(e) if e.is_timeout() => {}
-            Err(e) => return Err(lost("subscription")(e)),
         }
         if pinged.elapsed() >= KEEP_EVERY {
             pinged = Instant::now();
-            redis::cmd("PING").query::<String>(&mut conn).map_err(lost("ping"))?;
+            conn.one(&wire::Store::ping(), s.background()).map_err(lost("ping"))?;
             // A command of the asker failed meanwhile: connect afresh.
             if !s.up.load(Ordering::Relaxed) {
                 return Err(None);
@@ -302,10 +306,10 @@ fn keep_connected(s: &Inner) -> Result<(), Lost> {
     }
 }
 
-/// The asker thread: one connection, made when the store is up and a job
-/// comes, dropped at a failure.
+/// The asker thread: the connection the keeper made for it, dropped at a
+/// failure (the keeper then connects afresh).
 fn ask(s: &Inner, queue: &Receiver<Job>) {
-    let mut conn: Option<(u64, redis::Connection)> = None;
+    let mut conn: Option<(u64, Conn)> = None;
     loop {
         let job = match queue.recv_timeout(Duration::from_millis(250)) {
             Ok(job) => job,
@@ -323,7 +327,7 @@ fn ask(s: &Inner, queue: &Receiver<Job>) {
                 let answer = if Instant::now() >= deadline || !s.up.load(Ordering::Relaxed) {
                     None
                 } else {
-                    with_connection(s, &mut conn, "rate", |c| admit(s, c, &question))
+                    with_connection(s, &mut conn, "rate", |c| admit(s, c, &question, deadline))
                 };
                 s.waker.finish(ticket, Found::Rate(answer));
             }
@@ -336,64 +340,45 @@ fn ask(s: &Inner, queue: &Receiver<Job>) {
     }
 }
 
-/// Run `f` on the asker's connection, made afresh when the keeper has
+/// Run `f` on the asker's connection, taken afresh when the keeper has
 /// connected since; a failure drops it and marks the store down.
 fn with_connection<T>(
     s: &Inner,
-    conn: &mut Option<(u64, redis::Connection)>,
+    conn: &mut Option<(u64, Conn)>,
     during: &str,
-    f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    f: impl FnOnce(&mut Conn) -> Result<T, String>,
 ) -> Option<T> {
     let generation = s.generation.load(Ordering::Acquire);
     if conn.as_ref().is_none_or(|(g, _)| *g != generation) {
-        *conn = None;
-        match s.connect() {
-            Ok(c) => *conn = Some((generation, c)),
-            Err(e) => {
-                s.failed(during, &e.to_string());
-                return None;
-            }
-        }
+        *conn = s.handoff.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
-    match f(&mut conn.as_mut()?.1) {
+    let c = conn.as_mut().filter(|(g, _)| *g == generation)?;
+    match f(&mut c.1) {
         Ok(v) => Some(v),
         Err(e) => {
             *conn = None;
-            s.failed(during, &e.to_string());
+            s.failed(during, &e);
             None
         }
     }
 }
 
-/// The proxy's rate question: `SET key now NX PX interval` admits (only one
-/// instance can make the key); a refused one asks `PTTL` for its wait.
-fn admit(s: &Inner, conn: &mut redis::Connection, q: &Question) -> redis::RedisResult<Result<(), Duration>> {
-    let ms = q.interval.as_millis().clamp(1, u128::from(u64::MAX)) as u64;
-    let key = s.key(&q.key);
-    let admitted: Option<String> =
-        redis::cmd("SET").arg(&key).arg(unix_ms()).arg("NX").arg("PX").arg(ms).query(conn)?;
-    if admitted.is_some() {
+/// The rate question ([`wire::Store::admit`], then [`wire::Store::wait`]
+/// when refused), both by the question's deadline.
+fn admit(s: &Inner, conn: &mut Conn, q: &Question, deadline: Instant) -> Result<Result<(), Duration>, String> {
+    let set = conn.one(&s.wire.admit(q, unix_ms()), deadline)?;
+    if wire::admitted(&set).map_err(|e| e.to_string())? {
         return Ok(Ok(()));
     }
-    let left: i64 = redis::cmd("PTTL").arg(&key).query(conn)?;
-    // -2: the key expired in between, so the wait is over; wait a moment anyway.
-    Ok(Err(Duration::from_millis(left.clamp(1, ms as i64) as u64)))
+    let left = conn.one(&s.wire.wait(q), deadline)?;
+    Ok(Err(wire::wait(q, &left).map_err(|e| e.to_string())?))
 }
 
 /// Write an event under its key, for its time, and announce it.
-fn announce(s: &Inner, conn: &mut redis::Connection, event: &Event) -> redis::RedisResult<()> {
-    let Ok(value) = serde_json::to_string(event) else { return Ok(()) };
-    let ttl = event.ttl(unix_ms()).as_millis() as u64;
-    redis::pipe()
-        .cmd("SET")
-        .arg(s.key(&event.key()))
-        .arg(&value)
-        .arg("PX")
-        .arg(ttl)
-        .ignore()
-        .cmd("PUBLISH")
-        .arg(s.channel())
-        .arg(&value)
-        .ignore()
-        .query(conn)
+fn announce(s: &Inner, conn: &mut Conn, event: &Event) -> Result<(), String> {
+    let Some(commands) = s.wire.announce(event, unix_ms()) else { return Ok(()) };
+    for reply in conn.call(&commands, s.background())? {
+        reply.ok().map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

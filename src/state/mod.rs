@@ -17,6 +17,7 @@
 pub mod memory;
 pub mod series;
 pub mod shared;
+pub mod wire;
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};

@@ -229,13 +229,13 @@ pub(super) fn feed_sources(raw: &RawVerify, errors: &mut Vec<ConfigError>) -> Op
 
 pub(super) fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> SharedState {
     let url = raw.redis.trim().to_owned();
-    let host = url.strip_prefix("redis://").or_else(|| url.strip_prefix("rediss://"));
-    match host {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {}
-        _ => errors.push(ConfigError::new(
+    // Read as both hosts' clients read it (the nginx module's own client
+    // connects by it).
+    if let Err(why) = crate::state::wire::Endpoint::parse(&url) {
+        errors.push(ConfigError::new(
             "state.redis",
-            "must be a URL of the form redis://host:port/db or rediss://host:port/db",
-        )),
+            format!("must be a URL of the form redis://[user:password@]host:port/db or rediss://...: {why}"),
+        ));
     }
     let prefix = raw.prefix.clone().unwrap_or_else(|| "robotgate:".to_owned());
     if prefix.len() > 64 || prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {

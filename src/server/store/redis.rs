@@ -1,6 +1,8 @@
 //! State shared between instances in Redis or Valkey (`state.redis`), over
 //! the Redis protocol with the `redis` crate's multiplexed tokio connection:
-//! one connection carries every request's commands, pipelined.
+//! one connection carries every request's commands, pipelined. The commands
+//! and the reading of their replies are the core's ([`crate::state::wire`],
+//! shared with the nginx module); this file runs them under deadlines.
 //!
 //! What lives there, under `state.prefix` (default `robotgate:`):
 //!
@@ -26,7 +28,7 @@
 //! `robotgate_state_errors_total`). While it is down, no request waits on
 //! it: rate questions go to the local tables (fail-open), bans and reads
 //! stay local. A keeper task reconnects every second and, once the store
-//! answers, loads its keys again (within [`LOAD_FOR`]: a store whose SCAN
+//! answers, loads its keys again (within [`wire::LOAD_FOR`]: a store whose SCAN
 //! never ends is unreachable, logged once) and marks it up.
 
 use std::net::IpAddr;
@@ -48,24 +50,18 @@ use crate::config::SharedState;
 use crate::identity::rdns::Failure;
 use crate::server::telemetry::metrics;
 use crate::server::verify::dns::DnsVerdict;
-use crate::state::shared::{fnv1a, Event, Question};
+use crate::state::shared::{Event, Question};
+use crate::state::wire::{self, Reply};
 use crate::state::MemoryState;
 
 /// How often the keeper checks a store that is up, and retries one that is down.
 const KEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// The most keys of each kind loaded when connecting; the rest arrive as
-/// they are announced or not at all (as if evicted from the local tables).
-const LOAD_MAX: usize = 100_000;
-
-/// The longest loading the live keys may take (SCAN and MGET together, every
-/// pattern): a store whose SCAN never ends, or that answers at a trickle,
-/// is unreachable, not a keeper stuck for ever (issue #52).
-pub const LOAD_FOR: Duration = Duration::from_secs(10);
-
 /// The shared store of one process.
 pub struct SharedStore {
     settings: SharedState,
+    /// The store's names and commands.
+    wire: wire::Store,
     client: redis::Client,
     /// The keeper's connection, driven by the keeper's runtime.
     conn: ArcSwapOption<MultiplexedConnection>,
@@ -99,6 +95,7 @@ impl SharedStore {
             .map_err(|e| format!("state.redis {}: {e}", settings.redacted_url()))?;
         Ok(SharedStore {
             settings: settings.clone(),
+            wire: wire::Store::new(&settings.prefix),
             client,
             conn: ArcSwapOption::empty(),
             request_conn: ArcSwapOption::empty(),
@@ -125,17 +122,6 @@ impl SharedStore {
         &self.local
     }
 
-    fn key(&self, name: &str) -> String {
-        let mut k = String::with_capacity(self.settings.prefix.len() + name.len());
-        k.push_str(&self.settings.prefix);
-        k.push_str(name);
-        k
-    }
-
-    fn channel(&self) -> String {
-        self.key("events")
-    }
-
     /// The keeper's connection, while the store is up.
     fn connection(&self) -> Option<MultiplexedConnection> {
         if !self.is_up() {
@@ -145,7 +131,7 @@ impl SharedStore {
     }
 
     fn connection_config(&self) -> AsyncConnectionConfig {
-        let timeout = self.settings.timeout.max(Duration::from_secs(1));
+        let timeout = wire::connect_within(self.settings.timeout);
         AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout))
     }
 
@@ -164,7 +150,7 @@ impl SharedStore {
         if !self.connecting.swap(true, Ordering::AcqRel) {
             let this = self.clone();
             tokio::spawn(async move {
-                let timeout = this.settings.timeout.max(Duration::from_secs(1));
+                let timeout = wire::connect_within(this.settings.timeout);
                 let config = this.connection_config();
                 let made =
                     tokio::time::timeout(timeout, this.client.get_multiplexed_async_connection_with_config(&config));
@@ -210,28 +196,26 @@ impl SharedStore {
         }
     }
 
-    /// Put a rate question to the store: `Some(Ok)` admitted, `Some(Err)`
+    /// Put a rate question to the store ([`wire::Store::admit`], then
+    /// [`wire::Store::wait`] when refused): `Some(Ok)` admitted, `Some(Err)`
     /// wait that long, `None` the store cannot answer now (ask the local
     /// tables). Waits at most `state.timeout_ms`.
-    ///
-    /// `SET key now NX PX interval` admits atomically (only one instance
-    /// can create the key): one round trip for an admitted request. A
-    /// refused one asks `PTTL` next, for its `Retry-After`. (A Lua script
-    /// would do both in one step, at about twice Redis's CPU per question.)
     pub async fn admit(self: &Arc<Self>, q: &Question) -> Option<Result<(), Duration>> {
         let deadline = tokio::time::Instant::now() + self.settings.timeout;
         let mut conn = self.request_connection()?;
-        let ms = q.interval.as_millis().clamp(1, u128::from(u64::MAX)) as u64;
-        let key = self.key(&q.key);
-        let mut set = redis::cmd("SET");
-        set.arg(&key).arg(unix_ms()).arg("NX").arg("PX").arg(ms);
-        let admitted: Option<String> = self.bounded("rate", deadline, set.query_async(&mut conn)).await?;
-        if admitted.is_some() {
+        let set = command(&self.wire.admit(q, unix_ms()));
+        let admitted = self.bounded("rate", deadline, set.query_async(&mut conn)).await?;
+        if self.read("rate", wire::admitted(&reply(admitted)))? {
             return Some(Ok(()));
         }
-        let left: i64 = self.bounded("rate", deadline, redis::cmd("PTTL").arg(&key).query_async(&mut conn)).await?;
-        // -2: the key expired in between, so the wait is over; wait a moment anyway.
-        Some(Err(Duration::from_millis(left.clamp(1, ms as i64) as u64)))
+        let left = self.bounded("rate", deadline, command(&self.wire.wait(q)).query_async(&mut conn)).await?;
+        self.read("rate", wire::wait(q, &reply(left))).map(Err)
+    }
+
+    /// What a reply said, or `None` (counted, store marked down) when it
+    /// was the server's error or not the command's.
+    fn read<T>(&self, what: &str, said: Result<T, wire::WireError>) -> Option<T> {
+        said.map_err(|e| self.failed(what, &e.to_string())).ok()
     }
 
     /// Write an event and announce it, in the background: the request that
@@ -240,22 +224,11 @@ impl SharedStore {
         let Some(mut conn) = self.connection() else { return };
         let this = self.clone();
         tokio::spawn(async move {
-            let Ok(value) = serde_json::to_string(&event) else { return };
-            let ttl = event.ttl(unix_ms()).as_millis() as u64;
-            let mut pipe = redis::pipe();
-            pipe.cmd("SET").arg(this.key(&event.key())).arg(&value).arg("PX").arg(ttl).ignore();
-            pipe.cmd("PUBLISH").arg(this.channel()).arg(&value).ignore();
-            let deadline = tokio::time::Instant::now() + this.settings.timeout * 4;
+            let Some(commands) = this.wire.announce(&event, unix_ms()) else { return };
+            let pipe = pipeline(&commands);
+            let deadline = tokio::time::Instant::now() + wire::background_within(this.settings.timeout);
             let _: Option<()> = this.bounded("announce", deadline, pipe.query_async(&mut conn)).await;
         });
-    }
-
-    fn rdns_key(&self, ip: IpAddr, suffixes: &[String]) -> String {
-        self.key(&format!(
-            "rdns:{}:{:016x}",
-            crate::identity::rdns::canonical(ip),
-            fnv1a(suffixes.join(",").as_bytes())
-        ))
     }
 
     /// A DNS verdict another instance reached for `ip` and `suffixes`, with
@@ -263,25 +236,23 @@ impl SharedStore {
     pub async fn rdns(self: &Arc<Self>, ip: IpAddr, suffixes: &[String]) -> Option<(DnsVerdict, Duration)> {
         let deadline = tokio::time::Instant::now() + self.settings.timeout;
         let mut conn = self.request_connection()?;
-        let key = self.rdns_key(ip, suffixes);
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(&key).cmd("PTTL").arg(&key);
-        let (value, left): (Option<String>, i64) = self.bounded("rdns", deadline, pipe.query_async(&mut conn)).await?;
-        let verdict = serde_json::from_str::<SharedVerdict>(&value?).ok()?.into_verdict();
-        Some((verdict, Duration::from_millis(left.max(1) as u64)))
+        let pipe = pipeline(&self.wire.rdns_ask(ip, suffixes));
+        let (value, left): (redis::Value, redis::Value) =
+            self.bounded("rdns", deadline, pipe.query_async(&mut conn)).await?;
+        let (value, left) = self.read("rdns", wire::rdns_found(&reply(value), &reply(left)))??;
+        let verdict = serde_json::from_str::<SharedVerdict>(&value).ok()?.into_verdict();
+        Some((verdict, left))
     }
 
     /// Keep a conclusive DNS verdict for the other instances, in the background.
     pub fn share_rdns(self: &Arc<Self>, ip: IpAddr, suffixes: &[String], verdict: &DnsVerdict, ttl: Duration) {
         let Some(shared) = SharedVerdict::from_verdict(verdict) else { return };
         let Some(mut conn) = self.connection() else { return };
-        let (this, key) = (self.clone(), self.rdns_key(ip, suffixes));
+        let Ok(value) = serde_json::to_string(&shared) else { return };
+        let cmd = command(&self.wire.rdns_keep(ip, suffixes, &value, ttl));
+        let this = self.clone();
         tokio::spawn(async move {
-            let Ok(value) = serde_json::to_string(&shared) else { return };
-            let ms = ttl.as_millis().max(1) as u64;
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(&key).arg(value).arg("PX").arg(ms);
-            let deadline = tokio::time::Instant::now() + this.settings.timeout * 4;
+            let deadline = tokio::time::Instant::now() + wire::background_within(this.settings.timeout);
             let _: Option<()> = this.bounded("rdns", deadline, cmd.query_async(&mut conn)).await;
         });
     }
@@ -289,7 +260,7 @@ impl SharedStore {
     /// Connect, subscribe, load the live keys, and mark the store up. The
     /// subscription is returned for the caller to read.
     async fn connect(&self) -> Result<redis::aio::PubSub, String> {
-        let timeout = self.settings.timeout.max(Duration::from_secs(1));
+        let timeout = wire::connect_within(self.settings.timeout);
         let mut conn = self
             .client
             .get_multiplexed_async_connection_with_config(&self.connection_config())
@@ -299,18 +270,11 @@ impl SharedStore {
             .await
             .map_err(|_| "timed out".to_owned())?
             .map_err(|e| e.to_string())?;
-        pubsub.subscribe(self.channel()).await.map_err(|e| e.to_string())?;
+        pubsub.subscribe(self.wire.channel()).await.map_err(|e| e.to_string())?;
         // Subscribed first, then loaded: nothing announced in between is missed.
-        let loading = async {
-            let mut loaded = 0;
-            for pattern in ["ban:*", "robots:*"] {
-                loaded += self.load(&mut conn, &self.key(pattern)).await?;
-            }
-            Ok::<usize, String>(loaded)
-        };
-        let loaded = tokio::time::timeout(LOAD_FOR, loading)
+        let loaded = tokio::time::timeout(wire::LOAD_FOR, self.load(&mut conn))
             .await
-            .map_err(|_| format!("loading the live keys took longer than {} s", LOAD_FOR.as_secs()))??;
+            .map_err(|_| format!("loading the live keys took longer than {} s", wire::LOAD_FOR.as_secs()))??;
         self.conn.store(Some(Arc::new(conn)));
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.up.store(true, Ordering::Relaxed);
@@ -319,37 +283,16 @@ impl SharedStore {
         Ok(pubsub)
     }
 
-    /// Apply the events stored under `pattern` to the local tables (at most
-    /// [`LOAD_MAX`]).
-    async fn load(&self, conn: &mut MultiplexedConnection, pattern: &str) -> Result<usize, String> {
-        let mut cursor = 0u64;
-        let mut n = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(conn)
-                .await
-                .map_err(|e| e.to_string())?;
-            if !keys.is_empty() {
-                let values: Vec<Option<String>> =
-                    redis::cmd("MGET").arg(&keys).query_async(conn).await.map_err(|e| e.to_string())?;
-                let (now, now_ms) = (Instant::now(), unix_ms());
-                for v in values.iter().flatten() {
-                    if let Ok(event) = serde_json::from_str::<Event>(v) {
-                        event.apply(&*self.local, now, now_ms);
-                        n += 1;
-                    }
-                }
-            }
-            cursor = next;
-            if cursor == 0 || n >= LOAD_MAX {
-                return Ok(n);
-            }
+    /// Apply the live bans and reads to the local tables ([`wire::Loading`]).
+    async fn load(&self, conn: &mut MultiplexedConnection) -> Result<usize, String> {
+        let mut loading = self.wire.loading();
+        let mut next = loading.first();
+        while let Some(c) = next {
+            let v: redis::Value = command(&c).query_async(conn).await.map_err(|e| e.to_string())?;
+            let (now, now_ms) = (Instant::now(), unix_ms());
+            next = loading.feed(reply(v), |e| e.apply(&*self.local, now, now_ms)).map_err(|e| e.to_string())?;
         }
+        Ok(loading.loaded())
     }
 
     /// Tell the store is alive; mark it down if not.
@@ -358,8 +301,8 @@ impl SharedStore {
         let pong: Option<String> = self
             .bounded(
                 "ping",
-                tokio::time::Instant::now() + self.settings.timeout.max(Duration::from_millis(500)),
-                redis::cmd("PING").query_async(&mut conn),
+                tokio::time::Instant::now() + wire::background_within(self.settings.timeout),
+                command(&wire::Store::ping()).query_async(&mut conn),
             )
             .await;
         pong.is_some()
@@ -377,7 +320,7 @@ impl SharedStore {
             AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(Some(timeout));
         let attempt = async {
             let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
-            redis::cmd("PING").query_async::<String>(&mut conn).await
+            command(&wire::Store::ping()).query_async::<String>(&mut conn).await
         };
         match tokio::time::timeout(timeout, attempt).await {
             Ok(Ok(_)) => Ok(()),
@@ -438,6 +381,40 @@ impl BackgroundService for Keeper {
                 () = tokio::time::sleep(KEEP_EVERY) => {}
             }
         }
+    }
+}
+
+/// The `redis` crate's form of a core command.
+fn command(c: &wire::Command) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for a in c.args() {
+        cmd.arg(a.as_slice());
+    }
+    cmd
+}
+
+/// Commands sent together, their replies in order.
+fn pipeline(commands: &[wire::Command]) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    for c in commands {
+        pipe.add_command(command(c));
+    }
+    pipe
+}
+
+/// The core's form of a reply (RESP3's kinds, which robotgate does not ask
+/// for, read as the nearest RESP2 one).
+fn reply(v: redis::Value) -> Reply {
+    use redis::Value as V;
+    match v {
+        V::Nil => Reply::Nil,
+        V::Int(n) => Reply::Int(n),
+        V::BulkString(b) => Reply::Text(b),
+        V::SimpleString(s) => Reply::Text(s.into_bytes()),
+        V::Okay => Reply::Text(b"OK".to_vec()),
+        V::Array(items) | V::Set(items) => Reply::Array(items.into_iter().map(reply).collect()),
+        V::ServerError(e) => Reply::Error(format!("{e:?}")),
+        other => Reply::Error(format!("an unexpected reply: {other:?}")),
     }
 }
 
