@@ -435,3 +435,31 @@ pub fn site_for_host(data: &[u8]) {
         assert!(name.eq_ignore_ascii_case(["shop.example", "blog.example"][i]), "{host:?} -> {i}");
     }
 }
+
+/// A shared store's replies (issue 52): whatever bytes a store sends, the
+/// reader never panics, says "needs more" only past what it has, takes
+/// no more than it has, reads a reply split anywhere exactly as whole, and
+/// loading takes any reply without panicking.
+pub fn store_reply(data: &[u8]) {
+    use robotgate::state::wire::{parse, Parsed, Store};
+    let whole = parse(data);
+    match &whole {
+        Ok(Parsed::Reply(_, used)) => assert!(*used <= data.len()),
+        Ok(Parsed::Needs(n)) => assert!(*n > data.len(), "needs {n} of {}", data.len()),
+        Err(_) => {}
+    }
+    // A prefix is never a different whole reply than the full bytes' one.
+    if let Ok(Parsed::Reply(r, used)) = &whole {
+        for cut in [*used / 2, used.saturating_sub(1)] {
+            if let Ok(Parsed::Reply(early, n)) = parse(&data[..cut]) {
+                panic!("a prefix of {cut} read as {early:?} ({n}), the whole as {r:?}");
+            }
+        }
+        let mut loading = Store::new("rg:").loading();
+        for _ in 0..3 {
+            if loading.feed(r.clone(), |_| {}).is_err() {
+                break;
+            }
+        }
+    }
+}

@@ -39,6 +39,7 @@ pub mod accesslog;
 pub mod agent;
 pub mod config;
 pub mod deadline;
+pub mod hash;
 pub mod head;
 pub mod identity;
 pub mod indexing;

@@ -253,3 +253,23 @@ fn site_for_host_inputs() {
     );
     assert!(n >= 9);
 }
+
+#[test]
+fn store_reply_inputs() {
+    let n = replay(
+        "store_reply",
+        checks::store_reply,
+        &[
+            b"",
+            b"+OK\r\n",
+            b"*2\r\n$1\r\n0\r\n*1\r\n$2\r\nab\r\n",
+            b"*2\r\n$1\r\n0\r\n*1\r\n$2\r\nab\r",
+            b"$99999999999\r\n",
+            b"*-1\r\n",
+            b"*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+            b"-ERR\r\n",
+            b"$2\r\nab\n\n",
+        ],
+    );
+    assert!(n >= 9);
+}

@@ -1,6 +1,7 @@
 //! Forward-confirmed reverse DNS inside nginx, on nginx's own resolver and
 //! event loop (no thread): the I/O half of [`robotgate::identity::rdns`],
-//! which judges the answers exactly as for the proxy.
+//! whose [`Check`] says what to look up next and judges the answers, step
+//! for step as for the proxy.
 //!
 //! * The resolver asks `verify.dns.nameservers` (or, when none are named,
 //!   the `nameserver`s of `/etc/resolv.conf`), made at configuration time
@@ -29,7 +30,7 @@ use ngx::ffi::{
 };
 
 use robotgate::config::DnsSettings;
-use robotgate::identity::rdns::{self, Ptr, Verdict, NEGATIVE_TTL, TROUBLE_TTL};
+use robotgate::identity::rdns::{self, Check, DnsVerdict, Lookup as Answer, Step, Trouble};
 use robotgate::identity::Identity;
 use robotgate::state::series::Series;
 
@@ -108,7 +109,7 @@ fn now_ms() -> ngx_msec_t {
 }
 
 fn key(ip: IpAddr, suffixes: &[String]) -> (IpAddr, u64) {
-    (rdns::canonical(ip), robotgate::state::shared::fnv1a(suffixes.join(",").as_bytes()))
+    rdns::verdict_key(ip, suffixes)
 }
 
 fn keep(key: (IpAddr, u64), identity: Identity, ttl: Duration) {
@@ -144,8 +145,7 @@ pub struct Claim<'a> {
 struct Lookup {
     ticket: Ticket,
     bot: usize,
-    ip: IpAddr,
-    suffixes: Vec<String>,
+    check: Check,
     key: (IpAddr, u64),
     /// When the check must end (nginx's clock, ms).
     deadline: ngx_msec_t,
@@ -156,14 +156,8 @@ struct Lookup {
     /// The client address, as nginx's resolver reads it.
     sockaddr: [u8; std::mem::size_of::<sockaddr_in6>()],
     socklen: u32,
-    ptrs: Vec<Ptr>,
-    candidates: Vec<String>,
     /// The name being looked up, NUL-less, alive until its lookup is done.
     asking: Vec<u8>,
-    /// A lookup failed (not "no such name"): the check says nothing.
-    trouble: Option<&'static str>,
-    /// The smallest expiry (nginx's seconds) of the records that answered.
-    valid: i64,
 }
 
 /// Look the claim up: at once from the worker's verdicts, or by parking
@@ -195,8 +189,7 @@ pub fn look_up(
     let lookup = Box::new(Lookup {
         ticket,
         bot: claim.bot,
-        ip: claim.ip,
-        suffixes: claim.suffixes.to_vec(),
+        check: Check::new(claim.ip, claim.suffixes),
         key,
         deadline: now.wrapping_add(timeout.as_millis().max(1) as ngx_msec_t),
         resolver,
@@ -206,11 +199,7 @@ pub fn look_up(
         name: claim.name.to_owned(),
         sockaddr,
         socklen,
-        ptrs: Vec::new(),
-        candidates: Vec::new(),
         asking: Vec::new(),
-        trouble: None,
-        valid: i64::MAX,
     });
     WORKER.with_borrow_mut(|w| w.in_flight += 1);
     let lookup = Box::into_raw(lookup);
@@ -219,7 +208,7 @@ pub fn look_up(
     unsafe {
         let ctx = start(resolver);
         if ctx.is_null() {
-            end(Box::from_raw(lookup), Some("resolver"));
+            abandon(Box::from_raw(lookup));
             return Start::Parked;
         }
         (*ctx).addr.sockaddr = (*lookup).sockaddr.as_mut_ptr().cast::<sockaddr>();
@@ -229,7 +218,7 @@ pub fn look_up(
         (*ctx).timeout = remaining(&*lookup);
         if ngx::ffi::ngx_resolve_addr(ctx) != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
             // nginx freed the context.
-            end(Box::from_raw(lookup), Some("resolver"));
+            abandon(Box::from_raw(lookup));
         }
     }
     Start::Parked
@@ -278,57 +267,62 @@ fn write_sockaddr(buf: &mut [u8; std::mem::size_of::<sockaddr_in6>()], ip: IpAdd
     }
 }
 
-/// The PTR answer.
+/// How long the records of a context that answered live yet.
+///
+/// # Safety
+/// `ctx` is a context nginx handed its handler.
+unsafe fn ttl_of(ctx: *const ngx_resolver_ctx_t) -> Duration {
+    // SAFETY: the caller's; nginx's cached time, on its thread.
+    let (valid, now) = unsafe { ((*ctx).valid, (*ngx::ffi::ngx_cached_time).sec) };
+    Duration::from_secs(valid.saturating_sub(now).max(0) as u64)
+}
+
+/// What a context's state says, when it is not an answer.
+fn failed<T>(state: ngx::ffi::ngx_int_t) -> Answer<T> {
+    if state == ngx::ffi::NGX_RESOLVE_NXDOMAIN as ngx::ffi::ngx_int_t {
+        Answer::Nothing
+    } else if state == ngx::ffi::NGX_RESOLVE_TIMEDOUT as ngx::ffi::ngx_int_t {
+        Answer::Trouble(Trouble::Timeout)
+    } else {
+        Answer::Trouble(Trouble::Resolver(format!("nginx's resolver: state {state}")))
+    }
+}
+
+/// The PTR answer. nginx's resolver keeps one name per address (the
+/// first), and does not ask again over TCP when the answer is truncated.
 extern "C" fn on_ptr(ctx: *mut ngx_resolver_ctx_t) {
     // SAFETY: nginx calls the handler with the context `look_up` made, whose
     // data is the lookup; the name is copied before the context is done.
-    let mut l = unsafe {
-        let l = Box::from_raw((*ctx).data as *mut Lookup);
+    let l = unsafe {
+        let mut l = Box::from_raw((*ctx).data as *mut Lookup);
         let state = (*ctx).state;
-        let mut l = l;
-        if state == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
+        let answer = if state == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
             let name = std::slice::from_raw_parts((*ctx).name.data, (*ctx).name.len);
-            let name = String::from_utf8_lossy(name).into_owned();
-            l.valid = l.valid.min((*ctx).valid);
-            l.candidates = rdns::forward_candidates(std::slice::from_ref(&name), &l.suffixes);
-            l.ptrs.push(Ptr { name, forward: Vec::new() });
-        } else if state != ngx::ffi::NGX_RESOLVE_NXDOMAIN as ngx::ffi::ngx_int_t {
-            l.trouble = Some(trouble(state));
-        }
+            Answer::Found { records: vec![String::from_utf8_lossy(name).into_owned()], ttl: ttl_of(ctx) }
+        } else {
+            failed(state)
+        };
         ngx::ffi::ngx_resolve_addr_done(ctx);
+        l.check.ptr(answer);
         l
     };
-    // The names inside the suffixes are judged on their forward answers.
-    if !l.candidates.is_empty() {
-        l.ptrs.clear();
-    }
     next(l);
 }
 
-fn trouble(state: ngx::ffi::ngx_int_t) -> &'static str {
-    if state == ngx::ffi::NGX_RESOLVE_TIMEDOUT as ngx::ffi::ngx_int_t {
-        "timeout"
-    } else {
-        "resolver"
-    }
-}
-
-/// Look up the next candidate's addresses, or judge.
+/// Look up what the check needs next, or end it.
 fn next(mut l: Box<Lookup>) {
-    if l.trouble.is_some() || l.ptrs.len() >= l.candidates.len() {
-        let trouble = l.trouble;
-        return end(l, trouble);
-    }
+    let Step::Forward(name) = l.check.step() else { return end(l) };
     if l.deadline.wrapping_sub(now_ms()) as isize <= 0 {
-        return end(l, Some("timeout"));
+        // Cut short: unverifiable (timeout).
+        return end(l);
     }
-    l.asking = l.candidates[l.ptrs.len()].clone().into_bytes();
+    l.asking = name.into_bytes();
     // SAFETY: nginx's resolver, on its thread; the lookup goes with the
     // context to `on_name`, and its name lives in the lookup until then.
     unsafe {
         let ctx = start(l.resolver);
         if ctx.is_null() {
-            return end(l, Some("resolver"));
+            return abandon(l);
         }
         (*ctx).name = ngx_str_t { len: l.asking.len(), data: l.asking.as_mut_ptr() };
         (*ctx).handler = Some(on_name);
@@ -337,7 +331,7 @@ fn next(mut l: Box<Lookup>) {
         (*ctx).data = l.cast();
         if ngx::ffi::ngx_resolve_name(ctx) != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
             // nginx freed the context.
-            end(Box::from_raw(l), Some("resolver"));
+            abandon(Box::from_raw(l));
         }
     }
 }
@@ -349,21 +343,19 @@ extern "C" fn on_name(ctx: *mut ngx_resolver_ctx_t) {
     let l = unsafe {
         let mut l = Box::from_raw((*ctx).data as *mut Lookup);
         let state = (*ctx).state;
-        let mut forward = Vec::new();
-        if state == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
-            l.valid = l.valid.min((*ctx).valid);
-            for i in 0..(*ctx).naddrs {
-                let a = &*(*ctx).addrs.add(i);
-                if let Some(ip) = ip_of(a.sockaddr, a.socklen) {
-                    forward.push(ip);
-                }
-            }
-        } else if state != ngx::ffi::NGX_RESOLVE_NXDOMAIN as ngx::ffi::ngx_int_t {
-            l.trouble = Some(trouble(state));
-        }
+        let answer = if state == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
+            let records = (0..(*ctx).naddrs)
+                .filter_map(|i| {
+                    let a = &*(*ctx).addrs.add(i);
+                    ip_of(a.sockaddr, a.socklen)
+                })
+                .collect();
+            Answer::Found { records, ttl: ttl_of(ctx) }
+        } else {
+            failed(state)
+        };
         ngx::ffi::ngx_resolve_name_done(ctx);
-        let name = String::from_utf8_lossy(&l.asking).into_owned();
-        l.ptrs.push(Ptr { name, forward });
+        l.check.forward(answer);
         l
     };
     next(l);
@@ -390,26 +382,27 @@ unsafe fn ip_of(sa: *const sockaddr, len: u32) -> Option<IpAddr> {
     }
 }
 
+/// nginx's resolver could not start a lookup: the check ends unverifiable.
+fn abandon(mut l: Box<Lookup>) {
+    l.check.abandon(Trouble::Resolver("nginx's resolver refused the lookup".into()));
+    end(l);
+}
+
 /// The check is over: judge, keep the verdict, and resume the request.
-fn end(l: Box<Lookup>, trouble: Option<&'static str>) {
+fn end(l: Box<Lookup>) {
     WORKER.with_borrow_mut(|w| w.in_flight = w.in_flight.saturating_sub(1));
-    let (identity, ttl) = match trouble {
-        Some(reason) => {
-            l.series.add("robotgate_identity_unchecked_total", &["bot", "reason"], &[&l.name, reason], 1);
-            (Identity::Unverifiable, TROUBLE_TTL)
+    let Lookup { check, key, ticket, bot, log, series, name, .. } = *l;
+    let (verdict, ttl) = check.finish();
+    let identity = match verdict {
+        DnsVerdict::Verified { .. } => Identity::Verified,
+        // No PTR, a name outside the suffixes, or one whose addresses are
+        // not the client's.
+        DnsVerdict::Spoofed { .. } => Identity::Spoofed,
+        DnsVerdict::Unverifiable { reason } => {
+            series.add("robotgate_identity_unchecked_total", &["bot", "reason"], &[&name, reason.label()], 1);
+            Identity::Unverifiable
         }
-        None => match rdns::judge(l.ip, &l.suffixes, &l.ptrs) {
-            Verdict::Verified { .. } => {
-                // SAFETY: nginx's cached time (`ngx_time()`), on its thread.
-                let now = unsafe { (*ngx::ffi::ngx_cached_time).sec };
-                let ttl = Duration::from_secs(l.valid.saturating_sub(now).max(0) as u64);
-                (Identity::Verified, rdns::positive_ttl(ttl))
-            }
-            // No PTR, a name outside the suffixes, or one whose addresses
-            // are not the client's.
-            Verdict::Failed { .. } => (Identity::Spoofed, NEGATIVE_TTL),
-        },
     };
-    keep(l.key, identity, ttl);
-    park::finish_here(l.ticket, Found::Dns { bot: l.bot, identity }, l.log);
+    keep(key, identity, ttl);
+    park::finish_here(ticket, Found::Dns { bot, identity }, log);
 }

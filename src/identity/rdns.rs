@@ -236,6 +236,215 @@ pub fn judge<S: AsRef<str>>(ip: IpAddr, suffixes: &[S], ptrs: &[Ptr]) -> Verdict
     Verdict::Failed { reason }
 }
 
+/// A verdict's key, alike in every host and instance: the address (an
+/// IPv4-mapped one as IPv4) and a hash of the robot's suffix list.
+pub fn verdict_key<S: AsRef<str>>(ip: IpAddr, suffixes: &[S]) -> (IpAddr, u64) {
+    let mut joined = Vec::new();
+    for (i, s) in suffixes.iter().enumerate() {
+        if i > 0 {
+            joined.push(b',');
+        }
+        joined.extend_from_slice(s.as_ref().as_bytes());
+    }
+    (canonical(ip), crate::hash::fnv1a(&joined))
+}
+
+/// The outcome of a whole check, as every host keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DnsVerdict {
+    /// A PTR name inside the bot's domains resolves back to the address.
+    Verified {
+        /// That name (lower case, no trailing dot).
+        ptr: String,
+    },
+    /// DNS answered, and the answers refute the claim.
+    Spoofed {
+        /// Why.
+        reason: Failure,
+    },
+    /// DNS gave no usable answer: neither verified nor refuted.
+    Unverifiable {
+        /// Why.
+        reason: Trouble,
+    },
+}
+
+/// Why a check could not conclude.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Trouble {
+    /// The check did not finish within the timeout.
+    #[error("DNS timed out")]
+    Timeout,
+    /// Every check slot was busy; nothing was asked.
+    #[error("too many DNS checks in flight")]
+    Busy,
+    /// The resolver failed (SERVFAIL, REFUSED, network error).
+    #[error("DNS failed: {0}")]
+    Resolver(String),
+}
+
+impl Trouble {
+    /// Its `reason` label in `robotgate_identity_unchecked_total`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Trouble::Timeout => "timeout",
+            Trouble::Busy => "busy",
+            Trouble::Resolver(_) => "resolver",
+        }
+    }
+}
+
+/// What one lookup of a check gave, as the host's resolver reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<T> {
+    /// Records, and the smallest TTL among them.
+    Found {
+        /// The PTR names, or the addresses.
+        records: Vec<T>,
+        /// The smallest TTL of the records.
+        ttl: Duration,
+    },
+    /// No such name, or no records of the type.
+    Nothing,
+    /// No usable answer.
+    Trouble(Trouble),
+}
+
+/// What a [`Check`] needs next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// The PTR names of the address.
+    Ptr,
+    /// The addresses (A for an IPv4 client, AAAA for IPv6, or both) of this
+    /// name, fully qualified without the trailing dot.
+    Forward(String),
+    /// Nothing more: [`Check::finish`].
+    Done,
+}
+
+/// One forward-confirmed reverse DNS check, step by step, for a host to
+/// drive with its own resolver (the proxy's hickory on tokio, nginx's own
+/// resolver on its event loop): ask what [`Check::step`] says, hand the
+/// answer back, until [`Step::Done`]; then [`Check::finish`] gives the
+/// verdict and how long to keep it. Every PTR name the resolver returns is
+/// read; at most [`MAX_FORWARD`] are looked up forward.
+#[derive(Debug, Clone)]
+pub struct Check {
+    ip: IpAddr,
+    suffixes: Vec<String>,
+    /// The PTR names, once looked up.
+    names: Option<Vec<String>>,
+    candidates: Vec<String>,
+    ptrs: Vec<Ptr>,
+    /// The smallest TTL of every record that answered.
+    ttl: Duration,
+    /// The PTR lookup failed: the check says nothing.
+    trouble: Option<Trouble>,
+    /// A forward lookup failed: had it answered, it might have confirmed.
+    forward_trouble: Option<Trouble>,
+}
+
+impl Check {
+    /// A check that `ip` is a robot whose names end in one of `suffixes`.
+    pub fn new(ip: IpAddr, suffixes: &[String]) -> Check {
+        Check {
+            ip: canonical(ip),
+            suffixes: suffixes.to_vec(),
+            names: None,
+            candidates: Vec::new(),
+            ptrs: Vec::new(),
+            ttl: MAX_POSITIVE_TTL,
+            trouble: None,
+            forward_trouble: None,
+        }
+    }
+
+    /// The address checked (an IPv4-mapped IPv6 address as IPv4).
+    pub fn ip(&self) -> IpAddr {
+        self.ip
+    }
+
+    /// What to ask next.
+    pub fn step(&self) -> Step {
+        if self.trouble.is_some() {
+            return Step::Done;
+        }
+        if self.names.is_none() {
+            return Step::Ptr;
+        }
+        match self.candidates.get(self.ptrs.len()) {
+            Some(name) => Step::Forward(name.clone()),
+            None => Step::Done,
+        }
+    }
+
+    /// The resolver cannot go on (it could not start a lookup): the check
+    /// ends unverifiable.
+    pub fn abandon(&mut self, why: Trouble) {
+        self.trouble.get_or_insert(why);
+    }
+
+    /// The answer to [`Step::Ptr`].
+    pub fn ptr(&mut self, answer: Lookup<String>) {
+        let names = match answer {
+            Lookup::Found { records, ttl } => {
+                self.ttl = self.ttl.min(ttl);
+                records
+            }
+            Lookup::Nothing => Vec::new(),
+            Lookup::Trouble(t) => {
+                self.trouble = Some(t);
+                Vec::new()
+            }
+        };
+        self.candidates = forward_candidates(&names, &self.suffixes);
+        self.names = Some(names);
+    }
+
+    /// The answer to [`Step::Forward`].
+    pub fn forward(&mut self, answer: Lookup<IpAddr>) {
+        let Some(name) = self.candidates.get(self.ptrs.len()) else { return };
+        let forward = match answer {
+            Lookup::Found { records, ttl } => {
+                self.ttl = self.ttl.min(ttl);
+                records
+            }
+            Lookup::Nothing => Vec::new(),
+            Lookup::Trouble(t) => {
+                self.forward_trouble.get_or_insert(t);
+                Vec::new()
+            }
+        };
+        self.ptrs.push(Ptr { name: name.clone(), forward });
+    }
+
+    /// The verdict on what was answered, and how long to keep it. A check
+    /// cut short (its deadline passed) before [`Step::Done`] is unverifiable.
+    pub fn finish(self) -> (DnsVerdict, Duration) {
+        let unsettled = |reason| (DnsVerdict::Unverifiable { reason }, TROUBLE_TTL);
+        if let Some(t) = self.trouble {
+            return unsettled(t);
+        }
+        if self.step() != Step::Done {
+            return unsettled(Trouble::Timeout);
+        }
+        let names = self.names.unwrap_or_default();
+        // Nothing inside the suffixes: judge the names as returned.
+        let ptrs = if self.ptrs.is_empty() {
+            names.into_iter().map(|name| Ptr { name, forward: Vec::new() }).collect()
+        } else {
+            self.ptrs
+        };
+        match judge(self.ip, &self.suffixes, &ptrs) {
+            Verdict::Verified { ptr } => (DnsVerdict::Verified { ptr }, positive_ttl(self.ttl)),
+            Verdict::Failed { .. } if self.forward_trouble.is_some() => {
+                unsettled(self.forward_trouble.expect("checked above"))
+            }
+            Verdict::Failed { reason } => (DnsVerdict::Spoofed { reason }, NEGATIVE_TTL),
+        }
+    }
+}
+
 /// At most [`MAX_NAME`] bytes of `s`, on a character boundary.
 fn cut(s: &str) -> String {
     let mut end = s.len().min(MAX_NAME);
@@ -257,6 +466,82 @@ mod tests {
 
     fn ptr(name: &str, forward: &[&str]) -> Ptr {
         Ptr { name: name.into(), forward: forward.iter().map(|f| ip(f)).collect() }
+    }
+
+    fn found<T>(records: Vec<T>, secs: u64) -> Lookup<T> {
+        Lookup::Found { records, ttl: Duration::from_secs(secs) }
+    }
+
+    #[test]
+    fn a_check_reads_every_ptr_name_and_confirms_the_one_inside() {
+        let suffixes = vec!["googlebot.com".to_owned()];
+        let mut c = Check::new(ip("::ffff:66.249.66.1"), &suffixes);
+        assert_eq!(c.step(), Step::Ptr);
+        // The first name is outside the robot's domains; the second is inside.
+        c.ptr(found(vec!["host.example.net.".into(), "crawl-1.googlebot.com.".into()], 600));
+        assert_eq!(c.step(), Step::Forward("crawl-1.googlebot.com".into()));
+        c.forward(found(vec![ip("66.249.66.1")], 120));
+        assert_eq!(c.step(), Step::Done);
+        assert_eq!(
+            c.finish(),
+            (DnsVerdict::Verified { ptr: "crawl-1.googlebot.com".into() }, Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn a_check_refutes_or_gives_up_as_the_answers_say() {
+        let suffixes = vec!["googlebot.com".to_owned()];
+        let run = |ptr: Lookup<String>, forward: Vec<Lookup<IpAddr>>| {
+            let mut c = Check::new(ip("66.249.66.1"), &suffixes);
+            c.ptr(ptr);
+            let mut forward = forward.into_iter();
+            while let Step::Forward(_) = c.step() {
+                c.forward(forward.next().expect("a forward answer"));
+            }
+            c.finish()
+        };
+        let spoofed = |reason| (DnsVerdict::Spoofed { reason }, NEGATIVE_TTL);
+        assert_eq!(run(Lookup::Nothing, vec![]), spoofed(Failure::NoPtr));
+        assert_eq!(
+            run(found(vec!["x.evil.example.".into()], 60), vec![]),
+            spoofed(Failure::OutsideSuffixes { ptr: "x.evil.example.".into() })
+        );
+        assert_eq!(
+            run(found(vec!["a.googlebot.com".into()], 60), vec![found(vec![ip("192.0.2.1")], 60)]),
+            spoofed(Failure::ForwardMismatch { ptr: "a.googlebot.com".into() })
+        );
+        // Trouble on the PTR, or on a forward lookup that might have confirmed.
+        let busy = (DnsVerdict::Unverifiable { reason: Trouble::Resolver("SERVFAIL".into()) }, TROUBLE_TTL);
+        assert_eq!(run(Lookup::Trouble(Trouble::Resolver("SERVFAIL".into())), vec![]), busy);
+        assert_eq!(
+            run(found(vec!["a.googlebot.com".into()], 60), vec![Lookup::Trouble(Trouble::Resolver("SERVFAIL".into()))]),
+            busy
+        );
+        // A forward failure does not spoil a confirmation by another name.
+        let two = found(vec!["a.googlebot.com".into(), "b.googlebot.com".into()], 60);
+        let answers = vec![Lookup::Trouble(Trouble::Timeout), found(vec![ip("66.249.66.1")], 3600)];
+        assert_eq!(
+            run(two, answers),
+            (DnsVerdict::Verified { ptr: "b.googlebot.com".into() }, Duration::from_secs(60))
+        );
+        // Cut short: unverifiable.
+        let mut c = Check::new(ip("66.249.66.1"), &suffixes);
+        c.ptr(found(vec!["a.googlebot.com".into()], 60));
+        assert_eq!(c.finish(), (DnsVerdict::Unverifiable { reason: Trouble::Timeout }, TROUBLE_TTL));
+    }
+
+    #[test]
+    fn a_check_looks_up_at_most_max_forward_names() {
+        let suffixes = vec!["googlebot.com".to_owned()];
+        let names: Vec<String> = (0..50).map(|i| format!("c{i}.googlebot.com")).collect();
+        let mut c = Check::new(ip("66.249.66.1"), &suffixes);
+        c.ptr(found(names, 60));
+        let mut asked = 0;
+        while let Step::Forward(_) = c.step() {
+            asked += 1;
+            c.forward(Lookup::Nothing);
+        }
+        assert_eq!(asked, MAX_FORWARD);
     }
 
     #[test]

@@ -155,11 +155,7 @@ pub fn rate_key(key: &RateKey<'_>) -> String {
     format!("rate:{}:{bot}:{}", key.site, key.client)
 }
 
-/// 64-bit FNV-1a: a hash every instance computes alike (std's hasher is
-/// seeded per process), for keys named after unbounded input.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
+pub use crate::hash::fnv1a;
 
 /// A [`State`] for one decision in front of a shared store: see the module
 /// documentation. Made per request; it holds at most one question and one

@@ -12,7 +12,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::shared::{fnv1a, Event, Question};
+use super::shared::{Event, Question};
 
 /// The longest loading the live keys may take (SCAN and MGET together,
 /// every pattern): a store whose SCAN never ends, or that answers at a
@@ -416,11 +416,8 @@ impl Store {
 
     /// The key of a reverse-DNS verdict for `ip` against `suffixes`.
     pub fn rdns_key(&self, ip: IpAddr, suffixes: &[String]) -> String {
-        self.key(&format!(
-            "rdns:{}:{:016x}",
-            crate::identity::rdns::canonical(ip),
-            fnv1a(suffixes.join(",").as_bytes())
-        ))
+        let (ip, suffixes) = crate::identity::rdns::verdict_key(ip, suffixes);
+        self.key(&format!("rdns:{ip}:{suffixes:016x}"))
     }
 
     /// Ask for a stored verdict and the time it has left: two commands.

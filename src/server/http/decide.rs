@@ -405,11 +405,7 @@ impl Gate {
 /// silent (issue #39). The robot is judged as what it claims, unverified;
 /// robots whose operator publishes complete ranges never get here.
 fn unchecked(bot: &str, ip: IpAddr, trouble: &Trouble) {
-    let reason = match trouble {
-        Trouble::Timeout => "timeout",
-        Trouble::Busy => "busy",
-        Trouble::Resolver(_) => "resolver",
-    };
+    let reason = trouble.label();
     metrics().identity_unchecked.with_label_values(&[bot, reason]).inc();
     tracing::warn!(target: "robotgate::identity", bot, client = %ip, reason = %trouble, "claim not checked: reverse DNS gave no answer; judged unverified");
 }

@@ -30,9 +30,7 @@
 //! verdicts, which are smaller, and one cache keeps the TTLs above the only
 //! ones in force. `/etc/hosts` is not consulted: only DNS is evidence.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -45,9 +43,9 @@ use hickory_resolver::{Resolver, TokioResolver};
 use tokio::sync::{watch, Semaphore};
 
 use crate::config::DnsSettings;
-use crate::identity::rdns::{self, Failure, Ptr, Verdict};
+use crate::identity::rdns::{self, Check, Lookup, Step};
 
-pub use crate::identity::rdns::{MAX_POSITIVE_TTL, MIN_POSITIVE_TTL, NEGATIVE_TTL, TROUBLE_TTL};
+pub use crate::identity::rdns::{DnsVerdict, Trouble, MAX_POSITIVE_TTL, MIN_POSITIVE_TTL, NEGATIVE_TTL, TROUBLE_TTL};
 
 /// The verifier's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,40 +70,6 @@ impl From<&DnsSettings> for DnsConfig {
     fn from(s: &DnsSettings) -> Self {
         DnsConfig { nameservers: s.nameservers.clone(), timeout: s.timeout, max_in_flight: 256, cache_entries: 65_536 }
     }
-}
-
-/// The outcome of a check, for the proxy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DnsVerdict {
-    /// A PTR name inside the bot's domains resolves back to the address.
-    Verified {
-        /// That name (lower case, no trailing dot).
-        ptr: String,
-    },
-    /// DNS answered, and the answers refute the claim.
-    Spoofed {
-        /// Why.
-        reason: Failure,
-    },
-    /// DNS gave no usable answer: neither verified nor refuted.
-    Unverifiable {
-        /// Why.
-        reason: Trouble,
-    },
-}
-
-/// Why a check could not conclude.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Trouble {
-    /// The check did not finish within the timeout.
-    #[error("DNS timed out")]
-    Timeout,
-    /// Every check slot was busy; nothing was asked.
-    #[error("too many DNS checks in flight")]
-    Busy,
-    /// The resolver failed (SERVFAIL, REFUSED, network error).
-    #[error("DNS failed: {0}")]
-    Resolver(String),
 }
 
 /// The resolver could not be set up.
@@ -242,64 +206,35 @@ impl DnsVerifier {
         }
     }
 
-    /// The lookups and the verdict, with how long to keep it.
+    /// The lookups ([`Check`] says which) and the verdict, with how long
+    /// to keep it.
     async fn check(&self, ip: IpAddr, suffixes: &[String]) -> (DnsVerdict, Duration) {
-        let trouble = |e: NetError| {
-            let reason = match e {
-                NetError::Timeout => Trouble::Timeout,
-                e => Trouble::Resolver(e.to_string()),
-            };
-            (DnsVerdict::Unverifiable { reason }, TROUBLE_TTL)
-        };
-        let mut ttl = u32::MAX;
-        let names: Vec<String> = match self.resolver.reverse_lookup(ip).await {
-            Ok(l) => answers(l.answers(), &mut ttl)
-                .filter_map(|d| match d {
-                    // `to_ascii` escapes a dot inside a label (`\.`), which the
-                    // judge refuses: no label boundary can be smuggled in.
-                    RData::PTR(p) => Some(p.0.to_ascii()),
-                    _ => None,
-                })
-                .collect(),
-            Err(e) if e.is_no_records_found() => Vec::new(),
-            Err(e) => return trouble(e),
-        };
-        let mut ptrs: Vec<Ptr> = Vec::new();
-        let mut failed: Option<NetError> = None;
-        for name in rdns::forward_candidates(&names, suffixes) {
-            let fqdn = format!("{name}.");
-            let found = match ip {
-                IpAddr::V4(_) => self.resolver.ipv4_lookup(fqdn.as_str()).await,
-                IpAddr::V6(_) => self.resolver.ipv6_lookup(fqdn.as_str()).await,
-            };
-            let forward = match found {
-                Ok(l) => answers(l.answers(), &mut ttl)
-                    .filter_map(|d| match d {
+        let mut check = Check::new(ip, suffixes);
+        loop {
+            match check.step() {
+                Step::Ptr => {
+                    let found = self.resolver.reverse_lookup(check.ip()).await;
+                    check.ptr(lookup(found.map(|l| l.answers().to_vec()), |d| match d {
+                        // `to_ascii` escapes a dot inside a label (`\.`), which the
+                        // judge refuses: no label boundary can be smuggled in.
+                        RData::PTR(p) => Some(p.0.to_ascii()),
+                        _ => None,
+                    }));
+                }
+                Step::Forward(name) => {
+                    let fqdn = format!("{name}.");
+                    let found = match check.ip() {
+                        IpAddr::V4(_) => self.resolver.ipv4_lookup(fqdn.as_str()).await.map(|l| l.answers().to_vec()),
+                        IpAddr::V6(_) => self.resolver.ipv6_lookup(fqdn.as_str()).await.map(|l| l.answers().to_vec()),
+                    };
+                    check.forward(lookup(found, |d| match d {
                         RData::A(a) => Some(IpAddr::V4(a.0)),
                         RData::AAAA(a) => Some(IpAddr::V6(a.0)),
                         _ => None,
-                    })
-                    .collect(),
-                Err(e) if e.is_no_records_found() => Vec::new(),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                    Vec::new()
+                    }));
                 }
-            };
-            ptrs.push(Ptr { name, forward });
-        }
-        if ptrs.is_empty() {
-            // Nothing inside the suffixes: judge the names as returned.
-            ptrs = names.into_iter().map(|name| Ptr { name, forward: Vec::new() }).collect();
-        }
-        match rdns::judge(ip, suffixes, &ptrs) {
-            Verdict::Verified { ptr } => {
-                let ttl = rdns::positive_ttl(Duration::from_secs(u64::from(ttl)));
-                (DnsVerdict::Verified { ptr }, ttl)
+                Step::Done => return check.finish(),
             }
-            // A forward lookup failed: it might have confirmed.
-            Verdict::Failed { .. } if failed.is_some() => trouble(failed.expect("checked above")),
-            Verdict::Failed { reason } => (DnsVerdict::Spoofed { reason }, NEGATIVE_TTL),
         }
     }
 
@@ -309,20 +244,28 @@ impl DnsVerifier {
     }
 }
 
-/// The answer data, keeping the smallest TTL seen in `ttl`.
-fn answers<'a>(records: &'a [Record], ttl: &'a mut u32) -> impl Iterator<Item = &'a RData> + 'a {
-    records.iter().map(move |r| {
-        *ttl = (*ttl).min(r.ttl);
-        &r.data
-    })
+/// hickory's answer as the core's [`Lookup`]: the records `pick` keeps,
+/// with their smallest TTL.
+fn lookup<T>(found: Result<Vec<Record>, NetError>, pick: impl Fn(&RData) -> Option<T>) -> Lookup<T> {
+    match found {
+        Ok(records) => {
+            let ttl = records.iter().map(|r| r.ttl).min().unwrap_or(u32::MAX);
+            let records: Vec<T> = records.iter().filter_map(|r| pick(&r.data)).collect();
+            if records.is_empty() {
+                Lookup::Nothing
+            } else {
+                Lookup::Found { records, ttl: Duration::from_secs(u64::from(ttl)) }
+            }
+        }
+        Err(e) if e.is_no_records_found() => Lookup::Nothing,
+        Err(NetError::Timeout) => Lookup::Trouble(Trouble::Timeout),
+        Err(e) => Lookup::Trouble(Trouble::Resolver(e.to_string())),
+    }
 }
 
-/// A check's key: the address, and a hash of the suffix list (deterministic
-/// SipHash: the lists come from the bot database, not from clients).
+/// A check's key ([`rdns::verdict_key`], as every host keys it).
 fn key(ip: IpAddr, suffixes: &[String]) -> Key {
-    let mut h = DefaultHasher::new();
-    suffixes.hash(&mut h);
-    (rdns::canonical(ip), h.finish())
+    rdns::verdict_key(ip, suffixes)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
