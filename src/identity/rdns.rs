@@ -386,17 +386,10 @@ impl Check {
 
     /// The answer to [`Step::Ptr`].
     pub fn ptr(&mut self, answer: Lookup<String>) {
-        let names = match answer {
-            Lookup::Found { records, ttl } => {
-                self.ttl = self.ttl.min(ttl);
-                records
-            }
-            Lookup::Nothing => Vec::new(),
-            Lookup::Trouble(t) => {
-                self.trouble = Some(t);
-                Vec::new()
-            }
-        };
+        let names = self.records(answer).unwrap_or_else(|t| {
+            self.trouble = Some(t);
+            Vec::new()
+        });
         self.candidates = forward_candidates(&names, &self.suffixes);
         self.names = Some(names);
     }
@@ -404,18 +397,24 @@ impl Check {
     /// The answer to [`Step::Forward`].
     pub fn forward(&mut self, answer: Lookup<IpAddr>) {
         let Some(name) = self.candidates.get(self.ptrs.len()) else { return };
-        let forward = match answer {
+        let name = name.clone();
+        let forward = self.records(answer).unwrap_or_else(|t| {
+            self.forward_trouble.get_or_insert(t);
+            Vec::new()
+        });
+        self.ptrs.push(Ptr { name, forward });
+    }
+
+    /// An answer's records (none for "nothing"), their TTL kept.
+    fn records<T>(&mut self, answer: Lookup<T>) -> Result<Vec<T>, Trouble> {
+        match answer {
             Lookup::Found { records, ttl } => {
                 self.ttl = self.ttl.min(ttl);
-                records
+                Ok(records)
             }
-            Lookup::Nothing => Vec::new(),
-            Lookup::Trouble(t) => {
-                self.forward_trouble.get_or_insert(t);
-                Vec::new()
-            }
-        };
-        self.ptrs.push(Ptr { name: name.clone(), forward });
+            Lookup::Nothing => Ok(Vec::new()),
+            Lookup::Trouble(t) => Err(t),
+        }
     }
 
     /// The verdict on what was answered, and how long to keep it. A check
