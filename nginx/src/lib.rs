@@ -46,6 +46,7 @@
 //! result of `NGX_OK` as "allowed, go on". nginx's realip module has set the
 //! client address by then (post-read phase).
 
+mod answer;
 mod conn;
 mod dns;
 mod log;
@@ -62,9 +63,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ngx::core::{Buffer, Status};
+use answer::Answer;
+// Where dns.rs finds it.
+use answer::ngx_str;
+use ngx::core::Status;
 use ngx::ffi::{
-    ngx_array_push, ngx_chain_t, ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_handler_pt, ngx_http_module_t,
+    ngx_array_push, ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_handler_pt, ngx_http_module_t,
     ngx_http_phases_NGX_HTTP_REWRITE_PHASE, ngx_int_t, ngx_module_t, ngx_open_file_t, ngx_str_t, ngx_uint_t,
     NGX_CONF_NOARGS, NGX_CONF_TAKE1, NGX_HTTP_LOC_CONF, NGX_HTTP_LOC_CONF_OFFSET, NGX_HTTP_MAIN_CONF,
     NGX_HTTP_MAIN_CONF_OFFSET, NGX_HTTP_MODULE, NGX_HTTP_SRV_CONF, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE,
@@ -74,9 +78,10 @@ use ngx::http::{self, HttpModule, HttpModuleLocationConf, HttpModuleMainConf, Me
 use ngx::{http_request_handler, ngx_conf_log_error, ngx_log_error, ngx_string};
 
 use robotgate::agent::{Category, Memo};
-use robotgate::load::{LiveSite, Snapshot};
+use robotgate::load::Snapshot;
+use robotgate::pipeline::answer::{Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
-use robotgate::policy::{Action, Clock, Decision, Enforcement, Outcome, Rates, SiteFile};
+use robotgate::policy::{Clock, Decision, Outcome, Rates};
 use robotgate::state::series::{Counter, Series};
 
 struct Module;
@@ -287,7 +292,8 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
             );
         }
     }
-    let ignored = ignored_here(&snapshot);
+    // The keys nginx's own directives do the job of (`robotgate config check --host nginx`).
+    let ignored = robotgate::config::Host::Nginx.ignored(&snapshot.settings, snapshot.sites.iter().map(|s| &s.conf));
     if !ignored.is_empty() {
         ngx_conf_log_error!(NGX_LOG_NOTICE, cf, "robotgate: {}: ignored inside nginx ({})", path, ignored.join("; "));
     }
@@ -305,27 +311,6 @@ extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
     ngx::core::NGX_CONF_OK
 }
 
-/// The keys of a `robotgate serve` config that mean nothing inside nginx,
-/// and which of nginx's own directives does their job.
-fn ignored_here(snap: &Snapshot) -> Vec<&'static str> {
-    let boot = &snap.settings.boot;
-    let mut ignored = vec!["listen: nginx's `listen`", "sites[].upstream: nginx's `proxy_pass`, `root` ..."];
-    if boot.threads != 1 {
-        ignored.push("threads: `worker_processes`");
-    }
-    if snap.sites.iter().any(|s| s.conf.tls.is_some()) || boot.listen.iter().any(|l| l.tls.is_some()) {
-        ignored.push("tls: `ssl_certificate`");
-    }
-    if boot.metrics.is_some() {
-        ignored.push("metrics.listen: `robotgate_metrics;` in a location");
-    }
-    if !boot.auth.is_empty() {
-        ignored.push("auth.listen: not needed, robotgate decides inside nginx");
-    }
-    ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
-    ignored
-}
-
 extern "C" fn set_metrics(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, _conf: *mut c_void) -> *mut c_char {
     // SAFETY: nginx passes the configuration being read.
     let Some(clcf) = NgxHttpCoreModule::location_conf_mut(unsafe { &*cf }) else {
@@ -338,11 +323,16 @@ extern "C" fn set_metrics(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, _conf: 
 http_request_handler!(metrics_handler, |request: &mut http::Request| {
     let Some(main) = Module::main_conf(request) else { return Status::NGX_DECLINED };
     let Some(shared) = main.shared.as_ref() else {
-        return send(request, 404, "text/plain", b"robotgate_metrics: no robotgate_config in this http block\n");
+        return answer::send(
+            request,
+            404,
+            "text/plain",
+            b"robotgate_metrics: no robotgate_config in this http block\n",
+        );
     };
     let mut text = String::new();
     shared.series.render(&mut text);
-    send(request, 200, "text/plain; version=0.0.4; charset=utf-8", text.as_bytes())
+    answer::send(request, 200, "text/plain; version=0.0.4; charset=utf-8", text.as_bytes())
 });
 
 /// A worker's start: its name in the zone's locks, its folding of the
@@ -722,16 +712,6 @@ fn host_of(request: &http::Request) -> &str {
     std::str::from_utf8(bytes).unwrap_or("?")
 }
 
-/// What to answer, detached from the decision's borrows.
-enum Answer<'s> {
-    /// Let nginx go on, adding these headers to its response.
-    Pass { headers: Vec<(&'static str, String)> },
-    /// Answer `status` with `body` and these headers.
-    Body { status: u16, content_type: &'s str, body: &'s [u8], headers: Vec<(&'static str, String)> },
-    /// Parked until a helper answers ([`park`]): the phases run again then.
-    Parked,
-}
-
 http_request_handler!(robotgate_handler, |request: &mut http::Request| {
     let on = Module::location_conf(request).and_then(|c| c.enable).unwrap_or(false);
     if !on || !request.is_main() {
@@ -767,8 +747,7 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
         let Some(site) = site_of(hot, snap, host) else {
             // SAFETY: this request, on nginx's thread.
             unsafe { once::mark(raw) };
-            let body = robotgate::config::NO_SITE_BODY.as_bytes();
-            return send(request, robotgate::config::NO_SITE_STATUS, "text/plain; charset=utf-8", body);
+            return answer::write(request, &Plan::no_site());
         };
         let logging = !main.violations.is_null();
         let answer =
@@ -784,12 +763,7 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
                 }
                 Status::NGX_DECLINED
             }
-            Answer::Body { status, content_type, body, headers } => {
-                for (name, value) in headers {
-                    request.add_header_out(name, &value);
-                }
-                send(request, status, content_type, body)
-            }
+            Answer::Plan(plan) => answer::write(request, &plan),
             Answer::Parked => Status::NGX_DONE,
         }
     })
@@ -841,26 +815,20 @@ fn decide<'s>(
         announce(events);
     }
     let decision = match verdict {
-        Verdict::Refuse(status, _) => {
-            return Answer::Body { status, content_type: "text/plain", body: b"", headers: Vec::new() }
-        }
+        Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
         Verdict::Decided(d) => d,
     };
-    let mut headers = Vec::new();
-    if let Some(usage) = &p.facts().content_usage {
-        headers.push(("Content-Usage", usage.clone()));
-    }
     // The site's indexing rules, beside whatever X-Robots-Tag the content adds.
-    let indexing = &live.conf.indexing.rules;
-    if !indexing.is_empty() {
-        if let Some(target) = p.facts().target.as_deref() {
-            headers.extend(indexing.header_values(target).into_iter().map(|v| ("X-Robots-Tag", v)));
-        }
-    }
+    let rules = &live.conf.indexing.rules;
+    let indexing = match p.facts().target.as_deref() {
+        Some(target) if !rules.is_empty() => rules.header_values(target),
+        _ => Vec::new(),
+    };
     let books =
         Books { request, snap, at: site, shared, logging, client: p.facts().client, user_agent: p.facts().user_agent };
     count_and_record(&books, &decision, hot, scratch);
-    answer(live, &decision, headers)
+    let signature = p.asks_for_signature(&decision);
+    answer::answer(request, live, &decision, signature, p.facts().content_usage.as_deref(), indexing)
 }
 
 /// Answer what the pipeline asked (`need`), from what helpers answered
@@ -930,59 +898,6 @@ fn announce(events: Vec<robotgate::state::shared::Event>) {
     });
 }
 
-/// The answer an enforcement gets.
-#[inline(never)]
-fn answer<'s>(live: &'s LiveSite, d: &Decision<'s, '_>, mut headers: Vec<(&'static str, String)>) -> Answer<'s> {
-    match d.outcome.enforcement() {
-        Enforcement::Pass { noindex } => {
-            if let Some(value) = noindex {
-                headers.push(("X-Robots-Tag", value.to_owned()));
-            }
-            Answer::Pass { headers }
-        }
-        Enforcement::File(which) => {
-            let file = match which {
-                SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
-                SiteFile::Humans => live.humans.as_ref(),
-            };
-            match file {
-                Some(f) => {
-                    Answer::Body { status: 200, content_type: "text/plain; charset=utf-8", body: &f.body, headers }
-                }
-                None => Answer::Pass { headers },
-            }
-        }
-        Enforcement::TooManyRequests { retry_after, .. } => {
-            headers.push(("Retry-After", retry_after.to_string()));
-            let body: &[u8] = b"Too Many Requests: this robot's robots.txt group asks for a slower pace.\n";
-            Answer::Body { status: 429, content_type: "text/plain; charset=utf-8", body, headers }
-        }
-        Enforcement::Answer(action) => match action {
-            Action::Block { status, body, file } => {
-                let from_file = file.as_ref().and_then(|(path, ct)| Some((live.alternates.get(path)?, ct)));
-                match from_file {
-                    Some((f, ct)) => Answer::Body { status: *status, content_type: ct, body: &f.body, headers },
-                    None => Answer::Body {
-                        status: *status,
-                        content_type: "text/plain; charset=utf-8",
-                        body: body.as_bytes(),
-                        headers,
-                    },
-                }
-            }
-            Action::Alternate { status, file, content_type } => match live.alternates.get(file) {
-                Some(f) => Answer::Body { status: *status, content_type, body: &f.body, headers },
-                None => Answer::Body { status: 403, content_type: "text/plain", body: b"", headers },
-            },
-            Action::Redirect { status, location } => {
-                headers.push(("Location", location.clone()));
-                Answer::Body { status: *status, content_type: "text/plain", body: b"", headers }
-            }
-            Action::Noindex { .. } | Action::Log => Answer::Pass { headers },
-        },
-    }
-}
-
 /// What counting a decision and recording it read.
 struct Books<'a> {
     request: &'a http::Request,
@@ -1002,21 +917,26 @@ struct Books<'a> {
 /// offer its violation record to the log.
 fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch: &mut Scratch) {
     let (shared, at) = (b.shared, b.at);
-    let site = b.snap.sites[at].conf.name.as_str();
-    if d.preference_unknown || matches!(d.outcome, Outcome::Refused(_)) {
-        let result = if d.preference_unknown { "preference-unknown" } else { "refused" };
+    let live = &b.snap.sites[at];
+    let site = live.conf.name.as_str();
+    // The core's one list ([`Counts`]); a site file counts only when it was
+    // loaded, and so answered.
+    let served = match d.outcome {
+        Outcome::File(which) => robotgate::pipeline::answer::site_file(live, which).is_some(),
+        _ => false,
+    };
+    let counts = Counts::of(d, served);
+    if let Some(result) = counts.preference {
         count(hot, &shared.series, "robotgate_preferences_total", &["site", "result"], &[site, result]);
     }
-    if let Outcome::File(which) = d.outcome {
-        count(hot, &shared.series, "robotgate_files_served_total", &["site", "file"], &[site, which.as_str()]);
-        return;
+    if let Some(file) = counts.file {
+        count(hot, &shared.series, "robotgate_files_served_total", &["site", "file"], &[site, file.as_str()]);
     }
-    let Some(agent) = d.agent.as_ref() else { return };
-    count_request(hot, &shared.series, (at, site), agent.category);
-    if matches!(d.outcome, Outcome::Pass) {
-        return;
+    let Some(category) = counts.request else { return };
+    count_request(hot, &shared.series, (at, site), category);
+    if counts.record {
+        record(b, d, hot, scratch);
     }
-    record(b, d, hot, scratch);
 }
 
 /// The record of a decision that has one, folded into the log, and its
@@ -1089,45 +1009,4 @@ extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
         store.stop();
     }
     park::stop();
-}
-
-/// Send a whole response of `body` (not for HEAD).
-#[inline(never)]
-fn send(request: &mut http::Request, status: u16, content_type: &str, body: &[u8]) -> Status {
-    let Ok(code) = http::HTTPStatus::from_u16(status) else { return Status::NGX_ERROR };
-    request.set_status(code);
-    request.set_content_length_n(body.len());
-    let r = request.as_mut();
-    if let Some(ct) = ngx_str(r.pool, content_type) {
-        r.headers_out.content_type = ct;
-        r.headers_out.content_type_len = content_type.len();
-    }
-    let rc = request.send_header();
-    if rc == Status::NGX_ERROR || rc.0 > Status::NGX_OK.0 || request.header_only() || body.is_empty() {
-        return rc;
-    }
-    let pool = request.pool();
-    let Some(mut buf) = pool.create_buffer(body.len()) else { return Status::NGX_ERROR };
-    // SAFETY: a fresh buffer of `body.len()` bytes.
-    unsafe {
-        let b = buf.as_ngx_buf_mut();
-        std::ptr::copy_nonoverlapping(body.as_ptr(), (*b).pos, body.len());
-        (*b).last = (*b).pos.add(body.len());
-    }
-    buf.set_last_buf(true);
-    buf.set_last_in_chain(true);
-    let mut out = ngx_chain_t { buf: buf.as_ngx_buf_mut(), next: std::ptr::null_mut() };
-    request.output_filter(&mut out)
-}
-
-/// `text` copied into nginx's pool.
-fn ngx_str(pool: *mut ngx::ffi::ngx_pool_t, text: &str) -> Option<ngx_str_t> {
-    // SAFETY: nginx's pool allocator; the copy lives as long as the request.
-    let data = unsafe { ngx::ffi::ngx_pnalloc(pool, text.len()) } as *mut u8;
-    if data.is_null() {
-        return None;
-    }
-    // SAFETY: `data` holds `text.len()` bytes.
-    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), data, text.len()) };
-    Some(ngx_str_t { len: text.len(), data })
 }

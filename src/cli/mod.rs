@@ -216,6 +216,11 @@ pub enum ConfigCommand {
         /// The configuration file.
         #[arg(long, short, default_value = "conf/robotgate.yaml")]
         config: PathBuf,
+        /// The program that reads it: `serve` (needs `listen` and each
+        /// site's `upstream`) or `nginx` (the module: needs neither, and the
+        /// check lists the keys it ignores).
+        #[arg(long, default_value = "serve", value_parser = ["serve", "nginx"])]
+        host: String,
     },
 }
 

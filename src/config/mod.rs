@@ -11,12 +11,14 @@
 //! reads no files and resolves no names: reading the named files and resolving
 //! addresses is the loader's job (`server::snapshot`).
 
+mod host;
 mod raw;
 mod validate;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use self::host::Host;
 pub use self::raw::*;
 pub use self::validate::parse_duration;
 use crate::net::{site_host_str, Cidr, ClientHeader};
@@ -331,8 +333,8 @@ pub struct Site {
     pub name: String,
     /// Lower-case host names.
     pub hosts: Vec<String>,
-    /// The origin.
-    pub upstream: Upstream,
+    /// The origin; `None` where the host forwards itself (nginx).
+    pub upstream: Option<Upstream>,
     /// robots.txt path.
     pub robots: Option<PathBuf>,
     /// humans.txt path.

@@ -180,8 +180,9 @@ pub struct RawSite {
     /// Answer requests for unknown hosts (at most one site).
     #[serde(default)]
     pub default: bool,
-    /// The origin.
-    pub upstream: RawUpstream,
+    /// The origin (`robotgate serve` needs one; nginx forwards itself).
+    #[serde(default)]
+    pub upstream: Option<RawUpstream>,
     /// robots.txt to serve and enforce. Absent: pass `/robots.txt` through and enforce nothing.
     #[serde(default)]
     pub robots: Option<PathBuf>,
@@ -449,7 +450,8 @@ pub struct RawDns {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
-    /// Listeners.
+    /// Listeners (`robotgate serve` needs one; nginx listens itself).
+    #[serde(default)]
     pub listen: Vec<RawListen>,
     /// Worker threads of the proxy service (default 1).
     #[serde(default)]

@@ -90,7 +90,7 @@ pub struct LiveSite {
     pub conf: Site,
     /// The upstream address, resolved once at load time (Pingora's `HttpPeer::new`
     /// would otherwise resolve on every request, blocking).
-    pub upstream_addr: std::net::SocketAddr,
+    pub upstream_addr: Option<std::net::SocketAddr>,
     /// robots.txt, when configured.
     pub robots: Option<RobotsFile>,
     /// humans.txt, when configured.
@@ -412,17 +412,17 @@ pub fn load_config(
     let (mut refused, mut originals) = (Vec::new(), HashMap::new());
     for site in site_confs {
         use std::net::ToSocketAddrs;
-        let upstream_addr = match site.upstream.address.to_socket_addrs().map(|mut a| a.next()) {
+        let upstream_addr = site.upstream.as_ref().map(|up| match up.address.to_socket_addrs().map(|mut a| a.next()) {
             Ok(Some(a)) => a,
             Ok(None) | Err(_) => {
                 problems.push(Problem::new(
                     config_path,
                     None,
-                    format!("site `{}`: cannot resolve upstream `{}`", site.name, site.upstream.address),
+                    format!("site `{}`: cannot resolve upstream `{}`", site.name, up.address),
                 ));
                 std::net::SocketAddr::from(([127, 0, 0, 1], 0))
             }
-        };
+        });
         let armed_at = site.traps.as_ref().map_or_else(Vec::new, |t| {
             let arm_after = t.arm_after.as_secs();
             let mut first = |p: &String| *traps_first_served.entry(traps::key(&site.name, p)).or_insert(now_unix);

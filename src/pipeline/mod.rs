@@ -24,7 +24,10 @@
 //! A resumed decision reuses all of it ([`Pipeline::classifications`]
 //! counts, and tests hold it to one).
 //!
-//! No I/O, no clock but the one given, no Pingora.
+//! No I/O, no clock but the one given, no Pingora. What robotgate answers
+//! with, and what a decision counts, is [`answer`]'s.
+
+pub mod answer;
 
 use std::borrow::Cow;
 use std::net::IpAddr;

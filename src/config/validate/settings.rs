@@ -15,9 +15,8 @@ use crate::net::Cidr;
 
 /// `listen:`: each listener's address and protocols.
 pub(super) fn listeners(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Vec<Listen> {
-    if raw.listen.is_empty() {
-        errors.push(ConfigError::new("listen", "needs at least one address"));
-    }
+    // None is `robotgate serve`'s problem, not the file's: the nginx module
+    // listens with nginx (`crate::config::host`).
     let mut listen = Vec::new();
     for (i, l) in raw.listen.iter().enumerate() {
         let field = format!("listen[{i}]");

@@ -61,44 +61,14 @@ pub(super) fn sites(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Sites {
             }
             default_site = Some(i);
         }
-        let upstream = match &s.upstream {
-            RawUpstream::Plain(a) => RawUpstreamFull {
-                address: a.clone(),
-                tls: false,
-                sni: None,
-                connect_timeout: None,
-                read_timeout: None,
-                h2: false,
-            },
-            RawUpstream::Full(f) => f.clone(),
-        };
-        let ufield = format!("{field}.upstream");
-        let host_part = upstream.address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("");
-        let port_ok = upstream.address.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok_and(|p| p > 0));
-        if host_part.is_empty() || !port_ok {
-            errors.push(ConfigError::new(
-                &ufield,
-                format!("`{}` is not an address of the form host:port", upstream.address),
-            ));
-        }
-        let sni = upstream.sni.clone().unwrap_or_else(|| host_part.to_owned());
-        header_value(&format!("{ufield}.sni"), &sni, errors);
-        let connect_timeout = seconds(&format!("{ufield}.connect_timeout"), upstream.connect_timeout, 5.0, errors);
-        let read_timeout = seconds(&format!("{ufield}.read_timeout"), upstream.read_timeout, 60.0, errors);
+        let upstream = s.upstream.as_ref().map(|u| upstream(&format!("{field}.upstream"), u, errors));
         let policy = policy(&field, &s.policy, errors);
         let name = s.name.clone().or_else(|| hosts.first().cloned()).unwrap_or_else(|| format!("site{i}"));
         no_crlf(&format!("{field}.name"), &name, errors);
         sites.push(Site {
             name,
             hosts,
-            upstream: Upstream {
-                address: upstream.address.clone(),
-                tls: upstream.tls,
-                sni,
-                connect_timeout,
-                read_timeout,
-                h2: upstream.h2,
-            },
+            upstream,
             tls: s.tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())),
             robots: s.robots.clone(),
             humans: s.humans.clone(),
@@ -248,4 +218,30 @@ fn indexing(
         rules.push(crate::indexing::Rule { path: r.path.clone(), bots: r.bots.clone(), set: r.set.clone() });
     }
     crate::indexing::Indexing { rules: std::sync::Arc::new(crate::indexing::Rules::new(rules)), observe: raw.observe }
+}
+
+/// `upstream:`: an address of the form host:port, and its options.
+fn upstream(ufield: &str, raw: &RawUpstream, errors: &mut Vec<ConfigError>) -> Upstream {
+    let upstream = match raw {
+        RawUpstream::Plain(a) => RawUpstreamFull {
+            address: a.clone(),
+            tls: false,
+            sni: None,
+            connect_timeout: None,
+            read_timeout: None,
+            h2: false,
+        },
+        RawUpstream::Full(f) => f.clone(),
+    };
+    let host_part = upstream.address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("");
+    let port_ok = upstream.address.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok_and(|p| p > 0));
+    if host_part.is_empty() || !port_ok {
+        errors
+            .push(ConfigError::new(ufield, format!("`{}` is not an address of the form host:port", upstream.address)));
+    }
+    let sni = upstream.sni.clone().unwrap_or_else(|| host_part.to_owned());
+    header_value(&format!("{ufield}.sni"), &sni, errors);
+    let connect_timeout = seconds(&format!("{ufield}.connect_timeout"), upstream.connect_timeout, 5.0, errors);
+    let read_timeout = seconds(&format!("{ufield}.read_timeout"), upstream.read_timeout, 60.0, errors);
+    Upstream { address: upstream.address, tls: upstream.tls, sni, connect_timeout, read_timeout, h2: upstream.h2 }
 }

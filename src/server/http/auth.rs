@@ -15,7 +15,7 @@
 //!
 //! The answer: a pass is `200` with an empty body (with `X-Robots-Tag` for a
 //! `noindex` pass and the site's indexing rules, for the edge to copy); a refusal is the action's own
-//! status, headers and body, marked for the edge ([`super::respond::for_edge`]).
+//! status, headers and body, marked for the edge ([`crate::pipeline::answer::Plan::for_edge`]).
 
 use pingora::proxy::Session;
 use pingora::Result;
@@ -24,6 +24,7 @@ use super::decide::Incoming;
 use super::gate::{Ctx, Gate};
 use super::respond::{self, Reader};
 use crate::net::edge::{read_original, EdgeError, EdgeHeaders};
+use crate::pipeline::answer::{edge_pass, pass_headers};
 use crate::server::snapshot::answer::head;
 use crate::server::telemetry::metrics;
 
@@ -78,17 +79,11 @@ impl Gate {
 }
 
 /// Let the request through: `200`, no body, and the `X-Robots-Tag` values
-/// (of a `noindex` pass, and of the site's indexing rules) for the edge to
-/// put on the origin's answer, one header each; and each again in a header
-/// of its own, `X-Robotgate-Robots-Tag-1`, `-2`, ...: an edge's variable
-/// holds one value of a header (nginx's `$upstream_http_…` the first, Caddy's
-/// placeholder all joined by commas, which would make `googlebot: noarchive`
-/// swallow the values after it), so the shipped snippets copy these.
+/// for the edge to copy, as the core lists them ([`edge_pass`]).
 async fn pass(session: &mut Session, noindex: Option<String>, indexing: Vec<String>) -> Result<()> {
     let mut resp = head(200, "text/plain", 0, &[])?;
-    for (i, value) in noindex.into_iter().chain(indexing).enumerate() {
-        resp.append_header(format!("x-robotgate-robots-tag-{}", i + 1), &value)?;
-        resp.append_header("x-robots-tag", value)?;
+    for (name, value) in edge_pass(pass_headers(noindex.as_deref(), indexing)) {
+        resp.append_header(name.into_owned(), value.as_ref())?;
     }
     session.write_response_header(Box::new(resp), true).await
 }

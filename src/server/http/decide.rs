@@ -22,6 +22,7 @@ use crate::head::Unreadable;
 use crate::identity::signature::Inspection;
 use crate::identity::signature::Verdict as Signed;
 use crate::identity::Identity;
+use crate::pipeline::answer::{self, Counts};
 use crate::pipeline::{self, Env, Header, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use crate::policy::{self, Clock, Decision, Outcome, Rates, Tally};
 use crate::server::snapshot::Snapshot;
@@ -277,27 +278,27 @@ impl Gate {
     ) -> bool {
         let live = &snap.sites[site];
         let site_name = live.conf.name.as_str();
-        let result = match d.outcome {
-            _ if d.preference_unknown => Some("preference-unknown"),
-            Outcome::Refused(_) => Some("refused"),
-            _ => None,
+        // A site file is served here by the proxy listener only (the edge
+        // serves what the auth listener lets through), when it was loaded.
+        let served = match d.outcome {
+            Outcome::File(which) => !self.auth && answer::site_file(live, which).is_some(),
+            _ => false,
         };
-        if let Some(result) = result {
+        let counts = Counts::of(d, served);
+        if let Some(result) = counts.preference {
             metrics().preferences.with_label_values(&[site_name, result]).inc();
         }
-        let Some(agent) = d.agent.as_ref() else { return false };
-        // robots.txt: classified only to remember the read.
-        if matches!(d.outcome, Outcome::File(_)) {
-            return false;
+        if let Some(file) = counts.file {
+            metrics().served.with_label_values(&[site_name, file.as_str()]).inc();
         }
-        let category = agent.category;
+        let (Some(agent), Some(category)) = (d.agent.as_ref(), counts.request) else { return false };
         if let Some(counter) =
             Category::ALL.iter().position(|c| *c == category).and_then(|i| snap.answers[site].requests.get(i))
         {
             counter.inc();
         }
         // A pass makes no record, and copies nothing.
-        if matches!(d.outcome, Outcome::Pass) {
+        if !counts.record {
             return agent.is_bot();
         }
         let client = ctx.client.map(crate::net::ip_text).unwrap_or_default();

@@ -21,9 +21,10 @@ use super::decide::{Incoming, Step};
 use super::forwarded::add_forwarded_headers;
 use super::gate::{Ctx, Gate, Observing};
 use super::respond::{self, Reader};
-use crate::policy::{Action, Enforcement, SiteFile};
+use crate::pipeline::answer::Plan;
+use crate::policy::Enforcement;
 use crate::server::ops::violations::{now_rfc3339, Finding, ViolationLog};
-use crate::server::snapshot::{SiteAnswers, Snapshot};
+use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
 
 /// The peer for a site's origin: its address, TLS, and robotgate's timeouts
@@ -119,25 +120,6 @@ fn told_page(ctx: &Ctx, path: &str, told: crate::indexing::Told, log: &Violation
     }
 }
 
-/// Answer a violation whose action robotgate answers itself, with the
-/// answer the snapshot built for it at load time ([`SiteAnswers::refusal`]):
-/// nothing is formatted per request and nothing goes upstream. Returns the
-/// status sent, 0 for the actions that forward.
-async fn answer_violation(
-    session: &mut Session,
-    site: &SiteAnswers,
-    action: &Action,
-    extra: Option<(&'static str, &'static str)>,
-    to: Reader,
-) -> Result<u16> {
-    match site.refusal(action) {
-        Some(answer) => respond::send_prebuilt_with(session, answer, extra, to).await,
-        // Every refusing action of the site has its answer; one without is
-        // a forwarding one (noindex, log).
-        None => Ok(0),
-    }
-}
-
 impl Gate {
     /// The one place the outcome becomes a response. `Ok(true)`: answered here.
     pub(super) async fn carry_out(
@@ -148,48 +130,39 @@ impl Gate {
         ctx: &mut Ctx,
         step: Step<'_>,
     ) -> Result<bool> {
-        let (live, answers) = (&snap.sites[site], &snap.answers[site]);
-        match step {
+        let (live, answers, to) = (&snap.sites[site], &snap.answers[site], self.reader());
+        let enforcement = match step {
             Step::Refuse(status, why) => {
-                ctx.status = status;
-                let body = Bytes::from(format!("{why}\n"));
-                let to = self.reader();
                 // A target that came in a header cannot leave the connection out of step.
-                let close: &[_] = if to == Reader::Edge { &[] } else { &[("connection", "close".into())] };
-                respond::send(session, status, "text/plain; charset=utf-8", close, body, to).await?;
-                if to == Reader::Client {
-                    session.set_keepalive(None);
-                }
-                Ok(true)
+                ctx.status = respond::send(session, Plan::refuse(status, &why), to, true).await?;
+                return Ok(true);
             }
-            Step::Decided(outcome) => match outcome.enforcement() {
-                Enforcement::Pass { noindex } => {
-                    ctx.noindex = noindex.map(str::to_owned);
-                    Ok(false)
-                }
-                // The edge serves what the auth listener lets through: the
-                // snippets send robots.txt and humans.txt to the proxy listener.
-                Enforcement::File(_) if self.auth => Ok(false),
-                Enforcement::File(which) => {
-                    let file = match which {
-                        SiteFile::Robots => live.robots.as_ref().map(|r| &r.file),
-                        SiteFile::Humans => live.humans.as_ref(),
-                    };
-                    let Some(file) = file else { return Ok(false) };
-                    metrics().served.with_label_values(&[live.conf.name.as_str(), which.as_str()]).inc();
-                    ctx.status = respond::serve_file(session, file, "text/plain; charset=utf-8").await?;
+            Step::Decided(outcome) => outcome.enforcement(),
+        };
+        match enforcement {
+            Enforcement::Pass { noindex } => {
+                ctx.noindex = noindex.map(str::to_owned);
+                Ok(false)
+            }
+            // The edge serves what the auth listener lets through: the
+            // snippets send robots.txt and humans.txt to the proxy listener.
+            Enforcement::File(_) if self.auth => Ok(false),
+            // Built once per snapshot: nothing is formatted per request.
+            Enforcement::Answer(action) => match answers.refusal(action, to) {
+                Some(answer) => {
+                    ctx.status = respond::send_prebuilt(session, answer, ctx.accept_signature).await?;
                     Ok(true)
                 }
-                Enforcement::Answer(action) => {
-                    let extra = ctx.accept_signature.then_some(("accept-signature", respond::ACCEPT_SIGNATURE));
-                    ctx.status = answer_violation(session, answers, action, extra, self.reader()).await?;
+                // Every refusing action of the site has its answer (a file
+                // not loaded is a refused load).
+                None => Ok(false),
+            },
+            e => match Plan::of(e, live, ctx.accept_signature, respond::conditional(session)) {
+                Some(plan) => {
+                    ctx.status = respond::send(session, plan, to, false).await?;
                     Ok(true)
                 }
-                Enforcement::TooManyRequests { retry_after, directive, line, interval } => {
-                    ctx.status = 429;
-                    respond::too_many_requests(session, retry_after, directive, line, interval, self.reader()).await?;
-                    Ok(true)
-                }
+                None => Ok(false),
             },
         }
     }
@@ -237,8 +210,11 @@ impl ProxyHttp for Gate {
         let Some(site) = ctx.site() else {
             return Error::e_explain(ErrorType::InternalError, "no site chosen");
         };
-        let up = &site.conf.upstream;
-        let mut peer = upstream_peer(site.upstream_addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout);
+        // `robotgate serve` loads no site without one (`crate::config::host`).
+        let (Some(up), Some(addr)) = (site.conf.upstream.as_ref(), site.upstream_addr) else {
+            return Error::e_explain(ErrorType::InternalError, "the site has no upstream");
+        };
+        let mut peer = upstream_peer(addr, up.tls, up.sni.clone(), up.connect_timeout, up.read_timeout);
         if up.h2 {
             // Over TLS, HTTP/2 when the origin's ALPN agrees; in the clear,
             // prior knowledge (the origin must speak h2c).
@@ -368,20 +344,7 @@ impl ProxyHttp for Gate {
             if let Some(site) = ctx.site() {
                 metrics().upstream_errors.with_label_values(&[site.conf.name.as_str(), &code.to_string()]).inc();
             }
-            let body = match code {
-                502 => "Bad Gateway: the origin server could not be reached.\n",
-                504 => "Gateway Timeout: the origin server did not answer in time.\n",
-                _ => "The request could not be completed.\n",
-            };
-            let _ = respond::send(
-                session,
-                code,
-                "text/plain; charset=utf-8",
-                &[("cache-control", "no-store".into())],
-                Bytes::from_static(body.as_bytes()),
-                Reader::Client,
-            )
-            .await;
+            let _ = respond::send(session, Plan::upstream_failed(code), Reader::Client, false).await;
         }
         ctx.status = code;
         FailToProxy { error_code: code, can_reuse_downstream: false }

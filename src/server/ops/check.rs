@@ -3,18 +3,23 @@
 
 use std::path::Path;
 
+use crate::config::Host;
 use crate::load::Problem;
 use crate::robots;
-use crate::server::snapshot::load;
+use crate::server::snapshot::load_for;
 use crate::server::store::redis::SharedStore;
 
 /// What `robotgate config check` prints: problems, plus robots.txt lint errors
 /// as warnings (they do not stop the proxy: crawlers read such files leniently),
 /// and the directives a robot that obeys their group says it ignores.
-pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
-    match load(config_path) {
-        Err(problems) => (problems, Vec::new()),
+///
+/// For `host`: what it needs ([`Host::missing`]) is a problem, and the keys
+/// it ignores ([`Host::ignored`]) are listed third.
+pub fn check(config_path: &Path, host: Host) -> (Vec<Problem>, Vec<Problem>, Vec<&'static str>) {
+    match load_for(config_path, host) {
+        Err(problems) => (problems, Vec::new(), Vec::new()),
         Ok(snapshot) => {
+            let ignored = host.ignored(&snapshot.settings, snapshot.sites.iter().map(|s| &s.conf));
             let mut warnings = Vec::new();
             let now = crate::policy::Clock::System.unix_secs() as i64;
             for (file, message) in snapshot.certs.warnings(now) {
@@ -63,7 +68,7 @@ pub fn check(config_path: &Path) -> (Vec<Problem>, Vec<Problem>) {
                     ));
                 }
             }
-            (problems, warnings)
+            (problems, warnings, ignored)
         }
     }
 }

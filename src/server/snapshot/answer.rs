@@ -9,6 +9,7 @@ use pingora::http::ResponseHeader;
 use pingora::Result;
 
 use crate::load::ServedFile;
+use crate::pipeline::answer::{Body, Plan};
 use crate::policy::Action;
 
 /// The head of a complete response: status, `Content-Type`, `Content-Length`
@@ -39,40 +40,53 @@ pub struct Prebuilt {
 }
 
 impl Prebuilt {
-    /// A response of `status` with `body`, typed `content_type`, and `extra` headers.
-    ///
-    /// # Errors
-    /// A status or a header value HTTP does not allow (the config validates both).
-    pub fn new(status: u16, content_type: &str, extra: &[(&'static str, &str)], body: Bytes) -> Result<Prebuilt> {
-        Ok(Prebuilt { header: head(status, content_type, body.len(), extra)?, body })
-    }
-
     /// The status it answers with.
     pub fn status(&self) -> u16 {
         self.header.status.as_u16()
     }
 }
 
-/// What robotgate answers `action` with, when it answers it itself: the
-/// block page or file, the alternate content, the redirect. `None` for the
+/// What robotgate answers `action` with, when it answers it itself (the
+/// core's [`Plan::refusal`]), written once for each reader: the client's,
+/// then the edge's ([`crate::server::http::respond::Reader`]). `None` for the
 /// actions that forward (noindex, log), and for a file that was not loaded
 /// (a problem already).
-pub fn prebuild(action: &Action, alternates: &HashMap<PathBuf, ServedFile>) -> Option<Result<Prebuilt, String>> {
-    const TEXT: &str = "text/plain; charset=utf-8";
-    let file = |path: &PathBuf| alternates.get(path).map(|f| f.body.clone());
-    let no_store = [("cache-control", "no-store")];
-    let built = match action {
-        Action::Block { status, file: Some((path, ct)), .. } => Prebuilt::new(*status, ct, &no_store, file(path)?),
-        Action::Block { status, body, file: None } => {
-            Prebuilt::new(*status, TEXT, &no_store, Bytes::from(body.clone()))
-        }
-        Action::Alternate { status, file: path, content_type } => {
-            Prebuilt::new(*status, content_type, &no_store, file(path)?)
-        }
-        Action::Redirect { status, location } => {
-            Prebuilt::new(*status, TEXT, &[("location", location.as_str())], Bytes::from_static(b"Moved\n"))
-        }
-        Action::Noindex { .. } | Action::Log => return None,
-    };
-    Some(built.map_err(|e| e.to_string()))
+pub fn prebuild(action: &Action, alternates: &HashMap<PathBuf, ServedFile>) -> Option<Result<[Prebuilt; 2], String>> {
+    let plan = Plan::refusal(action, alternates)?;
+    let built = |to| build(plan.clone(), to).map(|(header, body)| Prebuilt { header, body });
+    Some(built(Reader::Client).and_then(|c| Ok([c, built(Reader::Edge)?])).map_err(|e| e.to_string()))
+}
+
+/// Who reads an answer: the client itself, or an edge proxy that asked the
+/// auth listener on the client's behalf (`crate::server::http::auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The client: the answer goes out as it is.
+    Client,
+    /// An edge proxy's authorisation subrequest: the plan as
+    /// [`Plan::for_edge`] makes it.
+    Edge,
+}
+
+/// The bytes of a plan's body: a file's shared, text copied once.
+pub fn body_bytes(body: Body<'_>) -> Bytes {
+    match body {
+        Body::File(f) => f.body.clone(),
+        Body::Text(std::borrow::Cow::Borrowed(t)) => Bytes::copy_from_slice(t.as_bytes()),
+        Body::Text(std::borrow::Cow::Owned(t)) => Bytes::from(t),
+    }
+}
+
+/// A plan as Pingora's response head and body, for `to`.
+///
+/// # Errors
+/// A status or header value HTTP does not allow (the config validates them).
+pub fn build(plan: Plan<'_>, to: Reader) -> Result<(ResponseHeader, Bytes)> {
+    let plan = if to == Reader::Edge { plan.for_edge() } else { plan };
+    let body = body_bytes(plan.body);
+    let mut resp = head(plan.status, plan.content_type, body.len(), &[])?;
+    for (name, value) in &plan.headers {
+        resp.append_header(*name, value.as_ref())?;
+    }
+    Ok((resp, body))
 }

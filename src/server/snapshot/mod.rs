@@ -53,15 +53,16 @@ pub struct SiteAnswers {
     pub requests: Vec<prometheus::IntCounter>,
     /// The answer of each action robotgate answers itself (block, alternate,
     /// redirect); see [`SiteAnswers::refusal`].
-    pub refusals: Vec<(Action, Prebuilt)>,
+    pub refusals: Vec<(Action, [Prebuilt; 2])>,
 }
 
 impl SiteAnswers {
     /// The prebuilt answer to `action`, when robotgate answers it itself.
     /// Cost: one comparison per distinct refusing action of the site (a
     /// status, then a short body or location), a handful in practice.
-    pub fn refusal(&self, action: &Action) -> Option<&Prebuilt> {
-        self.refusals.iter().find(|(a, _)| a == action).map(|(_, p)| p)
+    pub fn refusal(&self, action: &Action, to: answer::Reader) -> Option<&Prebuilt> {
+        let i = usize::from(to == answer::Reader::Edge);
+        self.refusals.iter().find(|(a, _)| a == action).map(|(_, p)| &p[i])
     }
 }
 
@@ -72,6 +73,14 @@ impl SiteAnswers {
 /// answers that cannot be built.
 pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
     reload(config_path, None)
+}
+
+/// [`load`] for `host`: what it needs of the file ([`crate::config::Host::missing`]).
+///
+/// # Errors
+/// As [`load`].
+pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapshot, Vec<Problem>> {
+    build_for(load::load(config_path)?, config_path, host)
 }
 
 /// [`load`], reusing what has not changed since `previous`.
@@ -88,7 +97,25 @@ pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapsho
 /// # Errors
 /// As [`load`].
 pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
-    let mut problems = Vec::new();
+    build_for(files, config_path, crate::config::Host::Serve)
+}
+
+/// [`build`] for `host`.
+///
+/// # Errors
+/// As [`load`].
+pub fn build_for(
+    files: load::Snapshot,
+    config_path: &Path,
+    host: crate::config::Host,
+) -> Result<Snapshot, Vec<Problem>> {
+    // What `robotgate serve` needs that another host does not (nginx
+    // listens and forwards itself).
+    let mut problems: Vec<Problem> = host
+        .missing(&files.settings, files.sites.iter().map(|s| &s.conf))
+        .into_iter()
+        .map(|e| Problem::new(config_path, None, e.to_string()))
+        .collect();
     let certs = match CertSet::load(&files.settings, files.sites.iter().map(|s| &s.conf)) {
         Ok(c) => Arc::new(c),
         Err(failed) => {
@@ -101,7 +128,7 @@ pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<
         let name = site.conf.name.as_str();
         let requests =
             Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[name, c.as_str()])).collect();
-        let mut refusals: Vec<(Action, Prebuilt)> = Vec::new();
+        let mut refusals: Vec<(Action, [Prebuilt; 2])> = Vec::new();
         for action in site.actions() {
             if refusals.iter().any(|(a, _)| a == action) {
                 continue;

@@ -1,0 +1,109 @@
+//! One configuration file, several hosts (issue #54): what each host of
+//! robotgate's pipeline needs the file to name, and which of its keys a
+//! host does not use because its own configuration does that job.
+//! `robotgate serve` listens and forwards, so it needs `listen` and every
+//! site's `upstream`; the nginx module does neither (nginx's `listen` and
+//! `proxy_pass` do), so it needs neither, and says which keys it ignores
+//! when it loads the file (and `robotgate config check --host nginx`).
+
+use super::{ConfigError, Settings, Site};
+
+/// A program that decides requests with the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// `robotgate serve`: the proxy, and the auth listener beside it.
+    Serve,
+    /// The nginx module (`robotgate_config`).
+    Nginx,
+}
+
+impl Host {
+    /// `serve` or `nginx`.
+    pub fn from_name(name: &str) -> Option<Host> {
+        match name {
+            "serve" => Some(Host::Serve),
+            "nginx" => Some(Host::Nginx),
+            _ => None,
+        }
+    }
+
+    /// What this host needs that `config` does not name, each with its field.
+    pub fn missing<'a>(self, settings: &Settings, sites: impl Iterator<Item = &'a Site>) -> Vec<ConfigError> {
+        let mut missing = Vec::new();
+        if self == Host::Nginx {
+            return missing;
+        }
+        if settings.boot.listen.is_empty() {
+            missing.push(ConfigError::new("listen", "needs at least one address (robotgate serve listens on it)"));
+        }
+        for (i, site) in sites.enumerate() {
+            if site.upstream.is_none() {
+                missing.push(ConfigError::new(
+                    format!("sites[{i}].upstream"),
+                    "needs the origin's host:port (robotgate serve forwards to it)",
+                ));
+            }
+        }
+        missing
+    }
+
+    /// The keys `config` sets that this host does not use, each with what
+    /// does their job there.
+    pub fn ignored<'a>(self, settings: &Settings, sites: impl Iterator<Item = &'a Site>) -> Vec<&'static str> {
+        let mut ignored = Vec::new();
+        if self == Host::Serve {
+            return ignored;
+        }
+        let boot = &settings.boot;
+        let sites: Vec<&Site> = sites.collect();
+        if !boot.listen.is_empty() {
+            ignored.push("listen: nginx's `listen`");
+        }
+        if sites.iter().any(|s| s.upstream.is_some()) {
+            ignored.push("sites[].upstream: nginx's `proxy_pass`, `root` ...");
+        }
+        if boot.threads != 1 {
+            ignored.push("threads: `worker_processes`");
+        }
+        if sites.iter().any(|s| s.tls.is_some()) || boot.listen.iter().any(|l| l.tls.is_some()) {
+            ignored.push("tls: `ssl_certificate`");
+        }
+        if boot.metrics.is_some() {
+            ignored.push("metrics.listen: `robotgate_metrics;` in a location");
+        }
+        if !boot.auth.is_empty() {
+            ignored.push("auth.listen: not needed, robotgate decides inside nginx");
+        }
+        ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
+        ignored
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NGINX_ONLY: &str = "sites:\n  - hosts: [\"example.com\"]\n    default: true\n";
+
+    #[test]
+    fn nginx_needs_no_listen_and_no_upstream() {
+        let config = crate::config::parse(NGINX_ONLY).expect("a file without listen and upstream parses");
+        assert!(Host::Nginx.missing(&config.settings, config.sites.iter()).is_empty());
+        let missing: Vec<String> =
+            Host::Serve.missing(&config.settings, config.sites.iter()).into_iter().map(|e| e.field).collect();
+        assert_eq!(missing, ["listen", "sites[0].upstream"]);
+        // Nothing the file sets is ignored but nginx's own limits.
+        assert!(!Host::Nginx
+            .ignored(&config.settings, config.sites.iter())
+            .iter()
+            .any(|k| k.starts_with("listen") || k.contains("upstream")));
+        let full = format!("listen: [\"127.0.0.1:8080\"]\n{NGINX_ONLY}    upstream: \"127.0.0.1:8000\"\n");
+        let config = crate::config::parse(&full).unwrap();
+        assert!(
+            Host::Serve.missing(&config.settings, config.sites.iter()).is_empty()
+                && Host::Serve.ignored(&config.settings, config.sites.iter()).is_empty()
+        );
+        let ignored = Host::Nginx.ignored(&config.settings, config.sites.iter());
+        assert!(ignored.iter().any(|k| k.starts_with("listen:")) && ignored.iter().any(|k| k.contains("upstream")));
+    }
+}

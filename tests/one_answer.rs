@@ -1,0 +1,381 @@
+//! Issue #54: one answer from every host. The same scripted requests go
+//! through `robotgate serve` (the proxy), through the real nginx with
+//! `auth_request` and the shipped snippet (examples/edge/nginx.conf) asking
+//! a second `robotgate serve` on its auth listener, and through the real
+//! nginx with the module (built by `bash nginx/build.sh`) reading a
+//! robotgate.yaml with no `listen` and no `upstream`. All three sit in
+//! front of the same origin; each host has its own state, so each sees the
+//! script from a clean start.
+//!
+//! Per request: the proxy and the module answer with the same status, the
+//! same robotgate headers (names and values) and, where robotgate answers
+//! itself, the same body. Through `auth_request`, the same status and the
+//! headers the snippet carries over (`X-Robots-Tag`, `Retry-After`,
+//! `RateLimit-Policy`, `RateLimit`, `Location`); its refusals' bodies are nginx's own pages (auth_request
+//! passes on a status, not a body) — a limit of the snippet, not of the
+//! answer plan. Afterwards: the same violation records in all three (the
+//! auth listener's record keeps the status it told the edge, 403 for an
+//! `alternate` page), and the same counters in the proxy and the module.
+//!
+//! Not reached here, as robotgate stands today: a signed agent (Web Bot
+//! Auth is not verified inside nginx yet: #54 item 3), stale-robots (a
+//! robots.txt change raced against each host's reload), and a request
+//! refused before judging (two User-Agents: the HTTP client here sends one).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{free_port, get, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
+
+const CLAUDEBOT: &str =
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)";
+const META: &str = "meta-externalagent/1.1 (+https://developers.facebook.com/docs/sharing/webmasters/crawler)";
+const FACEBOOKBOT: &str =
+    "Mozilla/5.0 (compatible; FacebookBot/1.0; +https://developers.facebook.com/docs/sharing/webmasters/facebookbot/)";
+const AMAZONBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot) Chrome/119.0.6045.214 Safari/537.36";
+const MJ12: &str = "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)";
+
+const ROBOTS: &str = "\
+User-agent: *
+Content-Usage: train-ai=y
+Disallow: /private/
+
+User-agent: Googlebot
+Disallow: /nogoogle/
+
+User-agent: AhrefsBot
+Crawl-delay: 30
+Disallow: /private/
+
+User-agent: MJ12bot
+Request-rate: 1/30s
+
+User-agent: ClaudeBot
+Content-Usage: train-ai=n
+";
+
+/// The site every host decides for: what `{head}` adds is the host's own
+/// (`listen`, `upstream`, `auth`); the module's file has neither.
+fn config(dir: &Path, head: &str, upstream: &str) -> String {
+    let d = dir.display();
+    format!(
+        "{head}trusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For\ngrace_period: 1\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\", \"localhost\", \"example.com\"]\n    default: true\n{upstream}    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy:\n      enforce_ai_user: true\n      bots:\n        meta-externalagent: {{ action: alternate, file: {d}/alt.html, content_type: \"text/html\" }}\n        FacebookBot: {{ action: alternate, redirect: \"https://example.com/why\" }}\n        Amazonbot: {{ action: noindex }}\n    indexing:\n      rules:\n        - {{ path: \"/docs/\", set: \"noarchive\" }}\nverify: {{ refresh: \"off\", dns: {{ nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }} }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n  level: warn\n"
+    )
+}
+
+fn files(dir: &Path) {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    std::fs::write(dir.join("alt.html"), "<p>another page</p>\n").unwrap();
+}
+
+/// The module, built (or found built) by `bash nginx/build.sh`.
+fn module() -> Option<PathBuf> {
+    let out = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/nginx/build.sh"))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("bash runs");
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(std::env::var_os("CI").is_none(), "nginx/build.sh failed:\n{why}");
+        eprintln!("\n*** SKIPPED: nginx/build.sh cannot build the module here (.ci/run does):\n{why}\n***\n");
+        return None;
+    }
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    Some(PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim()))
+}
+
+fn nginx_bin() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or("nginx".into())
+}
+
+/// A running nginx, stopped (gracefully) when dropped.
+struct Nginx {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-QUIT").arg(self.child.id().to_string()).status();
+        if within(Duration::from_secs(10), || self.child.try_wait().ok().flatten().is_some()).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// nginx with `http` (the inside of its `http` block) and `main` lines.
+fn start_nginx(dir: &Path, main: &str, http: &str, port: u16) -> Nginx {
+    let d = dir.display();
+    let conf = format!(
+        "{main}daemon off;\nworker_processes 2;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{http}}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(nginx_bin())
+        .args(["-p", &d.to_string(), "-e", &format!("{d}/error.log"), "-c"])
+        .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nginx-stderr.log")).unwrap())
+        .spawn()
+        .expect("nginx starts");
+    let n = Nginx { child, port };
+    let up = within(Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let log = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    assert!(up.is_some(), "nginx did not start:\n{}\n{}", log("nginx-stderr.log"), log("error.log"));
+    n
+}
+
+/// One scripted request: from `ip` as `ua`, for `path`.
+struct Ask {
+    ip: &'static str,
+    ua: &'static str,
+    path: &'static str,
+}
+
+/// What a host answered, as compared: status, robotgate's headers, and the
+/// body when robotgate wrote it.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    status: u16,
+    headers: BTreeMap<String, Vec<String>>,
+    body: Option<String>,
+}
+
+/// The headers robotgate writes or adds.
+const OURS: &[&str] = &[
+    "retry-after",
+    "ratelimit-policy",
+    "ratelimit",
+    "cache-control",
+    "location",
+    "x-robots-tag",
+    "accept-signature",
+    "content-usage",
+    "content-type",
+    "etag",
+    "last-modified",
+];
+
+fn ask(port: u16, a: &Ask) -> Seen {
+    let r = get(&format!("http://127.0.0.1:{port}{}", a.path), &[("X-Forwarded-For", a.ip), ("User-Agent", a.ua)]);
+    let mut headers = BTreeMap::new();
+    for (name, value) in &r.headers {
+        let name = name.to_ascii_lowercase();
+        if OURS.contains(&name.as_str()) {
+            headers.entry(name).or_insert_with(Vec::new).push(value.clone());
+        }
+    }
+    headers.values_mut().for_each(|v| v.sort());
+    // The file's time, which differs between the hosts' copies: only its presence.
+    if let Some(v) = headers.get_mut("last-modified") {
+        *v = vec!["(a date)".into()];
+    }
+    // The origin's answers say `origin <path>`; every other body is robotgate's.
+    let body = (!r.body.starts_with("origin ")).then_some(r.body);
+    Seen { status: r.status, headers, body }
+}
+
+/// The records of a violation log, as compared (the fields every host
+/// writes alike), sorted.
+fn records(path: &Path, n: usize) -> Vec<String> {
+    let mut out: Vec<String> = wait_lines(path, n)
+        .iter()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            format!(
+                "{} {} {} {} {} {} {}",
+                r["client"], r["bot"], r["directive"], r["action"], r["identity"], r["line"], r["path"]
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The sum of each counter family's samples for site `shop`, from
+/// Prometheus text.
+fn counters(text: &str) -> BTreeMap<String, u64> {
+    const FAMILIES: &[&str] = &[
+        "robotgate_requests_total",
+        "robotgate_violations_total",
+        "robotgate_rate_limited_total",
+        "robotgate_preferences_total",
+        "robotgate_files_served_total",
+    ];
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && l.contains("site=\"shop\"")) {
+        let Some(family) = FAMILIES.iter().find(|f| line.starts_with(&format!("{f}{{"))) else { continue };
+        let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) as u64;
+        *out.entry((*family).to_owned()).or_insert(0) += value;
+    }
+    out
+}
+
+#[test]
+fn proxy_auth_request_and_module_answer_alike() {
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+
+    // The proxy.
+    let upstream = format!("    upstream: \"{}\"\n", origin.addr);
+    let proxy_conf = config(
+        Path::new("{dir}"),
+        "listen: [\"127.0.0.1:{port}\"]\nmetrics: { listen: \"127.0.0.1:{metrics}\" }\n",
+        &upstream,
+    );
+    let proxy = Gate::start(&proxy_conf, &[("robots.txt", ROBOTS.as_bytes()), ("alt.html", b"<p>another page</p>\n")]);
+    let proxy_log = proxy.path("violations.jsonl");
+
+    // robotgate behind nginx's auth_request, with the shipped snippet.
+    let auth_port = free_port();
+    let auth_conf = config(
+        Path::new("{dir}"),
+        &format!("listen: [\"127.0.0.1:{{port}}\"]\nauth: {{ listen: [\"127.0.0.1:{auth_port}\"] }}\n"),
+        &upstream,
+    );
+    let auth_gate =
+        Gate::start(&auth_conf, &[("robots.txt", ROBOTS.as_bytes()), ("alt.html", b"<p>another page</p>\n")]);
+    let edge_dir = tempfile::tempdir().unwrap();
+    let snippet = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/edge/nginx.conf")).unwrap();
+    for default in ["127.0.0.1:9090", "127.0.0.1:8080", "127.0.0.1:8000", "listen 80;"] {
+        assert!(snippet.contains(default), "the snippet no longer names {default}");
+    }
+    let edge_port = free_port();
+    let site = snippet
+        .replace("127.0.0.1:9090", &format!("127.0.0.1:{auth_port}"))
+        .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", auth_gate.port))
+        .replace("127.0.0.1:8000", &origin.addr.to_string())
+        .replace("listen 80;", &format!("listen 127.0.0.1:{edge_port};"));
+    let edge = start_nginx(edge_dir.path(), "", &site, edge_port);
+
+    // nginx with the module: no `listen`, no `upstream` in its file.
+    let module_dir = tempfile::tempdir().unwrap();
+    files(module_dir.path());
+    std::fs::write(module_dir.path().join("robotgate.yaml"), config(module_dir.path(), "", "")).unwrap();
+    let module_port = free_port();
+    let d = module_dir.path().display();
+    let http = format!(
+        "  set_real_ip_from 127.0.0.1;\n  real_ip_header X-Forwarded-For;\n  robotgate_config {d}/robotgate.yaml;\n  \
+         server {{\n    listen 127.0.0.1:{module_port} reuseport;\n    robotgate on;\n    \
+         location / {{ proxy_pass http://{origin}; }}\n    \
+         location = /metrics {{ robotgate off; robotgate_metrics; }}\n  }}\n",
+        origin = origin.addr
+    );
+    let main = format!("load_module {};\n", module.display());
+    let inside = start_nginx(module_dir.path(), &main, &http, module_port);
+
+    let script = [
+        // A browser: passed, with the `*` group's Content-Usage.
+        Ask { ip: "192.0.2.1", ua: FIREFOX, path: "/index.html" },
+        // The site's indexing rule, on a browser's pass.
+        Ask { ip: "192.0.2.1", ua: FIREFOX, path: "/docs/a.html" },
+        // robots.txt, from the site's file with the trap line.
+        Ask { ip: "192.0.2.1", ua: FIREFOX, path: "/robots.txt" },
+        // GPTBot from OpenAI's ranges: verified, refused where disallowed.
+        Ask { ip: "132.196.86.5", ua: GPTBOT, path: "/private/a.html" },
+        Ask { ip: "132.196.86.5", ua: GPTBOT, path: "/index.html" },
+        // Googlebot outside Google's ranges: spoofed, refused anywhere.
+        Ask { ip: "203.0.113.66", ua: GOOGLEBOT, path: "/index.html" },
+        // Googlebot from Google: its own group.
+        Ask { ip: "66.249.66.1", ua: GOOGLEBOT, path: "/private/a.html" },
+        Ask { ip: "66.249.66.1", ua: GOOGLEBOT, path: "/nogoogle/a.html" },
+        // Content-Usage: ClaudeBot's group says train-ai=n: refused on preference.
+        Ask { ip: "198.51.100.3", ua: CLAUDEBOT, path: "/index.html" },
+        // Crawl-delay: the first request, then 429.
+        Ask { ip: "198.51.100.7", ua: AHREFS, path: "/index.html" },
+        Ask { ip: "198.51.100.7", ua: AHREFS, path: "/index.html" },
+        // Request-rate: the first request, then 429.
+        Ask { ip: "198.51.100.8", ua: MJ12, path: "/index.html" },
+        Ask { ip: "198.51.100.8", ua: MJ12, path: "/index.html" },
+        // alternate: another page (403 to an edge).
+        Ask { ip: "198.51.100.9", ua: META, path: "/private/a.html" },
+        // alternate with a redirect.
+        Ask { ip: "198.51.100.10", ua: FACEBOOKBOT, path: "/private/a.html" },
+        // noindex: passed, with X-Robots-Tag.
+        Ask { ip: "198.51.100.11", ua: AMAZONBOT, path: "/private/a.html" },
+        // A trap: refused, then banned everywhere.
+        Ask { ip: "198.51.100.20", ua: FIREFOX, path: "/trap/x" },
+        Ask { ip: "198.51.100.20", ua: FIREFOX, path: "/index.html" },
+        Ask { ip: "198.51.100.21", ua: FIREFOX, path: "/index.html" },
+    ];
+    let mut edge_differs = Vec::new();
+    for a in &script {
+        let by_proxy = ask(proxy.port, a);
+        let by_module = ask(inside.port, a);
+        let by_edge = ask(edge.port, a);
+        assert_eq!(by_module, by_proxy, "module and proxy differ on {} {} {}", a.ip, a.ua, a.path);
+        // A 2xx refusal (the alternate page) is 403 to every edge (docs/edge.md).
+        let want = if a.ua == META { 403 } else { by_proxy.status };
+        assert_eq!(by_edge.status, want, "edge and proxy differ on {} {} {}", a.ip, a.ua, a.path);
+        // What the snippet carries over from robotgate's answer.
+        for name in ["x-robots-tag", "retry-after", "ratelimit-policy", "ratelimit", "location"] {
+            if by_edge.headers.get(name) != by_proxy.headers.get(name) {
+                edge_differs.push(format!(
+                    "{} {}: {name} {:?} / {:?}",
+                    a.ua,
+                    a.path,
+                    by_edge.headers.get(name),
+                    by_proxy.headers.get(name)
+                ));
+            }
+        }
+    }
+    assert!(edge_differs.is_empty(), "through auth_request: {edge_differs:#?}");
+
+    // The records: the same in all three.
+    let n = 11;
+    let from_proxy = records(&proxy_log, n);
+    assert_eq!(from_proxy.len(), n, "{from_proxy:#?}");
+    assert_eq!(records(&module_dir.path().join("violations.jsonl"), n), from_proxy);
+    assert_eq!(records(&auth_gate.path("violations.jsonl"), n), from_proxy);
+
+    // The counters: the same in the proxy and the module.
+    let proxy_counts = counters(&get(&format!("http://127.0.0.1:{}/metrics", proxy.metrics_port), &[]).body);
+    let module_counts = counters(&get(&format!("http://127.0.0.1:{module_port}/metrics"), &[]).body);
+    assert_eq!(module_counts, proxy_counts);
+    assert_eq!(proxy_counts.get("robotgate_files_served_total"), Some(&1), "{proxy_counts:?}");
+    drop((edge, inside));
+}
+
+/// The module's file (no `listen`, no `upstream`) is checked as each host
+/// reads it: `robotgate serve` needs both, the module neither, and the
+/// check lists the keys the module ignores.
+#[test]
+fn config_check_says_what_each_host_needs_and_ignores() {
+    let dir = tempfile::tempdir().unwrap();
+    files(dir.path());
+    let path = dir.path().join("robotgate.yaml");
+    let check = |text: &str, host: &[&str]| {
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+            .args(["config", "check", "--config"])
+            .arg(&path)
+            .args(host)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let module_file = config(dir.path(), "", "");
+    let (code, out) = check(&module_file, &["--host", "nginx"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ok") && !out.contains("ignored inside nginx: listen"), "{out}");
+    let (code, out) = check(&module_file, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("listen: needs at least one address") && out.contains("sites[0].upstream"), "{out}");
+    let serve_file = config(dir.path(), "listen: [\"127.0.0.1:8080\"]\n", "    upstream: \"127.0.0.1:8000\"\n");
+    let (code, out) = check(&serve_file, &["--host", "nginx"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ignored inside nginx: listen: nginx's `listen` (note)"), "{out}");
+    assert!(out.contains("ignored inside nginx: sites[].upstream"), "{out}");
+    assert_eq!(check(&serve_file, &[]).0, Some(0));
+}
