@@ -25,8 +25,9 @@ use crate::server::telemetry::metrics;
 pub struct Snapshot {
     /// The operator's files, read and compiled (what the CLI commands see too).
     pub files: load::Snapshot,
-    /// Per site, parallel to `files.sites`: what the proxy resolved for it.
-    pub answers: Vec<SiteAnswers>,
+    /// Per site, parallel to `files.sites`: what the proxy resolved for it
+    /// (shared with the previous snapshot for a site the reload kept).
+    pub answers: Vec<Arc<SiteAnswers>>,
     /// The HTTPS certificates, chosen by SNI ([`crate::server::http::tls`]).
     pub certs: Arc<CertSet>,
 }
@@ -79,15 +80,29 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload(config_path, previous.map(|p| &p.files))?;
-    build(files, config_path)
+    reload_whole(config_path, previous, &std::collections::HashSet::new())
 }
 
-/// Add what the proxy needs to `files`.
+/// [`reload`], with the files known to have been put in place whole
+/// ([`load::reload_whole`]).
 ///
 /// # Errors
 /// As [`load`].
-pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
+pub fn reload_whole(
+    config_path: &Path,
+    previous: Option<&Snapshot>,
+    whole: &std::collections::HashSet<std::path::PathBuf>,
+) -> Result<Snapshot, Vec<Problem>> {
+    let files = load::reload_whole(config_path, previous.map(|p| &p.files), whole)?;
+    build(files, config_path, previous)
+}
+
+/// Add what the proxy needs to `files`, keeping `previous`'s for every site
+/// `files` shares with it.
+///
+/// # Errors
+/// As [`load`].
+pub fn build(files: load::Snapshot, config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
     let mut problems = Vec::new();
     let certs = match CertSet::load(&files.settings, files.sites.iter().map(|s| &s.conf)) {
         Ok(c) => Arc::new(c),
@@ -97,7 +112,15 @@ pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<
         }
     };
     let mut answers = Vec::with_capacity(files.sites.len());
+    // The previous snapshot's answers, by the address of the site they were
+    // made for: a kept site is the same allocation.
+    let before: std::collections::HashMap<*const load::LiveSite, &Arc<SiteAnswers>> =
+        previous.map(|p| p.files.sites.iter().map(Arc::as_ptr).zip(p.answers.iter()).collect()).unwrap_or_default();
     for site in &files.sites {
+        if let Some(kept) = before.get(&Arc::as_ptr(site)) {
+            answers.push(Arc::clone(kept));
+            continue;
+        }
         let name = site.conf.name.as_str();
         let requests =
             Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[name, c.as_str()])).collect();
@@ -116,7 +139,7 @@ pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<
                 None => {}
             }
         }
-        answers.push(SiteAnswers { requests, refusals });
+        answers.push(Arc::new(SiteAnswers { requests, refusals }));
     }
     if !problems.is_empty() {
         // The whole reload is refused: say which files it had refused too.
