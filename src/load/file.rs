@@ -159,8 +159,9 @@ pub struct Timing {
 
 impl Default for Timing {
     /// 250 ms to settle, at most 1 s of waiting for it, 1 s per read. With
-    /// the reloader's 100 ms debounce, a file saved at once is in force about
-    /// 250 ms after the save, and one still being written when the reload
+    /// the reloader's 50 ms debounce, a file written at once is in force
+    /// about 250 ms after the save (one renamed into place is read without
+    /// waiting: [`crate::load::reload_whole`]), and one still being written when the reload
     /// starts is either loaded whole or refused within about 1.3 s: inside
     /// the promise that an edit is in force within 2 s.
     fn default() -> Self {
@@ -218,8 +219,10 @@ pub fn read_with(path: &Path, limit: u64, timing: &Timing) -> Result<Contents, R
 }
 
 /// What identifies one version of a file: its size, its times and its inode.
+/// A reload compares a file's stamp with the one it had when last read
+/// ([`stamp`]) and reads only the files whose stamp moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub struct Stamp {
     len: u64,
     modified: Option<SystemTime>,
     /// Inode change time (s, ns): moves on every write and cannot be set
@@ -254,6 +257,13 @@ impl Stamp {
             (m, c) => m.or(c),
         }
     }
+}
+
+/// The stamp of the file at `path` (links followed), without opening it;
+/// `None` when it cannot be had (gone, no permission). One `stat`: take it
+/// before reading, so a change during the read moves it for the next look.
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
 }
 
 /// What one look at a file found.

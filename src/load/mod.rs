@@ -16,7 +16,7 @@
 //! is loaded ([`Snapshot::refused`] says which); any other problem refuses
 //! the whole reload, as at start.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -103,6 +103,14 @@ pub struct LiveSite {
     pub trap_link: Option<Bytes>,
     /// Versions of robots.txt served in the last 24 hours before the current one.
     pub earlier: Vec<crate::policy::EarlierRobots>,
+    /// The files the site was built from, each with its stamp taken before
+    /// it was read: a reload keeps the site while none has moved.
+    read: Vec<(PathBuf, file::Stamp)>,
+    /// Whether a reload may keep the site as it is: no file of it was
+    /// refused (a kept last good version is tried again on every reload),
+    /// every file had a stamp, and the upstream is an address (a name is
+    /// resolved again on every reload, as it always was).
+    reusable: bool,
 }
 
 impl LiveSite {
@@ -123,6 +131,201 @@ impl LiveSite {
     /// (default, categories, bots, spoofed identities) and the traps' ban.
     pub fn actions(&self) -> impl Iterator<Item = &Action> {
         site_actions(&self.conf)
+    }
+
+    /// Whether this site, built by an earlier load, is what a load of
+    /// `conf` would build now: the same configuration and every file it
+    /// read still as it was (one `stat` each).
+    fn unchanged(&self, conf: &Site) -> bool {
+        self.reusable && self.conf == *conf && self.read.iter().all(|(path, was)| file::stamp(path) == Some(*was))
+    }
+}
+
+/// What a reload changed among the sites: the reload log's summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Sites that were not in the previous snapshot.
+    pub added: usize,
+    /// Sites of the previous snapshot built again (a file or their
+    /// configuration changed, or they cannot be kept).
+    pub rebuilt: usize,
+    /// Sites of the previous snapshot that are gone.
+    pub removed: usize,
+    /// The names of the added and rebuilt sites, the first
+    /// [`Changes::NAMED`] of them.
+    pub named: Vec<String>,
+}
+
+impl Changes {
+    /// How many changed sites [`Changes::named`] names at most, so a
+    /// reload's log line stays short whatever changed.
+    pub const NAMED: usize = 20;
+
+    fn note(&mut self, name: &str, existed: bool) {
+        if existed {
+            self.rebuilt += 1;
+        } else {
+            self.added += 1;
+        }
+        if self.named.len() < Changes::NAMED {
+            self.named.push(name.to_owned());
+        }
+    }
+}
+
+/// Reads and compiles one site's files (the part of a load that is per
+/// site), noting what it read where the whole load keeps it.
+struct SiteReader<'a> {
+    previous: Option<&'a Snapshot>,
+    refused: &'a mut Vec<Problem>,
+    problems: &'a mut Vec<Problem>,
+    originals: &'a mut HashMap<PathBuf, Original>,
+    sources: &'a mut Vec<PathBuf>,
+    config_path: &'a Path,
+    whole: &'a HashSet<PathBuf>,
+}
+
+impl SiteReader<'_> {
+    /// [`read_served`], stamping the file first (in `read`); a refused file
+    /// makes the site one a later reload builds again (`*reusable`).
+    fn served(
+        &mut self,
+        path: &Path,
+        what: &str,
+        limit: u64,
+        check: fn(&[u8]) -> Result<(), Refusal>,
+        read: &mut Vec<(PathBuf, file::Stamp)>,
+        reusable: &mut bool,
+    ) -> Option<Original> {
+        self.sources.push(path.to_path_buf());
+        match file::stamp(path) {
+            Some(stamp) => read.push((path.to_path_buf(), stamp)),
+            None => *reusable = false,
+        }
+        let (refused, problems) = (self.refused.len(), self.problems.len());
+        let timing = match self.whole.contains(path) {
+            true => file::Timing { settle: std::time::Duration::ZERO, ..file::Timing::default() },
+            false => file::Timing::default(),
+        };
+        let got = read_served(path, what, limit, check, &timing, self.previous, self.refused, self.problems);
+        if self.refused.len() != refused || self.problems.len() != problems {
+            *reusable = false;
+        }
+        if let Some(original) = &got {
+            self.originals.insert(path.to_path_buf(), original.clone());
+        }
+        got
+    }
+
+    /// Build `site`: resolve its upstream, read and compile its files.
+    /// `before`: the previous snapshot's site of the same name.
+    fn build(
+        &mut self,
+        site: Site,
+        classifier: &Classifier,
+        traps_first_served: &mut traps::FirstServed,
+        robots_versions: &mut versions::Versions,
+        now_unix: u64,
+        before: Option<&Arc<LiveSite>>,
+    ) -> LiveSite {
+        use std::net::ToSocketAddrs;
+        // A site without an upstream (inside nginx, which forwards itself)
+        // has nothing to resolve again.
+        let literal = site.upstream.as_ref().map(|up| up.address.parse::<std::net::SocketAddr>().ok());
+        let mut reusable = !matches!(literal, Some(None));
+        let upstream_addr = site.upstream.as_ref().map(|up| {
+            let found = match up.address.parse::<std::net::SocketAddr>() {
+                Ok(a) => Ok(Some(a)),
+                Err(_) => up.address.to_socket_addrs().map(|mut a| a.next()),
+            };
+            match found {
+                Ok(Some(a)) => a,
+                Ok(None) | Err(_) => {
+                    self.problems.push(Problem::new(
+                        self.config_path,
+                        None,
+                        format!("site `{}`: cannot resolve upstream `{}`", site.name, up.address),
+                    ));
+                    std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+                }
+            }
+        });
+        let armed_at = site.traps.as_ref().map_or_else(Vec::new, |t| {
+            let arm_after = t.arm_after.as_secs();
+            let mut first = |p: &String| *traps_first_served.entry(traps::key(&site.name, p)).or_insert(now_unix);
+            t.paths.iter().map(|p| first(p).saturating_add(arm_after)).collect()
+        });
+        let trap_link = site
+            .traps
+            .as_ref()
+            .filter(|t| t.inject_link)
+            .and_then(|t| t.paths.first())
+            .map(|p| Bytes::from(crate::managed::trap_link(p)));
+        let mut read = Vec::new();
+        let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
+        if let Some(path) = &site.robots {
+            let got = self.served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, &mut read, &mut reusable);
+            if let Some(original) = got {
+                let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
+                let effective = crate::managed::effective(&original.body, &site.managed, trap_paths, classifier.db());
+                if effective.cut_off {
+                    self.problems.push(Problem::new(
+                        path,
+                        None,
+                        "with the lines robotgate adds (traps, managed) it is longer than the 500 KiB crawlers read",
+                    ));
+                }
+                // Rules are spelled as the proxy spells request-targets.
+                let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
+                let compiled = RobotsTxt::compile_with(&effective.body, options);
+                let hash = compiled.short_hash();
+                robots_file = Some(RobotsFile {
+                    file: ServedFile::new(effective.body, original.mtime),
+                    lines: effective.lines,
+                    notes: effective.notes,
+                    compiled,
+                    hash,
+                });
+            }
+        }
+        if let Some(path) = &site.humans {
+            let got = self.served(path, "humans.txt", file::HUMANS_MAX, any_body, &mut read, &mut reusable);
+            if let Some(original) = got {
+                humans_file = Some(ServedFile::from_bytes(original.body, original.mtime));
+            }
+        }
+        for action in site_actions(&site) {
+            let file = match action {
+                Action::Alternate { file, .. } | Action::Block { file: Some((file, _)), .. } => Some(file),
+                _ => None,
+            };
+            if let Some(file) = file {
+                if alternates.contains_key(file) {
+                    continue;
+                }
+                let what = "the alternate-content file";
+                let got = self.served(file, what, file::ALTERNATE_MAX, any_body, &mut read, &mut reusable);
+                if let Some(original) = got {
+                    alternates.insert(file.clone(), ServedFile::from_bytes(original.body, original.mtime));
+                }
+            }
+        }
+        let kept = robots_versions.entry(site.name.clone()).or_default();
+        versions::update(kept, robots_file.as_ref().map(|r| (r.compiled.hash(), &r.file.body[..])), now_unix);
+        let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
+        let earlier = versions::compile(kept, before.map_or(&[][..], |s| &s.earlier), options);
+        LiveSite {
+            conf: site,
+            upstream_addr,
+            robots: robots_file,
+            humans: humans_file,
+            alternates,
+            armed_at,
+            trap_link,
+            earlier,
+            read,
+            reusable,
+        }
     }
 }
 
@@ -152,12 +355,21 @@ pub struct Snapshot {
     /// The directory the feeds are read from and refreshed into
     /// ([`feeds_dir`]); `None`: the embedded feeds alone.
     pub feeds_dir: Option<PathBuf>,
-    /// The sites, in file order.
-    pub sites: Vec<LiveSite>,
+    /// The sites, in file order; a site a reload did not change is shared
+    /// with the snapshot before it.
+    pub sites: Vec<Arc<LiveSite>>,
+    /// What this load changed among the sites of the previous snapshot
+    /// (all added at start).
+    pub changes: Changes,
     /// Files the snapshot was built from (the watcher watches their directories).
     pub sources: Vec<PathBuf>,
     /// What the classifier was built from: bot file, replace flag, body fingerprint.
     bots_key: (Option<PathBuf>, bool, Option<u64>),
+    /// What `ranges` was built from.
+    ranges_key: RangesKey,
+    /// The config file's stamp when it was read: a reload that finds it
+    /// unchanged takes this snapshot's configuration without parsing it.
+    config_stamp: Option<file::Stamp>,
     /// When reading the sources began: a source modified at or after this
     /// may not be what the snapshot holds.
     pub read_at: SystemTime,
@@ -198,7 +410,7 @@ impl Snapshot {
 
     /// The site for a `Host` header value, else the default site.
     pub fn site_for_host(&self, host: &str) -> Option<&LiveSite> {
-        self.settings.site_for_host(host).and_then(|i| self.sites.get(i))
+        self.settings.site_for_host(host).and_then(|i| self.sites.get(i)).map(|s| &**s)
     }
 
     /// Whether any source file may have been modified (or became unreadable)
@@ -278,16 +490,18 @@ fn read(path: &Path, what: &str, limit: u64, problems: &mut Vec<Problem>) -> Opt
 /// `check` accepts. Refused on a reload whose `previous` snapshot has the
 /// file, the previous version is kept and the refusal goes to `refused`;
 /// otherwise it goes to `problems`, which refuses the load.
+#[allow(clippy::too_many_arguments)]
 fn read_served(
     path: &Path,
     what: &str,
     limit: u64,
     check: fn(&[u8]) -> Result<(), Refusal>,
+    timing: &file::Timing,
     previous: Option<&Snapshot>,
     refused: &mut Vec<Problem>,
     problems: &mut Vec<Problem>,
 ) -> Option<Original> {
-    let read = file::read(path, limit).and_then(|c| check(&c.body).map(|()| c));
+    let read = file::read_with(path, limit, timing).and_then(|c| check(&c.body).map(|()| c));
     match read {
         Ok(c) => Some(Original { body: Bytes::from(c.body), mtime: c.mtime }),
         Err(refusal) => {
@@ -331,19 +545,47 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`], less the refused files `previous` had.
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
+    reload_whole(config_path, previous, &HashSet::new())
+}
+
+/// [`reload`], knowing that each file of `whole` was put in place whole
+/// (renamed over its path, not written since), so it is read at once
+/// rather than once it has settled ([`file::Timing::settle`]): what makes
+/// an edit saved by rename in force in well under the settle time.
+///
+/// Cost: one `stat` per file of the sites kept; only the sites whose
+/// configuration or files changed are read and compiled again, and the
+/// config file is parsed again only when its own stamp moved.
+///
+/// # Errors
+/// As [`reload`].
+pub fn reload_whole(
+    config_path: &Path,
+    previous: Option<&Snapshot>,
+    whole: &HashSet<PathBuf>,
+) -> Result<Snapshot, Vec<Problem>> {
     let read_at = SystemTime::now();
     let mut problems = Vec::new();
-    let body = file::read(config_path, file::CONFIG_MAX)
-        .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
-        .body;
-    let text = String::from_utf8(body).map_err(|e| {
-        vec![Problem::new(config_path, None, format!("cannot read the config: it is not UTF-8 text ({e})"))]
-    })?;
-    let config = config::parse(&text).map_err(|errors| {
-        errors.into_iter().map(|e| Problem::new(config_path, e.line, e.to_string())).collect::<Vec<_>>()
-    })?;
-    let mut snapshot = load_config(config, config_path, previous, &mut problems)?;
+    let stamp = file::stamp(config_path);
+    let unchanged = previous.filter(|p| stamp.is_some() && p.config_stamp == stamp);
+    let config = match unchanged {
+        // The same file: the same configuration (it names no other file).
+        Some(p) => Config { settings: p.settings.clone(), sites: p.sites.iter().map(|s| s.conf.clone()).collect() },
+        None => {
+            let body = file::read(config_path, file::CONFIG_MAX)
+                .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
+                .body;
+            let text = String::from_utf8(body).map_err(|e| {
+                vec![Problem::new(config_path, None, format!("cannot read the config: it is not UTF-8 text ({e})"))]
+            })?;
+            config::parse(&text).map_err(|errors| {
+                errors.into_iter().map(|e| Problem::new(config_path, e.line, e.to_string())).collect::<Vec<_>>()
+            })?
+        }
+    };
+    let mut snapshot = load_config_whole(config, config_path, previous, whole, &mut problems)?;
     snapshot.read_at = read_at;
+    snapshot.config_stamp = stamp;
     Ok(snapshot)
 }
 
@@ -355,6 +597,17 @@ pub fn load_config(
     config: Config,
     config_path: &Path,
     previous: Option<&Snapshot>,
+    problems: &mut Vec<Problem>,
+) -> Result<Snapshot, Vec<Problem>> {
+    load_config_whole(config, config_path, previous, &HashSet::new(), problems)
+}
+
+/// [`load_config`] with the files known whole ([`reload_whole`]).
+fn load_config_whole(
+    config: Config,
+    config_path: &Path,
+    previous: Option<&Snapshot>,
+    whole: &HashSet<PathBuf>,
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let read_at = SystemTime::now();
@@ -408,118 +661,59 @@ pub fn load_config(
     let mut robots_versions =
         previous.map_or_else(|| versions::read(&versions::state_path(&traps_state)), |p| p.robots_versions.clone());
     let now_unix = crate::policy::Clock::System.unix_secs();
-    let mut sites = Vec::new();
+    let mut sites: Vec<Arc<LiveSite>> = Vec::with_capacity(site_confs.len());
     let (mut refused, mut originals) = (Vec::new(), HashMap::new());
+    // A site whose configuration, classifier and files are as the previous
+    // snapshot had them is that snapshot's site, shared: a reload costs what
+    // changed (one `stat` per file of every other site).
+    let before: HashMap<&str, &Arc<LiveSite>> =
+        previous.map(|p| p.sites.iter().map(|s| (s.conf.name.as_str(), s)).collect()).unwrap_or_default();
+    let same_classifier = previous.is_some_and(|p| Arc::ptr_eq(&p.classifier, &classifier));
+    let mut changed = Changes::default();
     for site in site_confs {
-        use std::net::ToSocketAddrs;
-        let upstream_addr = site.upstream.as_ref().map(|up| match up.address.to_socket_addrs().map(|mut a| a.next()) {
-            Ok(Some(a)) => a,
-            Ok(None) | Err(_) => {
-                problems.push(Problem::new(
-                    config_path,
-                    None,
-                    format!("site `{}`: cannot resolve upstream `{}`", site.name, up.address),
-                ));
-                std::net::SocketAddr::from(([127, 0, 0, 1], 0))
+        let old = before.get(site.name.as_str()).copied();
+        let kept = old.filter(|old| same_classifier && old.unchanged(&site));
+        if let Some(old) = kept {
+            sources.extend(old.read.iter().map(|(p, _)| p.clone()));
+            for (path, _) in &old.read {
+                if let Some(o) = previous.and_then(|p| p.originals.get(path)) {
+                    originals.insert(path.clone(), o.clone());
+                }
             }
-        });
-        let armed_at = site.traps.as_ref().map_or_else(Vec::new, |t| {
-            let arm_after = t.arm_after.as_secs();
-            let mut first = |p: &String| *traps_first_served.entry(traps::key(&site.name, p)).or_insert(now_unix);
-            t.paths.iter().map(|p| first(p).saturating_add(arm_after)).collect()
-        });
-        let trap_link = site
-            .traps
-            .as_ref()
-            .filter(|t| t.inject_link)
-            .and_then(|t| t.paths.first())
-            .map(|p| Bytes::from(crate::managed::trap_link(p)));
-        let mut files = LiveSite {
-            conf: site,
-            upstream_addr,
-            robots: None,
-            humans: None,
-            alternates: HashMap::new(),
-            armed_at,
-            trap_link,
-            earlier: Vec::new(),
+            sites.push(Arc::clone(old));
+            continue;
+        }
+        changed.note(&site.name, old.is_some());
+        let mut reader = SiteReader {
+            previous,
+            refused: &mut refused,
+            problems,
+            originals: &mut originals,
+            sources: &mut sources,
+            config_path,
+            whole,
         };
-        let site = &files.conf;
-        let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
-        if let Some(path) = &site.robots {
-            sources.push(path.clone());
-            let read =
-                read_served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, previous, &mut refused, problems);
-            if let Some(original) = read {
-                let mtime = original.mtime;
-                let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
-                let effective = crate::managed::effective(&original.body, &site.managed, trap_paths, classifier.db());
-                originals.insert(path.clone(), original);
-                if effective.cut_off {
-                    problems.push(Problem::new(
-                        path,
-                        None,
-                        "with the lines robotgate adds (traps, managed) it is longer than the 500 KiB crawlers read",
-                    ));
-                }
-                // Rules are spelled as the proxy spells request-targets.
-                let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
-                let compiled = RobotsTxt::compile_with(&effective.body, options);
-                let hash = compiled.short_hash();
-                robots_file = Some(RobotsFile {
-                    file: ServedFile::new(effective.body, mtime),
-                    lines: effective.lines,
-                    notes: effective.notes,
-                    compiled,
-                    hash,
-                });
-            }
-        }
-        if let Some(path) = &site.humans {
-            sources.push(path.clone());
-            let read = read_served(path, "humans.txt", file::HUMANS_MAX, any_body, previous, &mut refused, problems);
-            if let Some(original) = read {
-                humans_file = Some(ServedFile::from_bytes(original.body.clone(), original.mtime));
-                originals.insert(path.clone(), original);
-            }
-        }
-        for action in site_actions(site) {
-            let file = match action {
-                Action::Alternate { file, .. } | Action::Block { file: Some((file, _)), .. } => Some(file),
-                _ => None,
-            };
-            if let Some(file) = file {
-                if alternates.contains_key(file) {
-                    continue;
-                }
-                sources.push(file.clone());
-                let what = "the alternate-content file";
-                let read = read_served(file, what, file::ALTERNATE_MAX, any_body, previous, &mut refused, problems);
-                if let Some(original) = read {
-                    alternates.insert(file.clone(), ServedFile::from_bytes(original.body.clone(), original.mtime));
-                    originals.insert(file.clone(), original);
-                }
-            }
-        }
-        let kept = robots_versions.entry(site.name.clone()).or_default();
-        versions::update(kept, robots_file.as_ref().map(|r| (r.compiled.hash(), &r.file.body[..])), now_unix);
-        let before = previous.and_then(|p| p.sites.iter().find(|s| s.conf.name == site.name));
-        let options = robots::Options { normalise: Some(site.target), ..robots::Options::default() };
-        files.earlier = versions::compile(kept, before.map_or(&[][..], |s| &s.earlier), options);
-        (files.robots, files.humans, files.alternates) = (robots_file, humans_file, alternates);
-        sites.push(files);
+        let live = reader.build(site, &classifier, &mut traps_first_served, &mut robots_versions, now_unix, old);
+        sites.push(Arc::new(live));
     }
-    robots_versions.retain(|name, _| sites.iter().any(|s: &LiveSite| &s.conf.name == name));
+    changed.removed = before.len().saturating_sub(sites.len() - changed.added);
+    {
+        let names: std::collections::HashSet<&str> = sites.iter().map(|s| s.conf.name.as_str()).collect();
+        robots_versions.retain(|name, _| names.contains(name.as_str()));
+    }
     if !problems.is_empty() {
         // The whole load is refused: say which files were refused too.
         problems.append(&mut refused);
         return Err(std::mem::take(problems));
     }
-    sources.sort();
+    // By bytes: as good an order for finding duplicates, and much cheaper
+    // than comparing 20,000 paths component by component.
+    sources.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     sources.dedup();
     let feeds_dir = feeds_dir(&settings, &traps_state);
     let given = settings.verify_feeds.is_some();
-    let ranges = Arc::new(load_ranges(feeds_dir.as_deref(), given, &mut sources, problems));
+    let reuse = previous.map(|p| (&p.ranges_key, &p.ranges));
+    let (ranges, ranges_key) = load_ranges(feeds_dir.as_deref(), given, &mut sources, problems, reuse);
     if !problems.is_empty() {
         problems.append(&mut refused);
         return Err(std::mem::take(problems));
@@ -547,6 +741,9 @@ pub fn load_config(
         robots_versions,
         refused,
         originals,
+        changes: changed,
+        config_stamp: None,
+        ranges_key,
     })
 }
 
@@ -580,7 +777,17 @@ pub fn feeds_dir(settings: &Settings, traps_state: &Path) -> Option<PathBuf> {
 /// modification time (when it was fetched) when that is later than its
 /// date. `given`: the operator named `dir` (`verify.feeds`), so it must
 /// exist; robotgate's own directory may not exist yet.
-fn load_ranges(dir: Option<&Path>, given: bool, sources: &mut Vec<PathBuf>, problems: &mut Vec<Problem>) -> RangeTable {
+///
+/// The table is built again only when the feed files differ from those of
+/// `previous` (name, content, modification time): otherwise its table is
+/// shared.
+fn load_ranges(
+    dir: Option<&Path>,
+    given: bool,
+    sources: &mut Vec<PathBuf>,
+    problems: &mut Vec<Problem>,
+    previous: Option<(&RangesKey, &Arc<RangeTable>)>,
+) -> (Arc<RangeTable>, RangesKey) {
     let mut files: Vec<(String, String, SystemTime)> = Vec::new();
     if let Some(dir) = dir {
         match std::fs::read_dir(dir) {
@@ -615,6 +822,10 @@ fn load_ranges(dir: Option<&Path>, given: bool, sources: &mut Vec<PathBuf>, prob
             _ => true,
         }
     });
+    let key: RangesKey = files.iter().map(|(n, b, m)| (n.clone(), robots::fingerprint(b.as_bytes()), *m)).collect();
+    if let Some((_, table)) = previous.filter(|(k, _)| **k == key && problems.is_empty()) {
+        return (Arc::clone(table), key);
+    }
     let overrides: Vec<(&str, &str)> = files.iter().map(|(n, b, _)| (n.as_str(), b.as_str())).collect();
     let mut table = RangeTable::with_overrides(&overrides).unwrap_or_else(|e| {
         problems.push(Problem::new(dir.map(Path::to_path_buf).unwrap_or_default(), None, e.to_string()));
@@ -626,8 +837,12 @@ fn load_ranges(dir: Option<&Path>, given: bool, sources: &mut Vec<PathBuf>, prob
             table.known_current_at(id, secs);
         }
     }
-    table
+    (Arc::new(table), key)
 }
+
+/// What a range table was built from: each feed file's name, content
+/// fingerprint and modification time.
+type RangesKey = Vec<(String, u64, SystemTime)>;
 
 #[cfg(test)]
 mod tests {
@@ -726,6 +941,71 @@ mod tests {
         let fourth = reload(&config, Some(&third)).unwrap();
         assert_eq!(robots_body(&fourth), b"User-agent: *\nDisallow: /new/\n");
         assert!(fourth.refused.is_empty());
+    }
+
+    /// A config of `n` sites, `s0`..`s{n-1}`, each with its robots.txt in `dir`.
+    fn sites(dir: &Path, n: usize) -> PathBuf {
+        let mut text = String::from("listen: [\"127.0.0.1:8080\"]\nsites:\n");
+        for i in 0..n {
+            std::fs::write(dir.join(format!("r{i}.txt")), format!("User-agent: *\nDisallow: /{i}/\n")).unwrap();
+            text.push_str(&format!(
+                "  - name: s{i}\n    hosts: [\"s{i}.example\"]\n    upstream: \"127.0.0.1:8000\"\n    robots: {}/r{i}.txt\n",
+                dir.display()
+            ));
+        }
+        let config = dir.join("robotgate.yaml");
+        std::fs::write(&config, text).unwrap();
+        config
+    }
+
+    #[test]
+    fn a_reload_builds_again_only_the_site_whose_file_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = sites(dir.path(), 3);
+        let first = load(&config).unwrap();
+        assert_eq!((first.changes.added, first.changes.rebuilt), (3, 0));
+        // Nothing changed: every site is shared, and the classifier and ranges too.
+        let second = reload(&config, Some(&first)).unwrap();
+        assert!(first.sites.iter().zip(&second.sites).all(|(a, b)| Arc::ptr_eq(a, b)));
+        assert!(Arc::ptr_eq(&first.classifier, &second.classifier) && Arc::ptr_eq(&first.ranges, &second.ranges));
+        assert_eq!(second.changes, Changes::default());
+        // One robots.txt renamed over: that site alone is built again.
+        let tmp = dir.path().join("r1.tmp");
+        std::fs::write(&tmp, "User-agent: *\nDisallow: /new/\n").unwrap();
+        std::fs::rename(&tmp, dir.path().join("r1.txt")).unwrap();
+        let whole = HashSet::from([dir.path().join("r1.txt")]);
+        let third = reload_whole(&config, Some(&second), &whole).unwrap();
+        assert!(Arc::ptr_eq(&second.sites[0], &third.sites[0]) && Arc::ptr_eq(&second.sites[2], &third.sites[2]));
+        assert!(!Arc::ptr_eq(&second.sites[1], &third.sites[1]));
+        assert!(!third.sites[1].robots.as_ref().unwrap().compiled.allows("foobot", "/new/x").allowed);
+        assert_eq!((third.changes.rebuilt, third.changes.named.clone()), (1, vec!["s1".to_owned()]));
+        // A site removed from the config goes; the others stay shared.
+        let text = std::fs::read_to_string(&config).unwrap();
+        let cut = text.find("  - name: s2").unwrap();
+        std::fs::write(&config, &text[..cut]).unwrap();
+        let fourth = reload(&config, Some(&third)).unwrap();
+        assert_eq!(fourth.sites.len(), 2);
+        assert!(Arc::ptr_eq(&third.sites[0], &fourth.sites[0]) && Arc::ptr_eq(&third.sites[1], &fourth.sites[1]));
+        assert_eq!((fourth.changes.added, fourth.changes.rebuilt, fourth.changes.removed), (0, 0, 1));
+    }
+
+    #[test]
+    fn a_site_whose_file_was_refused_is_tried_again_and_a_good_file_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = sites(dir.path(), 2);
+        let first = load(&config).unwrap();
+        std::fs::write(dir.path().join("r0.txt"), "<html><body>oops</body></html>").unwrap();
+        let second = reload(&config, Some(&first)).unwrap();
+        assert_eq!(second.refused.len(), 1, "{:?}", second.refused);
+        assert!(!second.sites[0].robots.as_ref().unwrap().compiled.allows("foobot", "/0/x").allowed, "kept");
+        // Not kept as it is: the refusal is said again while the file is bad.
+        let third = reload(&config, Some(&second)).unwrap();
+        assert_eq!(third.refused.len(), 1);
+        assert!(Arc::ptr_eq(&second.sites[1], &third.sites[1]));
+        std::fs::write(dir.path().join("r0.txt"), "User-agent: *\nDisallow: /fixed/\n").unwrap();
+        let fourth = reload(&config, Some(&third)).unwrap();
+        assert!(fourth.refused.is_empty());
+        assert!(!fourth.sites[0].robots.as_ref().unwrap().compiled.allows("foobot", "/fixed/x").allowed);
     }
 
     #[test]

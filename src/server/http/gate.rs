@@ -101,6 +101,6 @@ pub struct Ctx {
 impl Ctx {
     /// The request's site, once chosen.
     pub(super) fn site(&self) -> Option<&LiveSite> {
-        self.snap.as_ref()?.sites.get(self.site?)
+        self.snap.as_ref()?.sites.get(self.site?).map(|s| &**s)
     }
 }

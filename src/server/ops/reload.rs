@@ -21,7 +21,7 @@
 //! address, the violation log, the rate table size) are reported as needing
 //! a restart.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +38,10 @@ use crate::server::snapshot::{self, Snapshot};
 use crate::server::telemetry::metrics;
 
 /// Quiet time after the last file event before reloading.
-pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// Editors save by renaming a whole file (one event) or write in place (a
+/// burst, which [`crate::load::file`]'s settling covers); 50 ms joins a
+/// burst into one reload without holding up an edit saved by rename.
+pub const DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// The reload service.
 pub struct Reloader {
@@ -80,9 +83,15 @@ pub fn persist_traps(snap: &Snapshot) {
 impl Reloader {
     /// Reload now. Returns whether the new snapshot is in force.
     pub async fn reload(&self, why: &str) -> bool {
+        self.reload_whole(why, HashSet::new()).await
+    }
+
+    /// [`Reloader::reload`], with the files known to have been renamed
+    /// into place whole ([`crate::load::reload_whole`]).
+    async fn reload_whole(&self, why: &str, whole: HashSet<PathBuf>) -> bool {
         let path = self.config_path.clone();
         let previous = self.snapshot.load_full();
-        let loaded = tokio::task::spawn_blocking(move || snapshot::reload(&path, Some(&previous))).await;
+        let loaded = tokio::task::spawn_blocking(move || snapshot::reload_whole(&path, Some(&previous), &whole)).await;
         let new = match loaded {
             Ok(Ok(s)) => s,
             // Log before counting: whoever sees the counter move can read why.
@@ -111,24 +120,73 @@ impl Reloader {
             error!(target: "robotgate::reload", file = %p.file.display(), reason = p.reason.map(Reason::as_str), problem = %p.message, "file refused; its last good version stays in force and the other files are reloaded");
         }
         let refused = new.refused.clone();
+        let summary = Summary::of(&new);
+        // In force first; what is kept and published for it follows.
+        let new = Arc::new(new);
+        self.snapshot.store(Arc::clone(&new));
         publish_info(&new);
         persist_traps(&new);
-        let hashes: Vec<String> =
-            new.sites.iter().map(|s| s.robots.as_ref().map_or_else(String::new, |r| r.hash.clone())).collect();
-        self.snapshot.store(Arc::new(new));
         metrics().reloads.inc();
         if refused.is_empty() {
             crate::server::ops::status::board().reloaded(true, why.to_owned());
-            info!(target: "robotgate::reload", reason = why, robots = ?hashes, "reloaded");
+            info!(target: "robotgate::reload", reason = why, sites = summary.sites, added = summary.added, rebuilt = summary.rebuilt, removed = summary.removed, changed = %summary.changed, "reloaded");
         } else {
             count_refused(&refused);
             metrics().reload_failures.inc();
             let kept: Vec<String> = refused.iter().map(ToString::to_string).collect();
             let message = format!("{why}: reloaded except {}", kept.join("; "));
             crate::server::ops::status::board().reloaded(false, message);
-            info!(target: "robotgate::reload", reason = why, robots = ?hashes, kept = refused.len(), "reloaded, keeping the last good version of refused files");
+            info!(target: "robotgate::reload", reason = why, sites = summary.sites, added = summary.added, rebuilt = summary.rebuilt, removed = summary.removed, changed = %summary.changed, kept = refused.len(), "reloaded, keeping the last good version of refused files");
         }
         true
+    }
+}
+
+/// The most bytes of site names a reload's log line carries.
+const SUMMARY_NAMES_MAX: usize = 2048;
+
+/// What a reload's log line says of the sites: counts, and the first
+/// [`crate::load::Changes::NAMED`] added or rebuilt sites with their
+/// robots.txt version (`name=hash`, `name=-` without one), so the line stays
+/// short at any number of sites.
+struct Summary {
+    sites: usize,
+    added: usize,
+    rebuilt: usize,
+    removed: usize,
+    changed: String,
+}
+
+impl Summary {
+    fn of(snap: &Snapshot) -> Summary {
+        let c = &snap.changes;
+        let hash = |name: &str| {
+            snap.sites
+                .iter()
+                .find(|s| s.conf.name == name)
+                .and_then(|s| s.robots.as_ref())
+                .map_or_else(|| "-".to_owned(), |r| r.hash.clone())
+        };
+        // Names are the operator's (as long as they like): at most 2 KiB of
+        // them, whole, the rest counted.
+        let mut changed = String::new();
+        let mut named = 0;
+        for n in &c.named {
+            let item = format!("{n}={}", hash(n));
+            if changed.len() + item.len() + 1 > SUMMARY_NAMES_MAX {
+                break;
+            }
+            if !changed.is_empty() {
+                changed.push(' ');
+            }
+            changed.push_str(&item);
+            named += 1;
+        }
+        let more = (c.added + c.rebuilt).saturating_sub(named);
+        if more > 0 {
+            changed.push_str(&format!("{}and {more} more", if changed.is_empty() { "" } else { " " }));
+        }
+        Summary { sites: snap.sites.len(), added: c.added, rebuilt: c.rebuilt, removed: c.removed, changed }
     }
 }
 
@@ -159,31 +217,70 @@ fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
         .collect()
 }
 
+/// The sources as a watcher names them (absolute paths), and the
+/// directories whose every JSON file counts (the feeds directory): built once
+/// per snapshot, so an event costs a lookup, not a pass over every source.
+struct Sources {
+    files: HashSet<PathBuf>,
+    any_json: HashSet<PathBuf>,
+}
+
+impl Sources {
+    fn of(sources: &[PathBuf]) -> Sources {
+        let (mut files, mut any_json) = (HashSet::new(), HashSet::new());
+        for s in sources {
+            let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
+            if abs.file_name().is_some_and(|n| n == crate::load::ANY_JSON) {
+                any_json.insert(abs.parent().map(Path::to_path_buf).unwrap_or_default());
+            } else {
+                files.insert(abs);
+            }
+        }
+        Sources { files, any_json }
+    }
+
+    fn contains(&self, event_path: &Path) -> bool {
+        self.files.contains(event_path)
+            || (event_path.extension().is_some_and(|x| x == "json")
+                && event_path.parent().is_some_and(|d| self.any_json.contains(d)))
+    }
+}
+
 /// Whether a watcher event may have changed a source's content: not reads
 /// (robotgate's own reload opens every source, so counting them would reload
 /// forever) and not metadata (the first read after a write updates the access
 /// time). An error from the watcher counts: it may have lost events.
-fn is_change(ev: &notify::Result<notify::Event>, sources: &[PathBuf]) -> bool {
+fn is_change(ev: &notify::Result<notify::Event>, sources: &Sources) -> bool {
     use notify::event::{EventKind, ModifyKind};
     match ev {
         Err(_) => true,
         Ok(ev) => {
             !matches!(ev.kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)))
-                && ev.paths.iter().any(|p| is_source(p, sources))
+                && ev.paths.iter().any(|p| sources.contains(p))
         }
     }
 }
 
-fn is_source(event_path: &Path, sources: &[PathBuf]) -> bool {
-    sources.iter().any(|s| {
-        let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
-        // `DIR/*.json` (the feeds directory): any JSON file in it counts,
-        // so a feed that appears there is a change too.
-        let pattern = abs.file_name().is_some_and(|n| n == crate::load::ANY_JSON)
-            && event_path.extension().is_some_and(|x| x == "json");
-        abs == event_path
-            || ((pattern || abs.file_name() == event_path.file_name()) && abs.parent() == event_path.parent())
-    })
+/// Notes which sources an event put in place whole (renamed over their
+/// path: the last path of a rename) and which it wrote to: a source renamed
+/// into place and not written to afterwards within the burst is read at once.
+fn note_whole(
+    ev: &notify::Result<notify::Event>,
+    sources: &Sources,
+    renamed: &mut HashSet<PathBuf>,
+    written: &mut HashSet<PathBuf>,
+) {
+    use notify::event::{EventKind, ModifyKind, RenameMode};
+    let Ok(ev) = ev else { return };
+    match ev.kind {
+        EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => {
+            if let Some(to) = ev.paths.last().filter(|p| sources.contains(p)) {
+                renamed.insert(to.clone());
+            }
+        }
+        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)) => {}
+        _ => written.extend(ev.paths.iter().filter(|p| sources.contains(p)).cloned()),
+    }
 }
 
 #[async_trait]
@@ -230,29 +327,36 @@ impl BackgroundService for Reloader {
                 None
             }
         };
+        let mut sources = Sources::of(&self.snapshot.load().sources);
+        let mut whole = HashSet::new();
         loop {
             let why = tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = async { match hup.as_mut() { Some(h) => { h.recv().await; } None => std::future::pending::<()>().await } } => "SIGHUP",
                 ev = rx.recv() => {
                     let Some(ev) = ev else { return };
-                    let sources = self.snapshot.load().sources.clone();
                     if !is_change(&ev, &sources) {
                         continue;
                     }
+                    let (mut renamed, mut written) = (HashSet::new(), HashSet::new());
+                    note_whole(&ev, &sources, &mut renamed, &mut written);
                     // Debounce: wait until the burst of relevant events is over
                     // (other files in the same directories, such as a log, do not count).
                     let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                     while let Ok(Some(ev)) = tokio::time::timeout_at(quiet_until, rx.recv()).await {
                         if is_change(&ev, &sources) {
+                            note_whole(&ev, &sources, &mut renamed, &mut written);
                             quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                         }
                     }
+                    renamed.retain(|p| !written.contains(p));
+                    whole = renamed;
                     "file changed"
                 }
             };
-            if self.reload(why).await {
+            if self.reload_whole(why, std::mem::take(&mut whole)).await {
                 rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+                sources = Sources::of(&self.snapshot.load().sources);
             }
         }
     }

@@ -25,8 +25,9 @@ use crate::server::telemetry::metrics;
 pub struct Snapshot {
     /// The operator's files, read and compiled (what the CLI commands see too).
     pub files: load::Snapshot,
-    /// Per site, parallel to `files.sites`: what the proxy resolved for it.
-    pub answers: Vec<SiteAnswers>,
+    /// Per site, parallel to `files.sites`: what the proxy resolved for it
+    /// (shared with the previous snapshot for a site the reload kept).
+    pub answers: Vec<Arc<SiteAnswers>>,
     /// The HTTPS certificates, chosen by SNI ([`crate::server::http::tls`]).
     pub certs: Arc<CertSet>,
 }
@@ -80,7 +81,7 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapshot, Vec<Problem>> {
-    build_for(load::load(config_path)?, config_path, host)
+    build_for(load::load(config_path)?, config_path, None, host)
 }
 
 /// [`load`], reusing what has not changed since `previous`.
@@ -88,16 +89,30 @@ pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapsho
 /// # Errors
 /// As [`load`].
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload(config_path, previous.map(|p| &p.files))?;
-    build(files, config_path)
+    reload_whole(config_path, previous, &std::collections::HashSet::new())
 }
 
-/// Add what the proxy needs to `files`.
+/// [`reload`], with the files known to have been put in place whole
+/// ([`load::reload_whole`]).
 ///
 /// # Errors
 /// As [`load`].
-pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
-    build_for(files, config_path, crate::config::Host::Serve)
+pub fn reload_whole(
+    config_path: &Path,
+    previous: Option<&Snapshot>,
+    whole: &std::collections::HashSet<std::path::PathBuf>,
+) -> Result<Snapshot, Vec<Problem>> {
+    let files = load::reload_whole(config_path, previous.map(|p| &p.files), whole)?;
+    build(files, config_path, previous)
+}
+
+/// Add what the proxy needs to `files`, keeping `previous`'s for every site
+/// `files` shares with it.
+///
+/// # Errors
+/// As [`load`].
+pub fn build(files: load::Snapshot, config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
+    build_for(files, config_path, previous, crate::config::Host::Serve)
 }
 
 /// [`build`] for `host`.
@@ -107,6 +122,7 @@ pub fn build(files: load::Snapshot, config_path: &Path) -> Result<Snapshot, Vec<
 pub fn build_for(
     files: load::Snapshot,
     config_path: &Path,
+    previous: Option<&Snapshot>,
     host: crate::config::Host,
 ) -> Result<Snapshot, Vec<Problem>> {
     // What `robotgate serve` needs that another host does not (nginx
@@ -124,7 +140,15 @@ pub fn build_for(
         }
     };
     let mut answers = Vec::with_capacity(files.sites.len());
+    // The previous snapshot's answers, by the address of the site they were
+    // made for: a kept site is the same allocation.
+    let before: std::collections::HashMap<*const load::LiveSite, &Arc<SiteAnswers>> =
+        previous.map(|p| p.files.sites.iter().map(Arc::as_ptr).zip(p.answers.iter()).collect()).unwrap_or_default();
     for site in &files.sites {
+        if let Some(kept) = before.get(&Arc::as_ptr(site)) {
+            answers.push(Arc::clone(kept));
+            continue;
+        }
         let name = site.conf.name.as_str();
         let requests =
             Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[name, c.as_str()])).collect();
@@ -143,7 +167,7 @@ pub fn build_for(
                 None => {}
             }
         }
-        answers.push(SiteAnswers { requests, refusals });
+        answers.push(Arc::new(SiteAnswers { requests, refusals }));
     }
     if !problems.is_empty() {
         // The whole reload is refused: say which files it had refused too.
