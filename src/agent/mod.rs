@@ -350,7 +350,7 @@ fn evidence<'u>(ua: &'u str, agent: &Agent<'_>) -> Option<Evidence<'u>> {
         let before = ua[..start].trim_end_matches([' ', ';', ',']);
         let position = if start == 0 {
             "first"
-        } else if before.len() >= 10 && before[before.len() - 10..].eq_ignore_ascii_case("compatible") {
+        } else if before.len() >= 10 && before.as_bytes()[before.len() - 10..].eq_ignore_ascii_case(b"compatible") {
             "compatible"
         } else if depth > 0 {
             "comment"
