@@ -65,6 +65,10 @@ fn the_demo_does_what_it_prints() {
         tried += 1;
     }
     assert!(tried >= 5, "printed curl lines: {tried}\n{text}");
+    // Issue #53: a phone whose model is CUBOT J9 is a person, as Firefox is.
+    let cubot = "Mozilla/5.0 (Linux; Android 10; CUBOT J9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36";
+    let report = format!("http://127.0.0.1:{port}/private/report.html");
+    assert_eq!(get(&report, &[("User-Agent", cubot)]).status, 200);
     // The two 403s were logged where the demo said.
     let lines = wait_lines(&dir.path().join("violations.jsonl"), 2);
     assert_eq!(lines.len(), 2, "{lines:?}");

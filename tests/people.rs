@@ -74,3 +74,84 @@ fn the_set_covers_every_kind_of_browser() {
         assert!(sections.iter().any(|s| s.contains(kind)), "no section for {kind}");
     }
 }
+
+mod common;
+
+/// A site's robots.txt for issue #53: a private directory and a crawl delay
+/// for every robot.
+const ROBOTS_53: &str = "User-agent: *\nDisallow: /private/\nCrawl-delay: 10\n";
+
+/// People whose User-Agents hold robot-ish words (a phone's model, an app's
+/// name) and robots that hide in a browser's string (issue #53).
+const PEOPLE_53: &[&str] = &[
+    // A phone whose model is CUBOT J9 (no `Build/` after it).
+    "Mozilla/5.0 (Linux; Android 10; CUBOT J9) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36",
+    // Ladybird, as its source writes its User-Agent.
+    "Mozilla/5.0 (Linux; x86_64) LibWeb+LibJS/1.0 Ladybird/1.0",
+    // Notion's desktop app on Electron.
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Notion/2.0.8 Chrome/91.0.4472.164 Electron/13.6.3 Safari/537.36",
+    // Apple's Podcasts app.
+    "Podcasts/1555.2.1 CFNetwork/1237 Darwin/20.4.0",
+];
+
+const ROBOTS_HIDING_53: &[&str] = &[
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 CloudflareObservatory/1.0",
+    "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko; Google-Assess) Chrome/125.0.0.0 Mobile Safari/537.36",
+    "Newsboat/2.29.0 (Linux x86_64)",
+];
+
+#[test]
+fn issue_53_people_with_robotish_words_pass_the_proxy_and_hiding_robots_do_not() {
+    let origin = common::Origin::start();
+    let upstream = format!("\"{}\"", origin.addr);
+    let config = common::TestConfig { upstream: &upstream, ..common::TestConfig::default() }.render();
+    let gate = common::Gate::start(&config, &[("robots.txt", ROBOTS_53.as_bytes())]);
+    for ua in PEOPLE_53 {
+        assert_eq!(common::get(&gate.url("/private/report.html"), &[("User-Agent", ua)]).status, 200, "{ua}");
+        // Not paced under the crawl delay: three pages in a row.
+        for page in ["/a", "/b", "/c"] {
+            assert_eq!(common::get(&gate.url(page), &[("User-Agent", ua)]).status, 200, "{ua} {page}");
+        }
+    }
+    for ua in ROBOTS_HIDING_53 {
+        assert_eq!(common::get(&gate.url("/private/report.html"), &[("User-Agent", ua)]).status, 403, "{ua}");
+    }
+}
+
+#[test]
+fn issue_53_apps_are_people_with_a_kind_of_their_own() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .arg("classify")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("robotgate runs");
+    let input: String = PEOPLE_53.iter().chain(ROBOTS_HIDING_53).map(|ua| format!("{ua}\n")).collect();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<(&str, &str, bool)> = lines
+        .iter()
+        .map(|l| (l["kind"].as_str().unwrap(), l["category"].as_str().unwrap(), l["is_bot"] == true))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("browser", "browser", false),
+            ("browser", "browser", false),
+            ("app", "app", false),
+            ("app", "app", false),
+            ("known", "monitor", true),
+            ("known", "other-bot", true),
+            ("known", "feed", true),
+        ]
+    );
+    // A robot says why: its token, where it stands, and how it is known.
+    assert_eq!(
+        lines[4]["evidence"],
+        serde_json::json!({"token": "CloudflareObservatory", "position": "product", "kind": "known"})
+    );
+    assert_eq!(lines[5]["evidence"]["position"], "comment");
+    assert!(lines[0].get("evidence").is_none());
+}

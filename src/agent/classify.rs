@@ -20,6 +20,7 @@
 use super::automaton::{rank, Automata, Place, Scan};
 use super::db::{Bot, BotDb, Category, DbError};
 use super::frozen;
+use super::grammar;
 use super::unknown::{self, Signals};
 use super::vocab::{first_word_is_browser, REFERENCE_BROWSERS};
 use super::words::{in_url, preceded_by_like};
@@ -286,6 +287,38 @@ impl Classifier {
         also
     }
 
+    /// Whether the literal of `entry` found at `start..end` counts
+    /// (issue #53): never in a device or vendor slot of the grammar (a
+    /// phone may be called `CUBOT J9` or `RED 90`); and a maintained list's
+    /// literal that is no robot word and no distinctive name (`RED`,
+    /// `Speedy`, `Operator`, `Notion`: [`grammar::is_distinctive`]) in a
+    /// browser-shaped string only where a robot names itself
+    /// ([`grammar::robot_context`]), and a browser's own product name
+    /// (`CocCoc`) never there.
+    fn counts(
+        &self,
+        ua: &[u8],
+        entry: usize,
+        start: usize,
+        end: usize,
+        browser_shaped: bool,
+        reading: &mut Option<grammar::Reading>,
+    ) -> bool {
+        if reading.get_or_insert_with(|| grammar::read(ua)).in_slot(start, end) {
+            return false;
+        }
+        let bot = &self.db.bots()[entry];
+        if !bot.listed || !browser_shaped {
+            return true;
+        }
+        let lit = &ua[start..end];
+        if grammar::is_browsers_own(lit) {
+            return false;
+        }
+        let robot_word = std::str::from_utf8(lit).is_ok_and(unknown::is_robot_name);
+        robot_word || grammar::is_distinctive(lit) || grammar::robot_context(ua, start, end)
+    }
+
     /// The winning entry (see the module documentation), resolving each
     /// literal end found by the forward pass with the reverse DFA.
     ///
@@ -302,9 +335,16 @@ impl Classifier {
         let mut best = scan.regex.map(|(rank, entry)| (rank, entry, 0..0));
         let mut hits = Others::default();
         let mut spans = [(0u32, 0usize, 0usize); MAX_OTHERS];
+        // The grammar is read only when a literal matched (issue #53).
+        let mut reading: Option<grammar::Reading> = None;
+        let browser_shaped = scan.marker || first_word_is_browser(ua);
         for &end in &scan.ends[..scan.n_ends] {
             self.automata.literals_ending_at(ua, end as usize, |lit, start| {
                 if preceded_by_like(ua, start) {
+                    return;
+                }
+                let stop = start + lit.len as usize;
+                if !self.counts(ua, lit.entry as usize, start, stop, browser_shaped, &mut reading) {
                     return;
                 }
                 let place = if in_url(ua, start) { Place::InUrl } else { Place::Clean };

@@ -29,6 +29,7 @@ mod classify;
 mod db;
 pub mod extensions;
 mod frozen;
+mod grammar;
 mod memo;
 mod purpose;
 mod table;
@@ -306,6 +307,61 @@ struct JsonLine<'a> {
     claims: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     group: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evidence: Option<Evidence<'a>>,
+}
+
+/// Why a User-Agent is a robot, for `robotgate classify` (issue #53).
+#[derive(Serialize)]
+struct Evidence<'a> {
+    /// The robot's token as the UA writes it (empty when it names none).
+    token: &'a str,
+    /// Where it stands: `first` (the string's first product), `compatible`
+    /// (after `compatible;`), `comment`, `product` (a `Name/version` later
+    /// on), `text`, or `none`.
+    position: &'static str,
+    /// `known` (a database robot's token) or `unknown` (the word rules).
+    kind: &'static str,
+}
+
+/// The evidence of a robot agent: the first place in `ua` where its name
+/// or one of its tokens stands (ASCII case-insensitive, whole word).
+fn evidence<'u>(ua: &'u str, agent: &Agent<'_>) -> Option<Evidence<'u>> {
+    if !agent.is_bot() {
+        return None;
+    }
+    let kind = if agent.is_known() { "known" } else { "unknown" };
+    let names = agent.announced.into_iter().chain(agent.name).chain(agent.tokens.iter().copied());
+    let bytes = ua.as_bytes();
+    for name in names.filter(|n| !n.is_empty()) {
+        let Some(start) = (0..bytes.len().saturating_sub(name.len() - 1)).find(|&i| {
+            ua.is_char_boundary(i)
+                && ua.is_char_boundary(i + name.len())
+                && bytes[i..i + name.len()].eq_ignore_ascii_case(name.as_bytes())
+        }) else {
+            continue;
+        };
+        let end = start + name.len();
+        let depth = bytes[..start].iter().fold(0i32, |d, &b| match b {
+            b'(' => d + 1,
+            b')' => (d - 1).max(0),
+            _ => d,
+        });
+        let before = ua[..start].trim_end_matches([' ', ';', ',']);
+        let position = if start == 0 {
+            "first"
+        } else if before.len() >= 10 && before.as_bytes()[before.len() - 10..].eq_ignore_ascii_case(b"compatible") {
+            "compatible"
+        } else if depth > 0 {
+            "comment"
+        } else if bytes.get(end) == Some(&b'/') {
+            "product"
+        } else {
+            "text"
+        };
+        return Some(Evidence { token: &ua[start..end], position, kind });
+    }
+    Some(Evidence { token: "", position: "none", kind })
 }
 
 /// One JSON object (no trailing newline) describing a classification, for
@@ -317,26 +373,34 @@ struct JsonLine<'a> {
 /// entry's name, for a known robot), `category`, `tokens`,
 /// `operator`, `obeys_robots`, `claims` (the other robots the UA names,
 /// [`Agent::also`]) only when there are any, and `group` (the chosen
-/// robots.txt group) only when given. serde_json escapes control characters, so a hostile UA still
+/// robots.txt group) only when given, and `evidence` (a robot's token as
+/// the UA writes it, its `position` and `kind`) for robots. A person's app
+/// (a media player, a podcast or mail app, a TV, an in-app browser,
+/// an Electron app: `grammar::is_app`) is reported with `kind` and
+/// `category` `app`; it is a browser to everything else (policy, metrics).
+/// serde_json escapes control characters, so a hostile UA still
 /// yields exactly one valid line.
 pub fn to_json_line(ua: &[u8], agent: &Agent<'_>, group: Option<&str>) -> String {
     let user_agent = String::from_utf8_lossy(ua);
+    let app = agent.kind == AgentKind::Browser && grammar::is_app(ua);
     let line = JsonLine {
         user_agent: &user_agent,
         is_bot: agent.is_bot(),
         kind: match agent.kind {
             AgentKind::Known(_) => "known",
             AgentKind::UnknownBot => "unknown-bot",
+            AgentKind::Browser if app => "app",
             AgentKind::Browser => "browser",
         },
         name: agent.announced.or(agent.name),
         entry: agent.is_known().then_some(agent.name).flatten(),
-        category: agent.category.as_str(),
+        category: if app { "app" } else { agent.category.as_str() },
         tokens: &agent.tokens,
         operator: agent.operator,
         obeys_robots: agent.obeys_robots,
         claims: agent.also.iter().map(|c| c.name).collect(),
         group,
+        evidence: evidence(&user_agent, agent),
     };
     serde_json::to_string(&line).expect("a struct of strings, bools and options always serializes")
 }

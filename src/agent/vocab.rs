@@ -78,7 +78,7 @@ pub(super) const FIRST_WORDS: &[&str] = &[
     "hisense", "spice", "karbonn", "lava", "mitsubishi", "audiovox", "utstarcom", "dopod",
     "qtek", "imate", "i-mate", "apple", "iphone", "ipad", "netscape", "juc", "ucweb",
     "mqqbrowser", "lynx", "links", "elinks", "dillo", "mosaic", "ncsa", "icab", "instagram",
-    "pinterest", "twitter", "facebook",
+    "pinterest", "twitter", "facebook", "vlc",
 ];
 
 /// Library/CLI word parts: evidence wherever they appear as a whole part of a

@@ -12,6 +12,7 @@
 //! allocates nothing.
 
 use super::db::is_token_byte;
+use super::grammar::{read, Reading};
 
 /// Words longer than this are never in a word list (the longest entry is
 /// shorter) and only their first `MAX_WORD` bytes are searched for needles.
@@ -212,18 +213,24 @@ pub(super) struct DeviceModel<'a> {
     end: usize,
     /// Whether that segment holds `Build/`.
     build: bool,
+    /// The device and vendor slots of the UA's comments.
+    slots: Reading,
 }
 
 impl<'a> DeviceModel<'a> {
     pub(super) fn new(ua: &'a [u8]) -> Self {
-        DeviceModel { ua, end: 0, build: false }
+        DeviceModel { ua, end: 0, build: false, slots: read(ua) }
     }
 
-    /// Whether `w` lies in a comment segment holding `Build/`. Words must be
+    /// Whether `w` lies in a comment segment holding `Build/`, or in a
+    /// device or vendor slot of the grammar (`grammar`). Words must be
     /// asked in increasing position.
     pub(super) fn contains(&mut self, w: &Word) -> bool {
         if w.depth == 0 {
             return false;
+        }
+        if self.slots.in_slot(w.start, w.end) {
+            return true;
         }
         if w.start >= self.end {
             let rest = &self.ua[w.start..];

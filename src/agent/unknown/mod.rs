@@ -98,7 +98,21 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
     // No suspect needle at all: no word can carry evidence.
     let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
     if sig.suspect && has_evidence(ua, sig.marker, hits) {
-        return Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) });
+        let f = findings(ua, sig.marker, true, hits);
+        // Issue #53: a person's app whose only evidence is a weak robot word
+        // (`Podcasts/... CFNetwork/...`, `Capture+`) is a person.
+        let weak_only = f.robot.is_none()
+            && !(f.generic.is_some() && f.generic_strong)
+            && f.library.is_none()
+            && f.lang.is_none()
+            && f.contact.is_none();
+        if !(weak_only && super::grammar::is_app(ua)) {
+            return Some(Unknown { name: pick_name(ua, &f) });
+        }
+        if sig.marker || first_word_is_browser(ua) {
+            return impossible_shape(ua, sig).map(|name| Unknown { name });
+        }
+        return None;
     }
     if sig.marker || first_word_is_browser(ua) {
         return impossible_shape(ua, sig).map(|name| Unknown { name });
