@@ -128,9 +128,31 @@ pub(super) fn robot_context(ua: &[u8], start: usize, end: usize) -> bool {
     if ua[word_start..before].eq_ignore_ascii_case(b"compatible") {
         return true;
     }
+    if appended_after_browser(&ua[..start]) {
+        return true;
+    }
     let rest = &ua[end.min(ua.len())..];
     let rest = &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())];
     rest.windows(4).any(|w| w.eq_ignore_ascii_case(b"http") || w.eq_ignore_ascii_case(b"www.")) || rest.contains(&b'@')
+}
+
+/// Whether `head` (what precedes a token) ends with a whole browser
+/// string's last product, `Safari/537.36 ` or `Firefox/128.0 `: a product a
+/// robot appends there names the robot (`... Safari/537.36 Silktide`), and
+/// the browsers' own appended products are told apart before
+/// ([`is_browsers_own`]).
+fn appended_after_browser(head: &[u8]) -> bool {
+    let Some(last) = head.iter().rposition(|&b| b != b' ') else { return false };
+    if last + 1 == head.len() {
+        // Not separated by a space from what comes before.
+        return false;
+    }
+    let token_start = head[..=last].iter().rposition(|&b| b == b' ').map_or(0, |i| i + 1);
+    let token = &head[token_start..=last];
+    let Some(slash) = token.iter().position(|&b| b == b'/') else { return false };
+    let (name, version) = (&token[..slash], &token[slash + 1..]);
+    let browser = [&b"Safari"[..], b"Firefox", b"Chrome", b"Mobile"].iter().any(|n| name.eq_ignore_ascii_case(n));
+    browser && version.first().is_some_and(u8::is_ascii_digit)
 }
 
 /// Whether `ua` is shaped like a person's app rather than a browser or a
