@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::dns_server::{Answer, Server as DnsServer, PTR};
+use common::nginx_module::{module, nginx};
 use common::redis_server::{Pass, RedisServer, Relay};
 use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
@@ -36,36 +37,6 @@ Disallow: /nogoogle/
 User-agent: AhrefsBot
 Crawl-delay: 30
 ";
-
-/// The module, built (or found built) by `bash nginx/build.sh`: its last
-/// line is the path. `None` when it cannot be built here (no nginx-dev and
-/// no root to install it): the test says so and skips, and under `CI=true`
-/// fails (`.ci/run` builds it first).
-fn module() -> Option<PathBuf> {
-    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build).clone()
-}
-
-/// `bash nginx/build.sh`, once for all the tests of this file.
-fn build() -> Option<PathBuf> {
-    let out = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/nginx/build.sh"))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("bash runs");
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        assert!(std::env::var_os("CI").is_none(), "nginx/build.sh failed:\n{why}");
-        eprintln!("\n*** SKIPPED: nginx/build.sh cannot build the module here (.ci/run does):\n{why}\n***\n");
-        return None;
-    }
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    Some(PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim()))
-}
-
-fn nginx() -> PathBuf {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or("nginx".into())
-}
 
 /// A running nginx, stopped (gracefully, master and workers) when dropped.
 struct Nginx {

@@ -26,10 +26,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::nginx_module::{module, nginx};
 use common::{free_port, get, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 const CLAUDEBOT: &str =
@@ -74,27 +75,6 @@ fn files(dir: &Path) {
     std::fs::write(dir.join("alt.html"), "<p>another page</p>\n").unwrap();
 }
 
-/// The module, built (or found built) by `bash nginx/build.sh`.
-fn module() -> Option<PathBuf> {
-    let out = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/nginx/build.sh"))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("bash runs");
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        assert!(std::env::var_os("CI").is_none(), "nginx/build.sh failed:\n{why}");
-        eprintln!("\n*** SKIPPED: nginx/build.sh cannot build the module here (.ci/run does):\n{why}\n***\n");
-        return None;
-    }
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    Some(PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim()))
-}
-
-fn nginx_bin() -> PathBuf {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"].iter().map(PathBuf::from).find(|p| p.exists()).unwrap_or("nginx".into())
-}
-
 /// A running nginx, stopped (gracefully) when dropped.
 struct Nginx {
     child: Child,
@@ -121,7 +101,7 @@ fn start_nginx(dir: &Path, main: &str, http: &str, port: u16) -> Nginx {
          fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{http}}}\n"
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(nginx_bin())
+    let child = Command::new(nginx())
         .args(["-p", &d.to_string(), "-e", &format!("{d}/error.log"), "-c"])
         .arg(dir.join("nginx.conf"))
         .stdout(Stdio::null())

@@ -25,22 +25,26 @@ fn people() -> Vec<(&'static str, &'static str)> {
     out
 }
 
-#[test]
-fn every_collected_browser_is_a_browser() {
-    let people = people();
-    assert!(people.len() >= 100, "the set holds {} strings", people.len());
+/// `robotgate classify` over `uas`, one JSON object per User-Agent.
+fn classify<'a>(uas: impl Iterator<Item = &'a str>) -> Vec<serde_json::Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_robotgate"))
         .arg("classify")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("robotgate runs");
-    let input: String = people.iter().map(|(_, ua)| format!("{ua}\n")).collect();
+    let input: String = uas.map(|ua| format!("{ua}\n")).collect();
     child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    let lines: Vec<serde_json::Value> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn every_collected_browser_is_a_browser() {
+    let people = people();
+    assert!(people.len() >= 100, "the set holds {} strings", people.len());
+    let lines = classify(people.iter().map(|(_, ua)| *ua));
     assert_eq!(lines.len(), people.len());
     let robots: Vec<String> = people
         .iter()
@@ -120,17 +124,7 @@ fn issue_53_people_with_robotish_words_pass_the_proxy_and_hiding_robots_do_not()
 
 #[test]
 fn issue_53_apps_are_people_with_a_kind_of_their_own() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_robotgate"))
-        .arg("classify")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("robotgate runs");
-    let input: String = PEOPLE_53.iter().chain(ROBOTS_HIDING_53).map(|ua| format!("{ua}\n")).collect();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let lines: Vec<serde_json::Value> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines = classify(PEOPLE_53.iter().chain(ROBOTS_HIDING_53).copied());
     let kinds: Vec<(&str, &str, bool)> = lines
         .iter()
         .map(|l| (l["kind"].as_str().unwrap(), l["category"].as_str().unwrap(), l["is_bot"] == true))
