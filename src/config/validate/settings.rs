@@ -233,7 +233,7 @@ pub(super) fn shared_state(raw: &RawState, errors: &mut Vec<ConfigError>) -> Sha
     if let Err(why) = crate::state::wire::Endpoint::parse(&url) {
         errors.push(ConfigError::new(
             "state.redis",
-            format!("must be a URL of the form redis://[user:password@]host:port/db or rediss://...: {why}"),
+            format!("must be a URL of the form redis://host:port/db or rediss://host:port/db (a login as user:password@host): {why}"),
         ));
     }
     let prefix = raw.prefix.clone().unwrap_or_else(|| "robotgate:".to_owned());
