@@ -216,3 +216,39 @@ async fn concurrent_checks_of_one_address_share_a_lookup() {
     }
     assert_eq!(server.count(), 2, "one PTR and one A for five callers");
 }
+
+/// Google's real name after a long set of others: 24 PTR names do not fit
+/// in 512 bytes, so the UDP answer comes back truncated and the whole set
+/// only over TCP.
+pub fn long_ptr_set() -> Vec<(&'static str, Answer)> {
+    let mut table = Vec::new();
+    for i in 0..24 {
+        let label: &'static str = Box::leak(format!("customer-{i:02}-of-a-shared-hosting-provider").into_boxed_str());
+        table.push((GOOGLEBOT_PTR, Answer::Ptr(vec![label, "hosting", "example"])));
+    }
+    table.extend(googlebot_table());
+    table
+}
+
+#[tokio::test]
+async fn every_ptr_name_is_read_and_a_truncated_answer_is_asked_again_over_tcp() {
+    // Two names, the first outside Google's domains: the second confirms.
+    let server = Server::answering(&[
+        (GOOGLEBOT_PTR, Answer::Ptr(vec!["mail", "example", "net"])),
+        (GOOGLEBOT_PTR, Answer::Ptr(vec!["crawl-66-249-66-1", "googlebot", "com"])),
+        (GOOGLEBOT_NAME, Answer::A(v4("66.249.66.1"))),
+    ]);
+    let dns = verifier(&server, 2000, 16);
+    assert_eq!(
+        dns.verify("66.249.66.1".parse().unwrap(), &google()).await,
+        DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() }
+    );
+    // A set too long for UDP.
+    let server = Server::answering(&long_ptr_set());
+    let dns = verifier(&server, 2000, 16);
+    assert_eq!(
+        dns.verify("66.249.66.1".parse().unwrap(), &google()).await,
+        DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() }
+    );
+    assert!(server.count_tcp() >= 1, "the truncated answer was not asked again over TCP");
+}

@@ -533,6 +533,40 @@ fn a_silent_resolver_and_a_client_gone_while_parked() {
     n.stop_clean();
 }
 
+/// Every PTR name counts inside nginx, as in the proxy: a crawler address
+/// whose first name is outside the robot's domains is confirmed by its
+/// second, and a PTR set too long for a UDP answer (truncated) is asked
+/// again over TCP and read whole, not taken for "no PTR" (spoofed).
+#[test]
+fn every_ptr_name_counts_and_a_truncated_answer_is_read_over_tcp() {
+    let Some(module) = module() else { return };
+    let mut table = vec![
+        ("43.100.51.198.in-addr.arpa", Answer::Ptr(vec!["mail", "example", "net"])),
+        ("43.100.51.198.in-addr.arpa", Answer::Ptr(vec!["spider-43", "yandex", "com"])),
+        ("spider-43.yandex.com", Answer::A("198.51.100.43".parse().unwrap())),
+        ("spider-44.yandex.com", Answer::A("198.51.100.44".parse().unwrap())),
+    ];
+    for i in 0..24 {
+        let label: &'static str = Box::leak(format!("customer-{i:02}-of-a-shared-hosting-provider").into_boxed_str());
+        table.push(("44.100.51.198.in-addr.arpa", Answer::Ptr(vec![label, "hosting", "example"])));
+    }
+    table.push(("44.100.51.198.in-addr.arpa", Answer::Ptr(vec!["spider-44", "yandex", "com"])));
+    let dns = DnsServer::answering(&table);
+    let dir = tempfile::tempdir().unwrap();
+    site_with(dir.path(), &format!("verify: {{ dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }} }}\n", dns.addr));
+    let n = start(dir.path(), &module);
+    // Verified: held to YandexBot's group (a spoofed claim is refused anywhere).
+    for ip in ["198.51.100.43", "198.51.100.44"] {
+        assert_eq!(n.from(ip, YANDEX, "/index.html").status, 200, "{ip}");
+        assert_eq!(n.from(ip, YANDEX, "/private/a.html").status, 403, "{ip}");
+    }
+    assert!(dns.count_tcp() >= 1, "the truncated PTR answer was not asked again over TCP");
+    assert!(dns.count_name("spider-44.yandex.com") >= 1, "the last name of the long set was never confirmed");
+    let log = std::fs::read_to_string(dir.path().join("violations.jsonl")).unwrap_or_default();
+    assert!(!log.contains("spoofed"), "{log}");
+    n.stop_clean();
+}
+
 /// `rediss://` inside nginx: the workers reach a TLS-only `redis-server`
 /// (started here, its certificate signed by a CA made here), trusting the
 /// CA through `SSL_CERT_FILE`, which nginx hands its workers by `env`.

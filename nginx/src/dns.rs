@@ -1,54 +1,87 @@
-//! Forward-confirmed reverse DNS inside nginx, on nginx's own resolver and
-//! event loop (no thread): the I/O half of [`robotgate::identity::rdns`],
-//! whose [`Check`] says what to look up next and judges the answers, step
-//! for step as for the proxy.
+//! Forward-confirmed reverse DNS inside nginx: the I/O half of
+//! [`robotgate::identity::rdns`], whose [`Check`] says what to look up next
+//! and judges the answers, step for step as for the proxy.
 //!
-//! * The resolver asks `verify.dns.nameservers` (or, when none are named,
-//!   the `nameserver`s of `/etc/resolv.conf`), made at configuration time
-//!   with `ngx_resolver_create` as nginx's `resolver` directive makes one.
-//! * A check is a PTR lookup of the client address, then an A and AAAA
+//! * The questions go to `verify.dns.nameservers` (or, when none are named,
+//!   the `nameserver`s of `/etc/resolv.conf`), over UDP with EDNS0, and
+//!   again over TCP when an answer comes back truncated (RFC 7766), so every
+//!   PTR name of an address is read, as the proxy reads them. nginx's own
+//!   resolver cannot serve here: it keeps one PTR name per address, and it
+//!   reports a truncated PTR answer as "no such name" without asking again.
+//! * A check is a PTR lookup of the client address, then an A or AAAA
 //!   lookup of each PTR name inside the robot's suffixes (at most
-//!   [`rdns::MAX_FORWARD`]). nginx's resolver keeps one PTR name per
-//!   address (the first answer), where the proxy's keeps them all.
-//! * The request is parked meanwhile ([`crate::park`]); the whole check is
+//!   [`rdns::MAX_FORWARD`]). Each question goes to each server in turn, two
+//!   rounds, each try bounded by half the check's time; the whole check is
 //!   bounded by `verify.dns.timeout_ms`, after which the robot is
 //!   unverifiable, as in the proxy.
+//! * The lookups run on [`THREADS`] helper threads of the worker, started
+//!   at its first check; the request is parked meanwhile ([`crate::park`])
+//!   and resumed through the worker's waker, as for the shared store.
 //! * Verdicts are kept per worker, as long as the proxy keeps them
 //!   (a verification for its records' TTL, clamped to a minute..a day; a
 //!   failure 5 minutes; trouble 30 seconds), in at most [`CACHE_MAX`]
-//!   entries. At most [`IN_FLIGHT_MAX`] checks run at once in a worker; a
-//!   claim beyond that is judged unverifiable at once, and not kept.
+//!   entries. At most [`IN_FLIGHT_MAX`] checks wait or run at once in a
+//!   worker; a claim beyond that is judged unverifiable at once (counted as
+//!   `busy`), and not kept.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use ngx::ffi::{
-    ngx_conf_t, ngx_http_request_t, ngx_log_t, ngx_msec_t, ngx_resolver_ctx_t, ngx_resolver_t, ngx_str_t, sockaddr,
-    sockaddr_in, sockaddr_in6, AF_INET, AF_INET6,
-};
+use hickory_proto::op::{Edns, Message, MessageType, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+use ngx::ffi::{ngx_conf_t, ngx_http_request_t};
 
 use robotgate::config::DnsSettings;
 use robotgate::identity::rdns::{self, Check, DnsVerdict, Lookup as Answer, Step, Trouble};
 use robotgate::identity::Identity;
 use robotgate::state::series::Series;
 
-use crate::park::{self, Found, Ticket};
+use crate::park::{self, Found, Ticket, Waker};
 
 /// Verdicts a worker keeps.
 pub const CACHE_MAX: usize = 65_536;
-/// Checks a worker runs at once.
+/// Checks a worker holds at once (waiting or running).
 pub const IN_FLIGHT_MAX: usize = 256;
+/// Helper threads a worker runs checks on.
+pub const THREADS: usize = 4;
+/// The UDP payload announced in EDNS0 (the DNS flag day's 1232).
+const UDP_PAYLOAD: u16 = 1232;
 
-/// The resolver of the configuration (null: none could be made).
+/// The name servers of the configuration, in its pool (plain data, alive
+/// as long as the cycle); none: no check can be made.
 #[derive(Clone, Copy)]
-pub struct Resolver(pub *mut ngx_resolver_t);
+pub struct Resolver {
+    servers: *const SocketAddr,
+    len: usize,
+}
 
-/// Make the resolver for `settings` (during configuration).
+impl Default for Resolver {
+    fn default() -> Resolver {
+        Resolver { servers: std::ptr::null(), len: 0 }
+    }
+}
+
+impl Resolver {
+    fn servers(&self) -> &[SocketAddr] {
+        if self.servers.is_null() {
+            return &[];
+        }
+        // SAFETY: `resolver` wrote `len` addresses into the cycle's pool,
+        // which outlives every request and worker of the cycle.
+        unsafe { std::slice::from_raw_parts(self.servers, self.len) }
+    }
+}
+
+/// The name servers for `settings` (during configuration).
 ///
 /// # Errors
-/// No name server to ask, or nginx refused one (its message is in the log).
+/// No name server to ask.
 ///
 /// # Safety
 /// `cf` is the configuration being read.
@@ -62,67 +95,119 @@ pub unsafe fn resolver(cf: *mut ngx_conf_t, settings: &DnsSettings) -> Result<Re
     if servers.is_empty() {
         return Err("verify.dns: no nameservers, and none in /etc/resolv.conf".into());
     }
-    // SAFETY: the caller's `cf`; the names live in its pool, as nginx's
-    // own `resolver` directive keeps its arguments.
-    unsafe {
-        let pool = (*cf).pool;
-        let names = ngx::ffi::ngx_pcalloc(pool, servers.len() * std::mem::size_of::<ngx_str_t>()) as *mut ngx_str_t;
-        if names.is_null() {
-            return Err("out of memory".into());
-        }
-        for (i, server) in servers.iter().enumerate() {
-            let text = match server {
-                SocketAddr::V4(a) => a.to_string(),
-                SocketAddr::V6(a) => format!("[{}]:{}", a.ip(), a.port()),
-            };
-            let Some(s) = crate::ngx_str(pool, &text) else { return Err("out of memory".into()) };
-            names.add(i).write(s);
-        }
-        let r = ngx::ffi::ngx_resolver_create(cf, names, servers.len());
-        if r.is_null() {
-            return Err(format!("verify.dns: nginx refused the nameservers {servers:?}"));
-        }
-        Ok(Resolver(r))
+    // SAFETY: the caller's `cf`; the pool lives as long as the cycle.
+    let at = unsafe { ngx::ffi::ngx_pcalloc((*cf).pool, std::mem::size_of_val(servers.as_slice())) };
+    if at.is_null() {
+        return Err("out of memory".into());
     }
+    let at = at.cast::<SocketAddr>();
+    // SAFETY: room for `servers.len()` addresses, just allocated (the pool
+    // aligns to the pointer size, enough for a SocketAddr).
+    unsafe { std::ptr::copy_nonoverlapping(servers.as_ptr(), at, servers.len()) };
+    Ok(Resolver { servers: at, len: servers.len() })
 }
 
-/// A verdict kept: what it says, and until when (nginx's clock, ms).
+/// A verdict kept: what it says, and until when.
 #[derive(Clone, Copy)]
 struct Kept {
     identity: Identity,
-    until: ngx_msec_t,
+    until: Instant,
 }
 
-#[derive(Default)]
-struct Worker {
-    cache: HashMap<(IpAddr, u64), Kept>,
-    in_flight: usize,
+type Key = (IpAddr, u64);
+
+/// What the worker's threads share with nginx's thread.
+struct Shared {
+    cache: Mutex<HashMap<Key, Kept>>,
+    in_flight: AtomicUsize,
+    waker: Arc<Waker>,
+    servers: Vec<SocketAddr>,
+}
+
+impl Shared {
+    fn known(&self, key: &Key) -> Option<Identity> {
+        let now = Instant::now();
+        lock(&self.cache).get(key).filter(|k| k.until > now).map(|k| k.identity)
+    }
+
+    fn keep(&self, key: Key, identity: Identity, ttl: Duration) {
+        let now = Instant::now();
+        let mut cache = lock(&self.cache);
+        if cache.len() >= CACHE_MAX {
+            cache.retain(|_, k| k.until > now);
+            if cache.len() >= CACHE_MAX {
+                cache.clear();
+            }
+        }
+        cache.insert(key, Kept { identity, until: now + ttl });
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One check waiting for a thread.
+struct Job {
+    ticket: Ticket,
+    bot: usize,
+    ip: IpAddr,
+    suffixes: Vec<String>,
+    key: Key,
+    deadline: Instant,
+    name: String,
+    series: &'static Series,
+}
+
+/// The worker's threads: their queue, and what they share.
+struct Pool {
+    queue: SyncSender<Box<Job>>,
+    shared: Arc<Shared>,
 }
 
 thread_local! {
-    static WORKER: RefCell<Worker> = RefCell::new(Worker::default());
+    static POOL: RefCell<Option<Pool>> = const { RefCell::new(None) };
 }
 
-fn now_ms() -> ngx_msec_t {
-    // SAFETY: nginx's clock of this turn of its loop, on its thread.
-    unsafe { ngx::ffi::ngx_current_msec }
-}
-
-fn key(ip: IpAddr, suffixes: &[String]) -> (IpAddr, u64) {
-    rdns::verdict_key(ip, suffixes)
-}
-
-fn keep(key: (IpAddr, u64), identity: Identity, ttl: Duration) {
-    WORKER.with_borrow_mut(|w| {
-        let now = now_ms();
-        if w.cache.len() >= CACHE_MAX {
-            w.cache.retain(|_, k| k.until.wrapping_sub(now) as isize > 0);
-            if w.cache.len() >= CACHE_MAX {
-                w.cache.clear();
-            }
+/// The worker's pool, started on first use; `None` when it cannot be (no
+/// waker, no thread).
+fn pool(resolver: Resolver) -> Option<Arc<Shared>> {
+    POOL.with_borrow_mut(|p| {
+        if let Some(p) = p {
+            return Some(p.shared.clone());
         }
-        w.cache.insert(key, Kept { identity, until: now.wrapping_add(ttl.as_millis() as ngx_msec_t) });
-    });
+        // SAFETY: nginx's cycle, on its thread; its log lives as long as it.
+        let log = unsafe { (*ngx::ffi::ngx_cycle).log };
+        let waker = park::waker(log)?;
+        let shared = Arc::new(Shared {
+            cache: Mutex::new(HashMap::new()),
+            in_flight: AtomicUsize::new(0),
+            waker,
+            servers: resolver.servers().to_vec(),
+        });
+        let (queue, jobs) = sync_channel::<Box<Job>>(IN_FLIGHT_MAX);
+        let jobs = Arc::new(Mutex::new(jobs));
+        let mut started = 0;
+        for i in 0..THREADS {
+            let (shared, jobs) = (shared.clone(), jobs.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("robotgate-dns-{i}"))
+                .stack_size(512 * 1024)
+                .spawn(move || work(&shared, &jobs));
+            started += usize::from(spawned.is_ok());
+        }
+        if started == 0 {
+            return None;
+        }
+        *p = Some(Pool { queue, shared: shared.clone() });
+        Some(shared)
+    })
+}
+
+/// A worker's exit: the threads end once the checks under way are done
+/// (each within its deadline); none is waited for.
+pub fn stop() {
+    POOL.with_borrow_mut(|p| *p = None);
 }
 
 /// What a claim comes to now.
@@ -141,27 +226,8 @@ pub struct Claim<'a> {
     pub ip: IpAddr,
 }
 
-/// One check under way, owned by nginx's resolver contexts in turn.
-struct Lookup {
-    ticket: Ticket,
-    bot: usize,
-    check: Check,
-    key: (IpAddr, u64),
-    /// When the check must end (nginx's clock, ms).
-    deadline: ngx_msec_t,
-    resolver: Resolver,
-    log: *mut ngx_log_t,
-    series: &'static Series,
-    name: String,
-    /// The client address, as nginx's resolver reads it.
-    sockaddr: [u8; std::mem::size_of::<sockaddr_in6>()],
-    socklen: u32,
-    /// The name being looked up, NUL-less, alive until its lookup is done.
-    asking: Vec<u8>,
-}
-
 /// Look the claim up: at once from the worker's verdicts, or by parking
-/// request `r` and asking nginx's resolver.
+/// request `r` and handing the check to a helper thread.
 pub fn look_up(
     r: *mut ngx_http_request_t,
     resolver: Resolver,
@@ -169,240 +235,255 @@ pub fn look_up(
     timeout: Duration,
     series: &'static Series,
 ) -> Start {
-    let key = key(claim.ip, claim.suffixes);
-    let now = now_ms();
-    let (known, busy) = WORKER.with_borrow(|w| {
-        let known = w.cache.get(&key).filter(|k| k.until.wrapping_sub(now) as isize > 0).map(|k| k.identity);
-        (known, w.in_flight >= IN_FLIGHT_MAX)
-    });
-    if let Some(identity) = known {
+    let unchecked = |reason: &str| {
+        series.add("robotgate_identity_unchecked_total", &["bot", "reason"], &[claim.name, reason], 1);
+        Start::Known(Identity::Unverifiable)
+    };
+    if resolver.servers().is_empty() {
+        return unchecked("resolver");
+    }
+    let Some(shared) = pool(resolver) else { return unchecked("resolver") };
+    let key = rdns::verdict_key(claim.ip, claim.suffixes);
+    if let Some(identity) = shared.known(&key) {
         return Start::Known(identity);
     }
-    if resolver.0.is_null() || busy {
-        let reason = if busy { "busy" } else { "resolver" };
-        series.add("robotgate_identity_unchecked_total", &["bot", "reason"], &[claim.name, reason], 1);
-        return Start::Known(Identity::Unverifiable);
+    if shared.in_flight.fetch_add(1, Ordering::Relaxed) >= IN_FLIGHT_MAX {
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        return unchecked("busy");
     }
-    let Some(ticket) = park::park(r) else { return Start::Known(Identity::Unverifiable) };
-    let mut sockaddr = [0u8; std::mem::size_of::<sockaddr_in6>()];
-    let socklen = write_sockaddr(&mut sockaddr, rdns::canonical(claim.ip));
-    let lookup = Box::new(Lookup {
+    let Some(ticket) = park::park(r) else {
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        return Start::Known(Identity::Unverifiable);
+    };
+    let job = Job {
         ticket,
         bot: claim.bot,
-        check: Check::new(claim.ip, claim.suffixes),
+        ip: claim.ip,
+        suffixes: claim.suffixes.to_vec(),
         key,
-        deadline: now.wrapping_add(timeout.as_millis().max(1) as ngx_msec_t),
-        resolver,
-        // SAFETY: the request nginx is running; its connection's log.
-        log: unsafe { (*(*r).connection).log },
-        series,
+        deadline: Instant::now() + timeout.max(Duration::from_millis(1)),
         name: claim.name.to_owned(),
-        sockaddr,
-        socklen,
-        asking: Vec::new(),
+        series,
+    };
+    let unsent = POOL.with_borrow(|p| match p.as_ref().map(|p| p.queue.try_send(Box::new(job))) {
+        Some(Ok(())) => None,
+        Some(Err(TrySendError::Full(j) | TrySendError::Disconnected(j))) => Some((j.ticket, j.bot)),
+        None => None,
     });
-    WORKER.with_borrow_mut(|w| w.in_flight += 1);
-    let lookup = Box::into_raw(lookup);
-    // SAFETY: nginx's resolver, on its thread; the lookup is handed to its
-    // context, which gives it back to `on_ptr` (or here, on failure).
-    unsafe {
-        let ctx = start(resolver);
-        if ctx.is_null() {
-            abandon(Box::from_raw(lookup));
-            return Start::Parked;
-        }
-        (*ctx).addr.sockaddr = (*lookup).sockaddr.as_mut_ptr().cast::<sockaddr>();
-        (*ctx).addr.socklen = (*lookup).socklen;
-        (*ctx).handler = Some(on_ptr);
-        (*ctx).data = lookup.cast();
-        (*ctx).timeout = remaining(&*lookup);
-        if ngx::ffi::ngx_resolve_addr(ctx) != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
-            // nginx freed the context.
-            abandon(Box::from_raw(lookup));
-        }
+    if let Some((ticket, bot)) = unsent {
+        // Every thread is gone (the queue has room for IN_FLIGHT_MAX): the
+        // request resumes, unverifiable.
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        shared.waker.finish(ticket, Found::Dns { bot, identity: Identity::Unverifiable });
     }
     Start::Parked
 }
 
-/// A resolver context, or null.
-///
-/// # Safety
-/// On nginx's thread, with a resolver of this cycle.
-unsafe fn start(resolver: Resolver) -> *mut ngx_resolver_ctx_t {
-    // SAFETY: the caller's.
-    let ctx = unsafe { ngx::ffi::ngx_resolve_start(resolver.0, std::ptr::null_mut()) };
-    // NGX_NO_RESOLVER is (void *) -1.
-    if ctx as isize == -1 {
-        return std::ptr::null_mut();
-    }
-    ctx
-}
-
-/// The time left for the check, at least a millisecond.
-fn remaining(l: &Lookup) -> ngx_msec_t {
-    let left = l.deadline.wrapping_sub(now_ms()) as isize;
-    left.max(1) as ngx_msec_t
-}
-
-fn write_sockaddr(buf: &mut [u8; std::mem::size_of::<sockaddr_in6>()], ip: IpAddr) -> u32 {
-    match ip {
-        IpAddr::V4(v4) => {
-            // SAFETY: a zeroed sockaddr_in is valid; the buffer is larger.
-            let mut sin: sockaddr_in = unsafe { std::mem::zeroed() };
-            sin.sin_family = AF_INET as _;
-            sin.sin_addr.s_addr = u32::from_ne_bytes(v4.octets());
-            // SAFETY: the buffer holds a sockaddr_in6, larger than a sockaddr_in.
-            unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<sockaddr_in>(), sin) };
-            std::mem::size_of::<sockaddr_in>() as u32
-        }
-        IpAddr::V6(v6) => {
-            // SAFETY: a zeroed sockaddr_in6 is valid.
-            let mut sin6: sockaddr_in6 = unsafe { std::mem::zeroed() };
-            sin6.sin6_family = AF_INET6 as _;
-            sin6.sin6_addr.__in6_u.__u6_addr8 = v6.octets();
-            // SAFETY: the buffer is a sockaddr_in6's size.
-            unsafe { std::ptr::write_unaligned(buf.as_mut_ptr().cast::<sockaddr_in6>(), sin6) };
-            std::mem::size_of::<sockaddr_in6>() as u32
-        }
+/// A helper thread: checks, until the worker's pool is dropped.
+fn work(shared: &Shared, jobs: &Mutex<Receiver<Box<Job>>>) {
+    loop {
+        let job = match lock(jobs).recv() {
+            Ok(job) => job,
+            Err(_) => return,
+        };
+        let (verdict, ttl) = check(&shared.servers, &job);
+        let identity = match verdict {
+            DnsVerdict::Verified { .. } => Identity::Verified,
+            // No PTR, a name outside the suffixes, or one whose addresses
+            // are not the client's.
+            DnsVerdict::Spoofed { .. } => Identity::Spoofed,
+            DnsVerdict::Unverifiable { reason } => {
+                job.series.add(
+                    "robotgate_identity_unchecked_total",
+                    &["bot", "reason"],
+                    &[&job.name, reason.label()],
+                    1,
+                );
+                Identity::Unverifiable
+            }
+        };
+        shared.keep(job.key, identity, ttl);
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        shared.waker.finish(job.ticket, Found::Dns { bot: job.bot, identity });
     }
 }
 
-/// How long the records of a context that answered live yet.
-///
-/// # Safety
-/// `ctx` is a context nginx handed its handler.
-unsafe fn ttl_of(ctx: *const ngx_resolver_ctx_t) -> Duration {
-    // SAFETY: the caller's; nginx's cached time, on its thread.
-    let (valid, now) = unsafe { ((*ctx).valid, (*ngx::ffi::ngx_cached_time).sec) };
-    Duration::from_secs(valid.saturating_sub(now).max(0) as u64)
+/// The lookups [`Check`] asks for, until it is done or the deadline passes.
+fn check(servers: &[SocketAddr], job: &Job) -> (DnsVerdict, Duration) {
+    let mut check = Check::new(job.ip, &job.suffixes);
+    // Two tries per question fit in the check's time, as in the proxy.
+    let per_try = (job.deadline.saturating_duration_since(Instant::now()) / 2).max(Duration::from_millis(5));
+    loop {
+        if Instant::now() >= job.deadline {
+            // Cut short: `finish` says unverifiable (timeout).
+            return check.finish();
+        }
+        match check.step() {
+            Step::Ptr => {
+                let name = Name::from(check.ip());
+                check.ptr(ask(servers, &name, RecordType::PTR, job.deadline, per_try, |d| match d {
+                    // `to_ascii` escapes a dot inside a label (`\.`), which
+                    // the judge refuses: no label boundary can be smuggled in.
+                    RData::PTR(p) => Some(p.0.to_ascii()),
+                    _ => None,
+                }));
+            }
+            Step::Forward(name) => {
+                let Ok(name) = Name::from_ascii(format!("{name}.")) else {
+                    check.forward(Answer::Nothing);
+                    continue;
+                };
+                let rtype = if check.ip().is_ipv4() { RecordType::A } else { RecordType::AAAA };
+                check.forward(ask(servers, &name, rtype, job.deadline, per_try, |d| match d {
+                    RData::A(a) => Some(IpAddr::V4(a.0)),
+                    RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+                    _ => None,
+                }));
+            }
+            Step::Done => return check.finish(),
+        }
+    }
 }
 
-/// What a context's state says, when it is not an answer.
-fn failed<T>(state: ngx::ffi::ngx_int_t) -> Answer<T> {
-    if state == ngx::ffi::NGX_RESOLVE_NXDOMAIN as ngx::ffi::ngx_int_t {
+/// Ask `name`/`rtype` of the servers in turn (two rounds) until one
+/// answers, within `deadline`; the records `pick` keeps, with the smallest
+/// TTL of the answer.
+fn ask<T>(
+    servers: &[SocketAddr],
+    name: &Name,
+    rtype: RecordType,
+    deadline: Instant,
+    per_try: Duration,
+    pick: impl Fn(&RData) -> Option<T>,
+) -> Answer<T> {
+    let mut trouble = Trouble::Timeout;
+    for server in servers.iter().chain(servers) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let until = Instant::now() + left.min(per_try);
+        let reply = match udp(*server, name, rtype, until) {
+            // Truncated: the whole answer over TCP, in the check's time.
+            Ok(m) if m.metadata.truncation => tcp(*server, name, rtype, deadline),
+            other => other,
+        };
+        match reply {
+            Ok(m) => match m.metadata.response_code {
+                ResponseCode::NoError | ResponseCode::NXDomain => return records(&m, pick),
+                code => trouble = Trouble::Resolver(format!("{server} answered {code}")),
+            },
+            Err(t) => trouble = t,
+        }
+    }
+    Answer::Trouble(trouble)
+}
+
+/// The answer section's records `pick` keeps (a CNAME's target's included),
+/// with the smallest TTL of the section.
+fn records<T>(m: &Message, pick: impl Fn(&RData) -> Option<T>) -> Answer<T> {
+    let ttl = m.answers.iter().map(|r| r.ttl).min().unwrap_or(u32::MAX);
+    let records: Vec<T> = m.answers.iter().filter_map(|r| pick(&r.data)).collect();
+    if records.is_empty() {
         Answer::Nothing
-    } else if state == ngx::ffi::NGX_RESOLVE_TIMEDOUT as ngx::ffi::ngx_int_t {
-        Answer::Trouble(Trouble::Timeout)
     } else {
-        Answer::Trouble(Trouble::Resolver(format!("nginx's resolver: state {state}")))
+        Answer::Found { records, ttl: Duration::from_secs(u64::from(ttl)) }
     }
 }
 
-/// The PTR answer. nginx's resolver keeps one name per address (the
-/// first), and does not ask again over TCP when the answer is truncated.
-extern "C" fn on_ptr(ctx: *mut ngx_resolver_ctx_t) {
-    // SAFETY: nginx calls the handler with the context `look_up` made, whose
-    // data is the lookup; the name is copied before the context is done.
-    let l = unsafe {
-        let mut l = Box::from_raw((*ctx).data as *mut Lookup);
-        let state = (*ctx).state;
-        let answer = if state == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
-            let name = std::slice::from_raw_parts((*ctx).name.data, (*ctx).name.len);
-            Answer::Found { records: vec![String::from_utf8_lossy(name).into_owned()], ttl: ttl_of(ctx) }
-        } else {
-            failed(state)
-        };
-        ngx::ffi::ngx_resolve_addr_done(ctx);
-        l.check.ptr(answer);
-        l
-    };
-    next(l);
+/// The question, with a fresh random id, recursion desired and EDNS0.
+fn question(name: &Name, rtype: RecordType) -> Result<(u16, Vec<u8>), Trouble> {
+    let mut m = Message::query();
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(name.clone(), rtype));
+    let mut edns = Edns::new();
+    edns.set_max_payload(UDP_PAYLOAD);
+    m.set_edns(edns);
+    let bytes = m.to_vec().map_err(|e| Trouble::Resolver(format!("question for {name}: {e}")))?;
+    Ok((m.metadata.id, bytes))
 }
 
-/// Look up what the check needs next, or end it.
-fn next(mut l: Box<Lookup>) {
-    let Step::Forward(name) = l.check.step() else { return end(l) };
-    if l.deadline.wrapping_sub(now_ms()) as isize <= 0 {
-        // Cut short: unverifiable (timeout).
-        return end(l);
+/// A reply to question `id` about `name`/`rtype`, or `None` (someone
+/// else's, or not a reply at all).
+fn reply_to(bytes: &[u8], id: u16, name: &Name, rtype: RecordType) -> Option<Message> {
+    let m = Message::from_vec(bytes).ok()?;
+    let q = m.queries.first()?;
+    let ours = m.metadata.id == id
+        && m.metadata.message_type == MessageType::Response
+        && m.queries.len() == 1
+        && q.query_type() == rtype
+        && q.name() == name;
+    ours.then_some(m)
+}
+
+fn io_trouble(server: SocketAddr, e: &std::io::Error) -> Trouble {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Trouble::Timeout,
+        _ => Trouble::Resolver(format!("{server}: {e}")),
     }
-    l.asking = name.into_bytes();
-    // SAFETY: nginx's resolver, on its thread; the lookup goes with the
-    // context to `on_name`, and its name lives in the lookup until then.
-    unsafe {
-        let ctx = start(l.resolver);
-        if ctx.is_null() {
-            return abandon(l);
+}
+
+/// The time left before `until`, or a timeout.
+fn left(until: Instant) -> Result<Duration, Trouble> {
+    let left = until.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(Trouble::Timeout)
+    } else {
+        Ok(left)
+    }
+}
+
+/// One question over UDP, from a fresh socket (a fresh port), until `until`.
+fn udp(server: SocketAddr, name: &Name, rtype: RecordType, until: Instant) -> Result<Message, Trouble> {
+    let (id, bytes) = question(name, rtype)?;
+    let local: SocketAddr = if server.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
+    let socket = UdpSocket::bind(local).map_err(|e| io_trouble(server, &e))?;
+    // Connected: replies from any other address are not read.
+    socket.connect(server).map_err(|e| io_trouble(server, &e))?;
+    socket.send(&bytes).map_err(|e| io_trouble(server, &e))?;
+    let mut buf = vec![0u8; usize::from(UDP_PAYLOAD) + 512];
+    loop {
+        socket.set_read_timeout(Some(left(until)?)).map_err(|e| io_trouble(server, &e))?;
+        let n = socket.recv(&mut buf).map_err(|e| io_trouble(server, &e))?;
+        if let Some(m) = reply_to(&buf[..n], id, name, rtype) {
+            return Ok(m);
         }
-        (*ctx).name = ngx_str_t { len: l.asking.len(), data: l.asking.as_mut_ptr() };
-        (*ctx).handler = Some(on_name);
-        (*ctx).timeout = remaining(&l);
-        let l = Box::into_raw(l);
-        (*ctx).data = l.cast();
-        if ngx::ffi::ngx_resolve_name(ctx) != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
-            // nginx freed the context.
-            abandon(Box::from_raw(l));
-        }
     }
 }
 
-/// A candidate's A and AAAA answers.
-extern "C" fn on_name(ctx: *mut ngx_resolver_ctx_t) {
-    // SAFETY: nginx calls the handler with the context `next` made, whose
-    // data is the lookup; the addresses are copied before it is done.
-    let l = unsafe {
-        let mut l = Box::from_raw((*ctx).data as *mut Lookup);
-        let state = (*ctx).state;
-        let answer = if state == ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
-            let records = (0..(*ctx).naddrs)
-                .filter_map(|i| {
-                    let a = &*(*ctx).addrs.add(i);
-                    ip_of(a.sockaddr, a.socklen)
-                })
-                .collect();
-            Answer::Found { records, ttl: ttl_of(ctx) }
-        } else {
-            failed(state)
-        };
-        ngx::ffi::ngx_resolve_name_done(ctx);
-        l.check.forward(answer);
-        l
-    };
-    next(l);
-}
-
-/// An address nginx's resolver returned.
-///
-/// # Safety
-/// `sa` points at `len` bytes of a socket address.
-unsafe fn ip_of(sa: *const sockaddr, len: u32) -> Option<IpAddr> {
-    // SAFETY: the caller's.
-    unsafe {
-        match u32::from((*sa).sa_family) {
-            AF_INET if len as usize >= std::mem::size_of::<sockaddr_in>() => {
-                let sin = std::ptr::read_unaligned(sa.cast::<sockaddr_in>());
-                Some(IpAddr::from(sin.sin_addr.s_addr.to_ne_bytes()))
+/// One question over TCP (a length before each message), until `until`:
+/// each write and read is bounded by the time left, so no trickle can
+/// stretch it.
+fn tcp(server: SocketAddr, name: &Name, rtype: RecordType, until: Instant) -> Result<Message, Trouble> {
+    let (id, bytes) = question(name, rtype)?;
+    let mut stream = TcpStream::connect_timeout(&server, left(until)?).map_err(|e| io_trouble(server, &e))?;
+    let _ = stream.set_nodelay(true);
+    let mut framed = Vec::with_capacity(bytes.len() + 2);
+    framed.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+    framed.extend_from_slice(&bytes);
+    stream.set_write_timeout(Some(left(until)?)).map_err(|e| io_trouble(server, &e))?;
+    stream.write_all(&framed).map_err(|e| io_trouble(server, &e))?;
+    let mut read = |buf: &mut [u8]| -> Result<(), Trouble> {
+        let mut at = 0;
+        while at < buf.len() {
+            stream.set_read_timeout(Some(left(until)?)).map_err(|e| io_trouble(server, &e))?;
+            match stream.read(&mut buf[at..]) {
+                Ok(0) => return Err(Trouble::Resolver(format!("{server}: closed over TCP"))),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_trouble(server, &e)),
             }
-            AF_INET6 if len as usize >= std::mem::size_of::<sockaddr_in6>() => {
-                let sin6 = std::ptr::read_unaligned(sa.cast::<sockaddr_in6>());
-                Some(IpAddr::from(sin6.sin6_addr.__in6_u.__u6_addr8))
-            }
-            _ => None,
         }
-    }
-}
-
-/// nginx's resolver could not start a lookup: the check ends unverifiable.
-fn abandon(mut l: Box<Lookup>) {
-    l.check.abandon(Trouble::Resolver("nginx's resolver refused the lookup".into()));
-    end(l);
-}
-
-/// The check is over: judge, keep the verdict, and resume the request.
-fn end(l: Box<Lookup>) {
-    WORKER.with_borrow_mut(|w| w.in_flight = w.in_flight.saturating_sub(1));
-    let Lookup { check, key, ticket, bot, log, series, name, .. } = *l;
-    let (verdict, ttl) = check.finish();
-    let identity = match verdict {
-        DnsVerdict::Verified { .. } => Identity::Verified,
-        // No PTR, a name outside the suffixes, or one whose addresses are
-        // not the client's.
-        DnsVerdict::Spoofed { .. } => Identity::Spoofed,
-        DnsVerdict::Unverifiable { reason } => {
-            series.add("robotgate_identity_unchecked_total", &["bot", "reason"], &[&name, reason.label()], 1);
-            Identity::Unverifiable
-        }
+        Ok(())
     };
-    keep(key, identity, ttl);
-    park::finish_here(ticket, Found::Dns { bot, identity }, log);
+    let mut len = [0u8; 2];
+    read(&mut len)?;
+    let mut body = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    read(&mut body)?;
+    let m = reply_to(&body, id, name, rtype)
+        .ok_or_else(|| Trouble::Resolver(format!("{server}: no reply to the question over TCP")))?;
+    if m.metadata.truncation {
+        return Err(Trouble::Resolver(format!("{server}: truncated over TCP")));
+    }
+    Ok(m)
 }

@@ -34,8 +34,9 @@
 //!   the proxy's ([`store`]); a request whose rate question goes there is
 //!   parked meanwhile, not nginx's loop ([`park`]).
 //!
-//! * a robot that only reverse DNS can confirm is looked up with nginx's
-//!   own resolver, on its event loop, the request parked meanwhile ([`dns`]).
+//! * a robot that only reverse DNS can confirm is looked up on the worker's
+//!   DNS threads (UDP, then TCP when truncated: every PTR name is read), the
+//!   request parked meanwhile ([`dns`]).
 //!
 //! Not yet: Web Bot Auth key directories (a signed request is judged by
 //! its other evidence).
@@ -121,7 +122,7 @@ struct MainConf {
     pending: zone::Pending,
     /// The shared zone, once nginx has mapped it.
     shared: Option<zone::Shared>,
-    /// The resolver of reverse DNS checks (`verify.dns`); null: none.
+    /// The name servers of reverse DNS checks (`verify.dns`); none: no check.
     resolver: dns::Resolver,
 }
 
@@ -133,7 +134,7 @@ impl Default for MainConf {
             violations: std::ptr::null_mut(),
             pending: zone::Pending { max_clients: 0, shared: std::ptr::null_mut() },
             shared: None,
-            resolver: dns::Resolver(std::ptr::null_mut()),
+            resolver: dns::Resolver::default(),
         }
     }
 }
@@ -1008,5 +1009,6 @@ extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
     if let Some(store) = STORE.with_borrow_mut(Option::take) {
         store.stop();
     }
+    dns::stop();
     park::stop();
 }

@@ -16,10 +16,6 @@
 //! finds its `write_event_handler` set to nginx's finalizer, which ends it
 //! then, as for a thread task.
 //!
-//! Work nginx does itself on its own thread (its resolver, for reverse
-//! DNS) parks the request the same way, and hands the answer back with
-//! [`finish_here`], which resumes it from a posted event.
-//!
 //! Every helper answers within a deadline (`state.timeout_ms`, the DNS
 //! timeout), so a parked request always resumes.
 
@@ -284,35 +280,6 @@ fn resume(Ticket(r): Ticket, answer: Found) {
             handler(r);
         }
         ngx::ffi::ngx_http_run_posted_requests(c);
-    }
-}
-
-thread_local! {
-    /// Answers found on nginx's own thread (its resolver), resumed from a
-    /// posted event: never from inside the call that parked the request.
-    static HERE: RefCell<Vec<(Ticket, Found)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The posted event that resumes [`HERE`]'s requests.
-static mut POSTED: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::zeroed();
-
-/// Hand `found` back to the request of `ticket`, from nginx's thread: the
-/// request resumes at the end of this turn of nginx's loop.
-pub fn finish_here(ticket: Ticket, found: Found, log: *mut ngx_log_t) {
-    HERE.with_borrow_mut(|h| h.push((ticket, found)));
-    // SAFETY: the worker's own static event, used on nginx's thread only.
-    unsafe {
-        let ev = (&raw mut POSTED).cast::<ngx_event_t>();
-        (*ev).handler = Some(on_posted);
-        (*ev).log = log;
-        (*ev).data = ev.cast();
-        ngx::ffi::ngx_post_event(ev, &raw mut ngx::ffi::ngx_posted_events);
-    }
-}
-
-extern "C" fn on_posted(_ev: *mut ngx_event_t) {
-    for (ticket, answer) in HERE.with_borrow_mut(std::mem::take) {
-        resume(ticket, answer);
     }
 }
 

@@ -215,7 +215,8 @@ pub struct Verify {
 /// The resolver for forward-confirmed reverse DNS (`verify.dns`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnsSettings {
-    /// Name servers, asked over UDP; empty: the system's resolver configuration.
+    /// Name servers, asked over UDP (TCP when an answer is truncated); empty:
+    /// the system's resolver configuration.
     pub nameservers: Vec<std::net::SocketAddr>,
     /// The bound on one whole check (PTR and forward lookups together).
     pub timeout: Duration,

@@ -1,5 +1,8 @@
-//! A UDP DNS server on loopback for tests, on `hickory-server`: answers from
-//! a table, stays silent or slow on demand, counts what it is asked.
+//! A DNS server on loopback for tests, on `hickory-server`, over UDP and TCP
+//! on the same port: answers from a table, stays silent or slow on demand,
+//! counts what it is asked. Over UDP an answer is cut at 512 bytes (the
+//! table's replies carry no EDNS0), with the TC bit set, as a real server
+//! cuts one, so a long PTR set is whole only over TCP.
 //!
 //! hickory does the wire format and the socket; the request handler is ours
 //! rather than its in-memory zone, because the tests want what a zone does
@@ -16,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hickory_server::net::runtime::Time;
+use hickory_server::net::xfer::Protocol;
 use hickory_server::proto::op::{Header, HeaderCounts, Metadata, ResponseCode};
 use hickory_server::proto::rr::{rdata, Name, RData, Record, RecordType};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
@@ -43,33 +47,48 @@ pub enum Answer {
 pub struct Server {
     pub addr: SocketAddr,
     queries: Arc<Mutex<Vec<(String, u16)>>>,
+    tcp: Arc<Mutex<usize>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Server {
     pub fn start(table: &[(&str, Answer)], silent: bool, delay: Duration) -> Server {
-        // Bound here, so queries sent as soon as `start` returns are queued.
-        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Bound here, so queries sent as soon as `start` returns are queued;
+        // TCP on the UDP socket's port (another may hold it: try again).
+        let (socket, listener) = (0..50)
+            .find_map(|_| {
+                let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                let tcp = std::net::TcpListener::bind(socket.local_addr().unwrap()).ok()?;
+                Some((socket, tcp))
+            })
+            .expect("a port free for both UDP and TCP");
         socket.set_nonblocking(true).unwrap();
+        listener.set_nonblocking(true).unwrap();
         let addr = socket.local_addr().unwrap();
         let mut map: HashMap<String, Vec<Answer>> = HashMap::new();
         for (name, a) in table {
             map.entry(name.to_ascii_lowercase()).or_default().push(a.clone());
         }
         let queries = Arc::new(Mutex::new(Vec::new()));
-        let handler = Table { map, queries: queries.clone(), silent, delay };
+        let tcp = Arc::new(Mutex::new(0));
+        let handler = Table { map, queries: queries.clone(), tcp: tcp.clone(), silent, delay };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async move {
                 let mut server = hickory_server::Server::new(handler);
                 server.register_socket(tokio::net::UdpSocket::from_std(socket).unwrap());
+                server.register_listener(
+                    tokio::net::TcpListener::from_std(listener).unwrap(),
+                    Duration::from_secs(5),
+                    65_535,
+                );
                 let _ = stopped.await;
                 let _ = server.shutdown_gracefully().await;
             });
         });
-        Server { addr, queries, stop: Some(stop), thread: Some(thread) }
+        Server { addr, queries, tcp, stop: Some(stop), thread: Some(thread) }
     }
 
     pub fn answering(table: &[(&str, Answer)]) -> Server {
@@ -78,6 +97,11 @@ impl Server {
 
     pub fn count(&self) -> usize {
         self.queries.lock().unwrap().len()
+    }
+
+    /// Questions asked over TCP.
+    pub fn count_tcp(&self) -> usize {
+        *self.tcp.lock().unwrap()
     }
 
     pub fn count_type(&self, qtype: u16) -> usize {
@@ -105,6 +129,7 @@ impl Drop for Server {
 struct Table {
     map: HashMap<String, Vec<Answer>>,
     queries: Arc<Mutex<Vec<(String, u16)>>>,
+    tcp: Arc<Mutex<usize>>,
     silent: bool,
     delay: Duration,
 }
@@ -125,6 +150,9 @@ impl RequestHandler for Table {
         let key = qname.iter().map(String::from_utf8_lossy).collect::<Vec<_>>().join(".");
         let qtype = info.query.query_type();
         self.queries.lock().unwrap().push((key.clone(), u16::from(qtype)));
+        if request.protocol() == Protocol::Tcp {
+            *self.tcp.lock().unwrap() += 1;
+        }
         if self.silent {
             return ResponseInfo::from(Header { metadata: meta, counts: HeaderCounts::default() });
         }

@@ -105,7 +105,9 @@ impl DnsVerifier {
                 .nameservers
                 .iter()
                 .map(|a| {
-                    let mut ns = NameServerConfig::udp(a.ip());
+                    // UDP, and TCP when an answer comes back truncated: a long
+                    // PTR set is read whole.
+                    let mut ns = NameServerConfig::udp_and_tcp(a.ip());
                     for c in &mut ns.connections {
                         c.port = a.port();
                     }
