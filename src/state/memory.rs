@@ -22,7 +22,7 @@
 
 use std::cell::UnsafeCell;
 use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -64,43 +64,102 @@ enum Buckets<T: 'static> {
 /// A bucket in shared memory: a spin lock and its entries.
 #[repr(C)]
 struct Mapped<T> {
-    /// 0: free; else the process id of the holder.
-    lock: AtomicU32,
+    /// 0: free; else the holder ([`Holder`]: its process id, and when that
+    /// process started, so that a dead holder's id reused by a new process
+    /// does not keep the lock).
+    lock: AtomicU64,
     entries: UnsafeCell<[Entry<T>; WAYS]>,
 }
 
 // SAFETY: the entries are reached only with the bucket's lock held.
 unsafe impl<T: Send> Sync for Mapped<T> {}
 
-/// This process's id, as the buckets' locks record their holder (0: not
-/// known yet). Read once, then cached: set again by [`process_started`] in
-/// a child that `fork` made, which inherits its parent's cache.
-static PROCESS: AtomicU32 = AtomicU32::new(0);
+/// Who holds a bucket's lock: a process id in the low 32 bits, and the low
+/// 32 bits of that process's start time (clock ticks after boot, as
+/// `/proc/PID/stat` says it) above. Never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Holder(u64);
+
+impl Holder {
+    fn of(pid: u32, started: u32) -> Holder {
+        Holder(u64::from(pid) | u64::from(started) << 32)
+    }
+
+    fn pid(self) -> u32 {
+        self.0 as u32
+    }
+
+    fn started(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// Whether the holder is still running: its process exists and is the
+    /// one that started then (a process id is reused once its process is
+    /// gone). Where `/proc` cannot say when a process started, existing is
+    /// taken for running.
+    fn alive(self) -> bool {
+        if !exists(self.pid()) {
+            return false;
+        }
+        match start_ticks(self.pid()) {
+            Some(t) => t == self.started(),
+            None => true,
+        }
+    }
+}
+
+/// This process, as the buckets' locks record their holder (0: not known
+/// yet). Read once, then cached: set again by [`process_started`] in a
+/// child that `fork` made, which inherits its parent's cache.
+static PROCESS: AtomicU64 = AtomicU64::new(0);
 
 /// Tell the shared tables that this process is a new one (nginx calls this
 /// in each worker it forks), so that the locks it takes name it, not its
 /// parent.
 pub fn process_started() {
-    PROCESS.store(std::process::id(), Ordering::Relaxed);
+    PROCESS.store(me_now().0, Ordering::Relaxed);
 }
 
-fn process_id() -> u32 {
+fn me_now() -> Holder {
+    let pid = std::process::id();
+    Holder::of(pid, start_ticks(pid).unwrap_or(0))
+}
+
+fn process_id() -> Holder {
     match PROCESS.load(Ordering::Relaxed) {
         0 => {
-            let id = std::process::id();
-            PROCESS.store(id, Ordering::Relaxed);
-            id
+            let me = me_now();
+            PROCESS.store(me.0, Ordering::Relaxed);
+            me
         }
-        id => id,
+        me => Holder(me),
     }
 }
 
-/// Whether process `pid` still exists (a signal 0 reaches it, or would
-/// if this process were allowed to send it).
-fn alive(pid: u32) -> bool {
+/// Whether process `pid` exists (a signal 0 reaches it, or would if this
+/// process were allowed to send it).
+fn exists(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        return false;
+    }
     // SAFETY: signal 0 checks only that the process exists.
     unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`, low 32 bits).
+fn start_ticks(pid: u32) -> Option<u32> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    stat_start_ticks(&stat)
+}
+
+/// Field 22 of a `/proc/PID/stat` line: the fields after the command's
+/// closing parenthesis (the command may hold anything) start at field 3.
+fn stat_start_ticks(stat: &[u8]) -> Option<u32> {
+    let after = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[after + 1..]).ok()?;
+    let ticks: u64 = rest.split_ascii_whitespace().nth(22 - 3)?.parse().ok()?;
+    Some(ticks as u32)
 }
 
 /// Spins between two looks at whether a bucket's holder is still alive.
@@ -108,7 +167,7 @@ const LOOK_AFTER_SPINS: u32 = 1 << 12;
 
 impl<T> Mapped<T> {
     fn with<R>(&self, f: impl FnOnce(&mut [Entry<T>; WAYS]) -> R) -> R {
-        let me = process_id();
+        let me = process_id().0;
         let mut spins = 0u32;
         while let Err(holder) = self.lock.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
             spins = spins.wrapping_add(1);
@@ -125,13 +184,13 @@ impl<T> Mapped<T> {
             if spins.is_multiple_of(LOOK_AFTER_SPINS)
                 && holder != 0
                 && holder != me
-                && !alive(holder)
+                && !Holder(holder).alive()
                 && self.lock.compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 break;
             }
         }
-        struct Unlock<'a>(&'a AtomicU32);
+        struct Unlock<'a>(&'a AtomicU64);
         impl Drop for Unlock<'_> {
             fn drop(&mut self) {
                 self.0.store(0, Ordering::Release);
@@ -326,21 +385,30 @@ impl MemoryState {
             return None;
         }
         let header = base as *mut RegionHeader;
-        // SAFETY: the caller's region, large and aligned enough for the header.
-        let mut h = unsafe { std::ptr::read(header) };
-        if h.magic != REGION_MAGIC || h.buckets != n as u64 {
-            h = RegionHeader {
-                magic: REGION_MAGIC,
-                buckets: n as u64,
-                seed: std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64),
-                epoch: Instant::now(),
-            };
-            // SAFETY: as above; zero is an empty, unlocked bucket.
-            unsafe {
-                std::ptr::write_bytes(base.add(REGION_HEADER), 0, len - REGION_HEADER);
-                std::ptr::write(header, h);
+        // SAFETY: the caller's region, large and aligned enough for the
+        // header; it is plain integers, so any bytes there read as one.
+        let found = unsafe { std::ptr::read(header) };
+        let epoch = match found.check(n as u64) {
+            Some(epoch) => epoch,
+            None => {
+                let (now, epoch) = (monotonic_ns(), Instant::now());
+                remember_epoch(now, epoch);
+                let h = RegionHeader {
+                    magic: REGION_MAGIC,
+                    buckets: n as u64,
+                    seed: std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64),
+                    epoch_ns: now,
+                };
+                // SAFETY: as above; zero is an empty, unlocked bucket.
+                unsafe {
+                    std::ptr::write_bytes(base.add(REGION_HEADER), 0, len - REGION_HEADER);
+                    std::ptr::write(header, h);
+                }
+                epoch
             }
-        }
+        };
+        // SAFETY: written above, or checked as ours.
+        let h = unsafe { std::ptr::read(header) };
         // SAFETY: the three tables follow the header, each `n` buckets,
         // inside `len` (checked above); `Mapped` is aligned to 8 at most.
         unsafe {
@@ -350,7 +418,7 @@ impl MemoryState {
             let table = |buckets| TimeTable {
                 buckets,
                 hasher: Hashing::Seeded(foldhash::fast::FixedState::with_seed(h.seed)),
-                epoch: h.epoch,
+                epoch,
             };
             Some(MemoryState {
                 rates: RateTable(table(Buckets::Mapped(std::slice::from_raw_parts(rates, n)))),
@@ -358,14 +426,16 @@ impl MemoryState {
                 seen: TimeTable {
                     buckets: Buckets::Mapped(std::slice::from_raw_parts(seen, n)),
                     hasher: Hashing::Seeded(foldhash::fast::FixedState::with_seed(h.seed)),
-                    epoch: h.epoch,
+                    epoch,
                 },
             })
         }
     }
 }
 
-/// The start of a region: what every process needs to find the same entries.
+/// The start of a region: what every process needs to find the same
+/// entries. Plain integers only (any bytes are a header, to be checked),
+/// in a layout of robotgate's own.
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct RegionHeader {
@@ -374,12 +444,62 @@ struct RegionHeader {
     buckets: u64,
     /// The hash seed.
     seed: u64,
-    /// The tables' epoch: a monotonic time, the same for every process of the machine.
-    epoch: Instant,
+    /// The tables' epoch: the machine's monotonic clock (`CLOCK_MONOTONIC`,
+    /// the same for every process), in nanoseconds.
+    epoch_ns: u64,
 }
 
-/// "robotgate state, layout 1".
-const REGION_MAGIC: u64 = u64::from_be_bytes(*b"rgstate1");
+impl RegionHeader {
+    /// The epoch, as this process's [`Instant`], if the header is one this
+    /// layout wrote for `buckets` buckets a table (and its epoch is not in
+    /// the future).
+    fn check(&self, buckets: u64) -> Option<Instant> {
+        if self.magic != REGION_MAGIC || self.buckets != buckets {
+            return None;
+        }
+        if let Some(&(_, epoch)) = epochs().iter().find(|(ns, _)| *ns == self.epoch_ns) {
+            return Some(epoch);
+        }
+        let (now, instant) = (monotonic_ns(), Instant::now());
+        let ago = now.checked_sub(self.epoch_ns)?;
+        let epoch = instant.checked_sub(Duration::from_nanos(ago))?;
+        remember_epoch(self.epoch_ns, epoch);
+        Some(epoch)
+    }
+}
+
+/// The region epochs this process read or wrote, as its `Instant`s (the
+/// newest last, at most [`EPOCHS_KEPT`]): the two clocks cannot be read at
+/// once, so an epoch converted again would move by the time between the two
+/// reads. Kept, every view of a region in a process, and in the processes
+/// it forks (nginx's workers, from the master that formats the zone and
+/// reads it again at each reload), has the very same epoch.
+static EPOCHS: Mutex<Vec<(u64, Instant)>> = Mutex::new(Vec::new());
+const EPOCHS_KEPT: usize = 1024;
+
+fn epochs() -> std::sync::MutexGuard<'static, Vec<(u64, Instant)>> {
+    EPOCHS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn remember_epoch(ns: u64, epoch: Instant) {
+    let mut kept = epochs();
+    if kept.len() >= EPOCHS_KEPT {
+        kept.remove(0);
+    }
+    kept.push((ns, epoch));
+}
+
+/// The monotonic clock `Instant` reads on Linux, in nanoseconds.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// "robotgate state, layout 2" (1 kept a `std::time::Instant`, and a
+/// holder's id without its start time).
+const REGION_MAGIC: u64 = u64::from_be_bytes(*b"rgstate2");
 
 /// Bytes the header takes (a cache line, so buckets start aligned).
 const REGION_HEADER: usize = 64;
@@ -515,13 +635,81 @@ mod tests {
         child.wait().unwrap();
         let Buckets::Mapped(buckets) = &s.bans.buckets else { panic!("a region's table is mapped") };
         for b in buckets.iter() {
-            b.lock.store(dead, Ordering::SeqCst);
+            b.lock.store(Holder::of(dead, start_ticks(dead).unwrap_or(0)).0, Ordering::SeqCst);
         }
         let t0 = Instant::now();
         s.bans.update(1u8, |_| (Some(t0), ()));
         assert_eq!(s.bans.update(1u8, |old| (None, old)), Some(t0));
         // A live holder (this process, on another thread) is waited for.
-        assert!(alive(std::process::id()));
+        assert!(process_id().alive());
+    }
+
+    /// A holder's process id that a new process took after the holder died
+    /// does not keep the lock: the start time tells them apart.
+    #[test]
+    fn a_reused_process_id_does_not_keep_a_lock() {
+        let me = process_id();
+        assert!(me.alive());
+        assert_ne!(me.started(), 0, "/proc says when this process started");
+        let reused = Holder::of(me.pid(), me.started().wrapping_add(1));
+        assert!(!reused.alive());
+        assert!(!Holder::of(0, 0).alive());
+        let words = MemoryState::region_bytes(8).div_ceil(8);
+        let region: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
+        // SAFETY: as above.
+        let s = unsafe { MemoryState::in_region(region.as_mut_ptr() as *mut u8, words * 8, 8) }.unwrap();
+        let Buckets::Mapped(buckets) = &s.bans.buckets else { panic!("a region's table is mapped") };
+        for b in buckets.iter() {
+            b.lock.store(reused.0, Ordering::SeqCst);
+        }
+        let t0 = Instant::now();
+        s.bans.update(1u8, |_| (Some(t0), ()));
+        assert_eq!(s.bans.update(1u8, |old| (None, old)), Some(t0));
+    }
+
+    #[test]
+    fn a_start_time_is_read_past_any_command_name() {
+        let line = b"4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(stat_start_ticks(line), Some(987_654));
+        assert_eq!(stat_start_ticks(b"4242 (x) S 1 2"), None);
+        assert_eq!(stat_start_ticks(b""), None);
+    }
+
+    proptest::proptest! {
+        /// Whatever bytes a region holds (a zone nginx kept from another
+        /// build, or garbage), it is read as plain integers and either used
+        /// or formatted: never undefined behaviour, always a working state.
+        #[test]
+        fn a_region_of_any_bytes_is_used_or_formatted(
+            words in proptest::collection::vec(proptest::num::u64::ANY, 64..200),
+            keep_magic in proptest::bool::ANY,
+        ) {
+            let n = 40usize;
+            let need = MemoryState::region_bytes(n).div_ceil(8);
+            let mut words = words;
+            words.resize(need.max(words.len()), 0x5a5a_5a5a_5a5a_5a5a);
+            if keep_magic {
+                words[0] = REGION_MAGIC;
+                words[1] = n.div_ceil(WAYS) as u64;
+                // An epoch long past: the header is taken as it is, over
+                // buckets of garbage (locks included).
+                words[3] = 1;
+            }
+            let region: &'static mut [u64] = Box::leak(words.into_boxed_slice());
+            let len = region.len() * 8;
+            // SAFETY: a leaked, aligned region of `len` bytes.
+            let s = unsafe { MemoryState::in_region(region.as_mut_ptr() as *mut u8, len, n) }.unwrap();
+            let client: IpAddr = "192.0.2.9".parse().unwrap();
+            let now = Instant::now();
+            let rate = RateKey { client, site: "s", bot: "b" };
+            // A table whose entries are garbage may hold any time for the
+            // key; once answered, the clock it set is kept.
+            let _ = s.admit(&rate, Duration::from_secs(5), now);
+            proptest::prop_assert!(s.admit(&rate, Duration::from_secs(5), now + Duration::from_secs(1)).is_err());
+            let ban = BanKey { client, site: "s" };
+            s.ban(&ban, now + Duration::from_secs(60));
+            proptest::prop_assert!(s.banned(&ban, now).is_some());
+        }
     }
 
     #[test]
