@@ -27,8 +27,9 @@
 //!   reopened on `nginx -s reopen` ([`log`]);
 //! * `robotgate_metrics;` in a location serves the proxy's counters, counted
 //!   by every worker, as Prometheus text;
-//! * a robots.txt (or any source) edit is in force within a second, without
-//!   `nginx -s reload`: each worker looks at most once a second ([`current`]);
+//! * a robots.txt (or any source) edit is in force without `nginx -s
+//!   reload`: each worker watches the files with inotify on its loop and
+//!   rebuilds off the request path ([`reload`]); a request never looks;
 //! * with `state.redis`, rates, bans and robots.txt reads are shared with
 //!   other nginx and `robotgate serve` instances through the same keys as
 //!   the proxy's ([`store`]); a request whose rate question goes there is
@@ -54,6 +55,7 @@ mod once;
 mod park;
 mod reload;
 mod store;
+mod watch;
 mod zone;
 
 use std::cell::RefCell;
@@ -61,7 +63,6 @@ use std::ffi::{c_char, c_void};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use answer::Answer;
 // Where dns.rs finds it.
@@ -370,6 +371,10 @@ extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
             }
         }
     }
+    // Changes noticed and rebuilt off the request path.
+    if let Err(why) = reload::start(log, main.config.clone(), snap.clone(), install) {
+        ngx_log_error!(NGX_LOG_ERR, log, "robotgate: edits are in force only after `nginx -s reload`: {}", why);
+    }
     Status::NGX_OK.into()
 }
 
@@ -397,11 +402,9 @@ extern "C" fn set_enable(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_t, conf: *m
 /// thread-local, borrowed once per request (each thread-local costs a
 /// lookup through the dynamic loader in a module).
 struct Worker {
-    /// The snapshot it decides with, and when it last looked whether its
-    /// files changed ([`current`]).
-    live: Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
-    /// Its reload under way, off nginx's thread ([`reload`]).
-    reloads: reload::Reloads,
+    /// The snapshot it decides with ([`current`]), replaced by a reload
+    /// off the request path ([`reload`], [`install`]).
+    live: Option<Arc<Snapshot>>,
     /// What it found for the last requests.
     hot: Hot,
     /// Its classifications, by User-Agent.
@@ -427,7 +430,6 @@ const MEMO_SLOTS: usize = 512;
 thread_local! {
     static WORKER: RefCell<Worker> = RefCell::new(Worker {
         live: None,
-        reloads: reload::Reloads::default(),
         hot: Hot { snap: None, host: None, counters: Vec::new(), requests: Vec::new() },
         memo: Memo::new(MEMO_SLOTS),
         scratch: Scratch::default(),
@@ -544,63 +546,27 @@ fn count_request(hot: &mut Hot, series: &Series, (at, site): (usize, &str), cate
     }
 }
 
-/// How often a worker looks whether the snapshot's files changed.
-const LOOK_EVERY: Duration = Duration::from_secs(1);
-
-/// The snapshot to decide with: the master's, or this worker's newer one.
-/// At most once a second, on a request, the worker looks whether a source
-/// file (the config, robots.txt, humans.txt, ...) changed since its snapshot
-/// was read, and has it read again off nginx's thread ([`reload`]): an edit
-/// is in force without `nginx -s reload`, and no request waits for it. A
-/// file refused on the way keeps its last good version; a config that does
-/// not load keeps the whole snapshot, and says why in nginx's error log.
-fn current<'w>(
-    main: &MainConf,
-    request: &http::Request,
-    live: &'w mut Option<(Arc<Snapshot>, ngx::ffi::ngx_msec_t)>,
-    reloads: &mut reload::Reloads,
-) -> Option<&'w Arc<Snapshot>> {
+/// The snapshot to decide with: the master's, or the newer one a reload
+/// put in force ([`install`]). Nothing else: no file is looked at, read or
+/// built on the request path ([`reload`]).
+fn current<'w>(main: &MainConf, live: &'w mut Option<Arc<Snapshot>>) -> Option<&'w Arc<Snapshot>> {
     let master = main.snapshot.as_ref()?;
-    // nginx's clock of this turn of its loop: no system call per request.
-    // SAFETY: nginx's global, written and read on this thread only.
-    let now = unsafe { ngx::ffi::ngx_current_msec };
-    let (snap, looked) = live.get_or_insert_with(|| (master.clone(), now));
-    // While a reload runs, each request looks whether it is done (a lock
-    // tried, never waited for): the new snapshot is in force at once.
-    if reloads.running() || now.wrapping_sub(*looked) >= LOOK_EVERY.as_millis() as ngx::ffi::ngx_msec_t {
-        *looked = now;
-        refresh(main, request, snap, reloads);
-    }
-    Some(snap)
+    Some(live.get_or_insert_with(|| master.clone()))
 }
 
-/// Take a finished reload, or start one if a source changed (once a second
-/// at most): out of line, as few requests come here.
-#[cold]
-#[inline(never)]
-fn refresh(main: &MainConf, request: &http::Request, snap: &mut Arc<Snapshot>, reloads: &mut reload::Reloads) {
-    match reloads.look(&main.config, snap) {
-        reload::Look::Nothing => {}
-        reload::Look::New(new, kept) => {
-            for problem in kept {
-                ngx_log_error!(NGX_LOG_ERR, request.log(), "robotgate: kept the last good version: {}", problem);
-            }
-            *snap = Arc::new(*new);
-        }
-        reload::Look::Refused(problems) => {
-            for problem in problems {
-                ngx_log_error!(
-                    NGX_LOG_ERR,
-                    request.log(),
-                    "robotgate: reload refused, the last good snapshot stays: {}",
-                    problem
-                );
-            }
-        }
-        reload::Look::NoThread(why) => {
-            ngx_log_error!(NGX_LOG_ERR, request.log(), "robotgate: no thread for a reload, tried again later: {}", why);
-        }
-    }
+/// Put a reloaded snapshot in force in this worker (on nginx's thread,
+/// between requests); what it replaced is given back, to be freed off
+/// nginx's thread. `None`: the worker's state is in use (never between
+/// requests).
+fn install(new: Arc<Snapshot>) -> Option<Vec<Arc<Snapshot>>> {
+    WORKER.with(|worker| {
+        let mut worker = worker.try_borrow_mut().ok()?;
+        let mut old: Vec<Arc<Snapshot>> = worker.live.replace(new).into_iter().collect();
+        // What was found in the old snapshot goes with it.
+        old.extend(worker.hot.snap.take());
+        worker.hot = Hot { snap: None, host: None, counters: Vec::new(), requests: Vec::new() };
+        Some(old)
+    })
 }
 
 /// A request's headers, as the pipeline reads them: the ones it asks for
@@ -739,8 +705,8 @@ http_request_handler!(robotgate_handler, |request: &mut http::Request| {
         let Ok(mut worker) = worker.try_borrow_mut() else {
             return Status(ngx::ffi::NGX_HTTP_INTERNAL_SERVER_ERROR as ngx_int_t);
         };
-        let Worker { live, reloads, hot, memo, scratch } = &mut *worker;
-        let Some(snap) = current(main, request, live, reloads) else { return Status::NGX_DECLINED };
+        let Worker { live, hot, memo, scratch } = &mut *worker;
+        let Some(snap) = current(main, live) else { return Status::NGX_DECLINED };
         let host = host_of(request);
         // No site has the host nginx accepted, and none is the default: the
         // proxy's 421, never a pass undecided.
@@ -1005,6 +971,7 @@ fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 /// A worker's exit: what it folded is written, and its helper threads end.
 extern "C" fn exit_process(_cycle: *mut ngx_cycle_t) {
     log::drain();
+    reload::stop();
     if let Some(store) = STORE.with_borrow_mut(Option::take) {
         store.stop();
     }
