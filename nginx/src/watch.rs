@@ -149,3 +149,71 @@ impl Inotify {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `inotify` reports of `dir` now, as the core reads it.
+    fn events(inotify: &mut Inotify) -> Vec<String> {
+        let mut out = Vec::new();
+        inotify.drain(&mut |e| {
+            out.push(match e {
+                Event::Lost => "lost".to_owned(),
+                Event::Touched => "touched".to_owned(),
+                Event::Renamed(p) => format!("renamed {}", p.last().unwrap().file_name().unwrap().to_string_lossy()),
+                Event::Written(p) => format!("written {}", p[0].file_name().unwrap().to_string_lossy()),
+            })
+        });
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn writes_renames_and_a_directory_gone_are_read_as_the_core_reads_them() {
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("site");
+        std::fs::create_dir(&dir).unwrap();
+        let mut inotify = Inotify::new().unwrap();
+        let missing = top.path().join("missing");
+        let failed = inotify.set(&BTreeSet::from([dir.clone(), missing.clone()]));
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].0, missing);
+        assert_eq!(inotify.watched(), BTreeSet::from([dir.clone()]));
+        assert!(events(&mut inotify).is_empty(), "nothing yet, and no wait");
+
+        std::fs::write(dir.join("robots.txt"), "User-agent: *\n").unwrap();
+        assert_eq!(events(&mut inotify), ["written robots.txt"]);
+        std::fs::write(dir.join("robots.tmp"), "User-agent: *\nDisallow: /\n").unwrap();
+        std::fs::rename(dir.join("robots.tmp"), dir.join("robots.txt")).unwrap();
+        assert_eq!(events(&mut inotify), ["written robots.tmp", "renamed robots.txt"]);
+        // Reads and metadata are not watched.
+        std::fs::read(dir.join("robots.txt")).unwrap();
+        let mut perms = std::fs::metadata(dir.join("robots.txt")).unwrap().permissions();
+        perms.set_readonly(true);
+        std::fs::set_permissions(dir.join("robots.txt"), perms).unwrap();
+        let seen = events(&mut inotify);
+        assert!(seen.is_empty(), "{seen:?}");
+
+        // The directory gone: events may be lost, and it is no longer watched.
+        std::fs::remove_file(dir.join("robots.txt")).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        let seen = events(&mut inotify);
+        assert_eq!(seen.first().map(String::as_str), Some("written robots.txt"), "{seen:?}");
+        assert!(seen.contains(&"lost".to_owned()), "{seen:?}");
+        assert!(inotify.watched().is_empty());
+    }
+
+    #[test]
+    fn a_directory_no_longer_wanted_is_dropped_quietly() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut inotify = Inotify::new().unwrap();
+        assert!(inotify.set(&BTreeSet::from([a.path().to_path_buf(), b.path().to_path_buf()])).is_empty());
+        assert!(inotify.set(&BTreeSet::from([b.path().to_path_buf()])).is_empty());
+        std::fs::write(a.path().join("x"), "x").unwrap();
+        // The watch's removal is not a loss, and `a` is not watched.
+        assert!(events(&mut inotify).is_empty());
+        std::fs::write(b.path().join("y"), "y").unwrap();
+        assert_eq!(events(&mut inotify), ["written y"]);
+    }
+}
