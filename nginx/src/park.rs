@@ -55,11 +55,16 @@ pub struct Wait {
     pub dns: Option<(usize, Identity)>,
 }
 
+/// Work a helper hands back to nginx's thread ([`Waker::later`]).
+pub type Later = Box<dyn FnOnce() + Send>;
+
 /// The way back to nginx's thread: answers, and the pipe that wakes it.
 pub struct Waker {
     found: Mutex<Vec<(Ticket, Found)>>,
     /// Messages for nginx's error log, written on nginx's thread.
     notes: Mutex<Vec<(usize, String)>>,
+    /// Work to run on nginx's thread (a finished reload, [`crate::reload`]).
+    later: Mutex<Vec<Later>>,
     pipe: OwnedFd,
 }
 
@@ -73,6 +78,12 @@ impl Waker {
     /// Have `text` written to nginx's error log at `level` (`NGX_LOG_*`).
     pub fn note(&self, level: usize, text: String) {
         self.notes.lock().unwrap_or_else(|e| e.into_inner()).push((level, text));
+        self.wake();
+    }
+
+    /// Run `work` on nginx's thread, at its loop's next turn.
+    pub fn later(&self, work: Later) {
+        self.later.lock().unwrap_or_else(|e| e.into_inner()).push(work);
         self.wake();
     }
 
@@ -127,7 +138,12 @@ pub fn waker(log: *mut ngx_log_t) -> Option<Arc<Waker>> {
                 return None;
             }
         }
-        let waker = Arc::new(Waker { found: Mutex::new(Vec::new()), notes: Mutex::new(Vec::new()), pipe: write });
+        let waker = Arc::new(Waker {
+            found: Mutex::new(Vec::new()),
+            notes: Mutex::new(Vec::new()),
+            later: Mutex::new(Vec::new()),
+            pipe: write,
+        });
         *l = Some(Loop { waker: waker.clone(), conn, read });
         Some(waker)
     })
@@ -246,12 +262,16 @@ extern "C" fn on_wake(_ev: *mut ngx_event_t) {
         while matches!(l.read.read(&mut buf), Ok(n) if n > 0) {}
         let found = std::mem::take(&mut *l.waker.found.lock().unwrap_or_else(|e| e.into_inner()));
         let notes = std::mem::take(&mut *l.waker.notes.lock().unwrap_or_else(|e| e.into_inner()));
+        let later = std::mem::take(&mut *l.waker.later.lock().unwrap_or_else(|e| e.into_inner()));
         // SAFETY: the connection `waker` made, alive until `stop`.
-        Some((found, notes, unsafe { (*l.conn).log }))
+        Some((found, notes, later, unsafe { (*l.conn).log }))
     });
-    let Some((found, notes, log)) = taken else { return };
+    let Some((found, notes, later, log)) = taken else { return };
     for (level, text) in notes {
         ngx::ngx_log_error!(level, log, "robotgate: {}", text);
+    }
+    for work in later {
+        work();
     }
     for (ticket, answer) in found {
         resume(ticket, answer);

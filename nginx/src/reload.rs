@@ -1,108 +1,219 @@
-//! A worker's reloads, off nginx's event loop.
+//! A worker's reloads, off the request path (issues 52, 54, 55).
 //!
-//! Once a second at most, on a request, the worker asks whether a source
-//! file changed since its snapshot was read (a `stat` of each: the config,
-//! robots.txt, humans.txt, ...). When one did, a helper thread reads and
-//! builds the new snapshot ([`robotgate::load::reload`]): reading a file
-//! that an editor is still writing in place waits until it settles, and a
-//! changed bot database takes a while to compile, and neither may hold up
-//! the requests nginx serves meanwhile (issue 52: an in-place edit made
-//! requests wait up to 2 s, `robotgate off` locations included). Requests go
-//! on with the old snapshot until the new one is in; a later look takes it
-//! and writes what the reload said to nginx's error log, on nginx's thread.
+//! A request only uses the worker's snapshot: it never looks at a file,
+//! reads one or builds anything. Changes are noticed by inotify on the
+//! directories of the snapshot's sources ([`crate::watch`]), whose
+//! descriptor nginx's loop watches as it watches a socket: an event that
+//! names a source starts (or extends) a burst, and [`DEBOUNCE`] after its
+//! last event a helper thread reloads ([`robotgate::load::reload_whole`]:
+//! a site whose files did not change is shared with the old snapshot, the
+//! classifier is built again only when the bot database changed, a file
+//! renamed into place is read at once, one written in place once it
+//! settles). The new snapshot comes back to nginx's thread through the
+//! worker's waker ([`crate::park::Waker::later`]), which puts it in force
+//! at once, with no request needed, and writes what the reload said to
+//! nginx's error log. A file refused on the way keeps its last good
+//! version; a reload refused whole keeps the old snapshot and says why,
+//! once until it changes.
 //!
-//! No thread is started until a file changes: a worker that never sees an
-//! edit stays single-threaded (see [`robotgate::load::file::read_on_this_thread`]).
-//! One reload at a time; a refused reload is tried again when a file
-//! changes again, and a problem is logged once until it changes.
+//! Events may be lost (a queue that overflowed, a watched directory that
+//! went away): that counts as a change of anything. A directory that could
+//! not be watched (the user's limit of watches reached) has its files
+//! looked at by a once-a-second timer, [`SWEEP_FILES`] `stat`s a tick, going
+//! round ([`robotgate::load::watch::Sweep`]); with every directory watched
+//! an idle worker makes no `stat` at all.
+//!
+//! A worker stays single-threaded until a file changes (see
+//! [`robotgate::load::file::read_on_this_thread`]): the helper thread is
+//! started for a reload and ends with it. One reload at a time; changes
+//! meanwhile start another once it ends. The old snapshot is dropped on a
+//! thread too (freeing a classifier takes a while). At a worker's exit the
+//! watch is closed; a reload still running is abandoned with the process.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use ngx::ffi::{ngx_connection_t, ngx_event_t, ngx_log_t, ngx_msec_t, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN};
+use ngx::ngx_log_error;
+
+use robotgate::load::watch::{watch_dirs, Burst, Sources, Sweep, DEBOUNCE};
 use robotgate::load::{Problem, Snapshot};
 
-type Outcome = Result<Snapshot, Vec<Problem>>;
+use crate::park::Waker;
+use crate::watch::Inotify;
 
-/// A worker's reload state.
-#[derive(Default)]
-pub struct Reloads {
-    /// The reload under way, and where it leaves its outcome.
-    running: Option<Arc<Mutex<Option<Outcome>>>>,
-    /// When the last reload that was refused began: files unchanged since
-    /// are not read again.
-    refused_at: Option<SystemTime>,
-    /// What was last written to the error log, so a refusal that stays is
-    /// said once.
+/// Files the sweep looks at each second, at most (only those no watch covers).
+pub const SWEEP_FILES: usize = 64;
+
+/// How often the sweep looks, in milliseconds.
+const SWEEP_EVERY: ngx_msec_t = 1000;
+
+/// Puts a new snapshot in force in the worker; gives back what it replaced
+/// (to be dropped off nginx's thread), or `None` when it could not.
+pub type Install = fn(Arc<Snapshot>) -> Option<Vec<Arc<Snapshot>>>;
+
+/// A worker's watch and reloads, on nginx's thread.
+struct Watch {
+    config: PathBuf,
+    log: *mut ngx_log_t,
+    waker: Arc<Waker>,
+    install: Install,
+    /// The snapshot in force (the next reload's previous one).
+    current: Arc<Snapshot>,
+    /// The inotify descriptor and nginx's connection for it; `None`: no
+    /// watch could be made, the sweep looks at every source.
+    inotify: Option<(Inotify, *mut ngx_connection_t)>,
+    sources: Sources,
+    burst: Burst,
+    sweep: Sweep,
+    /// A reload is under way.
+    running: bool,
+    /// A burst ended while one was: reload again when it ends.
+    again: bool,
+    /// What a refused reload said last: said once until it changes.
     said: Vec<String>,
 }
 
-/// What a look found, for the caller to write to nginx's error log.
-pub enum Look {
-    /// Nothing new.
-    Nothing,
-    /// A new snapshot, and the files it refused (each kept its last good version).
-    New(Box<Snapshot>, Vec<String>),
-    /// The reload was refused whole: the old snapshot stays. Empty when the
-    /// same was said already.
-    Refused(Vec<String>),
-    /// No thread could be started for it.
-    NoThread(String),
+thread_local! {
+    static WATCH: RefCell<Option<Watch>> = const { RefCell::new(None) };
 }
 
-impl Reloads {
-    /// A reload is under way.
-    pub fn running(&self) -> bool {
-        self.running.is_some()
+/// The timer that ends a burst ([`DEBOUNCE`]).
+static mut QUIET: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::zeroed();
+/// The sweep's timer.
+static mut SWEEP: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::zeroed();
+
+/// Start watching `snap`'s sources (in a worker's `init_process`, on
+/// nginx's thread), and reload at once if one changed since the master read
+/// it (an edit between `nginx` reading its configuration and this worker's
+/// start raised no event it could see).
+pub fn start(log: *mut ngx_log_t, config: PathBuf, snap: Arc<Snapshot>, install: Install) -> Result<(), String> {
+    let waker = crate::park::waker(log).ok_or("no free connection for the reloads' wake-ups")?;
+    let inotify = match Inotify::new() {
+        Ok(i) => watch_on_loop(i, log),
+        Err(e) => Err(e.to_string()),
+    };
+    let inotify = match inotify {
+        Ok(i) => Some(i),
+        Err(why) => {
+            ngx_log_error!(NGX_LOG_WARN, log, "robotgate: cannot watch files ({}): each is looked at in turn", why);
+            None
+        }
+    };
+    // SAFETY: the worker's own static events, used on nginx's thread only.
+    unsafe {
+        for (ev, handler) in [(&raw mut QUIET, on_quiet as _), (&raw mut SWEEP, on_sweep as _)] {
+            let ev = ev.cast::<ngx_event_t>();
+            (*ev).handler = Some(handler);
+            (*ev).log = log;
+            (*ev).data = ev.cast();
+            // A graceful shutdown does not wait for them.
+            (*ev).set_cancelable(1);
+        }
+    }
+    let stale = snap.stale();
+    let mut w = Watch {
+        config,
+        log,
+        waker,
+        install,
+        current: snap.clone(),
+        inotify,
+        sources: Sources::default(),
+        burst: Burst::default(),
+        sweep: Sweep::default(),
+        running: false,
+        again: false,
+        said: Vec::new(),
+    };
+    w.watch(&snap, Sources::of(&snap.sources), watch_dirs(&snap.sources));
+    if stale {
+        w.begin();
+    }
+    WATCH.with_borrow_mut(|slot| *slot = Some(w));
+    Ok(())
+}
+
+/// Have nginx's loop watch `inotify`'s descriptor.
+fn watch_on_loop(inotify: Inotify, log: *mut ngx_log_t) -> Result<(Inotify, *mut ngx_connection_t), String> {
+    // SAFETY: on nginx's thread, in a worker; nginx owns the connection
+    // slot until `stop`, and the descriptor stays the watch's.
+    unsafe {
+        let conn = ngx::ffi::ngx_get_connection(inotify.fd(), log);
+        if conn.is_null() {
+            return Err("no free connection".into());
+        }
+        let rev = (*conn).read;
+        (*rev).handler = Some(on_events);
+        (*rev).log = log;
+        (*conn).log = log;
+        if ngx::ffi::ngx_handle_read_event(rev, 0) != ngx::ffi::NGX_OK as ngx::ffi::ngx_int_t {
+            (*conn).fd = -1;
+            ngx::ffi::ngx_free_connection(conn);
+            return Err("nginx cannot watch the descriptor".into());
+        }
+        Ok((inotify, conn))
+    }
+}
+
+impl Watch {
+    /// Watch the directories of `snap`'s sources; sweep the sources none covers.
+    fn watch(&mut self, snap: &Snapshot, sources: Sources, dirs: BTreeSet<PathBuf>) {
+        let watched = match &mut self.inotify {
+            Some((inotify, _)) => {
+                let failed = inotify.set(&dirs);
+                if let Some((dir, e)) = failed.first() {
+                    ngx_log_error!(
+                        NGX_LOG_WARN,
+                        self.log,
+                        "robotgate: cannot watch {} directories ({}: {}): their files are looked at in turn, {} a second",
+                        failed.len(),
+                        dir.display(),
+                        e,
+                        SWEEP_FILES
+                    );
+                }
+                inotify.watched()
+            }
+            None => BTreeSet::new(),
+        };
+        self.sweep = Sweep::new(sources.outside(&watched), snap.read_at);
+        self.sources = sources;
+        // SAFETY: the worker's own static event, on nginx's thread.
+        unsafe {
+            let ev = (&raw mut SWEEP).cast::<ngx_event_t>();
+            if !self.sweep.is_empty() && (*ev).timer_set() == 0 {
+                ngx::ffi::ngx_add_timer(ev, SWEEP_EVERY);
+            }
+        }
     }
 
-    /// Take a finished reload's outcome, or start one if `snap`'s files
-    /// changed. Never waits: on nginx's thread, at most a `stat` per source.
-    pub fn look(&mut self, config: &Path, snap: &Arc<Snapshot>) -> Look {
-        if let Some(slot) = &self.running {
-            // The helper holds the lock only to leave its outcome.
-            let Ok(mut done) = slot.try_lock() else { return Look::Nothing };
-            let Some(outcome) = done.take() else { return Look::Nothing };
-            drop(done);
-            self.running = None;
-            return self.finished(outcome);
+    /// A burst ended: reload now, or once the reload under way ends.
+    fn begin(&mut self) {
+        if self.running {
+            self.again = true;
+            return;
         }
-        let changed = match self.refused_at {
-            Some(at) => snap.changed_since(at),
-            None => snap.stale(),
-        };
-        if !changed {
-            return Look::Nothing;
-        }
-        let slot = Arc::new(Mutex::new(None));
-        let (out, config, previous) = (slot.clone(), config.to_path_buf(), snap.clone());
-        let tried = SystemTime::now();
+        let whole = self.burst.take_whole();
+        let (config, previous, waker) = (self.config.clone(), self.current.clone(), self.waker.clone());
         let spawned = std::thread::Builder::new().name("robotgate-reload".into()).spawn(move || {
-            let outcome = robotgate::load::reload(&config, Some(&previous));
-            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+            let outcome = robotgate::load::reload_whole(&config, Some(&previous), &whole);
+            drop(previous);
+            // What the watch needs of the new snapshot, made here rather than on nginx's thread.
+            let watch = outcome.as_ref().ok().map(|s| (Sources::of(&s.sources), watch_dirs(&s.sources)));
+            waker.later(Box::new(move || finished(outcome, watch)));
         });
         match spawned {
-            Ok(_) => {
-                self.running = Some(slot);
-                // Files changed from now on are read by the next reload.
-                self.refused_at = Some(tried);
-                Look::Nothing
-            }
-            Err(e) => Look::NoThread(e.to_string()),
-        }
-    }
-
-    fn finished(&mut self, outcome: Outcome) -> Look {
-        match outcome {
-            Ok(new) => {
-                self.refused_at = None;
-                let kept: Vec<String> = new.refused.iter().map(ToString::to_string).collect();
-                let fresh = self.fresh(kept);
-                Look::New(Box::new(new), fresh)
-            }
-            Err(problems) => {
-                let said = self.fresh(problems.iter().map(ToString::to_string).collect());
-                Look::Refused(said)
+            Ok(_) => self.running = true,
+            Err(e) => {
+                ngx_log_error!(
+                    NGX_LOG_ERR,
+                    self.log,
+                    "robotgate: no thread for a reload, tried at the next change: {}",
+                    e
+                );
             }
         }
     }
@@ -114,5 +225,150 @@ impl Reloads {
         }
         self.said.clone_from(&lines);
         lines
+    }
+}
+
+type Outcome = Result<Snapshot, Vec<Problem>>;
+
+/// A reload ended (on nginx's thread, from the waker): put the new
+/// snapshot in force and say what the reload said.
+fn finished(outcome: Outcome, watch: Option<(Sources, BTreeSet<PathBuf>)>) {
+    WATCH.with_borrow_mut(|w| {
+        let Some(w) = w.as_mut() else { return };
+        w.running = false;
+        match (outcome, watch) {
+            (Ok(new), Some((sources, dirs))) => {
+                let kept: Vec<String> = new.refused.iter().map(ToString::to_string).collect();
+                for problem in w.fresh(kept) {
+                    ngx_log_error!(NGX_LOG_ERR, w.log, "robotgate: kept the last good version: {}", problem);
+                }
+                let c = &new.changes;
+                ngx_log_error!(
+                    NGX_LOG_NOTICE,
+                    w.log,
+                    "robotgate: reloaded {}: {} sites, {} added, {} rebuilt, {} removed",
+                    w.config.display(),
+                    new.sites.len(),
+                    c.added,
+                    c.rebuilt,
+                    c.removed
+                );
+                let new = Arc::new(new);
+                match (w.install)(new.clone()) {
+                    Some(old) => {
+                        let old = (old, std::mem::replace(&mut w.current, new.clone()));
+                        // Freeing what only the old snapshot held (a
+                        // classifier, sites) is not nginx's thread's work.
+                        if let Err(e) =
+                            std::thread::Builder::new().name("robotgate-drop".into()).spawn(move || drop(old))
+                        {
+                            ngx_log_error!(NGX_LOG_WARN, w.log, "robotgate: no thread to free the old snapshot: {}", e);
+                        }
+                        w.watch(&new, sources, dirs);
+                    }
+                    None => {
+                        ngx_log_error!(
+                            NGX_LOG_ERR,
+                            w.log,
+                            "robotgate: the reloaded snapshot could not be put in force"
+                        );
+                    }
+                }
+            }
+            (Err(problems), _) => {
+                let lines = problems.iter().map(ToString::to_string).collect();
+                for problem in w.fresh(lines) {
+                    ngx_log_error!(
+                        NGX_LOG_ERR,
+                        w.log,
+                        "robotgate: reload refused, the last good snapshot stays: {}",
+                        problem
+                    );
+                }
+            }
+            (Ok(_), None) => {}
+        }
+        // SAFETY: the worker's own static event, on nginx's thread.
+        let quiet = unsafe { (*(&raw mut QUIET).cast::<ngx_event_t>()).timer_set() != 0 };
+        if w.again && !quiet {
+            w.again = false;
+            w.begin();
+        }
+    });
+}
+
+/// nginx's read event on the inotify descriptor: note each event; one that
+/// may change a source starts the quiet time again.
+extern "C" fn on_events(_ev: *mut ngx_event_t) {
+    WATCH.with_borrow_mut(|w| {
+        let Some(w) = w.as_mut() else { return };
+        let Some((inotify, _)) = &mut w.inotify else { return };
+        let (sources, burst) = (&w.sources, &mut w.burst);
+        let mut changed = false;
+        inotify.drain(&mut |event| changed |= burst.note(event, sources));
+        if changed {
+            // SAFETY: the worker's own static event, on nginx's thread.
+            unsafe {
+                let ev = (&raw mut QUIET).cast::<ngx_event_t>();
+                // Moved, not kept: nginx keeps a timer that moves by less
+                // than 300 ms where it was.
+                if (*ev).timer_set() != 0 {
+                    ngx::ffi::ngx_del_timer(ev);
+                }
+                ngx::ffi::ngx_add_timer(ev, DEBOUNCE.as_millis() as ngx_msec_t);
+            }
+        }
+    });
+}
+
+/// The quiet time after a burst passed.
+extern "C" fn on_quiet(_ev: *mut ngx_event_t) {
+    WATCH.with_borrow_mut(|w| {
+        if let Some(w) = w.as_mut() {
+            w.begin();
+        }
+    });
+}
+
+/// The sweep's tick: a few files no watch covers looked at.
+extern "C" fn on_sweep(ev: *mut ngx_event_t) {
+    WATCH.with_borrow_mut(|w| {
+        let Some(w) = w.as_mut() else { return };
+        if w.sweep.look(SWEEP_FILES) {
+            // Found once: the reload builds a new sweep.
+            w.sweep = Sweep::default();
+            w.begin();
+        }
+        // SAFETY: nginx's globals, read on its thread; the event is ours.
+        unsafe {
+            if !w.sweep.is_empty() && ngx::ffi::ngx_exiting == 0 && ngx::ffi::ngx_quit == 0 {
+                ngx::ffi::ngx_add_timer(ev, SWEEP_EVERY);
+            }
+        }
+    });
+}
+
+/// A worker's exit: the watch is closed and its timers stopped.
+pub fn stop() {
+    let Some(w) = WATCH.with_borrow_mut(Option::take) else { return };
+    // SAFETY: the worker's own static events, on nginx's thread.
+    unsafe {
+        for ev in [(&raw mut QUIET).cast::<ngx_event_t>(), (&raw mut SWEEP).cast()] {
+            if (*ev).timer_set() != 0 {
+                ngx::ffi::ngx_del_timer(ev);
+            }
+        }
+    }
+    if let Some((inotify, conn)) = w.inotify {
+        // SAFETY: the connection `watch_on_loop` made. Its descriptor is
+        // closed with `inotify` below, which takes it out of nginx's epoll
+        // set as nginx's own close does.
+        unsafe {
+            (*(*conn).read).set_active(0);
+            // Not an open socket left behind, to nginx's exit check.
+            (*conn).fd = -1;
+            ngx::ffi::ngx_free_connection(conn);
+        }
+        drop(inotify);
     }
 }

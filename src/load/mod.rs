@@ -28,6 +28,7 @@ mod content;
 pub mod file;
 pub mod traps;
 pub mod versions;
+pub mod watch;
 
 pub use content::check_robots_body;
 pub use file::{Reason, Refusal};
@@ -431,7 +432,7 @@ impl Snapshot {
         self.sources
             .iter()
             .filter(|p| p.file_name().is_none_or(|n| n != ANY_JSON))
-            .any(|p| std::fs::metadata(p).and_then(|m| m.modified()).map_or(true, |t| t >= since))
+            .any(|p| watch::modified_since(p, since))
     }
 }
 

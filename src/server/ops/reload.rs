@@ -22,9 +22,8 @@
 //! a restart.
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -33,15 +32,10 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tracing::{error, info, warn};
 
+use crate::load::watch::{watch_dirs, Burst, Event, Sources, DEBOUNCE};
 use crate::load::{traps, Problem, Reason};
 use crate::server::snapshot::{self, Snapshot};
 use crate::server::telemetry::metrics;
-
-/// Quiet time after the last file event before reloading.
-/// Editors save by renaming a whole file (one event) or write in place (a
-/// burst, which [`crate::load::file`]'s settling covers); 50 ms joins a
-/// burst into one reload without holding up an edit saved by rename.
-pub const DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// The reload service.
 pub struct Reloader {
@@ -205,81 +199,18 @@ pub fn restart_only_changes(old: &crate::config::Settings, new: &crate::config::
     old.boot.changes(&new.boot)
 }
 
-/// Directories to watch: the parents of every source file (editors replace
-/// files by renaming, which a watch on the file itself would miss).
-fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
-    sources
-        .iter()
-        .map(|p| {
-            let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
-            abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
-        })
-        .collect()
-}
-
-/// The sources as a watcher names them (absolute paths), and the
-/// directories whose every JSON file counts (the feeds directory): built once
-/// per snapshot, so an event costs a lookup, not a pass over every source.
-struct Sources {
-    files: HashSet<PathBuf>,
-    any_json: HashSet<PathBuf>,
-}
-
-impl Sources {
-    fn of(sources: &[PathBuf]) -> Sources {
-        let (mut files, mut any_json) = (HashSet::new(), HashSet::new());
-        for s in sources {
-            let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
-            if abs.file_name().is_some_and(|n| n == crate::load::ANY_JSON) {
-                any_json.insert(abs.parent().map(Path::to_path_buf).unwrap_or_default());
-            } else {
-                files.insert(abs);
-            }
-        }
-        Sources { files, any_json }
-    }
-
-    fn contains(&self, event_path: &Path) -> bool {
-        self.files.contains(event_path)
-            || (event_path.extension().is_some_and(|x| x == "json")
-                && event_path.parent().is_some_and(|d| self.any_json.contains(d)))
-    }
-}
-
-/// Whether a watcher event may have changed a source's content: not reads
-/// (robotgate's own reload opens every source, so counting them would reload
-/// forever) and not metadata (the first read after a write updates the access
-/// time). An error from the watcher counts: it may have lost events.
-fn is_change(ev: &notify::Result<notify::Event>, sources: &Sources) -> bool {
-    use notify::event::{EventKind, ModifyKind};
-    match ev {
-        Err(_) => true,
-        Ok(ev) => {
-            !matches!(ev.kind, EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)))
-                && ev.paths.iter().any(|p| sources.contains(p))
-        }
-    }
-}
-
-/// Notes which sources an event put in place whole (renamed over their
-/// path: the last path of a rename) and which it wrote to: a source renamed
-/// into place and not written to afterwards within the burst is read at once.
-fn note_whole(
-    ev: &notify::Result<notify::Event>,
-    sources: &Sources,
-    renamed: &mut HashSet<PathBuf>,
-    written: &mut HashSet<PathBuf>,
-) {
+/// A `notify` event as the core's watch reads it ([`crate::load::watch::Event`]).
+fn event(ev: &notify::Result<notify::Event>) -> Event<'_> {
     use notify::event::{EventKind, ModifyKind, RenameMode};
-    let Ok(ev) = ev else { return };
-    match ev.kind {
-        EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => {
-            if let Some(to) = ev.paths.last().filter(|p| sources.contains(p)) {
-                renamed.insert(to.clone());
-            }
-        }
-        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)) => {}
-        _ => written.extend(ev.paths.iter().filter(|p| sources.contains(p)).cloned()),
+    match ev {
+        // An error from the watcher, or a queue that overflowed: events may be lost.
+        Err(_) => Event::Lost,
+        Ok(ev) if ev.need_rescan() => Event::Lost,
+        Ok(ev) => match ev.kind {
+            EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)) => Event::Touched,
+            EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => Event::Renamed(&ev.paths),
+            _ => Event::Written(&ev.paths),
+        },
     }
 }
 
@@ -335,22 +266,19 @@ impl BackgroundService for Reloader {
                 _ = async { match hup.as_mut() { Some(h) => { h.recv().await; } None => std::future::pending::<()>().await } } => "SIGHUP",
                 ev = rx.recv() => {
                     let Some(ev) = ev else { return };
-                    if !is_change(&ev, &sources) {
+                    let mut burst = Burst::default();
+                    if !burst.note(event(&ev), &sources) {
                         continue;
                     }
-                    let (mut renamed, mut written) = (HashSet::new(), HashSet::new());
-                    note_whole(&ev, &sources, &mut renamed, &mut written);
                     // Debounce: wait until the burst of relevant events is over
                     // (other files in the same directories, such as a log, do not count).
                     let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                     while let Ok(Some(ev)) = tokio::time::timeout_at(quiet_until, rx.recv()).await {
-                        if is_change(&ev, &sources) {
-                            note_whole(&ev, &sources, &mut renamed, &mut written);
+                        if burst.note(event(&ev), &sources) {
                             quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                         }
                     }
-                    renamed.retain(|p| !written.contains(p));
-                    whole = renamed;
+                    whole = burst.take_whole();
                     "file changed"
                 }
             };

@@ -1,0 +1,252 @@
+//! What a host watches for changes, and how it reads what its watcher saw:
+//! the part of a hot reload that is the same in every host (the proxy's
+//! reloader over `notify`, the nginx module over inotify on nginx's loop).
+//!
+//! * [`watch_dirs`]: the directories to watch, the parents of every source
+//!   (editors save by renaming a new file over the old one, which a watch
+//!   on the file itself would miss);
+//! * [`Sources`]: which paths an event must name to count;
+//! * [`Burst`]: the events of one burst, joined until [`DEBOUNCE`] passes
+//!   without one: whether it changed a source, and which sources it put in
+//!   place whole ([`crate::load::reload_whole`] reads those at once);
+//! * [`Sweep`]: a bounded look at the sources no watch covers, a few files
+//!   at a time, for a host whose watches could not all be placed.
+//!
+//! No watcher here (the core names no `notify`): each host turns its
+//! watcher's events into an [`Event`].
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Quiet time after the last event of a burst before reloading. Editors
+/// save by renaming a whole file (one event) or write in place (a burst,
+/// which [`crate::load::file`]'s settling covers); 50 ms joins a burst into
+/// one reload without holding up an edit saved by rename.
+pub const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// The directories to watch: the parents of every source, absolute.
+pub fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
+    sources
+        .iter()
+        .map(|p| {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+        })
+        .collect()
+}
+
+/// The sources as a watcher names them (absolute paths), and the
+/// directories whose every JSON file counts (the feeds directory): built
+/// once per snapshot, so an event costs a lookup, not a pass over every
+/// source.
+#[derive(Debug, Default)]
+pub struct Sources {
+    files: HashSet<PathBuf>,
+    any_json: HashSet<PathBuf>,
+}
+
+impl Sources {
+    /// The sources of a snapshot ([`crate::load::Snapshot::sources`]).
+    pub fn of(sources: &[PathBuf]) -> Sources {
+        let (mut files, mut any_json) = (HashSet::new(), HashSet::new());
+        for s in sources {
+            let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
+            if abs.file_name().is_some_and(|n| n == super::ANY_JSON) {
+                any_json.insert(abs.parent().map(Path::to_path_buf).unwrap_or_default());
+            } else {
+                files.insert(abs);
+            }
+        }
+        Sources { files, any_json }
+    }
+
+    /// Whether an event naming `path` (absolute) may concern a source.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.files.contains(path)
+            || (path.extension().is_some_and(|x| x == "json")
+                && path.parent().is_some_and(|d| self.any_json.contains(d)))
+    }
+
+    /// The sources whose directory is not among `watched`: what no watch
+    /// covers (a feeds directory's pattern is left out: it names no file).
+    pub fn outside(&self, watched: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> =
+            self.files.iter().filter(|f| f.parent().is_none_or(|d| !watched.contains(d))).cloned().collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// One event of a watcher, as a host reads it.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// Events may have been lost (the watcher's error, its queue overflowed,
+    /// a watched directory went away): count it as a change of anything.
+    Lost,
+    /// Read, opened or its metadata changed: never a change of content
+    /// (robotgate's own reload opens every source, and the first read after
+    /// a write moves the access time: counted, they would reload for ever).
+    Touched,
+    /// Renamed: the last path is where it went, put there whole.
+    Renamed(&'a [PathBuf]),
+    /// Written, created, removed (or anything else) at these paths.
+    Written(&'a [PathBuf]),
+}
+
+/// The events of one burst ([`DEBOUNCE`]).
+#[derive(Debug, Default)]
+pub struct Burst {
+    renamed: HashSet<PathBuf>,
+    written: HashSet<PathBuf>,
+    changed: bool,
+}
+
+impl Burst {
+    /// Note `event`; whether it may change a source (and so starts or
+    /// extends the burst).
+    pub fn note(&mut self, event: Event<'_>, sources: &Sources) -> bool {
+        let changes = match event {
+            Event::Lost => true,
+            Event::Touched => false,
+            Event::Renamed(paths) => {
+                if let Some(to) = paths.last().filter(|p| sources.contains(p)) {
+                    self.renamed.insert(to.clone());
+                }
+                paths.iter().any(|p| sources.contains(p))
+            }
+            Event::Written(paths) => {
+                self.written.extend(paths.iter().filter(|p| sources.contains(p)).cloned());
+                paths.iter().any(|p| sources.contains(p))
+            }
+        };
+        self.changed |= changes;
+        changes
+    }
+
+    /// Whether anything in the burst may have changed a source.
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+
+    /// End the burst: the sources it put in place whole (renamed over their
+    /// path and not written afterwards), for [`crate::load::reload_whole`].
+    pub fn take_whole(&mut self) -> HashSet<PathBuf> {
+        let mut whole = std::mem::take(&mut self.renamed);
+        let written = std::mem::take(&mut self.written);
+        whole.retain(|p| !written.contains(p));
+        self.changed = false;
+        whole
+    }
+}
+
+/// Whether the file at `path` may have been modified (or became
+/// unreadable) at or after `since`: one `stat`.
+pub fn modified_since(path: &Path, since: SystemTime) -> bool {
+    std::fs::metadata(path).and_then(|m| m.modified()).map_or(true, |t| t >= since)
+}
+
+/// A look at the sources no watch covers, at most a given number of files
+/// each time, going round: what finds an edit there without a `stat` of
+/// every file at once. Empty (and free) when every directory is watched.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    files: Vec<PathBuf>,
+    since: Option<SystemTime>,
+    next: usize,
+}
+
+impl Sweep {
+    /// A sweep of `files`, read into the snapshot at `read_at`
+    /// ([`crate::load::Snapshot::read_at`]).
+    pub fn new(files: Vec<PathBuf>, read_at: SystemTime) -> Sweep {
+        // The kernel's coarse clock may stamp a file up to a tick before
+        // `read_at` (as [`crate::load::Snapshot::stale`] allows).
+        let since = read_at.checked_sub(Duration::from_millis(10)).unwrap_or(read_at);
+        Sweep { files, since: Some(since), next: 0 }
+    }
+
+    /// Nothing to look at.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// How many files it looks at.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Look at up to `max` files (a `stat` each), from where the last look
+    /// stopped; whether one changed since the snapshot was read.
+    pub fn look(&mut self, max: usize) -> bool {
+        let Some(since) = self.since else { return false };
+        for _ in 0..max.min(self.files.len()) {
+            let path = &self.files[self.next % self.files.len()];
+            self.next = (self.next + 1) % self.files.len();
+            if modified_since(path, since) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(dir: &Path) -> Sources {
+        Sources::of(&[dir.join("robots.txt"), dir.join("feeds").join(super::super::ANY_JSON)])
+    }
+
+    #[test]
+    fn an_event_counts_only_when_it_names_a_source_and_may_change_it() {
+        let dir = Path::new("/srv/site");
+        let s = sources(dir);
+        let mut b = Burst::default();
+        assert!(!b.note(Event::Touched, &s), "a read is no change");
+        assert!(!b.note(Event::Written(&[dir.join("access.log")]), &s), "another file");
+        assert!(!b.changed());
+        assert!(b.note(Event::Written(&[dir.join("feeds/google.json")]), &s), "any feed");
+        assert!(b.note(Event::Lost, &s), "lost events count");
+        assert!(b.changed());
+        assert!(b.take_whole().is_empty());
+        assert!(!b.changed(), "a new burst");
+    }
+
+    #[test]
+    fn a_source_renamed_into_place_and_not_written_after_is_whole() {
+        let dir = Path::new("/srv/site");
+        let (s, robots) = (sources(dir), dir.join("robots.txt"));
+        let mut b = Burst::default();
+        assert!(b.note(Event::Renamed(&[dir.join("robots.tmp"), robots.clone()]), &s));
+        assert_eq!(b.take_whole(), HashSet::from([robots.clone()]));
+        // Written after the rename, in the same burst: read once settled.
+        b.note(Event::Renamed(&[dir.join("robots.tmp"), robots.clone()]), &s);
+        b.note(Event::Written(std::slice::from_ref(&robots)), &s);
+        assert!(b.take_whole().is_empty());
+    }
+
+    #[test]
+    fn the_sweep_looks_at_a_bounded_number_of_files_and_finds_an_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = (0..5).map(|i| dir.path().join(format!("r{i}.txt"))).collect();
+        for f in &files {
+            std::fs::write(f, "User-agent: *\n").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let s = Sources::of(&files);
+        let watched = BTreeSet::new();
+        let mut sweep = Sweep::new(s.outside(&watched), SystemTime::now());
+        assert_eq!(sweep.len(), 5);
+        assert!(!sweep.look(100), "nothing changed");
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(&files[4], "User-agent: *\nDisallow: /\n").unwrap();
+        // Two at a time: the edited file is the fifth, found on the third look.
+        assert!(!sweep.look(2) && !sweep.look(2));
+        assert!(sweep.look(2));
+        // A watched directory's files are not swept.
+        let watched = BTreeSet::from([dir.path().to_path_buf()]);
+        assert!(Sweep::new(s.outside(&watched), SystemTime::now()).is_empty());
+    }
+}
