@@ -100,6 +100,58 @@ pub fn classify(data: &[u8]) {
     assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok());
 }
 
+/// Read arbitrary bytes with the User-Agent grammar reader (issue #53):
+/// its slots are non-empty, in order, apart, at most six, inside the
+/// string and inside a comment, trimmed of spaces, on character boundaries
+/// of a UTF-8 string, and the same on a second reading; each reads as in a
+/// slot. Its other answers take spans of words of the input (the first
+/// eight) without panicking, and a span they put in a slot lies inside one
+/// of them.
+pub fn ua_grammar(data: &[u8]) {
+    use robotgate::agent::{grammar_probe, grammar_slots};
+    let slots = grammar_slots(data);
+    assert_eq!(slots, grammar_slots(data), "one reading");
+    assert!(slots.len() <= 6);
+    let text = std::str::from_utf8(data).ok();
+    let mut after = 0;
+    for s in &slots {
+        assert!(after <= s.start && s.start < s.end && s.end <= data.len(), "{slots:?} of {}", data.len());
+        after = s.end;
+        let depth = data[..s.start].iter().fold(0u32, |d, &b| match b {
+            b'(' => d + 1,
+            b')' => d.saturating_sub(1),
+            _ => d,
+        });
+        assert!(depth > 0, "a slot inside a comment: {s:?}");
+        assert!(data[s.start] != b' ' && data[s.end - 1] != b' ', "trimmed: {s:?}");
+        if let Some(t) = text {
+            assert!(t.is_char_boundary(s.start) && t.is_char_boundary(s.end), "{s:?}");
+        }
+        assert!(grammar_probe(data, s.start, s.end).0, "{s:?} reads as a slot");
+    }
+    // The spans the classifier asks about: words (the first 8; each probe
+    // reads the whole input again, and the fuzzer's speed is what finds bugs).
+    let mut start = None;
+    let mut asked = 0;
+    for (i, &b) in data.iter().chain(std::iter::once(&b' ')).enumerate() {
+        let word = b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        match (word, start) {
+            (true, None) => start = Some(i),
+            (false, Some(st)) => {
+                start = None;
+                let (in_slot, _, _) = grammar_probe(data, st, i);
+                assert_eq!(in_slot, slots.iter().any(|s| s.start <= st && i <= s.end), "{st}..{i}");
+                asked += 1;
+                if asked == 8 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let _ = grammar_probe(data, data.len(), data.len());
+}
+
 /// Load arbitrary text as a robotgate configuration (YAML, then validation).
 pub fn load_config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);

@@ -81,6 +81,29 @@ fn classify_inputs() {
 }
 
 #[test]
+fn ua_grammar_inputs() {
+    let deep = "(".repeat(5_000) + "Android 1; bot" + &")".repeat(5_000);
+    let many = "(Linux; Android 1; a)".repeat(100);
+    let n = replay(
+        "ua_grammar",
+        checks::ua_grammar,
+        &[
+            b"",
+            b"(",
+            b"((;;))",
+            b"a/(Android 1;;;(",
+            b"HbbTV/( ; \xff;\xc3\xa9 ;)",
+            b"Mozilla/5.0 (Linux; Android 10; CUBOT J9) AppleWebKit/537.36",
+            b"Mozilla/5.0 (Linux; U; Android 4.0.3; ko-kr; LG-L160L Build/IML74K) Safari/534.30",
+            b"x (Android 1; \xe6\x97\xa5\xe6\x9c\xac)",
+            deep.as_bytes(),
+            many.as_bytes(),
+        ],
+    );
+    assert!(n >= 10);
+}
+
+#[test]
 fn load_config_inputs() {
     let n = replay(
         "load_config",

@@ -122,6 +122,38 @@ fn issue_53_people_with_robotish_words_pass_the_proxy_and_hiding_robots_do_not()
     }
 }
 
+/// An unknown robot named only by a weak robot word (`mirror`), which a
+/// person's software may carry too (issue #53).
+const WEAK_53: &str = "MirrorSync/2.0 (Linux x86_64)";
+
+#[test]
+fn issue_53_a_robot_named_only_by_weak_evidence_is_recorded_not_refused() {
+    let origin = common::Origin::start();
+    let upstream = format!("\"{}\"", origin.addr);
+    for (site, weak_status) in [("", 200), ("policy:\n  weak_evidence: enforce", 403)] {
+        let config = common::TestConfig { upstream: &upstream, site, ..common::TestConfig::default() }.render();
+        let gate = common::Gate::start(&config, &[("robots.txt", ROBOTS_53.as_bytes())]);
+        let weak = |path: &str| common::get(&gate.url(path), &[("User-Agent", WEAK_53)]).status;
+        assert_eq!(weak("/private/report.html"), weak_status, "{site:?}");
+        // A known robot is held to the rule either way.
+        let known = common::get(&gate.url("/private/report.html"), &[("User-Agent", common::GPTBOT)]);
+        assert_eq!(known.status, 403, "{site:?}");
+        // Not paced by default under the crawl delay; paced when enforced.
+        let paced: Vec<u16> = ["/a", "/b"].iter().map(|p| weak(p)).collect();
+        let expect = if weak_status == 200 { [200, 200] } else { [200, 429] };
+        assert_eq!(paced, expect, "{site:?}");
+        // Every refusal or not has its record; the weak robot's says so.
+        let lines = common::wait_lines(&gate.path("violations.jsonl"), 2);
+        let records: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let mine = records.iter().find(|r| r["user_agent"] == WEAK_53 && r["path"] == "/private/report.html");
+        let mine = mine.unwrap_or_else(|| panic!("no record of the weak robot: {lines:?}"));
+        assert_eq!(mine["evidence"], "weak");
+        assert_eq!(mine["action"], if weak_status == 200 { "log" } else { "block" });
+        let gpt = records.iter().find(|r| r["user_agent"] == common::GPTBOT).expect("GPTBot's record");
+        assert!(gpt.get("evidence").is_none(), "{gpt}");
+    }
+}
+
 #[test]
 fn issue_53_apps_are_people_with_a_kind_of_their_own() {
     let lines = classify(PEOPLE_53.iter().chain(ROBOTS_HIDING_53).copied());
@@ -144,7 +176,7 @@ fn issue_53_apps_are_people_with_a_kind_of_their_own() {
     // A robot says why: its token, where it stands, and how it is known.
     assert_eq!(
         lines[4]["evidence"],
-        serde_json::json!({"token": "CloudflareObservatory", "position": "product", "kind": "known"})
+        serde_json::json!({"token": "CloudflareObservatory", "position": "product", "kind": "known", "strength": "strong"})
     );
     assert_eq!(lines[5]["evidence"]["position"], "comment");
     assert!(lines[0].get("evidence").is_none());

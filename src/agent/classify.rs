@@ -238,6 +238,7 @@ impl Classifier {
                 operator: Some(&bot.operator),
                 also,
                 ignores: super::Ignored::of(&bot.extensions),
+                weak_evidence: false,
             };
         }
         match unknown::analyze(ua, &sig) {
@@ -259,6 +260,7 @@ impl Classifier {
                     operator: None,
                     also: Vec::new(),
                     ignores: super::Ignored::NONE,
+                    weak_evidence: robot.weak,
                 }
             }
         }

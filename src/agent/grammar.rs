@@ -46,7 +46,6 @@ impl Reading {
     }
 
     /// The slots, as byte ranges, in order.
-    #[cfg(test)]
     pub(super) fn slots(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         self.slots[..self.n].iter().map(|&(s, e)| s as usize..e as usize)
     }

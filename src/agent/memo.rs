@@ -38,6 +38,7 @@ pub struct Remembered {
     operator: Option<Text>,
     tokens: Vec<Text>,
     also: Vec<usize>,
+    weak_evidence: bool,
 }
 
 fn within(s: &str, outer: &[u8]) -> Option<(u32, u32)> {
@@ -87,6 +88,7 @@ impl Remembered {
             operator: optional(agent.operator)?,
             tokens: agent.tokens.iter().map(|t| text(t)).collect::<Option<Vec<_>>>()?,
             also: agent.also.iter().map(|c| c.index).collect(),
+            weak_evidence: agent.weak_evidence,
         })
     }
 
@@ -126,6 +128,7 @@ impl Remembered {
                 self.also.iter().map(|&i| Claim::of(i, classifier.bot(i))).collect()
             },
             ignores: entry.map_or(super::Ignored::NONE, |bot| super::Ignored::of(&bot.extensions)),
+            weak_evidence: self.weak_evidence,
         }
     }
 }

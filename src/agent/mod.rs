@@ -45,6 +45,29 @@ pub use purpose::{Purpose, PurposeSource, Purposes};
 
 use serde::Serialize;
 
+/// The grammar reader's device and vendor slots of `ua` (issue #53), as
+/// byte ranges in order: what the classifier never takes for a robot's
+/// word. For the fuzz target `ua_grammar` and `tests/fuzz_regressions.rs`;
+/// the classifier reads them itself, only when it has a match to weigh.
+#[doc(hidden)]
+pub fn grammar_slots(ua: &[u8]) -> Vec<std::ops::Range<usize>> {
+    grammar::read(ua).slots().collect()
+}
+
+/// The grammar reader's other answers for a span `start..end` of `ua`
+/// (issue #53): whether it lies in a slot, whether it stands where a robot
+/// names itself, and whether `ua` is shaped like a person's app. For the
+/// fuzz target `ua_grammar`.
+///
+/// # Panics
+/// If `start > end` or `end > ua.len()` (the classifier passes only spans
+/// of `ua`).
+#[doc(hidden)]
+pub fn grammar_probe(ua: &[u8], start: usize, end: usize) -> (bool, bool, bool) {
+    assert!(start <= end && end <= ua.len(), "a span of the User-Agent");
+    (grammar::read(ua).in_slot(start, end), grammar::robot_context(ua, start, end), grammar::is_app(ua))
+}
+
 /// How a User-Agent was recognised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AgentKind {
@@ -100,6 +123,12 @@ pub struct Agent<'a> {
     /// The robots.txt extensions its operator says it ignores (the database
     /// entry's `extensions`); empty for robots not in the database.
     pub ignores: Ignored,
+    /// An unknown robot named only by weak evidence (issue #53): a weak
+    /// robot word, a generic one out of a robot's place, a bare URL, or a
+    /// shape alone. Its violations are recorded but, unless the site's
+    /// `policy.weak_evidence` is `enforce`, neither refused nor paced.
+    /// `false` for database robots and browsers.
+    pub weak_evidence: bool,
 }
 
 /// One more database robot a User-Agent names ([`Agent::also`]).
@@ -163,6 +192,7 @@ impl<'a> Agent<'a> {
             operator: None,
             also: Vec::new(),
             ignores: claim.ignores,
+            weak_evidence: false,
         }
     }
 }
@@ -276,6 +306,7 @@ impl Agent<'_> {
             operator: None,
             also: Vec::new(),
             ignores: Ignored::NONE,
+            weak_evidence: false,
         }
     }
 
@@ -322,6 +353,10 @@ struct Evidence<'a> {
     position: &'static str,
     /// `known` (a database robot's token) or `unknown` (the word rules).
     kind: &'static str,
+    /// `weak` for an unknown robot named only by weak evidence
+    /// ([`Agent::weak_evidence`]: recorded, not refused or paced by
+    /// default), else `strong`.
+    strength: &'static str,
 }
 
 /// The evidence of a robot agent: the first place in `ua` where its name
@@ -331,6 +366,7 @@ fn evidence<'u>(ua: &'u str, agent: &Agent<'_>) -> Option<Evidence<'u>> {
         return None;
     }
     let kind = if agent.is_known() { "known" } else { "unknown" };
+    let strength = if agent.weak_evidence { "weak" } else { "strong" };
     let names = agent.announced.into_iter().chain(agent.name).chain(agent.tokens.iter().copied());
     let bytes = ua.as_bytes();
     for name in names.filter(|n| !n.is_empty()) {
@@ -359,9 +395,9 @@ fn evidence<'u>(ua: &'u str, agent: &Agent<'_>) -> Option<Evidence<'u>> {
         } else {
             "text"
         };
-        return Some(Evidence { token: &ua[start..end], position, kind });
+        return Some(Evidence { token: &ua[start..end], position, kind, strength });
     }
-    Some(Evidence { token: "", position: "none", kind })
+    Some(Evidence { token: "", position: "none", kind, strength })
 }
 
 /// One JSON object (no trailing newline) describing a classification, for
@@ -374,7 +410,7 @@ fn evidence<'u>(ua: &'u str, agent: &Agent<'_>) -> Option<Evidence<'u>> {
 /// `operator`, `obeys_robots`, `claims` (the other robots the UA names,
 /// [`Agent::also`]) only when there are any, and `group` (the chosen
 /// robots.txt group) only when given, and `evidence` (a robot's token as
-/// the UA writes it, its `position` and `kind`) for robots. A person's app
+/// the UA writes it, its `position`, `kind` and `strength`) for robots. A person's app
 /// (a media player, a podcast or mail app, a TV, an in-app browser,
 /// an Electron app: `grammar::is_app`) is reported with `kind` and
 /// `category` `app`; it is a browser to everything else (policy, metrics).

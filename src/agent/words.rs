@@ -213,13 +213,15 @@ pub(super) struct DeviceModel<'a> {
     end: usize,
     /// Whether that segment holds `Build/`.
     build: bool,
-    /// The device and vendor slots of the UA's comments.
-    slots: Reading,
+    /// The device and vendor slots of the UA's comments, read when first
+    /// asked: most callers never ask (a browser's string with a suspect
+    /// needle but no evidence near it).
+    slots: Option<Reading>,
 }
 
 impl<'a> DeviceModel<'a> {
     pub(super) fn new(ua: &'a [u8]) -> Self {
-        DeviceModel { ua, end: 0, build: false, slots: read(ua) }
+        DeviceModel { ua, end: 0, build: false, slots: None }
     }
 
     /// Whether `w` lies in a comment segment holding `Build/`, or in a
@@ -229,7 +231,8 @@ impl<'a> DeviceModel<'a> {
         if w.depth == 0 {
             return false;
         }
-        if self.slots.in_slot(w.start, w.end) {
+        let ua = self.ua;
+        if self.slots.get_or_insert_with(|| read(ua)).in_slot(w.start, w.end) {
             return true;
         }
         if w.start >= self.end {

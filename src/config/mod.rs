@@ -401,6 +401,20 @@ mod tests {
     }
 
     #[test]
+    fn issue_53_weak_evidence_is_logged_unless_the_site_enforces_it() {
+        use crate::policy::WeakEvidence;
+        assert_eq!(parse(MINIMAL).unwrap().sites[0].policy.weak_evidence, WeakEvidence::Log);
+        let with = |value: &str| MINIMAL.replace("      action: block", &format!("      weak_evidence: {value}"));
+        assert_eq!(parse(&with("enforce")).unwrap().sites[0].policy.weak_evidence, WeakEvidence::Enforce);
+        assert_eq!(parse(&with("log")).unwrap().sites[0].policy.weak_evidence, WeakEvidence::Log);
+        let e = parse(&with("block")).unwrap_err();
+        assert!(
+            e.iter().any(|e| e.field.ends_with("policy.weak_evidence") && e.to_string().contains("log, enforce")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn slow_client_limits() {
         let c = parse(MINIMAL).unwrap();
         assert_eq!(c.settings.boot.request_head_timeout, DEFAULT_REQUEST_HEAD_TIMEOUT);

@@ -155,6 +155,10 @@ pub struct RawPolicy {
     /// gets (RFC 9309 2.4).
     #[serde(default)]
     pub robots_change: RawRobotsChange,
+    /// An unknown robot named only by weak evidence: `log` (default:
+    /// recorded, not refused or paced) or `enforce` (issue #53).
+    #[serde(default)]
+    pub weak_evidence: Option<String>,
 }
 
 /// `policy.robots_change`: `{grace: 24h, action: pass}` by default.

@@ -87,6 +87,47 @@ pub struct PolicyConfig {
     pub preferences: super::PreferenceMode,
     /// What a crawler still using the robots.txt it fetched before a change gets.
     pub robots_change: super::RobotsChange,
+    /// What an unknown robot named only by weak evidence gets
+    /// (`policy.weak_evidence`, issue #53).
+    pub weak_evidence: WeakEvidence,
+}
+
+/// `policy.weak_evidence`: what an unknown robot named only by weak
+/// evidence ([`crate::agent::Agent::weak_evidence`]: a weak robot word, a
+/// bare URL, a shape no browser sends) gets. Such a verdict is the one a
+/// person's odd software most likely meets, so by default it costs no one
+/// anything: the violation is recorded, the request goes through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WeakEvidence {
+    /// Recorded (with `evidence: weak`), neither refused nor paced (the
+    /// default).
+    #[default]
+    Log,
+    /// Held to robots.txt like any robot.
+    Enforce,
+}
+
+impl WeakEvidence {
+    /// `log` or `enforce`.
+    pub fn from_name(name: &str) -> Option<WeakEvidence> {
+        match name {
+            "log" => Some(WeakEvidence::Log),
+            "enforce" => Some(WeakEvidence::Enforce),
+            _ => None,
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// Whether `agent`'s violations and pace are only recorded because it
+    /// is named only by weak evidence and the site does not enforce such
+    /// verdicts ([`WeakEvidence::Log`]). An override of its own name in
+    /// `policy.bots` is the operator's word and still applies.
+    pub fn only_records(&self, agent: &crate::agent::Agent<'_>) -> bool {
+        agent.weak_evidence
+            && self.weak_evidence == WeakEvidence::Log
+            && !agent.name.is_some_and(|name| self.bots.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+    }
 }
 
 /// What a robot gets for a directive its operator documents it ignores
@@ -149,6 +190,7 @@ impl Default for PolicyConfig {
             unsupported: Unsupported::Pass,
             preferences: super::PreferenceMode::Enforce,
             robots_change: super::RobotsChange::default(),
+            weak_evidence: WeakEvidence::Log,
         }
     }
 }

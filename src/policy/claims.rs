@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::{judge, Judgement, PolicyConfig, Requester};
+use super::{judge, Judgement, PolicyConfig, Requester, LOG_ONLY};
 use crate::agent::{Agent, AgentKind};
 use crate::identity::{Identify, Identity};
 use crate::robots::RobotsTxt;
@@ -50,6 +50,8 @@ pub(super) fn claims(agent: &Agent<'_>, identify: &dyn Identify, client: Option<
 /// among the groups that refuse. "Only logged" for `ai-user` fetchers
 /// (`enforce_ai_user: false`) therefore holds only when every refusing
 /// claim is one. Pace and hours are the named robot's (the first claim).
+/// A robot named only by weak evidence is only logged unless the site's
+/// `policy.weak_evidence` is `enforce` ([`PolicyConfig::only_records`]).
 pub(super) fn judge_claims<'s>(
     policy: &'s PolicyConfig,
     robots: &'s RobotsTxt,
@@ -69,6 +71,10 @@ pub(super) fn judge_claims<'s>(
         if stricter {
             j = other;
         }
+    }
+    // Issue #53: a robot named only by weak evidence is recorded, not refused.
+    if j.action.is_some() && policy.only_records(agent) {
+        j.action = Some(&LOG_ONLY);
     }
     j
 }

@@ -26,7 +26,9 @@ mod record;
 mod stale;
 pub mod unsupported;
 
-pub use self::action::{Action, PolicyConfig, Unsupported, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY};
+pub use self::action::{
+    Action, PolicyConfig, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY,
+};
 pub use self::enforce::Enforcement;
 use self::judge::LOG_ONLY;
 pub use self::judge::{judge, Judgement, Rate, Requester, Window};
@@ -531,6 +533,42 @@ mod tests {
         match decide(&facts(b"/page", BING), &site, &c, &rates, &crate::identity::TakeTheirWord, clock).outcome {
             Outcome::Limited(l) => assert!(!l.enforce),
             o => panic!("{o:?}"),
+        }
+    }
+
+    #[test]
+    fn issue_53_a_robot_named_only_by_weak_evidence_is_recorded_not_refused_or_paced() {
+        const WEAK: &[u8] = b"MirrorSync/2.0 (Linux x86_64)";
+        let robots = RobotsTxt::compile(b"User-agent: *\nDisallow: /private\nCrawl-delay: 10\n");
+        let c = Classifier::builtin();
+        assert!(c.classify(WEAK).weak_evidence && !c.classify(GPTBOT).weak_evidence);
+        let clock = Clock::Fixed { instant: Instant::now(), unix_secs: 12 * 3600 };
+        let enforced = PolicyConfig { weak_evidence: WeakEvidence::Enforce, ..PolicyConfig::default() };
+        let named = PolicyConfig { bots: vec![("mirrorsync".into(), Action::Log)], ..PolicyConfig::default() };
+        for (policy, action, enforce) in
+            [(PolicyConfig::default(), "log", false), (enforced, "block", true), (named, "log", false)]
+        {
+            let rates = crate::state::MemoryState::new(64);
+            let site = SiteRules::new("s", &policy, Some(&robots));
+            let d = |target: &'static [u8], ua: &'static [u8]| {
+                decide(&facts(target, ua), &site, &c, &rates, &crate::identity::TakeTheirWord, clock)
+            };
+            let refused = d(b"/private/x", WEAK);
+            match refused.outcome {
+                Outcome::Violation(v) => assert_eq!(v.action.name(), action),
+                o => panic!("{o:?}"),
+            }
+            assert!(refused.agent.as_ref().is_some_and(|a| a.weak_evidence));
+            assert_eq!(d(b"/a", WEAK).outcome.name(), "pass");
+            match d(b"/b", WEAK).outcome {
+                Outcome::Limited(l) => assert_eq!(l.enforce, enforce, "{action}"),
+                o => panic!("{o:?}"),
+            }
+            // A known robot is refused whatever the key says.
+            match d(b"/private/x", GPTBOT).outcome {
+                Outcome::Violation(v) => assert_eq!(v.action.name(), "block"),
+                o => panic!("{o:?}"),
+            }
         }
     }
 

@@ -103,7 +103,10 @@ pub(super) fn pace<'s: 'r, 'r>(
     client: Option<IpAddr>,
     clock: Clock,
 ) -> Pace<'s, 'r> {
-    let by_action = site.policy.action_for(agent.name, agent.category) != &Action::Log;
+    // Only recorded: a `log` action, or a robot named only by weak evidence
+    // on a site that does not enforce those (issue #53).
+    let by_action =
+        site.policy.action_for(agent.name, agent.category) != &Action::Log && !site.policy.only_records(agent);
     let mode = site.policy.unsupported;
     if let Some(w) = j.window {
         let wait = w.window.secs_until_open((clock.unix_secs() % 86_400) as u32);

@@ -181,6 +181,7 @@ impl Decision<'_, '_> {
             _ => None,
         };
         out.identity = (self.identity != Identity::NotClaimed).then(|| self.identity.as_str());
+        out.evidence = agent.weak_evidence.then_some("weak");
         out.action = action;
         out.status = 0;
         out.count = 1;

@@ -72,6 +72,12 @@ pub struct Record {
     /// (checked against its operator's published addresses).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<&'static str>,
+    /// `weak`: the robot is unknown and named only by weak evidence (a weak
+    /// robot word, a bare URL, a shape no browser sends; issue #53), so by
+    /// default it is recorded but neither refused nor paced
+    /// (`policy.weak_evidence`). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<&'static str>,
     /// Action taken.
     pub action: &'static str,
     /// Status returned (for proxied actions, the upstream's).
@@ -168,6 +174,7 @@ pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time
         fetched_at: None,
         reason: None,
         identity: None,
+        evidence: None,
         action: "block",
         status: 403,
         count: 1,

@@ -52,6 +52,12 @@ pub(super) fn word_evidence(ua: &[u8], w: &Word) -> WordEvidence {
     let numeric_version =
         ua.get(w.end) == Some(&b'/') && ua.get(w.end + 1).is_some_and(|c| c.is_ascii_digit() || *c == b'v');
     let sets = sets();
+    // A version with an edition suffix (`12.9.4-go`: an app for Android's
+    // Go edition) names no runtime (issue #53).
+    let digits = |p: &[u8]| p.iter().all(|b| b.is_ascii_digit() || *b == b'.');
+    if compound && parts(word).all(|p| digits(p) || sets.lang.contains(p)) && parts(word).any(digits) {
+        return WordEvidence::None;
+    }
     for p in parts(word) {
         if sets.lib.contains(p) {
             return WordEvidence::Library { bare_lang: false };
@@ -187,6 +193,11 @@ pub(super) struct Findings {
     pub(super) product_paren: Option<Word>,
     /// Start of the first contact address, if any.
     pub(super) contact: Option<usize>,
+    /// Some contact address is a robot's own (issue #53): an e-mail
+    /// address, or a URL or domain after the `+` convention
+    /// (`+http://...`, `+example.org`), as opposed to a bare URL, which a
+    /// person's software may carry too (its home page).
+    pub(super) contact_strong: bool,
 }
 
 /// One pass over the words: evidence and every name candidate.
@@ -218,17 +229,26 @@ pub(super) fn findings(ua: &[u8], marker: bool, names: bool, hits: Option<&[u32]
         if !near && !names {
             continue;
         }
-        let contact =
-            if near { url_at(ua, &w).or_else(|| email_at(ua, &w)).or_else(|| plus_domain_at(ua, &w)) } else { None };
-        if let Some(end) = contact {
+        let contact = if near {
+            let plus = w.start > 0 && ua[w.start - 1] == b'+';
+            url_at(ua, &w)
+                .map(|end| (end, plus))
+                .or_else(|| email_at(ua, &w).map(|end| (end, true)))
+                .or_else(|| plus_domain_at(ua, &w).map(|end| (end, true)))
+        } else {
+            None
+        };
+        if let Some((end, strong)) = contact {
             f.evidence = true;
             f.contact.get_or_insert(w.start);
+            f.contact_strong |= strong;
             skip_until = end;
             continue;
         }
         if near && obfuscated_at(ua, &w) {
             f.evidence = true;
             f.contact.get_or_insert(w.start);
+            f.contact_strong = true;
             continue;
         }
         if f.evidence && !names {

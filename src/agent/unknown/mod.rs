@@ -35,11 +35,11 @@ mod name;
 mod token;
 
 use self::browser::impossible_shape;
-use self::evidence::{evidence_if_hit, findings, has_evidence, WordEvidence};
+use self::evidence::{evidence_if_hit, findings, has_evidence, Findings, WordEvidence};
 use self::name::pick_name;
 use self::token::{as_str, is_robot_word, name_ok, trim_name};
 use super::vocab::{first_word_is_browser, is_browser_vocabulary};
-use super::words::{email_at, plus_domain_at, url_at, DeviceModel, Words};
+use super::words::{contains_ci, email_at, plus_domain_at, url_at, DeviceModel, Words};
 
 /// The word rules look at this many bytes of a UA at most (the automaton
 /// looks at [`crate::agent::MAX_UA_LEN`]). Real UAs are under 600 bytes; the
@@ -84,6 +84,64 @@ impl Signals<'_> {
 pub(super) struct Unknown<'a> {
     /// The product name the robot announces, if one could be picked.
     pub name: Option<&'a str>,
+    /// Named only by weak evidence ([`weak_evidence`]): recorded, but not
+    /// refused or paced unless the site says so (issue #53).
+    pub weak: bool,
+}
+
+/// Whether what makes a UA a robot is only weak evidence (issue #53), so
+/// that a mistake costs a person nothing: a weak robot word (`podcast`,
+/// `capture`, `mirror`, `HeadlessChrome`), a generic one that is not where
+/// a robot names itself (`... Spider ...`), a bare URL (a home page), or
+/// no evidence at all, only a shape no browser sends.
+///
+/// Strong, as before: a distinctive strong robot word (`ExampleBot`,
+/// `FooCrawler`); an HTTP library or runtime (`python-requests`, `Java/`);
+/// a robot's contact (an e-mail address, `+http://...`, `+example.org`); a
+/// generic robot word first in the string or right after `compatible;`
+/// (`crawler/1.0`, `(compatible; Spider)`); a nameable word after
+/// `compatible;` beside any robot evidence (`(compatible; Cludo;
+/// http://...)`). A database robot's token is never weak (the classifier
+/// does not ask).
+fn weak_evidence(ua: &[u8], f: &Findings) -> bool {
+    let generic_named = f.generic_strong && f.generic.is_some_and(|g| g.start == 0 || after_compatible(ua, g.start));
+    let compat_named = f.compat.is_some() && f.evidence;
+    !(f.robot.is_some() || f.library.is_some() || f.lang.is_some() || f.contact_strong || generic_named || compat_named)
+}
+
+/// Whether the word at `start` comes right after `compatible;` (`(compatible;
+/// Spider)`).
+fn after_compatible(ua: &[u8], start: usize) -> bool {
+    let before = ua[..start].iter().rposition(|&b| !matches!(b, b' ' | b';' | b',' | b'+')).map_or(0, |i| i + 1);
+    before >= 10 && ua[before - 10..before].eq_ignore_ascii_case(b"compatible")
+}
+
+/// A browser that names itself so (`QtWeb Internet Browser/3.7
+/// http://www.QtWeb.net`): its first product's last word is `Browser`, and
+/// its only evidence is a bare URL, its home page (issue #53).
+fn is_self_named_browser(ua: &[u8], f: &Findings) -> bool {
+    let only_url = f.contact.is_some()
+        && !f.contact_strong
+        && f.robot.is_none()
+        && f.weak.is_none()
+        && f.generic.is_none()
+        && f.library.is_none()
+        && f.lang.is_none();
+    let Some(slash) = ua.iter().position(|&b| b == b'/') else { return false };
+    let head = &ua[..slash];
+    only_url && !head.contains(&b'(') && head.len() > 8 && head[head.len() - 8..].eq_ignore_ascii_case(b" browser")
+}
+
+/// A person's app named like a brand with a plus (`Capture+`, as `Disney+`
+/// or `Google+`), the whole string, with no robot evidence but a weak robot
+/// word: robots do not name themselves so (issue #53).
+fn is_plus_brand(ua: &[u8], f: &Findings) -> bool {
+    let brand = ua.len() > 2
+        && ua.ends_with(b"+")
+        && ua[..ua.len() - 1].iter().all(u8::is_ascii_alphanumeric)
+        && ua[0].is_ascii_alphabetic();
+    let strong_generic = f.generic.is_some() && f.generic_strong;
+    brand && f.robot.is_none() && !strong_generic && f.library.is_none() && f.contact.is_none()
 }
 
 /// Decides a UA the database did not match, given the automaton's signals.
@@ -93,8 +151,13 @@ pub(super) struct Unknown<'a> {
 pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>> {
     let ua = &ua[..ua.len().min(MAX_WORDS_LEN)];
     if ua.iter().all(u8::is_ascii_whitespace) {
-        return Some(Unknown { name: None });
+        // No software a person uses sends none: as strong as evidence gets.
+        return Some(Unknown { name: None, weak: false });
     }
+    // A shape no browser sends is weak evidence, unless it is a robot's
+    // `compatible;` comment in a modern browser's string (`(KHTML, like
+    // Gecko; compatible; Qx/1.2)`).
+    let shape = |name| Unknown { name, weak: !contains_ci(ua, "compatible") };
     // No suspect needle at all: no word can carry evidence.
     let hits = if sig.suspect { sig.suspect_ends } else { Some(&[][..]) };
     if sig.suspect && has_evidence(ua, sig.marker, hits) {
@@ -106,18 +169,27 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
             && f.library.is_none()
             && f.lang.is_none()
             && f.contact.is_none();
+        if is_self_named_browser(ua, &f) || is_plus_brand(ua, &f) {
+            return None;
+        }
         if !(weak_only && super::grammar::is_app(ua)) {
-            return Some(Unknown { name: pick_name(ua, &f) });
+            return Some(Unknown { name: pick_name(ua, &f), weak: weak_evidence(ua, &f) });
         }
         if sig.marker || first_word_is_browser(ua) {
-            return impossible_shape(ua, sig).map(|name| Unknown { name });
+            return impossible_shape(ua, sig).map(shape);
         }
         return None;
     }
     if sig.marker || first_word_is_browser(ua) {
-        return impossible_shape(ua, sig).map(|name| Unknown { name });
+        return impossible_shape(ua, sig).map(shape);
     }
-    Some(Unknown { name: pick_name(ua, &findings(ua, sig.marker, true, hits)) })
+    // Not shaped like a browser at all, with no robot evidence: named by
+    // nothing but its shape.
+    let f = findings(ua, sig.marker, true, hits);
+    if is_plus_brand(ua, &f) {
+        return None;
+    }
+    Some(Unknown { name: pick_name(ua, &f), weak: true })
 }
 
 /// Whether `name` is a robot word (`ExampleBot`, `FooCrawler`): a name a
@@ -183,6 +255,57 @@ pub(super) mod tests {
     pub(super) fn slow(ua: &str) -> Option<Option<&str>> {
         let b = ua.as_bytes();
         analyze(b, &Signals::of(b)).map(|u| u.name)
+    }
+
+    /// Whether the unknown-robot rules find `ua` a robot named only by
+    /// weak evidence; `None` for a browser.
+    fn weak(ua: &str) -> Option<bool> {
+        let b = ua.as_bytes();
+        analyze(b, &Signals::of(b)).map(|u| u.weak)
+    }
+
+    #[test]
+    fn issue_53_weak_evidence() {
+        for ua in [
+            // A weak robot word, a generic one out of a robot's place, a bare URL.
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 PodcastAddict",
+            "MirrorSync/2.0",
+            "Mozilla/5.0 (X11; Linux x86_64) Web Spider Deluxe",
+            "Foo/1.0 (http://foo.example/)",
+            // No evidence at all: a shape only.
+            "Zorblax/3.1",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 abuse.example.fr",
+        ] {
+            assert_eq!(weak(ua), Some(true), "{ua}");
+        }
+        for ua in [
+            "",
+            "Mozilla/5.0 (compatible; ExampleBot/2.1)",
+            "ExampleCrawler/1.0",
+            "crawler/1.0",
+            "Mozilla/5.0 (compatible; Spider)",
+            "python-requests/2.31.0",
+            "Java/1.8.0_151",
+            "Foo/1.0 (+http://foo.example/)",
+            "Foo/1.0 (+foo.example)",
+            "Foo/1.0 (admin@foo.example)",
+            "Mozilla/5.0 (compatible; Cludo; http://www.cludo.example/)",
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko; compatible; Qx/1.2) Chrome/120.0.0.0 Safari/537.36",
+        ] {
+            assert_eq!(weak(ua), Some(false), "{ua}");
+        }
+    }
+
+    #[test]
+    fn issue_53_a_browser_that_names_itself_and_a_plus_brand_are_people() {
+        // QtWeb's own User-Agent, as its site (qtweb.net) gives it.
+        assert_eq!(slow("QtWeb Internet Browser/3.7 http://www.QtWeb.net"), None);
+        assert_eq!(slow("Capture+"), None);
+        // A robot still: a robot word, a robot's contact, no `Browser`.
+        assert!(slow("QtWeb Internet Browser/3.7 (+http://www.QtWeb.example)").is_some());
+        assert!(slow("Foo Browser/1.0 crawler http://x.example").is_some());
+        assert!(slow("Foo/3.7 http://www.foo.example").is_some());
+        assert!(slow("Spider+").is_some());
     }
 
     #[test]

@@ -253,6 +253,7 @@ mod tests {
             fetched_at: None,
             reason: None,
             identity: None,
+            evidence: None,
             action: "block",
             status: 403,
             count: 1,
