@@ -117,7 +117,7 @@ impl Reloader {
             warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
         }
         for p in &new.refused {
-            error!(target: "robotgate::reload", file = %p.file.display(), reason = p.reason.map(Reason::as_str), problem = %p.message, "file refused; its last good version stays in force and the other files are reloaded");
+            error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, reason = p.reason.map(Reason::as_str), problem = %p.message, "file refused; its last good version stays in force and the other files are reloaded");
         }
         let refused = new.refused.clone();
         let summary = Summary::of(&new);
@@ -218,31 +218,38 @@ fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
 }
 
 /// The sources as a watcher names them (absolute paths), and the
-/// directories whose every JSON file counts (the feeds directory): built once
-/// per snapshot, so an event costs a lookup, not a pass over every source.
+/// directories whose every file of an extension counts (`dir/*.json`: the
+/// feeds directory; `dir/*.yaml`: `sites_dir`): built once per snapshot, so
+/// an event costs a lookup, not a pass over every source.
 struct Sources {
     files: HashSet<PathBuf>,
-    any_json: HashSet<PathBuf>,
+    any: HashSet<(PathBuf, String)>,
 }
 
 impl Sources {
     fn of(sources: &[PathBuf]) -> Sources {
-        let (mut files, mut any_json) = (HashSet::new(), HashSet::new());
+        let (mut files, mut any) = (HashSet::new(), HashSet::new());
         for s in sources {
             let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
-            if abs.file_name().is_some_and(|n| n == crate::load::ANY_JSON) {
-                any_json.insert(abs.parent().map(Path::to_path_buf).unwrap_or_default());
-            } else {
-                files.insert(abs);
+            let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            match name.strip_prefix("*.") {
+                Some(ext) => {
+                    any.insert((abs.parent().map(Path::to_path_buf).unwrap_or_default(), ext.to_owned()));
+                }
+                None => {
+                    files.insert(abs);
+                }
             }
         }
-        Sources { files, any_json }
+        Sources { files, any }
     }
 
     fn contains(&self, event_path: &Path) -> bool {
-        self.files.contains(event_path)
-            || (event_path.extension().is_some_and(|x| x == "json")
-                && event_path.parent().is_some_and(|d| self.any_json.contains(d)))
+        if self.files.contains(event_path) {
+            return true;
+        }
+        let (Some(dir), Some(ext)) = (event_path.parent(), event_path.extension()) else { return false };
+        !self.any.is_empty() && self.any.contains(&(dir.to_path_buf(), ext.to_string_lossy().into_owned()))
     }
 }
 

@@ -81,7 +81,8 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapshot, Vec<Problem>> {
-    build_for(load::load(config_path)?, config_path, None, host)
+    let files = load::reload_for(config_path, None, &std::collections::HashSet::new(), host)?;
+    build_for(files, config_path, None, host)
 }
 
 /// [`load`], reusing what has not changed since `previous`.
@@ -102,7 +103,7 @@ pub fn reload_whole(
     previous: Option<&Snapshot>,
     whole: &std::collections::HashSet<std::path::PathBuf>,
 ) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload_whole(config_path, previous.map(|p| &p.files), whole)?;
+    let files = load::reload_for(config_path, previous.map(|p| &p.files), whole, crate::config::Host::Serve)?;
     build(files, config_path, previous)
 }
 
@@ -126,9 +127,9 @@ pub fn build_for(
     host: crate::config::Host,
 ) -> Result<Snapshot, Vec<Problem>> {
     // What `robotgate serve` needs that another host does not (nginx
-    // listens and forwards itself).
+    // listens and forwards itself); a file of `sites_dir` was checked alone.
     let mut problems: Vec<Problem> = host
-        .missing(&files.settings, files.sites.iter().map(|s| &s.conf))
+        .missing(&files.settings, files.sites[..files.config_sites].iter().map(|s| &s.conf))
         .into_iter()
         .map(|e| Problem::new(config_path, None, e.to_string()))
         .collect();
