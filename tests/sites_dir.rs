@@ -187,3 +187,70 @@ fn config_check_names_a_broken_site_file_and_its_line() {
     let (code, out) = check();
     assert!(code == 1 && out.contains("bad.yaml:"), "{out}");
 }
+
+/// 2,000 sites from one file: `/metrics` stays bounded (series of their
+/// own for the first `metrics.per_site_limit` sites, `site="_other"` for
+/// the rest) and `/status` shows a page of them (issue #55 item 4).
+#[test]
+fn at_two_thousand_sites_metrics_stay_bounded_and_status_pages() {
+    let origin = Origin::start();
+    let extra = "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n  status_page: true\n";
+    let gate = start(&origin, extra, &[]);
+    // Each with a robots.txt (a site without one classifies nothing, so counts nothing).
+    let robots = gate.path("robots.txt");
+    let many: String = (0..2000)
+        .map(|i| {
+            format!(
+                "- name: s{i}\n  hosts: [\"s{i}.test\"]\n  upstream: \"{}\"\n  robots: {}\n",
+                origin.addr,
+                robots.display()
+            )
+        })
+        .collect();
+    put(&gate, "many.yaml", &many);
+    let t = within(Duration::from_secs(10), || status(&gate, "s1999.test", "/own/x") == 403);
+    assert!(t.is_some(), "2,000 sites from one file\n{}", gate.stderr());
+    for host in ["own.test", "s0.test", "s98.test", "s500.test", "s1999.test"] {
+        assert_eq!(get(&gate.url("/x"), &[("Host", host), ("User-Agent", FIREFOX)]).status, 200, "{host}");
+    }
+    let metrics = get(&format!("http://127.0.0.1:{}/metrics", gate.metrics_port), &[]).body;
+    let requests = |site: &str| {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("robotgate_requests_total{category=\"browser\",")
+                    && l.contains(&format!("site=\"{site}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let shown: Vec<&str> =
+        metrics.lines().filter(|l| l.starts_with("robotgate_requests_total{") && !l.ends_with(" 0")).collect();
+    assert_eq!(
+        (requests("own"), requests("s0"), requests("s98")),
+        (1.0, 1.0, 1.0),
+        "the first 100 sites by name: {shown:?}"
+    );
+    assert_eq!(requests("_other"), 2.0, "s500 and s1999 together");
+    assert!(!metrics.contains("site=\"s99\"") && !metrics.contains("site=\"s1999\""));
+    println!("/metrics at 2,001 sites: {} bytes", metrics.len());
+    assert!(metrics.len() < 256 * 1024, "/metrics is {} bytes", metrics.len());
+
+    let status = |q: &str| {
+        let r = get(&format!("http://127.0.0.1:{}/status.json{q}", gate.metrics_port), &[]);
+        assert_eq!(r.status, 200);
+        serde_json::from_str::<serde_json::Value>(&r.body).unwrap()
+    };
+    let first = status("");
+    assert_eq!(first["paging"]["total"], 2001);
+    assert_eq!(first["sites"].as_array().unwrap().len(), 50, "a bounded default page");
+    assert_eq!(first["sites"][0]["name"], "own");
+    let last = status("?page=41&limit=50");
+    let names: Vec<&str> = last["sites"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["s1999"]);
+    assert_eq!(last["paging"]["pages"], 41);
+    let one = status("?site=s1234");
+    assert_eq!((one["sites"].as_array().unwrap().len(), &one["sites"][0]["name"]), (1, &serde_json::json!("s1234")));
+    let html = get(&format!("http://127.0.0.1:{}/status?limit=10", gate.metrics_port), &[]).body;
+    assert!(html.contains("of 2001") && html.contains("page=2&amp;limit=10"), "{}", &html[..html.len().min(2000)]);
+}

@@ -171,6 +171,8 @@ boot! {
     metrics: Option<String> => "metrics.listen",
     /// The metrics listener also serves the status page.
     status_page: bool => "metrics.status_page",
+    /// Sites with metric series of their own; the rest are `site="_other"`.
+    metrics_per_site: usize => "metrics.per_site_limit",
     /// Forward-auth listeners, `host:port` (empty: none).
     auth: Vec<String> => "auth.listen",
     /// Clients tracked for rate limits.
@@ -224,6 +226,13 @@ impl SharedState {
         }
     }
 }
+
+/// The default `metrics.per_site_limit`: a hundred sites' series (each a
+/// few dozen lines) keep a scrape in the tens of kilobytes.
+pub const DEFAULT_METRICS_PER_SITE: usize = 100;
+
+/// The `site` label of the sites past `metrics.per_site_limit`.
+pub const OTHER_SITES: &str = "_other";
 
 /// The default `state.timeout_ms`.
 pub const DEFAULT_STATE_TIMEOUT_MS: u64 = 50;

@@ -358,6 +358,11 @@ pub struct RawMetrics {
     /// Connections open at once; more are closed at once (default 64).
     #[serde(default)]
     pub max_connections: Option<usize>,
+    /// Sites with series of their own (the first ones, in the order sites
+    /// are served); the others are counted together under `site="_other"`
+    /// (default 100; 0: all together).
+    #[serde(default)]
+    pub per_site_limit: Option<usize>,
 }
 
 /// `auth:`: the listener that answers an edge proxy's authorisation

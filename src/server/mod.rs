@@ -93,7 +93,8 @@ impl ServeHttp for MetricsApp {
                 answer(200, encoder.format_type(), buf)
             }
             "/status" | "/status.json" if self.status_page => {
-                let view = status::board().view(&self.snapshot.load(), self.store.as_deref());
+                let pick = status::Pick::from_query(session.req_header().uri.query());
+                let view = status::board().view(&self.snapshot.load(), self.store.as_deref(), &pick);
                 if path == "/status" {
                     let html = crate::report::render::status::html(&view);
                     answer(200, "text/html; charset=utf-8", html.into_bytes())

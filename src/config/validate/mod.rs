@@ -107,6 +107,11 @@ impl RawConfig {
             log_level: self.log.level,
             metrics,
             status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
+            metrics_per_site: self
+                .metrics
+                .as_ref()
+                .and_then(|m| m.per_site_limit)
+                .unwrap_or(super::DEFAULT_METRICS_PER_SITE),
             auth,
             max_clients: self.limits.max_clients,
             request_head_timeout,

@@ -53,11 +53,20 @@ pub struct Reloader {
 
 /// Publish per-site robots.txt versions as `robotgate_robots_info`.
 pub fn publish_info(snap: &Snapshot) {
-    snap.certs.publish();
+    // Past `metrics.per_site_limit`, a site's version is not a series of
+    // its own (nor its certificate's expiry: `_other` has the soonest).
+    let other: std::collections::HashSet<&str> = snap
+        .sites
+        .iter()
+        .zip(&snap.answers)
+        .filter(|(_, a)| a.metric_site == crate::config::OTHER_SITES)
+        .map(|(s, _)| s.conf.name.as_str())
+        .collect();
+    snap.certs.publish(&other);
     let m = metrics();
     m.robots_info.reset();
-    for site in &snap.sites {
-        if let Some(r) = &site.robots {
+    for (site, answers) in snap.sites.iter().zip(&snap.answers) {
+        if let (Some(r), false) = (&site.robots, answers.metric_site == crate::config::OTHER_SITES) {
             m.robots_info.with_label_values(&[site.conf.name.as_str(), r.hash.as_str()]).set(1);
         }
     }

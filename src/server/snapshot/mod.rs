@@ -49,6 +49,9 @@ impl fmt::Debug for Snapshot {
 /// What the proxy resolved for one site when the snapshot loaded.
 #[derive(Debug)]
 pub struct SiteAnswers {
+    /// The `site` label of its metrics: its name, or, past
+    /// `metrics.per_site_limit`, [`crate::config::OTHER_SITES`].
+    pub metric_site: String,
     /// `robotgate_requests_total{site, category}` handles, by [`Category::ALL`]
     /// index, resolved once here rather than looked up per request.
     pub requests: Vec<prometheus::IntCounter>,
@@ -145,14 +148,18 @@ pub fn build_for(
     // made for: a kept site is the same allocation.
     let before: std::collections::HashMap<*const load::LiveSite, &Arc<SiteAnswers>> =
         previous.map(|p| p.files.sites.iter().map(Arc::as_ptr).zip(p.answers.iter()).collect()).unwrap_or_default();
-    for site in &files.sites {
-        if let Some(kept) = before.get(&Arc::as_ptr(site)) {
+    let own_series = files.settings.boot.metrics_per_site;
+    for (i, site) in files.sites.iter().enumerate() {
+        let name = site.conf.name.as_str();
+        // The first sites have series of their own; the rest share one, so
+        // a scrape stays bounded at any number of sites.
+        let metric_site = if i < own_series { name } else { crate::config::OTHER_SITES };
+        if let Some(kept) = before.get(&Arc::as_ptr(site)).filter(|a| a.metric_site == metric_site) {
             answers.push(Arc::clone(kept));
             continue;
         }
-        let name = site.conf.name.as_str();
         let requests =
-            Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[name, c.as_str()])).collect();
+            Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[metric_site, c.as_str()])).collect();
         let mut refusals: Vec<(Action, [Prebuilt; 2])> = Vec::new();
         for action in site.actions() {
             if refusals.iter().any(|(a, _)| a == action) {
@@ -168,7 +175,7 @@ pub fn build_for(
                 None => {}
             }
         }
-        answers.push(Arc::new(SiteAnswers { requests, refusals }));
+        answers.push(Arc::new(SiteAnswers { metric_site: metric_site.to_owned(), requests, refusals }));
     }
     if !problems.is_empty() {
         // The whole reload is refused: say which files it had refused too.
