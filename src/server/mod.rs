@@ -230,7 +230,7 @@ pub fn serve_with(
     }
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
-    reload::persist_traps(&snap);
+    reload::persist_traps(&snap, None);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
     // robotgate's own feeds directory is made now, before the watches are

@@ -75,13 +75,21 @@ pub fn publish_info(snap: &Snapshot) {
 /// Keep the snapshot's first-served times, when any site has traps, and
 /// its robots.txt versions of the last 24 hours; a failure is logged
 /// (arming then restarts with the process, which only delays bans; a
-/// crawler holding an earlier robots.txt then gets no grace).
-pub fn persist_traps(snap: &Snapshot) {
+/// crawler holding an earlier robots.txt then gets no grace). After a
+/// reload, each file is written only when what it keeps differs from
+/// `before`'s: at 10,000 sites the versions file is megabytes, and an edit
+/// of one site's humans.txt need not write it again.
+pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
     let versions = crate::load::versions::state_path(&snap.traps_state);
-    if let Err(e) = crate::load::versions::write(&versions, &snap.robots_versions) {
-        tracing::warn!(target: "robotgate::robots", file = %versions.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
+    let same = before.is_some_and(|b| b.robots_versions == snap.robots_versions);
+    if !same {
+        if let Err(e) = crate::load::versions::write(&versions, &snap.robots_versions) {
+            tracing::warn!(target: "robotgate::robots", file = %versions.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
+        }
     }
-    if snap.sites.iter().all(|s| s.conf.traps.is_none()) {
+    if snap.sites.iter().all(|s| s.conf.traps.is_none())
+        || before.is_some_and(|b| b.traps_first_served == snap.traps_first_served)
+    {
         return;
     }
     if let Err(e) = traps::write(&snap.traps_state, &snap.traps_first_served) {
@@ -134,7 +142,7 @@ impl Reloader {
         let new = Arc::new(new);
         self.snapshot.store(Arc::clone(&new));
         publish_info(&new);
-        persist_traps(&new);
+        persist_traps(&new, Some(&**old));
         metrics().reloads.inc();
         if refused.is_empty() {
             crate::server::ops::status::board().reloaded(true, why.to_owned());
