@@ -145,3 +145,22 @@ fn a_shared_store_is_tried_and_an_unreachable_one_is_an_error() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("state.redis") && out.contains("redis://host:port/db"), "{out}");
 }
+
+/// The example site files (examples/sites.d) check alone against the
+/// hosting example's settings, as `sites_dir` reads them.
+#[test]
+fn the_example_site_files_are_valid() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = std::fs::read_to_string(root.join("examples/configs/hosting.yaml")).unwrap();
+    let settings = robotgate::config::parse(&config).unwrap().settings;
+    let mut n = 0;
+    for entry in std::fs::read_dir(root.join("examples/sites.d")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let stem = path.file_stem().unwrap().to_string_lossy();
+        let sites = robotgate::config::parse_site_file(&text, &settings, &stem, robotgate::config::Host::Serve)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        n += sites.len();
+    }
+    assert!(n >= 3, "{n} sites");
+}

@@ -999,3 +999,34 @@ fn a_worker_makes_no_stat_call_at_many_sites() {
     assert!(taken.is_some(), "{}", error_log(&n));
     n.stop_clean();
 }
+
+/// Issue #55 item 1 in the module: a file dropped into `sites_dir` is a
+/// site nginx's workers decide by, without `nginx -s reload` (the module
+/// loads through the same code as the proxy, and the directory's time is
+/// one of the sources a worker looks at).
+#[test]
+fn a_site_file_dropped_into_sites_dir_is_picked_up() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sites = dir.path().join("sites");
+    std::fs::create_dir(&sites).unwrap();
+    std::fs::set_permissions(&sites, std::fs::Permissions::from_mode(0o755)).unwrap();
+    site_with(dir.path(), &format!("sites_dir: {}\n", sites.display()));
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    let fetch = |host: &str| get(&n.url("/index.html"), &[("Host", host), ("User-Agent", crawler)]).status;
+    assert_eq!(fetch("new.test"), 200, "the default site allows /index.html");
+    let robots = dir.path().join("new-robots.txt");
+    std::fs::write(&robots, "User-agent: *\nDisallow: /index.html\n").unwrap();
+    std::fs::write(sites.join(".new.tmp"), format!("hosts: [new.test]\nrobots: {}\n", robots.display())).unwrap();
+    std::fs::rename(sites.join(".new.tmp"), sites.join("new.yaml")).unwrap();
+    // A look a second, then a reload off the request path.
+    let t = within(Duration::from_secs(5), || fetch("new.test") == 403);
+    assert!(
+        t.is_some(),
+        "new.yaml's site not in force\n{}",
+        std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
+    );
+    assert_eq!(fetch("127.0.0.1"), 200, "the config's site is as it was");
+    n.stop_clean();
+}

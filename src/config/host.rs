@@ -37,14 +37,19 @@ impl Host {
             missing.push(ConfigError::new("listen", "needs at least one address (robotgate serve listens on it)"));
         }
         for (i, site) in sites.enumerate() {
-            if site.upstream.is_none() {
-                missing.push(ConfigError::new(
-                    format!("sites[{i}].upstream"),
-                    "needs the origin's host:port (robotgate serve forwards to it)",
-                ));
-            }
+            missing.extend(self.missing_in(&format!("sites[{i}]"), site));
         }
         missing
+    }
+
+    /// What this host needs that `site` (named `field` in errors) does not name.
+    pub fn missing_in(self, field: &str, site: &Site) -> Option<ConfigError> {
+        (self == Host::Serve && site.upstream.is_none()).then(|| {
+            ConfigError::new(
+                format!("{field}.upstream"),
+                "needs the origin's host:port (robotgate serve forwards to it)",
+            )
+        })
     }
 
     /// The keys `config` sets that this host does not use, each with what

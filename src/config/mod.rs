@@ -20,7 +20,7 @@ use std::time::Duration;
 
 pub use self::host::Host;
 pub use self::raw::*;
-pub use self::validate::parse_duration;
+pub use self::validate::{parse_duration, parse_site_file};
 use crate::net::{site_host_str, Cidr, ClientHeader};
 use crate::policy::PolicyConfig;
 pub use crate::policy::{Traps, DEFAULT_TRAP};
@@ -92,6 +92,43 @@ pub struct Settings {
     pub bots_replace: bool,
     /// A directory of IP range feeds replacing the embedded ones of the same name.
     pub verify_feeds: Option<PathBuf>,
+    /// A directory of site files (`sites_dir`), each read and checked on
+    /// its own by the loader ([`parse_site_file`]).
+    pub sites_dir: Option<PathBuf>,
+    /// Where a site that names no robots.txt or humans.txt finds them.
+    pub site_template: SiteTemplate,
+    /// `limits.ipv6_prefix`, which every site's policy carries.
+    pub ipv6_prefix: u8,
+}
+
+/// `site_template:`, validated: path patterns for the robots.txt and
+/// humans.txt of a site that names none, with `{host}` (its first host
+/// name) and `{name}` (its name) in them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteTemplate {
+    /// The robots.txt pattern.
+    pub robots: Option<String>,
+    /// The humans.txt pattern.
+    pub humans: Option<String>,
+}
+
+impl SiteTemplate {
+    /// `pattern` for a site named `name` whose first host is `host` (its
+    /// name again when it has none).
+    pub fn path(pattern: &str, name: &str, host: Option<&str>) -> PathBuf {
+        PathBuf::from(pattern.replace("{host}", host.unwrap_or(name)).replace("{name}", name))
+    }
+}
+
+/// Which of a site's files came from `site_template`: such a file that
+/// does not exist is no file (`/robots.txt` passes through, nothing is
+/// enforced) until it is written, rather than an error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FromTemplate {
+    /// `robots` is the template's.
+    pub robots: bool,
+    /// `humans` is the template's.
+    pub humans: bool,
 }
 
 /// Declares [`Boot`] and, from the same list, what a change of each field
@@ -134,6 +171,8 @@ boot! {
     metrics: Option<String> => "metrics.listen",
     /// The metrics listener also serves the status page.
     status_page: bool => "metrics.status_page",
+    /// Sites with metric series of their own; the rest are `site="_other"`.
+    metrics_per_site: usize => "metrics.per_site_limit",
     /// Forward-auth listeners, `host:port` (empty: none).
     auth: Vec<String> => "auth.listen",
     /// Clients tracked for rate limits.
@@ -187,6 +226,13 @@ impl SharedState {
         }
     }
 }
+
+/// The default `metrics.per_site_limit`: a hundred sites' series (each a
+/// few dozen lines) keep a scrape in the tens of kilobytes.
+pub const DEFAULT_METRICS_PER_SITE: usize = 100;
+
+/// The `site` label of the sites past `metrics.per_site_limit`.
+pub const OTHER_SITES: &str = "_other";
 
 /// The default `state.timeout_ms`.
 pub const DEFAULT_STATE_TIMEOUT_MS: u64 = 50;
@@ -253,7 +299,24 @@ impl Settings {
     /// undecided). A linear scan: sites are few, and it allocates nothing.
     pub fn site_for_host(&self, host: &str) -> Option<usize> {
         let Some(host) = site_host_str(host) else { return self.default_site };
-        self.hosts.iter().find(|(h, _)| h.eq_ignore_ascii_case(host)).map(|(_, i)| *i).or(self.default_site)
+        // `hosts` is sorted and lower case: a binary search, lowering `host`
+        // as it compares (thousands of sites from `sites_dir`).
+        let lowered = |h: &str| h.bytes().cmp(host.bytes().map(|b| b.to_ascii_lowercase()));
+        match self.hosts.binary_search_by(|(h, _)| lowered(h)) {
+            Ok(i) => Some(self.hosts[i].1),
+            Err(_) => self.default_site,
+        }
+    }
+
+    /// Route to `sites`: their hosts (sorted) and their default site, as
+    /// the loader merges the config's sites with those of `sites_dir`. The
+    /// caller has made sure no host is two sites' and at most one is the default.
+    pub fn route(&mut self, sites: &[Site]) {
+        let mut hosts: Vec<(String, usize)> =
+            sites.iter().enumerate().flat_map(|(i, s)| s.hosts.iter().map(move |h| (h.clone(), i))).collect();
+        hosts.sort_unstable();
+        self.hosts = hosts;
+        self.default_site = sites.iter().position(|s| s.default);
     }
 }
 
@@ -352,6 +415,10 @@ pub struct Site {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Indexing rules (`X-Robots-Tag` by path and robot).
     pub indexing: crate::indexing::Indexing,
+    /// The site answers requests for hosts no site has (`default: true`).
+    pub default: bool,
+    /// Which of `robots` and `humans` came from `site_template`.
+    pub from_template: FromTemplate,
 }
 
 /// Lines robotgate adds to a site's robots.txt.

@@ -214,6 +214,17 @@ pub struct RawSite {
     pub indexing: Option<RawIndexing>,
 }
 
+/// `site_template:`: path patterns for the files a site does not name.
+/// `{host}` is the site's first host name, `{name}` its name.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSiteTemplate {
+    /// The robots.txt of a site without `robots:`.
+    pub robots: Option<String>,
+    /// The humans.txt of a site without `humans:`.
+    pub humans: Option<String>,
+}
+
 /// `indexing:` of a site.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -351,6 +362,11 @@ pub struct RawMetrics {
     /// Connections open at once; more are closed at once (default 64).
     #[serde(default)]
     pub max_connections: Option<usize>,
+    /// Sites with series of their own (the first ones, in the order sites
+    /// are served); the others are counted together under `site="_other"`
+    /// (default 100; 0: all together).
+    #[serde(default)]
+    pub per_site_limit: Option<usize>,
 }
 
 /// `auth:`: the listener that answers an edge proxy's authorisation
@@ -461,7 +477,17 @@ pub struct RawConfig {
     #[serde(default)]
     pub threads: Option<usize>,
     /// Sites.
+    #[serde(default)]
     pub sites: Vec<RawSite>,
+    /// A directory of YAML files (`*.yaml`, `*.yml`), each one site or a
+    /// list of sites shaped as an entry of `sites:`; each file is checked
+    /// on its own, so a broken one is refused alone.
+    #[serde(default)]
+    pub sites_dir: Option<PathBuf>,
+    /// Where a site that names no robots.txt or humans.txt finds them, by
+    /// pattern (`/srv/www/{host}/robots.txt`).
+    #[serde(default)]
+    pub site_template: Option<RawSiteTemplate>,
     /// CIDRs whose client-address header is believed.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,

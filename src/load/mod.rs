@@ -26,6 +26,7 @@ use bytes::Bytes;
 
 mod content;
 pub mod file;
+pub mod sites_dir;
 pub mod traps;
 pub mod versions;
 pub mod watch;
@@ -34,7 +35,7 @@ pub use content::check_robots_body;
 pub use file::{Reason, Refusal};
 
 use crate::agent::{BotDb, Classifier};
-use crate::config::{self, Config, Settings, Site};
+use crate::config::{self, Config, Host, Settings, Site};
 use crate::identity::{ByRanges, FeedId, RangeTable};
 use crate::policy::{Action, SiteRules};
 use crate::robots::{self, RobotsTxt};
@@ -107,6 +108,9 @@ pub struct LiveSite {
     /// The files the site was built from, each with its stamp taken before
     /// it was read: a reload keeps the site while none has moved.
     read: Vec<(PathBuf, file::Stamp)>,
+    /// The files from `site_template` that did not exist: the site is kept
+    /// while they still do not.
+    absent: Vec<PathBuf>,
     /// Whether a reload may keep the site as it is: no file of it was
     /// refused (a kept last good version is tried again on every reload),
     /// every file had a stamp, and the upstream is an address (a name is
@@ -138,7 +142,10 @@ impl LiveSite {
     /// `conf` would build now: the same configuration and every file it
     /// read still as it was (one `stat` each).
     fn unchanged(&self, conf: &Site) -> bool {
-        self.reusable && self.conf == *conf && self.read.iter().all(|(path, was)| file::stamp(path) == Some(*was))
+        self.reusable
+            && self.conf == *conf
+            && self.read.iter().all(|(path, was)| file::stamp(path) == Some(*was))
+            && self.absent.iter().all(|path| absent(path))
     }
 }
 
@@ -262,9 +269,21 @@ impl SiteReader<'_> {
             .filter(|t| t.inject_link)
             .and_then(|t| t.paths.first())
             .map(|p| Bytes::from(crate::managed::trap_link(p)));
-        let mut read = Vec::new();
+        let (mut read, mut missing) = (Vec::new(), Vec::new());
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
-        if let Some(path) = &site.robots {
+        // A file of the template's that does not exist (yet) is no file:
+        // watched, so writing it builds the site again.
+        let mut templated = |path: &Option<PathBuf>, from_template: bool| match path {
+            Some(p) if from_template && absent(p) => {
+                self.sources.push(p.clone());
+                missing.push(p.clone());
+                None
+            }
+            other => other.clone(),
+        };
+        let robots_path = templated(&site.robots, site.from_template.robots);
+        let humans_path = templated(&site.humans, site.from_template.humans);
+        if let Some(path) = &robots_path {
             let got = self.served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, &mut read, &mut reusable);
             if let Some(original) = got {
                 let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
@@ -289,7 +308,7 @@ impl SiteReader<'_> {
                 });
             }
         }
-        if let Some(path) = &site.humans {
+        if let Some(path) = &humans_path {
             let got = self.served(path, "humans.txt", file::HUMANS_MAX, any_body, &mut read, &mut reusable);
             if let Some(original) = got {
                 humans_file = Some(ServedFile::from_bytes(original.body, original.mtime));
@@ -325,9 +344,15 @@ impl SiteReader<'_> {
             trap_link,
             earlier,
             read,
+            absent: missing,
             reusable,
         }
     }
+}
+
+/// Whether nothing is at `path` (a file of `site_template` not written yet).
+fn absent(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// The actions of `site` that a request can be answered by.
@@ -356,9 +381,17 @@ pub struct Snapshot {
     /// The directory the feeds are read from and refreshed into
     /// ([`feeds_dir`]); `None`: the embedded feeds alone.
     pub feeds_dir: Option<PathBuf>,
-    /// The sites, in file order; a site a reload did not change is shared
-    /// with the snapshot before it.
+    /// The sites, in file order (the config's, then those of `sites_dir`
+    /// file by file); a site a reload did not change is shared with the
+    /// snapshot before it.
     pub sites: Vec<Arc<LiveSite>>,
+    /// How many of `sites` the config file itself has (the first ones).
+    pub config_sites: usize,
+    /// The files of `sites_dir` as this load took them.
+    site_files: sites_dir::SiteFiles,
+    /// Files of `site_template` that did not exist when read: not a change
+    /// while they still do not ([`Snapshot::changed_since`]).
+    absent: HashSet<PathBuf>,
     /// What this load changed among the sites of the previous snapshot
     /// (all added at start).
     pub changes: Changes,
@@ -383,8 +416,9 @@ pub struct Snapshot {
     /// [`versions::state_path`].
     pub robots_versions: versions::Versions,
     /// Files this reload refused whose last good version it kept (robots.txt,
-    /// humans.txt, alternate content), one problem each; empty at start,
-    /// where a refused file is an error.
+    /// humans.txt, alternate content), one problem each; and the files of
+    /// `sites_dir` refused (each alone, at start too), one problem per thing
+    /// wrong. Otherwise empty at start, where a refused file is an error.
     pub refused: Vec<Problem>,
     /// The robots.txt, humans.txt and alternate-content files as read, by
     /// path: what a later reload keeps when it refuses a new version.
@@ -429,10 +463,13 @@ impl Snapshot {
     /// time it looks.
     pub fn changed_since(&self, at: SystemTime) -> bool {
         let since = at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(at);
-        self.sources
-            .iter()
-            .filter(|p| p.file_name().is_none_or(|n| n != ANY_JSON))
-            .any(|p| watch::modified_since(p, since))
+        self.sources.iter().filter(|p| watch::pattern(p).is_none()).any(|p| {
+            match std::fs::metadata(p).and_then(|m| m.modified()) {
+                Ok(t) => t >= since,
+                // A templated file not written yet is no change until it is.
+                Err(_) => !self.absent.contains(p),
+            }
+        })
     }
 }
 
@@ -549,6 +586,47 @@ pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapsho
     reload_whole(config_path, previous, &HashSet::new())
 }
 
+/// [`reload_whole`] for `host`: a site file of `sites_dir` that lacks what
+/// `host` needs ([`Host::missing_in`]) is refused alone. [`load`],
+/// [`reload`] and [`reload_whole`] load for nginx (and the CLI commands),
+/// which need no `upstream`.
+///
+/// # Errors
+/// As [`reload`].
+pub fn reload_for(
+    config_path: &Path,
+    previous: Option<&Snapshot>,
+    whole: &HashSet<PathBuf>,
+    host: Host,
+) -> Result<Snapshot, Vec<Problem>> {
+    let read_at = SystemTime::now();
+    let mut problems = Vec::new();
+    let stamp = file::stamp(config_path);
+    let unchanged = previous.filter(|p| stamp.is_some() && p.config_stamp == stamp);
+    let config = match unchanged {
+        // The same file: the same configuration (it names no other file).
+        Some(p) => Config {
+            settings: p.settings.clone(),
+            sites: p.sites[..p.config_sites].iter().map(|s| s.conf.clone()).collect(),
+        },
+        None => {
+            let body = file::read(config_path, file::CONFIG_MAX)
+                .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
+                .body;
+            let text = String::from_utf8(body).map_err(|e| {
+                vec![Problem::new(config_path, None, format!("cannot read the config: it is not UTF-8 text ({e})"))]
+            })?;
+            config::parse(&text).map_err(|errors| {
+                errors.into_iter().map(|e| Problem::new(config_path, e.line, e.to_string())).collect::<Vec<_>>()
+            })?
+        }
+    };
+    let mut snapshot = load_config_whole(config, config_path, previous, whole, host, &mut problems)?;
+    snapshot.read_at = read_at;
+    snapshot.config_stamp = stamp;
+    Ok(snapshot)
+}
+
 /// [`reload`], knowing that each file of `whole` was put in place whole
 /// (renamed over its path, not written since), so it is read at once
 /// rather than once it has settled ([`file::Timing::settle`]): what makes
@@ -565,29 +643,7 @@ pub fn reload_whole(
     previous: Option<&Snapshot>,
     whole: &HashSet<PathBuf>,
 ) -> Result<Snapshot, Vec<Problem>> {
-    let read_at = SystemTime::now();
-    let mut problems = Vec::new();
-    let stamp = file::stamp(config_path);
-    let unchanged = previous.filter(|p| stamp.is_some() && p.config_stamp == stamp);
-    let config = match unchanged {
-        // The same file: the same configuration (it names no other file).
-        Some(p) => Config { settings: p.settings.clone(), sites: p.sites.iter().map(|s| s.conf.clone()).collect() },
-        None => {
-            let body = file::read(config_path, file::CONFIG_MAX)
-                .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
-                .body;
-            let text = String::from_utf8(body).map_err(|e| {
-                vec![Problem::new(config_path, None, format!("cannot read the config: it is not UTF-8 text ({e})"))]
-            })?;
-            config::parse(&text).map_err(|errors| {
-                errors.into_iter().map(|e| Problem::new(config_path, e.line, e.to_string())).collect::<Vec<_>>()
-            })?
-        }
-    };
-    let mut snapshot = load_config_whole(config, config_path, previous, whole, &mut problems)?;
-    snapshot.read_at = read_at;
-    snapshot.config_stamp = stamp;
-    Ok(snapshot)
+    reload_for(config_path, previous, whole, Host::Nginx)
 }
 
 /// Build a snapshot from an already validated config.
@@ -600,7 +656,7 @@ pub fn load_config(
     previous: Option<&Snapshot>,
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
-    load_config_whole(config, config_path, previous, &HashSet::new(), problems)
+    load_config_whole(config, config_path, previous, &HashSet::new(), Host::Nginx, problems)
 }
 
 /// [`load_config`] with the files known whole ([`reload_whole`]).
@@ -609,11 +665,25 @@ fn load_config_whole(
     config_path: &Path,
     previous: Option<&Snapshot>,
     whole: &HashSet<PathBuf>,
+    host: Host,
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let read_at = SystemTime::now();
-    let Config { settings, sites: site_confs } = config;
+    let Config { mut settings, sites: mut site_confs } = config;
     let mut sources = vec![config_path.to_path_buf()];
+    let (mut refused, mut originals) = (Vec::new(), HashMap::new());
+    let config_sites = site_confs.len();
+    let site_files = match settings.sites_dir.clone() {
+        None => sites_dir::SiteFiles::new(),
+        Some(dir) => {
+            let found = sites_dir::Found { sources: &mut sources, refused: &mut refused, problems };
+            let before = previous.map(|p| &p.site_files);
+            let (more, files) = sites_dir::read(&dir, &settings, &site_confs, config_path, host, before, whole, found);
+            site_confs.extend(more);
+            settings.route(&site_confs);
+            files
+        }
+    };
     // Certificates and keys are watched like every other file.
     let pairs = settings.boot.listen.iter().filter(|l| l.https).filter_map(|l| l.tls.as_ref());
     let site_pairs = site_confs.iter().filter_map(|s| s.tls.as_ref());
@@ -663,7 +733,6 @@ fn load_config_whole(
         previous.map_or_else(|| versions::read(&versions::state_path(&traps_state)), |p| p.robots_versions.clone());
     let now_unix = crate::policy::Clock::System.unix_secs();
     let mut sites: Vec<Arc<LiveSite>> = Vec::with_capacity(site_confs.len());
-    let (mut refused, mut originals) = (Vec::new(), HashMap::new());
     // A site whose configuration, classifier and files are as the previous
     // snapshot had them is that snapshot's site, shared: a reload costs what
     // changed (one `stat` per file of every other site).
@@ -676,6 +745,7 @@ fn load_config_whole(
         let kept = old.filter(|old| same_classifier && old.unchanged(&site));
         if let Some(old) = kept {
             sources.extend(old.read.iter().map(|(p, _)| p.clone()));
+            sources.extend(old.absent.iter().cloned());
             for (path, _) in &old.read {
                 if let Some(o) = previous.and_then(|p| p.originals.get(path)) {
                     originals.insert(path.clone(), o.clone());
@@ -733,7 +803,10 @@ fn load_config_whole(
         bot_feeds,
         bot_rdns,
         feeds_dir,
+        absent: sites.iter().flat_map(|s| s.absent.iter().cloned()).collect(),
         sites,
+        config_sites,
+        site_files,
         sources,
         bots_key,
         read_at,
@@ -1007,6 +1080,46 @@ mod tests {
         let fourth = reload(&config, Some(&third)).unwrap();
         assert!(fourth.refused.is_empty());
         assert!(!fourth.sites[0].robots.as_ref().unwrap().compiled.allows("foobot", "/fixed/x").allowed);
+    }
+
+    #[test]
+    fn a_site_file_is_checked_alone_and_an_unchanged_one_is_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let sites = dir.path().join("sites");
+        std::fs::create_dir(&sites).unwrap();
+        std::fs::write(dir.path().join("a.txt"), "User-agent: *\nDisallow: /a/\n").unwrap();
+        let a = format!("hosts: [a.example]\nrobots: {}/a.txt\n", dir.path().display());
+        std::fs::write(sites.join("a.yaml"), &a).unwrap();
+        std::fs::write(sites.join("b.yml"), "- hosts: [b.example]\n- hosts: [c.example]\n  default: true\n").unwrap();
+        let config = dir.path().join("robotgate.yaml");
+        std::fs::write(&config, format!("sites_dir: {}\n", sites.display())).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let first = load(&config).unwrap();
+        assert_eq!(first.sites.len(), 3);
+        assert!(first.refused.is_empty(), "{:?}", first.refused);
+        assert_eq!(first.settings.site_for_host("B.Example:80"), Some(1));
+        assert_eq!(first.settings.site_for_host("unknown.example"), Some(2), "c is the default");
+        assert!(!first.stale());
+        // A broken file: refused alone, with its line; its last good sites stay.
+        std::fs::write(sites.join("b.yml"), "- hosts: [b.example]\n- hosts: [c.example]\n  defalt: true\n").unwrap();
+        assert!(first.stale());
+        let second = reload(&config, Some(&first)).unwrap();
+        assert!(Arc::ptr_eq(&first.sites[0], &second.sites[0]), "a.yaml's site is shared");
+        assert_eq!(second.sites.len(), 3);
+        assert_eq!(second.refused.len(), 1, "{:?}", second.refused);
+        assert_eq!((second.refused[0].file.clone(), second.refused[0].line), (sites.join("b.yml"), Some(3)));
+        // A new file naming a host another has: refused, naming both.
+        std::fs::write(sites.join("0.yaml"), "hosts: [a.example]\n").unwrap();
+        let third = reload(&config, Some(&second)).unwrap();
+        assert_eq!(third.sites.len(), 3);
+        let clash = third.refused.iter().find(|p| p.file == sites.join("0.yaml")).expect("0.yaml refused");
+        assert!(clash.message.contains("a.example") && clash.message.contains("a.yaml"), "{clash}");
+        // Removed: its sites go.
+        std::fs::remove_file(sites.join("b.yml")).unwrap();
+        std::fs::remove_file(sites.join("0.yaml")).unwrap();
+        let fourth = reload(&config, Some(&third)).unwrap();
+        assert_eq!(fourth.sites.len(), 1);
+        assert_eq!((fourth.changes.removed, fourth.settings.site_for_host("b.example")), (2, None));
     }
 
     #[test]

@@ -37,39 +37,45 @@ pub fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
 }
 
 /// The sources as a watcher names them (absolute paths), and the
-/// directories whose every JSON file counts (the feeds directory): built
-/// once per snapshot, so an event costs a lookup, not a pass over every
-/// source.
+/// directories whose every file of an extension counts (`dir/*.json`: the
+/// feeds directory; `dir/*.yaml`: `sites_dir`): built once per snapshot, so
+/// an event costs a lookup, not a pass over every source.
 #[derive(Debug, Default)]
 pub struct Sources {
     files: HashSet<PathBuf>,
-    any_json: HashSet<PathBuf>,
+    any: HashSet<(PathBuf, String)>,
 }
 
 impl Sources {
     /// The sources of a snapshot ([`crate::load::Snapshot::sources`]).
     pub fn of(sources: &[PathBuf]) -> Sources {
-        let (mut files, mut any_json) = (HashSet::new(), HashSet::new());
+        let (mut files, mut any) = (HashSet::new(), HashSet::new());
         for s in sources {
             let abs = std::path::absolute(s).unwrap_or_else(|_| s.clone());
-            if abs.file_name().is_some_and(|n| n == super::ANY_JSON) {
-                any_json.insert(abs.parent().map(Path::to_path_buf).unwrap_or_default());
-            } else {
-                files.insert(abs);
+            match pattern(&abs) {
+                Some(ext) => {
+                    any.insert((abs.parent().map(Path::to_path_buf).unwrap_or_default(), ext.to_owned()));
+                }
+                None => {
+                    files.insert(abs);
+                }
             }
         }
-        Sources { files, any_json }
+        Sources { files, any }
     }
 
     /// Whether an event naming `path` (absolute) may concern a source.
     pub fn contains(&self, path: &Path) -> bool {
-        self.files.contains(path)
-            || (path.extension().is_some_and(|x| x == "json")
-                && path.parent().is_some_and(|d| self.any_json.contains(d)))
+        if self.files.contains(path) {
+            return true;
+        }
+        let (Some(dir), Some(ext)) = (path.parent(), path.extension()) else { return false };
+        !self.any.is_empty() && self.any.contains(&(dir.to_path_buf(), ext.to_string_lossy().into_owned()))
     }
 
     /// The sources whose directory is not among `watched`: what no watch
-    /// covers (a feeds directory's pattern is left out: it names no file).
+    /// covers (a directory's pattern, `dir/*.ext`, is left out: it names no
+    /// file).
     pub fn outside(&self, watched: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> =
             self.files.iter().filter(|f| f.parent().is_none_or(|d| !watched.contains(d))).cloned().collect();
@@ -189,6 +195,12 @@ impl Sweep {
         }
         false
     }
+}
+
+/// The extension of a source that stands for every file of it in its
+/// directory (`dir/*.json`, `dir/*.yaml`), or `None` for a file.
+pub fn pattern(source: &Path) -> Option<&str> {
+    source.file_name()?.to_str()?.strip_prefix("*.")
 }
 
 #[cfg(test)]

@@ -93,7 +93,8 @@ impl ServeHttp for MetricsApp {
                 answer(200, encoder.format_type(), buf)
             }
             "/status" | "/status.json" if self.status_page => {
-                let view = status::board().view(&self.snapshot.load(), self.store.as_deref());
+                let pick = status::Pick::from_query(session.req_header().uri.query());
+                let view = status::board().view(&self.snapshot.load(), self.store.as_deref(), &pick);
                 if path == "/status" {
                     let html = crate::report::render::status::html(&view);
                     answer(200, "text/html; charset=utf-8", html.into_bytes())
@@ -223,9 +224,13 @@ pub fn serve_with(
         anyhow::anyhow!("{}", lines.join("\n"))
     })?;
     telemetry::init_logging(&snap.settings.boot.log_level);
+    // At start, only a file of `sites_dir` is refused alone (any other is an error).
+    for p in &snap.refused {
+        tracing::error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "site file refused; the other sites are served");
+    }
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
-    reload::persist_traps(&snap);
+    reload::persist_traps(&snap, None);
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
     // robotgate's own feeds directory is made now, before the watches are

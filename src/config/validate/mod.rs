@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use self::fields::host_port;
 pub use self::fields::parse_duration;
-use super::RawConfig;
 use super::{Boot, Config, ConfigError, LogTarget, Settings, Verify};
+use super::{RawConfig, RawSite, Site};
 use crate::net::ClientHeader;
 
 impl RawConfig {
@@ -33,7 +33,9 @@ impl RawConfig {
         if threads == 0 || threads > 1024 {
             errors.push(ConfigError::new("threads", format!("must be between 1 and 1024, not {threads}")));
         }
-        let site::Sites { mut sites, default_site, hosts: seen_hosts } = site::sites(&self, &mut errors);
+        let site_template = settings::site_template(self.site_template.as_ref(), &mut errors);
+        let site::Sites { mut sites, default_site, hosts: seen_hosts } =
+            site::sites(&self, &site_template, &mut errors);
         // One limit for every site: the sites share the state tables.
         for site in &mut sites {
             site.policy.ipv6_prefix = self.limits.ipv6_prefix;
@@ -105,6 +107,11 @@ impl RawConfig {
             log_level: self.log.level,
             metrics,
             status_page: self.metrics.as_ref().is_some_and(|m| m.status_page),
+            metrics_per_site: self
+                .metrics
+                .as_ref()
+                .and_then(|m| m.per_site_limit)
+                .unwrap_or(super::DEFAULT_METRICS_PER_SITE),
             auth,
             max_clients: self.limits.max_clients,
             request_head_timeout,
@@ -131,7 +138,47 @@ impl RawConfig {
             bots: self.bots,
             bots_replace: self.bots_replace,
             verify_feeds: self.verify.feeds.clone(),
+            sites_dir: self.sites_dir.clone(),
+            site_template,
+            ipv6_prefix: self.limits.ipv6_prefix,
         };
         Ok(Config { settings, sites })
     }
+}
+
+/// Parse and check one file of `sites_dir` on its own: one site, or a list
+/// of sites, each shaped as an entry of `sites:` and checked as one, with
+/// `settings`' template and limits, and what `host` needs of a site. `stem` names a site that has neither a
+/// name nor a host. Whether its hosts and names clash with other files'
+/// is the loader's to say, which sees them all.
+///
+/// # Errors
+/// Every problem, each with its field (`site.upstream` for a file of one
+/// site, `sites[1].upstream` for a list) and the line it is on, found by
+/// [`crate::yaml::line_of`] where the YAML reader gave none.
+pub fn parse_site_file(
+    text: &str,
+    settings: &Settings,
+    stem: &str,
+    host: super::Host,
+) -> Result<Vec<Site>, Vec<ConfigError>> {
+    let (raws, many) = crate::yaml::one_or_many::<RawSite>(text)
+        .map_err(|e| vec![ConfigError { field: "yaml".into(), reason: e.message, line: e.line }])?;
+    let mut errors = Vec::new();
+    let sites = site::site_file(&raws, many, settings, stem, host, &mut errors);
+    if errors.is_empty() {
+        return Ok(sites);
+    }
+    for e in &mut errors {
+        if e.line.is_none() {
+            // `sites[1].policy.categories` is `[1].policy.categories` of a
+            // list, `site.upstream` is `upstream` of one site.
+            let path = match e.field.strip_prefix("sites") {
+                Some(rest) => rest.to_owned(),
+                None => e.field.strip_prefix("site").unwrap_or(&e.field).to_owned(),
+            };
+            e.line = crate::yaml::line_of(text, &path);
+        }
+    }
+    Err(errors)
 }

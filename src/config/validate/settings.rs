@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use super::super::{
     ConfigError, DnsSettings, Listen, LogOptions, LogTarget, RawConfig, RawDns, RawDuration, RawLimits, RawListen,
-    RawListenFull, RawListenTls, RawLog, RawState, RawVerify, SharedState, DEFAULT_DNS_TIMEOUT_MS,
-    DEFAULT_FEED_REFRESH, DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_REQUEST_HEAD_TIMEOUT, DEFAULT_STATE_TIMEOUT_MS,
+    RawListenFull, RawListenTls, RawLog, RawSiteTemplate, RawState, RawVerify, SharedState, SiteTemplate,
+    DEFAULT_DNS_TIMEOUT_MS, DEFAULT_FEED_REFRESH, DEFAULT_KEEPALIVE_TIMEOUT, DEFAULT_REQUEST_HEAD_TIMEOUT,
+    DEFAULT_STATE_TIMEOUT_MS,
 };
 use super::fields::{duration, host_port, size};
 use crate::net::edge::{EdgeHeaders, Fact};
@@ -261,6 +262,32 @@ pub(super) fn state_dir(raw: &str, errors: &mut Vec<ConfigError>) -> Option<Path
         return None;
     }
     Some(PathBuf::from(dir))
+}
+
+/// `site_template:`: each pattern a path with `{host}` or `{name}` in it,
+/// and no other `{...}`.
+pub(super) fn site_template(raw: Option<&RawSiteTemplate>, errors: &mut Vec<ConfigError>) -> SiteTemplate {
+    let Some(raw) = raw else { return SiteTemplate::default() };
+    let mut check = |key: &str, pattern: &Option<String>| {
+        let p = pattern.as_deref()?;
+        let field = format!("site_template.{key}");
+        let rest = p.replace("{host}", "").replace("{name}", "");
+        if rest.contains(['{', '}']) || rest.len() == p.len() {
+            errors.push(ConfigError::new(
+                field,
+                format!(
+                    "`{p}` must name the site by `{{host}}` (its first host) or `{{name}}`, and nothing else in braces"
+                ),
+            ));
+            return None;
+        }
+        if p.contains(['\r', '\n', '\0']) {
+            errors.push(ConfigError::new(field, "a path has no line breaks"));
+            return None;
+        }
+        Some(p.to_owned())
+    };
+    SiteTemplate { robots: check("robots", &raw.robots), humans: check("humans", &raw.humans) }
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::super::{
-    ConfigError, Managed, RawConfig, RawManaged, RawTarget, RawTraps, RawUpstream, RawUpstreamFull, Site, Traps,
-    Upstream, DEFAULT_TRAP,
+    ConfigError, FromTemplate, Managed, RawConfig, RawManaged, RawSite, RawTarget, RawTraps, RawUpstream,
+    RawUpstreamFull, Settings, Site, SiteTemplate, Traps, Upstream, DEFAULT_TRAP,
 };
 use super::action::{action, policy};
 use super::fields::{header_value, no_crlf, seconds};
@@ -23,69 +23,135 @@ pub(super) struct Sites {
 }
 
 /// `sites:`, each checked; host names must be unique over all sites.
-pub(super) fn sites(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> Sites {
-    if raw.sites.is_empty() {
-        errors.push(ConfigError::new("sites", "needs at least one site"));
+pub(super) fn sites(raw: &RawConfig, template: &SiteTemplate, errors: &mut Vec<ConfigError>) -> Sites {
+    if raw.sites.is_empty() && raw.sites_dir.is_none() {
+        errors.push(ConfigError::new("sites", "needs at least one site (or a `sites_dir`)"));
     }
     let mut sites = Vec::new();
     let mut default_site = None;
     let mut seen_hosts: BTreeMap<String, usize> = BTreeMap::new();
     for (i, s) in raw.sites.iter().enumerate() {
         let field = format!("sites[{i}]");
-        if s.hosts.is_empty() && !s.default {
-            errors.push(ConfigError::new(
-                format!("{field}.hosts"),
-                "a site that is not the default needs at least one host",
-            ));
-        }
-        let mut hosts = Vec::new();
-        for h in &s.hosts {
-            // As requests are read (`net::site_host`): one trailing dot is the same name.
-            let h = h.trim().to_ascii_lowercase();
-            let h = h.strip_suffix('.').map(str::to_owned).unwrap_or(h);
-            if h.is_empty() || h.contains(['/', ' ', '\r', '\n']) {
-                errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is not a host name")));
-                continue;
-            }
-            if let Some(other) = seen_hosts.insert(h.clone(), i) {
-                errors.push(ConfigError::new(
-                    format!("{field}.hosts"),
-                    format!("`{h}` is also a host of sites[{other}]"),
-                ));
-            }
-            hosts.push(h);
-        }
-        if s.default {
-            if let Some(d) = default_site {
-                errors.push(ConfigError::new(format!("{field}.default"), format!("sites[{d}] is already the default")));
-            }
-            default_site = Some(i);
-        }
-        let upstream = s.upstream.as_ref().map(|u| upstream(&format!("{field}.upstream"), u, errors));
-        let policy = policy(&field, &s.policy, errors);
-        let name = s.name.clone().or_else(|| hosts.first().cloned()).unwrap_or_else(|| format!("site{i}"));
-        no_crlf(&format!("{field}.name"), &name, errors);
-        sites.push(Site {
-            name,
-            hosts,
-            upstream,
-            tls: s.tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())),
-            robots: s.robots.clone(),
-            humans: s.humans.clone(),
-            policy,
-            target: target(&format!("{field}.target"), &s.target, errors),
-            traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, errors)),
-            managed: managed(&format!("{field}.managed"), &s.managed, errors),
-            indexing: indexing(&format!("{field}.indexing"), s.indexing.as_ref(), errors),
-        });
-        if s.traps.is_some() && s.robots.is_none() {
-            errors.push(ConfigError::new(
-                format!("{field}.traps"),
-                "traps need a `robots:` file to be disallowed in (a compliant crawler must be told)",
-            ));
-        }
+        let site = site(&field, s, template, &format!("site{i}"), errors);
+        unique(&field, i, &site, &mut seen_hosts, &mut default_site, errors);
+        sites.push(site);
     }
     Sites { sites, default_site, hosts: seen_hosts }
+}
+
+/// Host names are unique over `sites` and at most one is the default:
+/// `site`, the `i`th, is checked against the earlier ones.
+fn unique(
+    field: &str,
+    i: usize,
+    site: &Site,
+    seen_hosts: &mut BTreeMap<String, usize>,
+    default_site: &mut Option<usize>,
+    errors: &mut Vec<ConfigError>,
+) {
+    for h in &site.hosts {
+        if let Some(other) = seen_hosts.insert(h.clone(), i) {
+            errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is also a host of sites[{other}]")));
+        }
+    }
+    if site.default {
+        if let Some(d) = *default_site {
+            errors.push(ConfigError::new(format!("{field}.default"), format!("sites[{d}] is already the default")));
+        }
+        *default_site = Some(i);
+    }
+}
+
+/// One site, checked on its own (`field` names it in errors); its name is
+/// `fallback` when it has neither a name nor a host.
+pub(super) fn site(
+    field: &str,
+    s: &RawSite,
+    template: &SiteTemplate,
+    fallback: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Site {
+    if s.hosts.is_empty() && !s.default {
+        errors
+            .push(ConfigError::new(format!("{field}.hosts"), "a site that is not the default needs at least one host"));
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for h in &s.hosts {
+        // As requests are read (`net::site_host`): one trailing dot is the same name.
+        let h = h.trim().to_ascii_lowercase();
+        let h = h.strip_suffix('.').map(str::to_owned).unwrap_or(h);
+        if h.is_empty() || h.contains(['/', ' ', '\r', '\n', '{', '}']) {
+            errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is not a host name")));
+            continue;
+        }
+        if hosts.contains(&h) {
+            errors.push(ConfigError::new(format!("{field}.hosts"), format!("`{h}` is listed twice")));
+            continue;
+        }
+        hosts.push(h);
+    }
+    let upstream = s.upstream.as_ref().map(|u| upstream(&format!("{field}.upstream"), u, errors));
+    let policy = policy(field, &s.policy, errors);
+    let name = s.name.clone().or_else(|| hosts.first().cloned()).unwrap_or_else(|| fallback.to_owned());
+    no_crlf(&format!("{field}.name"), &name, errors);
+    let mut from_template = FromTemplate::default();
+    let templated = |own: &Option<std::path::PathBuf>, pattern: &Option<String>, flag: &mut bool| {
+        own.clone().or_else(|| {
+            let path = SiteTemplate::path(pattern.as_deref()?, &name, hosts.first().map(String::as_str));
+            *flag = true;
+            Some(path)
+        })
+    };
+    let robots = templated(&s.robots, &template.robots, &mut from_template.robots);
+    let humans = templated(&s.humans, &template.humans, &mut from_template.humans);
+    if s.traps.is_some() && robots.is_none() {
+        errors.push(ConfigError::new(
+            format!("{field}.traps"),
+            "traps need a `robots:` file to be disallowed in (a compliant crawler must be told)",
+        ));
+    }
+    Site {
+        hosts,
+        upstream,
+        tls: s.tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())),
+        robots,
+        humans,
+        policy,
+        target: target(&format!("{field}.target"), &s.target, errors),
+        traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, errors)),
+        managed: managed(&format!("{field}.managed"), &s.managed, errors),
+        indexing: indexing(&format!("{field}.indexing"), s.indexing.as_ref(), errors),
+        default: s.default,
+        from_template,
+        name,
+    }
+}
+
+/// The sites of one file of `sites_dir`, each checked, the file's hosts
+/// unique and at most one default among them; `stem` (the file's name
+/// without `.yaml`) names a site that has neither a name nor a host.
+pub(super) fn site_file(
+    raws: &[RawSite],
+    many: bool,
+    settings: &Settings,
+    stem: &str,
+    host: super::super::Host,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Site> {
+    let (mut seen_hosts, mut default_site) = (BTreeMap::new(), None);
+    let mut sites = Vec::new();
+    for (j, raw) in raws.iter().enumerate() {
+        let (field, fallback) = match many {
+            true => (format!("sites[{j}]"), format!("{stem}-{j}")),
+            false => ("site".to_owned(), stem.to_owned()),
+        };
+        let mut site = site(&field, raw, &settings.site_template, &fallback, errors);
+        site.policy.ipv6_prefix = settings.ipv6_prefix;
+        errors.extend(host.missing_in(&field, &site));
+        unique(&field, j, &site, &mut seen_hosts, &mut default_site, errors);
+        sites.push(site);
+    }
+    sites
 }
 
 fn target(field: &str, raw: &RawTarget, errors: &mut Vec<ConfigError>) -> TargetOptions {

@@ -35,8 +35,24 @@ pub struct StatusView {
     pub state: StateStatus,
     /// The crawler IP range feeds in force, and how old each is.
     pub feeds: Vec<FeedStatus>,
-    /// One entry per site of the configuration in force.
+    /// One entry per site shown: a page of the sites in force
+    /// (`/status?page=2&limit=50`) or the one asked for (`?site=NAME`).
     pub sites: Vec<SiteStatus>,
+    /// Which sites `sites` are.
+    pub paging: Paging,
+}
+
+/// Which page of the sites a status view shows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Paging {
+    /// The sites in force.
+    pub total: usize,
+    /// This page, from 1.
+    pub page: usize,
+    /// Sites a page.
+    pub limit: usize,
+    /// Pages in all.
+    pub pages: usize,
 }
 
 /// A reload attempt.
@@ -117,6 +133,19 @@ pub struct BotCount {
     pub violations: u64,
 }
 
+/// Which sites the page shows, with links to the pages beside it.
+fn paging(p: &Paging, shown: usize) -> Markup {
+    let first = (p.page.saturating_sub(1)) * p.limit;
+    html! {
+        p.note #paging {
+            @if shown == 0 { "No site shown" } @else { "Sites " (first + 1) "–" (first + shown) }
+            " of " (p.total) " · page " (p.page) " of " (p.pages.max(1))
+            @if p.page > 1 { " · " a href=(format!("/status?page={}&limit={}", p.page - 1, p.limit)) { "previous" } }
+            @if p.page < p.pages { " · " a href=(format!("/status?page={}&limit={}", p.page + 1, p.limit)) { "next" } }
+        }
+    }
+}
+
 /// The page, as one HTML document.
 pub fn html(view: &StatusView) -> String {
     let body = html! {
@@ -137,6 +166,7 @@ pub fn html(view: &StatusView) -> String {
             }
             (feeds(&view.feeds))
         }
+        (paging(&view.paging, view.sites.len()))
         @for (i, site) in view.sites.iter().enumerate() {
             (site_section(i, site))
         }
@@ -333,6 +363,7 @@ mod tests {
                 recent: vec![rec],
                 hidden_noindex: Vec::new(),
             }],
+            paging: Paging { total: 1, page: 1, limit: 50, pages: 1 },
         }
     }
 

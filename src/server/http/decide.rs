@@ -278,6 +278,8 @@ impl Gate {
     ) -> bool {
         let live = &snap.sites[site];
         let site_name = live.conf.name.as_str();
+        // Its metrics' label (`_other` past `metrics.per_site_limit`).
+        let metric_site = snap.answers[site].metric_site.as_str();
         // A site file is served here by the proxy listener only (the edge
         // serves what the auth listener lets through), when it was loaded.
         let served = match d.outcome {
@@ -286,10 +288,10 @@ impl Gate {
         };
         let counts = Counts::of(d, served);
         if let Some(result) = counts.preference {
-            metrics().preferences.with_label_values(&[site_name, result]).inc();
+            metrics().preferences.with_label_values(&[metric_site, result]).inc();
         }
         if let Some(file) = counts.file {
-            metrics().served.with_label_values(&[site_name, file.as_str()]).inc();
+            metrics().served.with_label_values(&[metric_site, file.as_str()]).inc();
         }
         let (Some(agent), Some(category)) = (d.agent.as_ref(), counts.request) else { return false };
         if let Some(counter) =
@@ -314,7 +316,7 @@ impl Gate {
         };
         ctx.pending = d.record(&requested).map(Box::new);
         let Some(r) = &ctx.pending else { return true };
-        match d.tally(site_name, r) {
+        match d.tally(metric_site, r) {
             Some(Tally::Limited(labels)) => count(&LAST_LIMITED, &metrics().rate_limited, &labels),
             Some(Tally::Stale(labels)) => metrics().stale_robots.with_label_values(&labels).inc(),
             Some(Tally::Violation(labels)) => count(&LAST_VIOLATION, &metrics().violations, &labels),

@@ -341,8 +341,8 @@ impl ProxyHttp for Gate {
         let code = if session.response_written().is_some() { 0 } else { code };
         if code > 0 {
             // Count before answering, so a client that has its answer sees it counted.
-            if let Some(site) = ctx.site() {
-                metrics().upstream_errors.with_label_values(&[site.conf.name.as_str(), &code.to_string()]).inc();
+            if let Some(answers) = ctx.snap.as_ref().zip(ctx.site).and_then(|(s, i)| s.answers.get(i)) {
+                metrics().upstream_errors.with_label_values(&[answers.metric_site.as_str(), &code.to_string()]).inc();
             }
             let _ = respond::send(session, Plan::upstream_failed(code), Reader::Client, false).await;
         }

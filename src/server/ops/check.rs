@@ -53,7 +53,8 @@ pub fn check(config_path: &Path, host: Host) -> (Vec<Problem>, Vec<Problem>, Vec
             }
             // A shared store that cannot be reached is an error: instances
             // would silently stop sharing.
-            let mut problems = Vec::new();
+            // A refused file of `sites_dir` (the others are served).
+            let mut problems = snapshot.refused.clone();
             if let Some(state) = &snapshot.settings.boot.shared_state {
                 let tried = tokio::runtime::Builder::new_current_thread()
                     .enable_all()

@@ -47,11 +47,20 @@ pub struct Reloader {
 
 /// Publish per-site robots.txt versions as `robotgate_robots_info`.
 pub fn publish_info(snap: &Snapshot) {
-    snap.certs.publish();
+    // Past `metrics.per_site_limit`, a site's version is not a series of
+    // its own (nor its certificate's expiry: `_other` has the soonest).
+    let other: std::collections::HashSet<&str> = snap
+        .sites
+        .iter()
+        .zip(&snap.answers)
+        .filter(|(_, a)| a.metric_site == crate::config::OTHER_SITES)
+        .map(|(s, _)| s.conf.name.as_str())
+        .collect();
+    snap.certs.publish(&other);
     let m = metrics();
     m.robots_info.reset();
-    for site in &snap.sites {
-        if let Some(r) = &site.robots {
+    for (site, answers) in snap.sites.iter().zip(&snap.answers) {
+        if let (Some(r), false) = (&site.robots, answers.metric_site == crate::config::OTHER_SITES) {
             m.robots_info.with_label_values(&[site.conf.name.as_str(), r.hash.as_str()]).set(1);
         }
     }
@@ -60,13 +69,21 @@ pub fn publish_info(snap: &Snapshot) {
 /// Keep the snapshot's first-served times, when any site has traps, and
 /// its robots.txt versions of the last 24 hours; a failure is logged
 /// (arming then restarts with the process, which only delays bans; a
-/// crawler holding an earlier robots.txt then gets no grace).
-pub fn persist_traps(snap: &Snapshot) {
+/// crawler holding an earlier robots.txt then gets no grace). After a
+/// reload, each file is written only when what it keeps differs from
+/// `before`'s: at 10,000 sites the versions file is megabytes, and an edit
+/// of one site's humans.txt need not write it again.
+pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
     let versions = crate::load::versions::state_path(&snap.traps_state);
-    if let Err(e) = crate::load::versions::write(&versions, &snap.robots_versions) {
-        tracing::warn!(target: "robotgate::robots", file = %versions.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
+    let same = before.is_some_and(|b| b.robots_versions == snap.robots_versions);
+    if !same {
+        if let Err(e) = crate::load::versions::write(&versions, &snap.robots_versions) {
+            tracing::warn!(target: "robotgate::robots", file = %versions.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
+        }
     }
-    if snap.sites.iter().all(|s| s.conf.traps.is_none()) {
+    if snap.sites.iter().all(|s| s.conf.traps.is_none())
+        || before.is_some_and(|b| b.traps_first_served == snap.traps_first_served)
+    {
         return;
     }
     if let Err(e) = traps::write(&snap.traps_state, &snap.traps_first_served) {
@@ -111,7 +128,7 @@ impl Reloader {
             warn!(target: "robotgate::reload", setting = field, "changed, but takes effect only after a restart");
         }
         for p in &new.refused {
-            error!(target: "robotgate::reload", file = %p.file.display(), reason = p.reason.map(Reason::as_str), problem = %p.message, "file refused; its last good version stays in force and the other files are reloaded");
+            error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, reason = p.reason.map(Reason::as_str), problem = %p.message, "file refused; its last good version stays in force and the other files are reloaded");
         }
         let refused = new.refused.clone();
         let summary = Summary::of(&new);
@@ -119,7 +136,7 @@ impl Reloader {
         let new = Arc::new(new);
         self.snapshot.store(Arc::clone(&new));
         publish_info(&new);
-        persist_traps(&new);
+        persist_traps(&new, Some(&**old));
         metrics().reloads.inc();
         if refused.is_empty() {
             crate::server::ops::status::board().reloaded(true, why.to_owned());

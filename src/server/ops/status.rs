@@ -10,7 +10,7 @@ use prometheus::core::Collector;
 
 use crate::indexing::{Observed, Told};
 use crate::record::Record;
-use crate::report::render::status::{BotCount, ReloadStatus, SiteStatus, StateStatus, StatusView};
+use crate::report::render::status::{BotCount, Paging, ReloadStatus, SiteStatus, StateStatus, StatusView};
 use crate::server::snapshot::Snapshot;
 use crate::server::store::redis::{unix_ms, SharedStore};
 use crate::server::telemetry::metrics;
@@ -131,7 +131,7 @@ impl Board {
     }
 
     /// What the page shows, for the snapshot in force.
-    pub fn view(&self, snap: &Snapshot, store: Option<&SharedStore>) -> StatusView {
+    pub fn view(&self, snap: &Snapshot, store: Option<&SharedStore>, pick: &Pick) -> StatusView {
         let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
         for family in metrics().violations.collect() {
             for m in family.get_metric() {
@@ -146,9 +146,18 @@ impl Board {
         let observed = lock(&self.observed);
         let loaded_at =
             rfc3339_ms(snap.read_at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
-        let sites = snap
-            .sites
-            .iter()
+        let total = snap.sites.len();
+        let limit = pick.limit.clamp(1, MAX_PAGE);
+        let pages = total.div_ceil(limit);
+        let (page, shown): (usize, Vec<&std::sync::Arc<crate::load::LiveSite>>) = match &pick.site {
+            Some(name) => (1, snap.sites.iter().filter(|s| s.conf.name == *name).collect()),
+            None => {
+                let page = pick.page.max(1);
+                (page, snap.sites.iter().skip((page - 1).saturating_mul(limit)).take(limit).collect())
+            }
+        };
+        let sites = shown
+            .into_iter()
             .map(|site| {
                 let name = site.conf.name.clone();
                 let mut bots: Vec<BotCount> = counts
@@ -204,8 +213,65 @@ impl Board {
             warnings: lock(&self.warning).iter().map(|w| (*w).to_owned()).collect(),
             state,
             sites,
+            paging: Paging { total, page, limit, pages },
         }
     }
+}
+
+/// The most sites one status page shows.
+pub const MAX_PAGE: usize = 500;
+
+/// Sites one status page shows unless asked (`?limit=`).
+pub const DEFAULT_PAGE: usize = 50;
+
+/// Which sites a status view shows: `?site=NAME`, or `?page=N&limit=M`
+/// (from 1; at most [`MAX_PAGE`] a page, [`DEFAULT_PAGE`] by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pick {
+    /// One site by name.
+    pub site: Option<String>,
+    /// The page, from 1.
+    pub page: usize,
+    /// Sites a page.
+    pub limit: usize,
+}
+
+impl Pick {
+    /// Read from a request's query; what does not parse is the default.
+    pub fn from_query(query: Option<&str>) -> Pick {
+        let mut pick = Pick { site: None, page: 1, limit: DEFAULT_PAGE };
+        for pair in query.unwrap_or("").split('&').take(16) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match k {
+                "page" => pick.page = v.parse().unwrap_or(1),
+                "limit" => pick.limit = v.parse::<usize>().map_or(DEFAULT_PAGE, |n| n.clamp(1, MAX_PAGE)),
+                "site" => pick.site = Some(query_value(v)),
+                _ => {}
+            }
+        }
+        pick
+    }
+}
+
+/// A query value with `+` and `%XX` decoded (lossy UTF-8).
+fn query_value(v: &str) -> String {
+    let (b, mut out, mut i) = (v.as_bytes(), Vec::with_capacity(v.len()), 0);
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The feeds in force, how old each is, and what its refresh last said.

@@ -168,14 +168,23 @@ impl CertSet {
     }
 
     /// Set `robotgate_certificate_expiry_seconds{site}` (the expiry's Unix
-    /// time) for every certificate; certificates no longer loaded go.
-    pub fn publish(&self) {
+    /// time) for every certificate; certificates no longer loaded go. Those
+    /// of the sites in `other` (past `metrics.per_site_limit`) are one
+    /// series, `site="_other"`: the soonest expiry among them.
+    pub fn publish(&self, other: &std::collections::HashSet<&str>) {
         let m = &metrics().certificate_expiry;
         m.reset();
+        let mut soonest: Option<i64> = None;
         for e in &self.entries {
             if let Some(info) = &e.info {
-                m.with_label_values(&[e.owner.as_str()]).set(info.not_after);
+                match other.contains(e.owner.as_str()) {
+                    true => soonest = Some(soonest.map_or(info.not_after, |s| s.min(info.not_after))),
+                    false => m.with_label_values(&[e.owner.as_str()]).set(info.not_after),
+                }
             }
+        }
+        if let Some(s) = soonest {
+            m.with_label_values(&[crate::config::OTHER_SITES]).set(s);
         }
     }
 }

@@ -49,6 +49,9 @@ impl fmt::Debug for Snapshot {
 /// What the proxy resolved for one site when the snapshot loaded.
 #[derive(Debug)]
 pub struct SiteAnswers {
+    /// The `site` label of its metrics: its name, or, past
+    /// `metrics.per_site_limit`, [`crate::config::OTHER_SITES`].
+    pub metric_site: String,
     /// `robotgate_requests_total{site, category}` handles, by [`Category::ALL`]
     /// index, resolved once here rather than looked up per request.
     pub requests: Vec<prometheus::IntCounter>,
@@ -81,7 +84,8 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapshot, Vec<Problem>> {
-    build_for(load::load(config_path)?, config_path, None, host)
+    let files = load::reload_for(config_path, None, &std::collections::HashSet::new(), host)?;
+    build_for(files, config_path, None, host)
 }
 
 /// [`load`], reusing what has not changed since `previous`.
@@ -102,7 +106,7 @@ pub fn reload_whole(
     previous: Option<&Snapshot>,
     whole: &std::collections::HashSet<std::path::PathBuf>,
 ) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload_whole(config_path, previous.map(|p| &p.files), whole)?;
+    let files = load::reload_for(config_path, previous.map(|p| &p.files), whole, crate::config::Host::Serve)?;
     build(files, config_path, previous)
 }
 
@@ -126,9 +130,9 @@ pub fn build_for(
     host: crate::config::Host,
 ) -> Result<Snapshot, Vec<Problem>> {
     // What `robotgate serve` needs that another host does not (nginx
-    // listens and forwards itself).
+    // listens and forwards itself); a file of `sites_dir` was checked alone.
     let mut problems: Vec<Problem> = host
-        .missing(&files.settings, files.sites.iter().map(|s| &s.conf))
+        .missing(&files.settings, files.sites[..files.config_sites].iter().map(|s| &s.conf))
         .into_iter()
         .map(|e| Problem::new(config_path, None, e.to_string()))
         .collect();
@@ -144,14 +148,18 @@ pub fn build_for(
     // made for: a kept site is the same allocation.
     let before: std::collections::HashMap<*const load::LiveSite, &Arc<SiteAnswers>> =
         previous.map(|p| p.files.sites.iter().map(Arc::as_ptr).zip(p.answers.iter()).collect()).unwrap_or_default();
-    for site in &files.sites {
-        if let Some(kept) = before.get(&Arc::as_ptr(site)) {
+    let own_series = files.settings.boot.metrics_per_site;
+    for (i, site) in files.sites.iter().enumerate() {
+        let name = site.conf.name.as_str();
+        // The first sites have series of their own; the rest share one, so
+        // a scrape stays bounded at any number of sites.
+        let metric_site = if i < own_series { name } else { crate::config::OTHER_SITES };
+        if let Some(kept) = before.get(&Arc::as_ptr(site)).filter(|a| a.metric_site == metric_site) {
             answers.push(Arc::clone(kept));
             continue;
         }
-        let name = site.conf.name.as_str();
         let requests =
-            Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[name, c.as_str()])).collect();
+            Category::ALL.iter().map(|c| metrics().requests.with_label_values(&[metric_site, c.as_str()])).collect();
         let mut refusals: Vec<(Action, [Prebuilt; 2])> = Vec::new();
         for action in site.actions() {
             if refusals.iter().any(|(a, _)| a == action) {
@@ -167,7 +175,7 @@ pub fn build_for(
                 None => {}
             }
         }
-        answers.push(Arc::new(SiteAnswers { requests, refusals }));
+        answers.push(Arc::new(SiteAnswers { metric_site: metric_site.to_owned(), requests, refusals }));
     }
     if !problems.is_empty() {
         // The whole reload is refused: say which files it had refused too.

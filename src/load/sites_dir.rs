@@ -1,0 +1,210 @@
+//! `sites_dir`: a directory of site files, each one site or a list of
+//! sites shaped as an entry of `sites:`, the way hosting panels lay sites
+//! out (nginx's `sites-enabled/`).
+//!
+//! Each file is read and checked on its own ([`crate::config::parse_site_file`]):
+//! a file that does not parse, does not check, or names a host or a site
+//! name that the config or another file already has, is refused alone,
+//! with its file and line, and the other files' sites are served. A refused
+//! file that was good before keeps its last good sites; one that never was
+//! serves nothing. A new file is a new site, a removed file removed sites.
+//!
+//! A file whose stamp has not moved since the previous load is not read
+//! again: its sites are that load's (a reload of 10,000 files costs 10,000
+//! `stat` calls, and the clash checks).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::{file, Problem};
+use crate::config::{Host, Settings, Site};
+
+/// The most site files read from the directory; beyond, the rest are
+/// refused (each file is at least a few hundred bytes of sites).
+pub const MAX_FILES: usize = 100_000;
+
+/// The site files, as a load took them.
+pub(super) type SiteFiles = BTreeMap<PathBuf, SiteFile>;
+
+/// One file of the directory, as a load took it.
+#[derive(Debug, Clone)]
+pub(super) struct SiteFile {
+    /// Its stamp when it was read.
+    stamp: Option<file::Stamp>,
+    /// The sites served from it: what it says, or, refused, its last good
+    /// sites (none if it never was good).
+    sites: Vec<Site>,
+    /// Refused: read again by the next load, which says so again.
+    refused: bool,
+}
+
+/// Which file (or the config) has each host, site name and the default.
+struct Owners {
+    hosts: HashMap<String, PathBuf>,
+    names: HashMap<String, PathBuf>,
+    default: Option<PathBuf>,
+}
+
+impl Owners {
+    /// What in `sites` someone else already has, one sentence each.
+    fn clashes(&self, sites: &[Site]) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in sites {
+            if let Some(other) = self.names.get(&s.name) {
+                out.push(format!("site `{}` is also a site of {}", s.name, other.display()));
+            }
+            for h in &s.hosts {
+                if let Some(other) = self.hosts.get(h) {
+                    out.push(format!("site `{}`: host `{h}` is also a host in {}", s.name, other.display()));
+                }
+            }
+            if let (true, Some(other)) = (s.default, &self.default) {
+                out.push(format!("site `{}` is a default site, and so is one in {}", s.name, other.display()));
+            }
+        }
+        out
+    }
+
+    fn take(&mut self, sites: &[Site], owner: &Path) {
+        for s in sites {
+            self.names.insert(s.name.clone(), owner.to_path_buf());
+            for h in &s.hosts {
+                self.hosts.insert(h.clone(), owner.to_path_buf());
+            }
+            if s.default {
+                self.default = Some(owner.to_path_buf());
+            }
+        }
+    }
+}
+
+/// Where a load puts what it found in the directory.
+pub(super) struct Found<'a> {
+    /// Every file read or kept (the watcher watches them), the directory
+    /// itself (its time moves when a file comes or goes) and its patterns.
+    pub(super) sources: &'a mut Vec<PathBuf>,
+    /// Refused files: the load goes on without them.
+    pub(super) refused: &'a mut Vec<Problem>,
+    /// Problems that refuse the whole load (the directory cannot be read).
+    pub(super) problems: &'a mut Vec<Problem>,
+}
+
+/// Read `dir`'s site files for the config's `own` sites (named by
+/// `config_path`), reusing `previous`'s for each file whose stamp has not
+/// moved, reading each of `whole` without waiting for it to settle; `host`
+/// says what each site needs ([`Host::missing_in`]). Returns the sites in file
+/// order and the files as taken.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn read(
+    dir: &Path,
+    settings: &Settings,
+    own: &[Site],
+    config_path: &Path,
+    host: Host,
+    previous: Option<&SiteFiles>,
+    whole: &HashSet<PathBuf>,
+    found: Found<'_>,
+) -> (Vec<Site>, SiteFiles) {
+    let Found { sources, refused, problems } = found;
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            problems.push(Problem::new(dir, None, format!("cannot read the sites directory: {e}")));
+            return (Vec::new(), SiteFiles::new());
+        }
+    };
+    sources.push(dir.to_path_buf());
+    sources.extend(PATTERNS.iter().map(|p| dir.join(p)));
+    let mut paths: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_site_file(p)).collect();
+    paths.sort();
+    if paths.len() > MAX_FILES {
+        for p in paths.drain(MAX_FILES..) {
+            refused.push(Problem::new(p, None, format!("refused: more than {MAX_FILES} site files in the directory")));
+        }
+    }
+    let mut owners = Owners { hosts: HashMap::new(), names: HashMap::new(), default: None };
+    owners.take(own, config_path);
+    let empty = SiteFiles::new();
+    let previous = previous.unwrap_or(&empty);
+    // Files good before and unchanged are taken first: a new file cannot
+    // push out a site already served; among the others, by name.
+    let stamps: Vec<(PathBuf, Option<file::Stamp>)> = paths
+        .into_iter()
+        .map(|p| {
+            let stamp = file::stamp(&p);
+            (p, stamp)
+        })
+        .collect();
+    let kept = |(p, s): &(PathBuf, Option<file::Stamp>)| {
+        previous.get(p).is_some_and(|f| !f.refused && s.is_some() && f.stamp == *s)
+    };
+    let (first, then): (Vec<_>, Vec<_>) = stamps.iter().partition(|e| kept(e));
+    let mut files = SiteFiles::new();
+    for (path, stamp) in first.into_iter().chain(then) {
+        sources.push(path.clone());
+        let before = previous.get(path);
+        let parsed = match before.filter(|f| !f.refused && stamp.is_some() && f.stamp == *stamp) {
+            Some(f) => Ok(f.sites.clone()),
+            None => parse(path, settings, host, whole.contains(path)),
+        };
+        let taken = parsed.and_then(|sites| {
+            let clashes = owners.clashes(&sites);
+            match clashes.is_empty() {
+                true => Ok(sites),
+                false => Err(clashes.into_iter().map(|c| Problem::new(path, None, c)).collect()),
+            }
+        });
+        match taken {
+            Ok(sites) => {
+                owners.take(&sites, path);
+                files.insert(path.clone(), SiteFile { stamp: *stamp, sites, refused: false });
+            }
+            Err(mut said) => {
+                // The last good sites stay, unless they clash now too.
+                let last = before.map(|f| &f.sites).filter(|s| !s.is_empty() && owners.clashes(s).is_empty());
+                let tail = match last {
+                    Some(_) => "; refused, its last good version stays in force",
+                    None => "; refused, its sites are not served",
+                };
+                for p in &mut said {
+                    p.message.push_str(tail);
+                }
+                refused.append(&mut said);
+                let sites = last.cloned().unwrap_or_default();
+                owners.take(&sites, path);
+                files.insert(path.clone(), SiteFile { stamp: *stamp, sites, refused: true });
+            }
+        }
+    }
+    let sites = files.values().flat_map(|f| f.sites.iter().cloned()).collect();
+    (sites, files)
+}
+
+/// The last components of a site file's path, as sources: the watcher
+/// takes a new file of either kind in the directory for a change.
+pub const PATTERNS: [&str; 2] = ["*.yaml", "*.yml"];
+
+/// A site file: `*.yaml` or `*.yml`, not hidden (an editor's swap or
+/// backup file, a file being written before its rename).
+pub fn is_site_file(path: &Path) -> bool {
+    let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    !hidden && path.extension().is_some_and(|x| x == "yaml" || x == "yml")
+}
+
+/// Read and check one site file alone.
+fn parse(path: &Path, settings: &Settings, host: Host, whole: bool) -> Result<Vec<Site>, Vec<Problem>> {
+    let timing = match whole {
+        true => file::Timing { settle: std::time::Duration::ZERO, ..file::Timing::default() },
+        false => file::Timing::default(),
+    };
+    let body = file::read_with(path, file::CONFIG_MAX, &timing)
+        .map_err(|refusal| vec![Problem::refused(path, "the site file", &refusal)])?
+        .body;
+    let text = String::from_utf8(body).map_err(|e| {
+        vec![Problem::new(path, None, format!("cannot read the site file: it is not UTF-8 text ({e})"))]
+    })?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    crate::config::parse_site_file(&text, settings, &stem, host)
+        .map_err(|errors| errors.into_iter().map(|e| Problem::new(path, e.line, e.to_string())).collect())
+}
