@@ -68,7 +68,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 // Where dns.rs finds it.
-use answer::ngx_str;
 use ngx::core::Status;
 use ngx::ffi::{
     ngx_array_push, ngx_command_t, ngx_conf_t, ngx_cycle_t, ngx_http_handler_pt, ngx_http_module_t,
