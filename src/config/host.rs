@@ -79,7 +79,15 @@ impl Host {
         if !boot.auth.is_empty() {
             ignored.push("auth.listen: not needed, robotgate decides inside nginx");
         }
-        ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
+        // Said only when the file moves them from their defaults: an
+        // operator who never wrote `limits` is not told each start.
+        let defaults = super::raw::RawLimits::default();
+        if boot.request_head_timeout != crate::config::DEFAULT_REQUEST_HEAD_TIMEOUT
+            || boot.keepalive_timeout != crate::config::DEFAULT_KEEPALIVE_TIMEOUT
+            || boot.max_connections != defaults.max_connections
+        {
+            ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
+        }
         ignored
     }
 }
@@ -97,11 +105,11 @@ mod tests {
         let missing: Vec<String> =
             Host::Serve.missing(&config.settings, config.sites.iter()).into_iter().map(|e| e.field).collect();
         assert_eq!(missing, ["listen", "sites[0].upstream"]);
-        // Nothing the file sets is ignored but nginx's own limits.
-        assert!(!Host::Nginx
-            .ignored(&config.settings, config.sites.iter())
-            .iter()
-            .any(|k| k.starts_with("listen") || k.contains("upstream")));
+        // Nothing the file sets is ignored: not even nginx's own limits, left at their defaults.
+        assert_eq!(Host::Nginx.ignored(&config.settings, config.sites.iter()), Vec::<&str>::new());
+        let limits = crate::config::parse(&format!("{NGINX_ONLY}limits: {{ keepalive_timeout: 90 }}\n")).unwrap();
+        let ignored = Host::Nginx.ignored(&limits.settings, limits.sites.iter());
+        assert!(ignored.len() == 1 && ignored[0].starts_with("limits."), "{ignored:?}");
         let full = format!("listen: [\"127.0.0.1:8080\"]\n{NGINX_ONLY}    upstream: \"127.0.0.1:8000\"\n");
         let config = crate::config::parse(&full).unwrap();
         assert!(
