@@ -84,7 +84,7 @@ pub(crate) extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_
         }
     }
     // The keys nginx's own directives do the job of (`robotgate config check --host nginx`).
-    let ignored = robotgate::config::Host::Nginx.ignored(&snapshot.settings, snapshot.sites.iter().map(|s| &s.conf));
+    let ignored = robotgate::config::Host::Nginx.ignored(&snapshot.settings, snapshot.sites.iter().map(|s| &*s.conf));
     if !ignored.is_empty() {
         ngx_conf_log_error!(NGX_LOG_NOTICE, cf, "robotgate: {}: ignored inside nginx ({})", path, ignored.join("; "));
     }

@@ -76,8 +76,9 @@ pub struct Settings {
     /// What the running process was started with: a reload that changes it
     /// says so, and it holds only after a restart.
     pub boot: Boot,
-    /// Host name (lower case) to index in `sites`, sorted by name.
-    pub hosts: Vec<(String, usize)>,
+    /// Host name (lower case) to index in `sites`, sorted by name; shared
+    /// by the snapshots of reloads that do not move a site.
+    pub hosts: std::sync::Arc<Vec<(String, usize)>>,
     /// Index of the default site in `sites`.
     pub default_site: Option<usize>,
     /// Trusted proxy networks.
@@ -311,12 +312,15 @@ impl Settings {
     /// Route to `sites`: their hosts (sorted) and their default site, as
     /// the loader merges the config's sites with those of `sites_dir`. The
     /// caller has made sure no host is two sites' and at most one is the default.
-    pub fn route(&mut self, sites: &[Site]) {
+    pub fn route<S: std::borrow::Borrow<Site>>(&mut self, sites: &[S]) {
         let mut hosts: Vec<(String, usize)> =
-            sites.iter().enumerate().flat_map(|(i, s)| s.hosts.iter().map(move |h| (h.clone(), i))).collect();
+            sites.iter().enumerate().flat_map(|(i, s)| s.borrow().hosts.iter().map(move |h| (h.clone(), i))).collect();
         hosts.sort_unstable();
-        self.hosts = hosts;
-        self.default_site = sites.iter().position(|s| s.default);
+        // The same table as before (a reload that moved no site): kept shared.
+        if *self.hosts != hosts {
+            self.hosts = std::sync::Arc::new(hosts);
+        }
+        self.default_site = sites.iter().position(|s| s.borrow().default);
     }
 }
 

@@ -89,7 +89,7 @@ pub struct RobotsFile {
 #[derive(Debug)]
 pub struct LiveSite {
     /// The validated configuration of the site.
-    pub conf: Site,
+    pub conf: Arc<Site>,
     /// The upstream address, resolved once at load time (Pingora's `HttpPeer::new`
     /// would otherwise resolve on every request, blocking).
     pub upstream_addr: Option<std::net::SocketAddr>,
@@ -108,6 +108,10 @@ pub struct LiveSite {
     /// The files the site was built from, each with its stamp taken before
     /// it was read: a reload keeps the site while none has moved.
     read: Vec<(PathBuf, file::Stamp)>,
+    /// The robots.txt, humans.txt and alternate-content files as read, by
+    /// path: what a later reload keeps when it refuses a new version. Kept
+    /// with the site, so a reload that keeps the site copies nothing.
+    originals: Vec<(PathBuf, Original)>,
     /// The files from `site_template` that did not exist: the site is kept
     /// while they still do not.
     absent: Vec<PathBuf>,
@@ -141,9 +145,9 @@ impl LiveSite {
     /// Whether this site, built by an earlier load, is what a load of
     /// `conf` would build now: the same configuration and every file it
     /// read still as it was (one `stat` each).
-    fn unchanged(&self, conf: &Site) -> bool {
+    fn unchanged(&self, conf: &Arc<Site>) -> bool {
         self.reusable
-            && self.conf == *conf
+            && (Arc::ptr_eq(&self.conf, conf) || *self.conf == **conf)
             && self.read.iter().all(|(path, was)| file::stamp(path) == Some(*was))
             && self.absent.iter().all(|path| absent(path))
     }
@@ -184,43 +188,51 @@ impl Changes {
 /// Reads and compiles one site's files (the part of a load that is per
 /// site), noting what it read where the whole load keeps it.
 struct SiteReader<'a> {
-    previous: Option<&'a Snapshot>,
     refused: &'a mut Vec<Problem>,
     problems: &'a mut Vec<Problem>,
-    originals: &'a mut HashMap<PathBuf, Original>,
     sources: &'a mut Vec<PathBuf>,
     config_path: &'a Path,
     whole: &'a HashSet<PathBuf>,
 }
 
+/// What one site's build read: each file's stamp and its contents as read.
+struct Reading<'b> {
+    /// The previous snapshot's site of the same name: its last good files.
+    before: Option<&'b LiveSite>,
+    read: Vec<(PathBuf, file::Stamp)>,
+    originals: Vec<(PathBuf, Original)>,
+    /// See [`LiveSite::reusable`].
+    reusable: bool,
+}
+
 impl SiteReader<'_> {
     /// [`read_served`], stamping the file first (in `read`); a refused file
-    /// makes the site one a later reload builds again (`*reusable`).
+    /// makes the site one a later reload builds again (`reusable`).
     fn served(
         &mut self,
         path: &Path,
         what: &str,
         limit: u64,
         check: fn(&[u8]) -> Result<(), Refusal>,
-        read: &mut Vec<(PathBuf, file::Stamp)>,
-        reusable: &mut bool,
+        r: &mut Reading<'_>,
     ) -> Option<Original> {
         self.sources.push(path.to_path_buf());
         match file::stamp(path) {
-            Some(stamp) => read.push((path.to_path_buf(), stamp)),
-            None => *reusable = false,
+            Some(stamp) => r.read.push((path.to_path_buf(), stamp)),
+            None => r.reusable = false,
         }
         let (refused, problems) = (self.refused.len(), self.problems.len());
         let timing = match self.whole.contains(path) {
             true => file::Timing { settle: std::time::Duration::ZERO, ..file::Timing::default() },
             false => file::Timing::default(),
         };
-        let got = read_served(path, what, limit, check, &timing, self.previous, self.refused, self.problems);
+        let last_good = r.before.and_then(|b| b.originals.iter().find(|(p, _)| p == path)).map(|(_, o)| o);
+        let got = read_served(path, what, limit, check, &timing, last_good, self.refused, self.problems);
         if self.refused.len() != refused || self.problems.len() != problems {
-            *reusable = false;
+            r.reusable = false;
         }
         if let Some(original) = &got {
-            self.originals.insert(path.to_path_buf(), original.clone());
+            r.originals.push((path.to_path_buf(), original.clone()));
         }
         got
     }
@@ -229,7 +241,7 @@ impl SiteReader<'_> {
     /// `before`: the previous snapshot's site of the same name.
     fn build(
         &mut self,
-        site: Site,
+        site: Arc<Site>,
         classifier: &Classifier,
         traps_first_served: &mut traps::FirstServed,
         robots_versions: &mut versions::Versions,
@@ -240,7 +252,7 @@ impl SiteReader<'_> {
         // A site without an upstream (inside nginx, which forwards itself)
         // has nothing to resolve again.
         let literal = site.upstream.as_ref().map(|up| up.address.parse::<std::net::SocketAddr>().ok());
-        let mut reusable = !matches!(literal, Some(None));
+        let reusable = !matches!(literal, Some(None));
         let upstream_addr = site.upstream.as_ref().map(|up| {
             let found = match up.address.parse::<std::net::SocketAddr>() {
                 Ok(a) => Ok(Some(a)),
@@ -269,7 +281,8 @@ impl SiteReader<'_> {
             .filter(|t| t.inject_link)
             .and_then(|t| t.paths.first())
             .map(|p| Bytes::from(crate::managed::trap_link(p)));
-        let (mut read, mut missing) = (Vec::new(), Vec::new());
+        let mut r = Reading { before: before.map(|b| &**b), read: Vec::new(), originals: Vec::new(), reusable };
+        let mut missing = Vec::new();
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
         // A file of the template's that does not exist (yet) is no file:
         // watched, so writing it builds the site again.
@@ -284,7 +297,7 @@ impl SiteReader<'_> {
         let robots_path = templated(&site.robots, site.from_template.robots);
         let humans_path = templated(&site.humans, site.from_template.humans);
         if let Some(path) = &robots_path {
-            let got = self.served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, &mut read, &mut reusable);
+            let got = self.served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, &mut r);
             if let Some(original) = got {
                 let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
                 let effective = crate::managed::effective(&original.body, &site.managed, trap_paths, classifier.db());
@@ -309,7 +322,7 @@ impl SiteReader<'_> {
             }
         }
         if let Some(path) = &humans_path {
-            let got = self.served(path, "humans.txt", file::HUMANS_MAX, any_body, &mut read, &mut reusable);
+            let got = self.served(path, "humans.txt", file::HUMANS_MAX, any_body, &mut r);
             if let Some(original) = got {
                 humans_file = Some(ServedFile::from_bytes(original.body, original.mtime));
             }
@@ -324,7 +337,7 @@ impl SiteReader<'_> {
                     continue;
                 }
                 let what = "the alternate-content file";
-                let got = self.served(file, what, file::ALTERNATE_MAX, any_body, &mut read, &mut reusable);
+                let got = self.served(file, what, file::ALTERNATE_MAX, any_body, &mut r);
                 if let Some(original) = got {
                     alternates.insert(file.clone(), ServedFile::from_bytes(original.body, original.mtime));
                 }
@@ -343,9 +356,10 @@ impl SiteReader<'_> {
             armed_at,
             trap_link,
             earlier,
-            read,
+            read: r.read,
+            originals: r.originals,
             absent: missing,
-            reusable,
+            reusable: r.reusable,
         }
     }
 }
@@ -420,9 +434,6 @@ pub struct Snapshot {
     /// `sites_dir` refused (each alone, at start too), one problem per thing
     /// wrong. Otherwise empty at start, where a refused file is an error.
     pub refused: Vec<Problem>,
-    /// The robots.txt, humans.txt and alternate-content files as read, by
-    /// path: what a later reload keeps when it refuses a new version.
-    originals: HashMap<PathBuf, Original>,
 }
 
 /// A served file as read from disk (robots.txt before the managed lines).
@@ -535,7 +546,7 @@ fn read_served(
     limit: u64,
     check: fn(&[u8]) -> Result<(), Refusal>,
     timing: &file::Timing,
-    previous: Option<&Snapshot>,
+    last_good: Option<&Original>,
     refused: &mut Vec<Problem>,
     problems: &mut Vec<Problem>,
 ) -> Option<Original> {
@@ -544,7 +555,7 @@ fn read_served(
         Ok(c) => Some(Original { body: Bytes::from(c.body), mtime: c.mtime }),
         Err(refusal) => {
             let mut problem = Problem::refused(path, what, &refusal);
-            match previous.and_then(|p| p.originals.get(path)) {
+            match last_good {
                 Some(kept) => {
                     problem.message.push_str("; the last good version stays in force");
                     refused.push(problem);
@@ -605,10 +616,8 @@ pub fn reload_for(
     let unchanged = previous.filter(|p| stamp.is_some() && p.config_stamp == stamp);
     let config = match unchanged {
         // The same file: the same configuration (it names no other file).
-        Some(p) => Config {
-            settings: p.settings.clone(),
-            sites: p.sites[..p.config_sites].iter().map(|s| s.conf.clone()).collect(),
-        },
+        // Its sites are shared, not copied.
+        Some(p) => (p.settings.clone(), p.sites[..p.config_sites].iter().map(|s| Arc::clone(&s.conf)).collect()),
         None => {
             let body = file::read(config_path, file::CONFIG_MAX)
                 .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
@@ -616,9 +625,10 @@ pub fn reload_for(
             let text = String::from_utf8(body).map_err(|e| {
                 vec![Problem::new(config_path, None, format!("cannot read the config: it is not UTF-8 text ({e})"))]
             })?;
-            config::parse(&text).map_err(|errors| {
+            let config = config::parse(&text).map_err(|errors| {
                 errors.into_iter().map(|e| Problem::new(config_path, e.line, e.to_string())).collect::<Vec<_>>()
-            })?
+            })?;
+            (config.settings, config.sites.into_iter().map(Arc::new).collect())
         }
     };
     let mut snapshot = load_config_whole(config, config_path, previous, whole, host, &mut problems)?;
@@ -656,12 +666,13 @@ pub fn load_config(
     previous: Option<&Snapshot>,
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
+    let config = (config.settings, config.sites.into_iter().map(Arc::new).collect());
     load_config_whole(config, config_path, previous, &HashSet::new(), Host::Nginx, problems)
 }
 
 /// [`load_config`] with the files known whole ([`reload_whole`]).
 fn load_config_whole(
-    config: Config,
+    config: (Settings, Vec<Arc<Site>>),
     config_path: &Path,
     previous: Option<&Snapshot>,
     whole: &HashSet<PathBuf>,
@@ -669,9 +680,9 @@ fn load_config_whole(
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let read_at = SystemTime::now();
-    let Config { mut settings, sites: mut site_confs } = config;
+    let (mut settings, mut site_confs) = config;
     let mut sources = vec![config_path.to_path_buf()];
-    let (mut refused, mut originals) = (Vec::new(), HashMap::new());
+    let mut refused = Vec::new();
     let config_sites = site_confs.len();
     let site_files = match settings.sites_dir.clone() {
         None => sites_dir::SiteFiles::new(),
@@ -746,24 +757,11 @@ fn load_config_whole(
         if let Some(old) = kept {
             sources.extend(old.read.iter().map(|(p, _)| p.clone()));
             sources.extend(old.absent.iter().cloned());
-            for (path, _) in &old.read {
-                if let Some(o) = previous.and_then(|p| p.originals.get(path)) {
-                    originals.insert(path.clone(), o.clone());
-                }
-            }
             sites.push(Arc::clone(old));
             continue;
         }
         changed.note(&site.name, old.is_some());
-        let mut reader = SiteReader {
-            previous,
-            refused: &mut refused,
-            problems,
-            originals: &mut originals,
-            sources: &mut sources,
-            config_path,
-            whole,
-        };
+        let mut reader = SiteReader { refused: &mut refused, problems, sources: &mut sources, config_path, whole };
         let live = reader.build(site, &classifier, &mut traps_first_served, &mut robots_versions, now_unix, old);
         sites.push(Arc::new(live));
     }
@@ -814,7 +812,6 @@ fn load_config_whole(
         traps_state,
         robots_versions,
         refused,
-        originals,
         changes: changed,
         config_stamp: None,
         ranges_key,

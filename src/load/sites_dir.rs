@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{file, Problem};
 use crate::config::{Host, Settings, Site};
@@ -33,7 +34,7 @@ pub(super) struct SiteFile {
     stamp: Option<file::Stamp>,
     /// The sites served from it: what it says, or, refused, its last good
     /// sites (none if it never was good).
-    sites: Vec<Site>,
+    sites: Vec<Arc<Site>>,
     /// Refused: read again by the next load, which says so again.
     refused: bool,
 }
@@ -47,7 +48,7 @@ struct Owners {
 
 impl Owners {
     /// What in `sites` someone else already has, one sentence each.
-    fn clashes(&self, sites: &[Site]) -> Vec<String> {
+    fn clashes(&self, sites: &[Arc<Site>]) -> Vec<String> {
         let mut out = Vec::new();
         for s in sites {
             if let Some(other) = self.names.get(&s.name) {
@@ -65,7 +66,7 @@ impl Owners {
         out
     }
 
-    fn take(&mut self, sites: &[Site], owner: &Path) {
+    fn take(&mut self, sites: &[Arc<Site>], owner: &Path) {
         for s in sites {
             self.names.insert(s.name.clone(), owner.to_path_buf());
             for h in &s.hosts {
@@ -98,13 +99,13 @@ pub(super) struct Found<'a> {
 pub(super) fn read(
     dir: &Path,
     settings: &Settings,
-    own: &[Site],
+    own: &[Arc<Site>],
     config_path: &Path,
     host: Host,
     previous: Option<&SiteFiles>,
     whole: &HashSet<PathBuf>,
     found: Found<'_>,
-) -> (Vec<Site>, SiteFiles) {
+) -> (Vec<Arc<Site>>, SiteFiles) {
     let Found { sources, refused, problems } = found;
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -146,7 +147,7 @@ pub(super) fn read(
         let before = previous.get(path);
         let parsed = match before.filter(|f| !f.refused && stamp.is_some() && f.stamp == *stamp) {
             Some(f) => Ok(f.sites.clone()),
-            None => parse(path, settings, host, whole.contains(path)),
+            None => parse(path, settings, host, whole.contains(path)).map(|s| s.into_iter().map(Arc::new).collect()),
         };
         let taken = parsed.and_then(|sites| {
             let clashes = owners.clashes(&sites);

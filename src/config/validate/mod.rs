@@ -98,7 +98,7 @@ impl RawConfig {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let hosts = seen_hosts.into_iter().collect::<Vec<_>>();
+        let hosts = std::sync::Arc::new(seen_hosts.into_iter().collect::<Vec<_>>());
         let boot = Boot {
             listen,
             threads,

@@ -19,7 +19,7 @@ pub fn check(config_path: &Path, host: Host) -> (Vec<Problem>, Vec<Problem>, Vec
     match load_for(config_path, host) {
         Err(problems) => (problems, Vec::new(), Vec::new()),
         Ok(snapshot) => {
-            let ignored = host.ignored(&snapshot.settings, snapshot.sites.iter().map(|s| &s.conf));
+            let ignored = host.ignored(&snapshot.settings, snapshot.sites.iter().map(|s| &*s.conf));
             let mut warnings = Vec::new();
             let now = crate::policy::Clock::System.unix_secs() as i64;
             for (file, message) in snapshot.certs.warnings(now) {

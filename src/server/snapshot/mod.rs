@@ -132,11 +132,11 @@ pub fn build_for(
     // What `robotgate serve` needs that another host does not (nginx
     // listens and forwards itself); a file of `sites_dir` was checked alone.
     let mut problems: Vec<Problem> = host
-        .missing(&files.settings, files.sites[..files.config_sites].iter().map(|s| &s.conf))
+        .missing(&files.settings, files.sites[..files.config_sites].iter().map(|s| &*s.conf))
         .into_iter()
         .map(|e| Problem::new(config_path, None, e.to_string()))
         .collect();
-    let certs = match CertSet::load(&files.settings, files.sites.iter().map(|s| &s.conf)) {
+    let certs = match CertSet::load(&files.settings, files.sites.iter().map(|s| &*s.conf)) {
         Ok(c) => Arc::new(c),
         Err(failed) => {
             problems.extend(failed);
