@@ -79,6 +79,9 @@ impl Host {
         if !boot.auth.is_empty() {
             ignored.push("auth.listen: not needed, robotgate decides inside nginx");
         }
+        if !boot.spoe.is_empty() {
+            ignored.push("spoe.listen: not needed, robotgate decides inside nginx");
+        }
         ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
         ignored
     }

@@ -1,0 +1,293 @@
+//! Issue #56: robotgate as HAProxy's SPOE agent. The real HAProxy runs the
+//! shipped `examples/edge/haproxy.cfg` and `spoe-robotgate.conf`, with only
+//! their addresses and ports changed, in front of an origin the test starts;
+//! robotgate answers HAProxy's `robotgate-check` messages on its SPOE
+//! listener and serves robots.txt on its proxy listener. A real client
+//! (curl) talks to HAProxy from several loopback addresses (127.0.0.2 and
+//! up): HAProxy's `src`, the client address robotgate judges.
+//!
+//! One more bind, added by the test, takes the PROXY protocol (a load
+//! balancer in front of HAProxy): through it a client at a public address
+//! (203.0.113.9) claims to be Googlebot, outside Google's ranges: spoofed.
+//! (A trap and its ban, which arm some time after robots.txt is served,
+//! are not exercised through HAProxy yet.)
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n\n\
+                      User-agent: ClaudeBot\nCrawl-delay: 30\nDisallow: /private/\n";
+
+/// The shipped file `name`, as text.
+fn shipped(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A process the test started, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_port(port: u16, what: &str, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// robotgate with its SPOE agent on `spoe`, its proxy listener (robots.txt)
+/// believing HAProxy on 127.0.0.1. GPTBot's and ChatGPT-User's test feeds
+/// put them on loopback (`common::LOOPBACK_FEEDS`).
+fn start_gate(origin: &Origin, spoe: u16) -> Gate {
+    let config = format!(
+        r#"
+listen: ["127.0.0.1:{{port}}"]
+spoe: {{ listen: ["127.0.0.1:{spoe}"] }}
+metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
+trusted_proxies: ["127.0.0.1/32"]
+client_header: X-Forwarded-For
+grace_period: 1
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost", "example.com"]
+    default: true
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+    traps:
+      paths: ["/trap/"]
+    policy:
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+verify:
+  feeds: "{{dir}}/feeds"
+log:
+  violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
+  level: warn
+"#,
+        origin = origin.addr,
+    );
+    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes())]);
+    wait_port(spoe, "robotgate's SPOE agent", &gate.stderr_path);
+    gate
+}
+
+/// The real HAProxy on `port` (and a PROXY-protocol bind on `proxied`),
+/// running the shipped files with the test's addresses.
+fn start_haproxy(dir: &Path, port: u16, proxied: u16, gate: &Gate, spoe: u16, origin: &Origin) -> Running {
+    let conf = shipped("spoe-robotgate.conf").replace("127.0.0.1:12345", &format!("127.0.0.1:{spoe}"));
+    std::fs::write(dir.join("spoe-robotgate.conf"), conf).unwrap();
+    let cfg = shipped("haproxy.cfg");
+    for default in ["bind 127.0.0.1:80\n", "127.0.0.1:8080", "127.0.0.1:8000", "127.0.0.1:12345", "/etc/haproxy/"] {
+        assert!(cfg.contains(default), "haproxy.cfg no longer names {default}");
+    }
+    let cfg = cfg
+        .replace("bind 127.0.0.1:80\n", &format!("bind 127.0.0.1:{port}\n    bind 127.0.0.1:{proxied} accept-proxy\n"))
+        .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", gate.port))
+        .replace("127.0.0.1:8000", &origin.addr.to_string())
+        .replace("127.0.0.1:12345", &format!("127.0.0.1:{spoe}"))
+        .replace("/etc/haproxy/", &format!("{}/", dir.display()));
+    std::fs::write(dir.join("haproxy.cfg"), cfg).unwrap();
+    let log = dir.join("haproxy.log");
+    let check = Command::new("haproxy").arg("-c").arg("-f").arg(dir.join("haproxy.cfg")).output().unwrap();
+    assert!(check.status.success(), "haproxy -c: {}", String::from_utf8_lossy(&check.stdout));
+    let child = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(dir.join("haproxy.cfg"))
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("haproxy starts");
+    let running = Running(child);
+    wait_port(port, "haproxy", &log);
+    running
+}
+
+/// An answer as curl read it.
+struct Answered {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answered {
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+            .collect()
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.all(name).first().copied()
+    }
+}
+
+/// GET `path` from HAProxy on `port`, from loopback address `from`.
+fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
+    for (k, v) in headers {
+        cmd.args(["-H", &format!("{k}: {v}")]);
+    }
+    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Answered { status, head: head.to_owned(), body: body.to_owned() }
+}
+
+/// GET `path` through the PROXY-protocol bind, as the client `client`
+/// (a load balancer's header names it): the status line's code.
+fn get_as(proxied: u16, client: &str, path: &str, ua: &str) -> u16 {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", proxied)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "PROXY TCP4 {client} 127.0.0.1 40000 80\r\nGET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         User-Agent: {ua}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.take(64 * 1024).read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no answer: {text:?}"))
+}
+
+fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
+    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn have_haproxy() -> bool {
+    let ok = Command::new("haproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !ok {
+        eprintln!("\n*** SKIPPED: `haproxy` is not installed (apt-get install -y haproxy); .ci/run installs it ***\n");
+    }
+    ok
+}
+
+#[test]
+fn haproxy_asks_robotgate_over_spoe() {
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let spoe = free_port();
+    let mut gate = start_gate(&origin, spoe);
+    let dir = tempfile::tempdir().unwrap();
+    let (port, proxied) = (free_port(), free_port());
+    let _haproxy = start_haproxy(dir.path(), port, proxied, &gate, spoe, &origin);
+
+    // HAProxy opens its agent connections on demand, and a request it could
+    // not ask about passes: wait (bounded) for the first refusal.
+    let asked = within(Duration::from_secs(15), || {
+        get_from(port, "127.0.0.2", "/private/warmup", &[("User-Agent", GPTBOT)]).status == 403
+    });
+    assert!(
+        asked.is_some(),
+        "HAProxy never asked robotgate: {}",
+        std::fs::read_to_string(dir.path().join("haproxy.log")).unwrap_or_default()
+    );
+
+    // A browser gets the page, from the origin, without X-Robots-Tag.
+    let served = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert!(r.all("x-robots-tag").is_empty(), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1);
+
+    // GPTBot (Disallow: /, believed from loopback): robotgate's 403, its body and headers.
+    let r = get_from(port, "127.0.0.2", "/a", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert!(r.body.starts_with("Forbidden"), "not robotgate's body: {:?}", r.body);
+    assert_eq!(origin.hits(), served + 1, "the origin saw a refused request");
+
+    // ClaudeBot over its Crawl-delay: 429 with Retry-After and the RateLimit headers.
+    let r = get_from(port, "127.0.0.3", "/c1", &[("User-Agent", CLAUDEBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /c1"), "{}", r.head);
+    let r = get_from(port, "127.0.0.3", "/c2", &[("User-Agent", CLAUDEBOT)]);
+    assert_eq!(r.status, 429, "{}\n{}", r.head, r.body);
+    let retry: u64 = r.header("retry-after").unwrap_or_else(|| panic!("no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert!(r.header("ratelimit-policy").is_some_and(|p| p.contains("crawl-delay")), "{}", r.head);
+
+    // The X-Robots-Tag of a noindex pass and of an indexing rule reach the client.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{}", r.head);
+    assert_eq!(r.all("x-robots-tag"), ["noindex, nofollow"], "{}", r.head);
+    let r = get_from(port, "127.0.0.2", "/docs/a", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noarchive"]), "{}", r.head);
+
+    // robots.txt is robotgate's (the trap is in it), from its proxy listener.
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("Disallow: /trap/"), "not robotgate's robots.txt:\n{}", r.body);
+
+    // A client's own headers change nothing: an X-Forwarded-For naming
+    // another client does not reset ClaudeBot's pace, nor do headers that
+    // look like robotgate's variables let GPTBot through.
+    for (name, value) in [
+        ("X-Forwarded-For", "198.51.100.7"),
+        ("Forwarded", "for=198.51.100.8"),
+        ("X-Real-IP", "198.51.100.9"),
+        ("X-Robotgate-Status", "200"),
+        ("txn.robotgate.pass", "1"),
+    ] {
+        let r = get_from(port, "127.0.0.3", "/c3", &[("User-Agent", CLAUDEBOT), (name, value)]);
+        assert_eq!(r.status, 429, "{name}: {value} reset the pace:\n{}", r.head);
+        let r = get_from(port, "127.0.0.2", "/b", &[("User-Agent", GPTBOT), (name, value)]);
+        assert_eq!(r.status, 403, "{name}: {value} let GPTBot through:\n{}", r.head);
+    }
+
+    // A spoofed Googlebot, at a public address behind a load balancer
+    // (PROXY protocol: HAProxy's `src`), outside Google's ranges: 403.
+    assert_eq!(get_as(proxied, "203.0.113.9", "/page", GOOGLEBOT), 403);
+
+    // Each refusal has its record, with the client HAProxy saw.
+    // The warm-up, /a, /c2, the noindex pass, ten with forged headers, Googlebot.
+    let recs = records(&gate, 15);
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
+        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("no record of {what}: {recs:#?}")).clone()
+    };
+    let gpt = find("GPTBot's refusal", &|r| r["path"] == "/a");
+    assert_eq!(
+        (gpt["bot"].as_str(), gpt["client"].as_str(), gpt["status"].as_u64()),
+        (Some("GPTBot"), Some("127.0.0.2"), Some(403))
+    );
+    let limited = find("the rate limit", &|r| r["path"] == "/c2");
+    assert_eq!((limited["client"].as_str(), limited["status"].as_u64()), (Some("127.0.0.3"), Some(429)));
+    let spoofed = find("the spoofed Googlebot", &|r| r["bot"] == "Googlebot");
+    assert_eq!((spoofed["client"].as_str(), spoofed["identity"].as_str()), (Some("203.0.113.9"), Some("spoofed")));
+    assert!(metric(&gate, "robotgate_spoe_notifications_total{result=\"answer\"}") >= 5.0);
+    assert!(metric(&gate, "robotgate_spoe_notifications_total{result=\"pass\"}") >= 3.0);
+
+    // robotgate stopped: the documented default, the request passes.
+    gate.stop();
+    let served = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/after", &[("User-Agent", GPTBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /after"), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1);
+}
