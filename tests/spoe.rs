@@ -291,3 +291,111 @@ fn haproxy_asks_robotgate_over_spoe() {
     assert_eq!((r.status, r.body.as_str()), (200, "origin /after"), "{}", r.head);
     assert_eq!(origin.hits(), served + 1);
 }
+
+/// A frame: its length, then type, flags (FIN), stream and frame ids (each
+/// below 240: one byte), then `payload`.
+fn frame(kind: u8, stream: u8, id: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![kind, 0, 0, 0, 1, stream, id];
+    f.extend_from_slice(payload);
+    let mut out = (f.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(&f);
+    out
+}
+
+/// A KV item or an argument: a name, then a typed value's bytes.
+fn item(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.push(name.len() as u8);
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(value);
+}
+
+fn hello(version: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    let mut v = vec![8, version.len() as u8];
+    v.extend_from_slice(version.as_bytes());
+    item(&mut p, "supported-versions", &v);
+    item(&mut p, "max-frame-size", &[3, 0xf0 | 0x0c, 0x7f]); // 240 + 12 + (127 << 4) = 2284
+    item(&mut p, "capabilities", b"\x08\x0apipelining");
+    frame(1, 0, 0, &p)
+}
+
+/// Read one frame: (type, payload).
+fn read_frame(s: &mut std::net::TcpStream) -> Option<(u8, Vec<u8>)> {
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).ok()?;
+    let mut buf = vec![0u8; u32::from_be_bytes(head) as usize];
+    s.read_exact(&mut buf).ok()?;
+    // Stream and frame ids below 240 in what robotgate sends back here.
+    Some((buf[0], buf[7..].to_vec()))
+}
+
+fn connect(spoe: u16) -> std::net::TcpStream {
+    let s = std::net::TcpStream::connect(("127.0.0.1", spoe)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// The agent over raw SPOP, without HAProxy: what it agrees to, what it
+/// refuses (with AGENT-DISCONNECT and its status), and a message lacking a
+/// fact answered 400.
+#[test]
+fn the_agent_speaks_spop_and_refuses_what_is_not() {
+    let origin = Origin::start();
+    let spoe = free_port();
+    let gate = start_gate(&origin, spoe);
+
+    // HELLO: version 2.0, the smaller frame size (2284, HAProxy's here), pipelining.
+    let mut s = connect(spoe);
+    s.write_all(&hello("2.0")).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-HELLO");
+    assert_eq!(kind, 101);
+    let text = String::from_utf8_lossy(&payload);
+    assert!(text.contains("version") && text.contains("2.0") && text.contains("pipelining"), "{text:?}");
+    assert!(payload.windows(3).any(|w| w == [3, 0xfc, 0x7f]), "max-frame-size 2284 not agreed: {payload:?}");
+
+    // A NOTIFY whose message has no `src`: answered, status 400.
+    let mut m = Vec::new();
+    item(&mut m, "robotgate-check", &[5]);
+    item(&mut m, "method", b"\x08\x03GET");
+    item(&mut m, "path", b"\x08\x01/");
+    item(&mut m, "host", &[0]);
+    item(&mut m, "ssl", &[0x01]);
+    item(&mut m, "headers", &[9, 2, 0, 0]);
+    s.write_all(&frame(3, 9, 1, &m)).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("ACK");
+    assert_eq!(kind, 103);
+    // SET-VAR, 3 args, txn, "status", INT32 400 (varint 400 = [0xf0, 0x0a]).
+    let status = [&[1u8, 3, 2, 6][..], b"status", &[2, 0xf0, 0x0a]].concat();
+    assert!(payload.windows(status.len()).any(|w| w == status), "no status 400: {payload:?}");
+
+    // A frame past the agreed size: DISCONNECT 3, the connection closed.
+    s.write_all(&3000u32.to_be_bytes()).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+    assert!(payload.windows(2).any(|w| w == [3, 3]), "status-code 3: {payload:?}");
+    assert!(read_frame(&mut s).is_none(), "the connection stays open");
+
+    // An unsupported version: DISCONNECT 8.
+    let mut s = connect(spoe);
+    s.write_all(&hello("1.0")).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+    assert!(payload.windows(2).any(|w| w == [3, 8]), "status-code 8: {payload:?}");
+
+    // A NOTIFY before HELLO: DISCONNECT 11.
+    let mut s = connect(spoe);
+    s.write_all(&frame(3, 1, 1, &m)).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+    assert!(payload.windows(2).any(|w| w == [3, 11]), "status-code 11: {payload:?}");
+
+    // Bytes that are no SPOP at all (an HTTP request): refused, never hung on.
+    let mut s = connect(spoe);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    let (kind, _) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+
+    assert_eq!(metric(&gate, "robotgate_spoe_notifications_total{result=\"refused\"}"), 1.0);
+    assert!(metric(&gate, "robotgate_spoe_failures_total") >= 4.0);
+    assert_eq!(origin.hits(), 0);
+}
