@@ -290,6 +290,16 @@ fn haproxy_asks_robotgate_over_spoe() {
     let r = get_from(port, "127.0.0.2", "/after", &[("User-Agent", GPTBOT)]);
     assert_eq!((r.status, r.body.as_str()), (200, "origin /after"), "{}", r.head);
     assert_eq!(origin.hits(), served + 1);
+    // HAProxy marks it (txn.robotgate.error, captured into its log line).
+    let log = dir.path().join("haproxy.log");
+    let marked = within(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log).unwrap_or_default().lines().any(|l| l.contains("{1}") && l.contains("/after"))
+    });
+    assert!(
+        marked.is_some(),
+        "no unanswered mark in HAProxy's log: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
 }
 
 /// A frame: its length, then type, flags (FIN), stream and frame ids (each
