@@ -9,8 +9,6 @@
 //! One more bind, added by the test, takes the PROXY protocol (a load
 //! balancer in front of HAProxy): through it a client at a public address
 //! (203.0.113.9) claims to be Googlebot, outside Google's ranges: spoofed.
-//! (A trap and its ban, which arm some time after robots.txt is served,
-//! are not exercised through HAProxy yet.)
 
 mod common;
 
@@ -72,6 +70,7 @@ sites:
     robots: "{{dir}}/robots.txt"
     traps:
       paths: ["/trap/"]
+      arm_after: 0
     policy:
       bots:
         ChatGPT-User: {{ action: noindex }}
@@ -266,9 +265,22 @@ fn haproxy_asks_robotgate_over_spoe() {
     // (PROXY protocol: HAProxy's `src`), outside Google's ranges: 403.
     assert_eq!(get_as(proxied, "203.0.113.9", "/page", GOOGLEBOT), 403);
 
+    // A trap (armed at once here, `arm_after: 0`): the client that fetches
+    // it, a browser's User-Agent or not, is refused, and banned from every page after.
+    let crawler = [("User-Agent", FIREFOX)];
+    let r = get_from(port, "127.0.0.5", "/page", &crawler);
+    assert_eq!(r.status, 200, "{}", r.head);
+    let r = get_from(port, "127.0.0.5", "/trap/x", &crawler);
+    assert_eq!(r.status, 403, "the trap let its visitor through: {}\n{}", r.head, r.body);
+    let r = get_from(port, "127.0.0.5", "/page", &crawler);
+    assert_eq!(r.status, 403, "the trapped client was not banned: {}\n{}", r.head, r.body);
+    let r = get_from(port, "127.0.0.6", "/page", &crawler);
+    assert_eq!(r.status, 200, "another client was banned: {}", r.head);
+
     // Each refusal has its record, with the client HAProxy saw.
-    // The warm-up, /a, /c2, the noindex pass, ten with forged headers, Googlebot.
-    let recs = records(&gate, 15);
+    // The warm-up, /a, /c2, the noindex pass, ten with forged headers,
+    // Googlebot, the trap and the ban.
+    let recs = records(&gate, 17);
     let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
         recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("no record of {what}: {recs:#?}")).clone()
     };
@@ -279,6 +291,9 @@ fn haproxy_asks_robotgate_over_spoe() {
     );
     let limited = find("the rate limit", &|r| r["path"] == "/c2");
     assert_eq!((limited["client"].as_str(), limited["status"].as_u64()), (Some("127.0.0.3"), Some(429)));
+    let trap = find("the trap", &|r| r["directive"] == "trap");
+    assert_eq!((trap["client"].as_str(), trap["path"].as_str()), (Some("127.0.0.5"), Some("/trap/x")));
+    find("the ban", &|r| r["directive"] == "banned" && r["client"] == "127.0.0.5");
     let spoofed = find("the spoofed Googlebot", &|r| r["bot"] == "Googlebot");
     assert_eq!((spoofed["client"].as_str(), spoofed["identity"].as_str()), (Some("203.0.113.9"), Some("spoofed")));
     assert!(metric(&gate, "robotgate_spoe_notifications_total{result=\"answer\"}") >= 5.0);
