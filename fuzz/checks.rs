@@ -515,3 +515,51 @@ pub fn store_reply(data: &[u8]) {
         }
     }
 }
+
+/// SPOP frames from arbitrary bytes (`net::spop`): the input is a stream of
+/// length-prefixed frames as HAProxy would send them. No read panics; a
+/// frame past the size is refused before it is read; every HELLO agreed on
+/// keeps the size within robotgate's own; every message that reads into a
+/// check's facts keeps its target non-empty and its method a token; and an
+/// ACK written from what was read is never past the agreed size.
+pub fn spop_frame(data: &[u8]) {
+    use robotgate::net::spop::{self, Frame, Hello, Scope, Value};
+    let mut rest = data;
+    let mut max = spop::MAX_FRAME_SIZE;
+    while rest.len() >= 4 {
+        let head: [u8; 4] = rest[..4].try_into().unwrap();
+        let Ok(len) = spop::frame_len(head, max) else { return };
+        assert!(len as u64 <= u64::from(max));
+        let Some(frame) = rest.get(4..4 + len) else { return };
+        rest = &rest[4 + len..];
+        let Ok(f) = Frame::parse(frame) else { continue };
+        for item in spop::kv_list(f.payload) {
+            if item.is_err() {
+                break;
+            }
+        }
+        if let Ok(hello) = Hello::read(f.payload) {
+            assert!(hello.max_frame_size <= spop::MAX_FRAME_SIZE && hello.max_frame_size >= spop::MIN_FRAME_SIZE);
+            let mut out = Vec::new();
+            spop::write_agent_hello(&mut out, &hello);
+            max = hello.max_frame_size;
+        }
+        let Ok(messages) = spop::messages(f.payload) else { continue };
+        for m in &messages {
+            if let Ok(check) = spop::read_check(&m.args) {
+                assert!(!check.target.is_empty());
+                assert!(robotgate::net::edge::is_method(check.method));
+                assert!(check.headers.len() <= spop::MAX_HEADERS);
+                let mut out = Vec::new();
+                let vars = [("path", Value::Str(check.target)), ("host", Value::Str(check.host.as_bytes()))];
+                if spop::write_ack(&mut out, f.stream_id, f.frame_id, Scope::Transaction, &vars, max).is_ok() {
+                    assert!(out.len() - 4 <= max as usize);
+                    let back = Frame::parse(&out[4..]).expect("an ACK robotgate wrote reads back");
+                    assert_eq!((back.stream_id, back.frame_id), (f.stream_id, f.frame_id));
+                } else {
+                    assert!(out.is_empty());
+                }
+            }
+        }
+    }
+}

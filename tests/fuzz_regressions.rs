@@ -207,6 +207,70 @@ fn edge_headers_inputs() {
     assert!(n >= 5);
 }
 
+/// An HAPROXY-HELLO then a NOTIFY, as HAProxy 2.6 frames them, cut and
+/// bent in the ways a broken or hostile peer would.
+fn spop_stream(hello_size: u32, path_len: u8) -> Vec<u8> {
+    let mut hello = vec![1, 0, 0, 0, 1, 0, 0];
+    for (name, value) in [(&b"supported-versions"[..], &b"2.0"[..]), (b"capabilities", b"pipelining")] {
+        hello.push(name.len() as u8);
+        hello.extend_from_slice(name);
+        hello.extend_from_slice(&[8, value.len() as u8]);
+        hello.extend_from_slice(value);
+    }
+    hello.extend_from_slice(&[14]);
+    hello.extend_from_slice(b"max-frame-size");
+    hello.push(3);
+    let mut v = Vec::new();
+    robotgate::net::spop::write_varint(&mut v, hello_size.into());
+    hello.extend_from_slice(&v);
+    let mut notify = vec![3, 0, 0, 0, 1, 5, 1, 15];
+    notify.extend_from_slice(b"robotgate-check");
+    notify.push(6);
+    let arg = |n: &mut Vec<u8>, name: &[u8], value: &[u8]| {
+        n.push(name.len() as u8);
+        n.extend_from_slice(name);
+        n.extend_from_slice(value);
+    };
+    arg(&mut notify, b"src", &[6, 127, 0, 0, 1]);
+    arg(&mut notify, b"method", &[8, 3, b'G', b'E', b'T']);
+    arg(&mut notify, b"path", &[8, path_len, b'/', b'a']);
+    arg(&mut notify, b"host", &[0]);
+    arg(&mut notify, b"ssl", &[0x11]);
+    arg(&mut notify, b"headers", &[9, 2, 0, 0]);
+    let mut out = Vec::new();
+    for f in [hello, notify] {
+        out.extend_from_slice(&(f.len() as u32).to_be_bytes());
+        out.extend_from_slice(&f);
+    }
+    out
+}
+
+#[test]
+fn spop_frame_inputs() {
+    let whole = spop_stream(16_380, 2);
+    let lying = spop_stream(16_380, 200);
+    let tiny = spop_stream(1, 2);
+    let huge = spop_stream(u32::MAX, 2);
+    let cut = &whole[..whole.len() - 3];
+    let n = replay(
+        "spop_frame",
+        checks::spop_frame,
+        &[
+            b"",
+            b"\0\0\0",
+            b"\xff\xff\xff\xff",
+            b"\0\0\0\x05\x03\0\0\0\x01",
+            b"\0\0\0\x0f\x03\0\0\0\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+            &whole,
+            &lying,
+            &tiny,
+            &huge,
+            cut,
+        ],
+    );
+    assert!(n >= 10);
+}
+
 #[test]
 fn site_host_inputs() {
     let n = replay(

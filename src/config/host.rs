@@ -79,6 +79,9 @@ impl Host {
         if !boot.auth.is_empty() {
             ignored.push("auth.listen: not needed, robotgate decides inside nginx");
         }
+        if !boot.spoe.is_empty() {
+            ignored.push("spoe.listen: not needed, robotgate decides inside nginx");
+        }
         // Said only when the file moves them from their defaults: an
         // operator who never wrote `limits` is not told each start.
         let defaults = super::raw::RawLimits::default();

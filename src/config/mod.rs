@@ -176,6 +176,8 @@ boot! {
     metrics_per_site: usize => "metrics.per_site_limit",
     /// Forward-auth listeners, `host:port` (empty: none).
     auth: Vec<String> => "auth.listen",
+    /// SPOE agent listeners for HAProxy, `host:port` (empty: none).
+    spoe: Vec<String> => "spoe.listen",
     /// Clients tracked for rate limits.
     max_clients: usize => "limits.max_clients",
     /// The longest a client may take to send a whole request head

@@ -383,6 +383,15 @@ pub struct RawAuth {
     pub headers: RawEdgeHeaders,
 }
 
+/// `spoe:`: the SPOE agent HAProxy's `filter spoe` asks about each request
+/// (`examples/edge/spoe-robotgate.conf`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpoe {
+    /// Addresses to listen on, `host:port` (where HAProxy runs).
+    pub listen: Vec<String>,
+}
+
 /// `auth.headers:`: which header names each fact of the original request.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -504,6 +513,9 @@ pub struct RawConfig {
     /// Forward-auth listener for an edge proxy (absent: none).
     #[serde(default)]
     pub auth: Option<RawAuth>,
+    /// SPOE agent listener for HAProxy (absent: none).
+    #[serde(default)]
+    pub spoe: Option<RawSpoe>,
     /// A bot database file that extends (or with `bots_replace`, replaces) the built-in one.
     #[serde(default)]
     pub bots: Option<PathBuf>,

@@ -5,6 +5,7 @@
 
 mod client;
 pub mod edge;
+pub mod spop;
 
 use std::net::IpAddr;
 

@@ -106,7 +106,9 @@ pub enum Peer {
     /// The socket peer: the client, or a trusted proxy in front of it
     /// (`trusted_proxies`, `client_header`).
     Socket(Option<IpAddr>),
-    /// What a web server logged as the client (replay).
+    /// The client as a web server logged it (replay), or as an edge named
+    /// it from its own connection (nginx, HAProxy's `src` over SPOE): no
+    /// header is read for it.
     Logged(Option<IpAddr>),
 }
 

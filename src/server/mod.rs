@@ -123,6 +123,11 @@ fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<
             std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (auth)"))?;
         }
     }
+    for a in &config.boot.spoe {
+        if !upgrade {
+            std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (spoe)"))?;
+        }
+    }
     if let Some(m) = &config.boot.metrics {
         if !upgrade {
             std::net::TcpListener::bind(m.as_str()).with_context(|| format!("cannot listen on {m} (metrics)"))?;
@@ -328,6 +333,17 @@ pub fn serve_with(
             service.add_tcp(addr);
         }
         server.add_service(service);
+    }
+    if !config.boot.spoe.is_empty() {
+        // HAProxy's SPOE agent: the same gate, answering over SPOP (`http::spoe`).
+        let agent = http::spoe::Agent {
+            gate: Arc::new(Gate { auth: true, ..gate.clone() }),
+            listen: config.boot.spoe.clone(),
+            max_connections: config.boot.max_connections,
+            frame_timeout: config.boot.request_head_timeout,
+            idle_timeout: config.boot.keepalive_timeout,
+        };
+        server.add_service(GenBackgroundService::new("robotgate spoe".into(), Arc::new(agent)));
     }
     if let Some(addr) = &config.boot.metrics {
         // The same bounds as the other listeners (issue #39): a head

@@ -97,6 +97,16 @@ pub struct Metrics {
     /// `robotgate_connections_refused_total{listener}`: connections closed at
     /// once because their listener had `max_connections` open.
     pub connections_refused: IntCounterVec,
+    /// `robotgate_spoe_notifications_total{result}`: HAProxy's
+    /// `robotgate-check` messages answered by the SPOE agent: `pass`,
+    /// `answer` (robotgate's own answer: a refusal, a 429, a redirect),
+    /// `refused` (a fact missing or malformed: 400).
+    pub spoe_notifications: IntCounterVec,
+    /// `robotgate_spoe_failures_total{reason}`: SPOE connections ended by a
+    /// protocol failure (the SPOP status's name: `timeout`, `too-big`,
+    /// `invalid`, ...), and answers sent without their body because the
+    /// frame could not hold it (`body-too-big`).
+    pub spoe_failures: IntCounterVec,
 }
 
 /// The process-wide metrics (registered on first use).
@@ -218,6 +228,18 @@ pub fn metrics() -> &'static Metrics {
             "robotgate_certificate_expiry_seconds",
             "Unix time at which each HTTPS certificate in force expires (site, or `listen ADDRESS`)",
             &["site"]
+        )
+        .expect("metric registers once"),
+        spoe_notifications: register_int_counter_vec!(
+            "robotgate_spoe_notifications_total",
+            "robotgate-check messages answered by the SPOE agent, by result (pass, answer, refused)",
+            &["result"]
+        )
+        .expect("metric registers once"),
+        spoe_failures: register_int_counter_vec!(
+            "robotgate_spoe_failures_total",
+            "SPOE connections ended by a protocol failure, and answers sent without their body (body-too-big), by reason",
+            &["reason"]
         )
         .expect("metric registers once"),
         edge_refused: register_int_counter!(

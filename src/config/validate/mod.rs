@@ -80,6 +80,7 @@ impl RawConfig {
         }
         let (auth, auth_headers) =
             settings::auth_listeners(self.auth.as_ref(), &listen, metrics.as_deref(), &mut errors);
+        let spoe = settings::spoe_listeners(self.spoe.as_ref(), &listen, metrics.as_deref(), &auth, &mut errors);
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
@@ -113,6 +114,7 @@ impl RawConfig {
                 .and_then(|m| m.per_site_limit)
                 .unwrap_or(super::DEFAULT_METRICS_PER_SITE),
             auth,
+            spoe,
             max_clients: self.limits.max_clients,
             request_head_timeout,
             keepalive_timeout,

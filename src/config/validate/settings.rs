@@ -129,6 +129,32 @@ pub(super) fn auth_listeners(
     (out, headers)
 }
 
+/// `spoe.listen:`: addresses of their own, as the auth listener's.
+pub(super) fn spoe_listeners(
+    raw: Option<&super::super::RawSpoe>,
+    listen: &[Listen],
+    metrics: Option<&str>,
+    auth: &[String],
+    errors: &mut Vec<ConfigError>,
+) -> Vec<String> {
+    let Some(raw) = raw else { return Vec::new() };
+    if raw.listen.is_empty() {
+        errors.push(ConfigError::new("spoe.listen", "names no address (remove `spoe:` to have no SPOE agent)"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, a) in raw.listen.iter().enumerate() {
+        let field = format!("spoe.listen[{i}]");
+        let Some(a) = host_port(&field, a, errors) else { continue };
+        if listen.iter().any(|l| l.address == a) || metrics == Some(a.as_str()) || auth.contains(&a) || out.contains(&a)
+        {
+            errors.push(ConfigError::new(field, format!("{a} is also another listener")));
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// `trusted_proxies:`, each a CIDR.
 pub(super) fn trusted_proxies(raw: &[String], errors: &mut Vec<ConfigError>) -> Vec<Cidr> {
     let mut trusted_proxies = Vec::new();
@@ -311,6 +337,30 @@ mod tests {
             );
         }
         assert!(with("state_dir: [a]\n").is_err(), "a list is no path");
+    }
+
+    #[test]
+    fn spoe_listeners_are_addresses_of_their_own() {
+        let with = |spoe: &str| {
+            crate::config::parse(&format!(
+                "{MINIMAL}spoe: {spoe}\nauth: {{ listen: [\"127.0.0.1:9090\"] }}\nmetrics: {{ listen: \"127.0.0.1:9102\" }}\n"
+            ))
+        };
+        assert!(crate::config::parse(MINIMAL).unwrap().settings.boot.spoe.is_empty(), "none unless asked for");
+        let c = with("{ listen: [\"127.0.0.1:12345\", \"[::1]:12345\"] }").unwrap();
+        assert_eq!(c.settings.boot.spoe, ["127.0.0.1:12345", "[::1]:12345"]);
+        for (spoe, why) in [
+            ("{ listen: [] }", "names no address"),
+            ("{ listen: [\"127.0.0.1:8080\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:9090\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:9102\"] }", "also another listener"),
+            ("{ listen: [\"127.0.0.1:1\", \"127.0.0.1:1\"] }", "also another listener"),
+            ("{ listen: [\"twelve\"] }", "host:port"),
+            ("{ listen: [\"127.0.0.1:1\"], message: x }", "unknown field"),
+        ] {
+            let errors = with(spoe).unwrap_err();
+            assert!(errors.iter().any(|e| e.to_string().contains(why)), "{spoe}: {errors:?}");
+        }
     }
 
     #[test]

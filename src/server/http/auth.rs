@@ -48,6 +48,7 @@ pub(super) fn original<'s>(session: &'s Session, names: &EdgeHeaders) -> Result<
         https: o.https,
         headers,
         peer: session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()),
+        peer_is_client: false,
         unreadable: super::conn::unreadable(session),
     })
 }

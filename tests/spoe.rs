@@ -1,0 +1,426 @@
+//! Issue #56: robotgate as HAProxy's SPOE agent. The real HAProxy runs the
+//! shipped `examples/edge/haproxy.cfg` and `spoe-robotgate.conf`, with only
+//! their addresses and ports changed, in front of an origin the test starts;
+//! robotgate answers HAProxy's `robotgate-check` messages on its SPOE
+//! listener and serves robots.txt on its proxy listener. A real client
+//! (curl) talks to HAProxy from several loopback addresses (127.0.0.2 and
+//! up): HAProxy's `src`, the client address robotgate judges.
+//!
+//! One more bind, added by the test, takes the PROXY protocol (a load
+//! balancer in front of HAProxy): through it a client at a public address
+//! (203.0.113.9) claims to be Googlebot, outside Google's ranges: spoofed.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n\n\
+                      User-agent: ClaudeBot\nCrawl-delay: 30\nDisallow: /private/\n";
+
+/// The shipped file `name`, as text.
+fn shipped(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A process the test started, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_port(port: u16, what: &str, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// robotgate with its SPOE agent on `spoe`, its proxy listener (robots.txt)
+/// believing HAProxy on 127.0.0.1. GPTBot's and ChatGPT-User's test feeds
+/// put them on loopback (`common::LOOPBACK_FEEDS`).
+fn start_gate(origin: &Origin, spoe: u16) -> Gate {
+    let config = format!(
+        r#"
+listen: ["127.0.0.1:{{port}}"]
+spoe: {{ listen: ["127.0.0.1:{spoe}"] }}
+metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
+trusted_proxies: ["127.0.0.1/32"]
+client_header: X-Forwarded-For
+grace_period: 1
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost", "example.com"]
+    default: true
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+    traps:
+      paths: ["/trap/"]
+      arm_after: 0
+    policy:
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+verify:
+  feeds: "{{dir}}/feeds"
+log:
+  violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
+  level: warn
+"#,
+        origin = origin.addr,
+    );
+    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes())]);
+    wait_port(spoe, "robotgate's SPOE agent", &gate.stderr_path);
+    gate
+}
+
+/// The real HAProxy on `port` (and a PROXY-protocol bind on `proxied`),
+/// running the shipped files with the test's addresses.
+fn start_haproxy(dir: &Path, port: u16, proxied: u16, gate: &Gate, spoe: u16, origin: &Origin) -> Running {
+    let conf = shipped("spoe-robotgate.conf").replace("127.0.0.1:12345", &format!("127.0.0.1:{spoe}"));
+    std::fs::write(dir.join("spoe-robotgate.conf"), conf).unwrap();
+    let cfg = shipped("haproxy.cfg");
+    for default in ["bind 127.0.0.1:80\n", "127.0.0.1:8080", "127.0.0.1:8000", "127.0.0.1:12345", "/etc/haproxy/"] {
+        assert!(cfg.contains(default), "haproxy.cfg no longer names {default}");
+    }
+    let cfg = cfg
+        .replace("bind 127.0.0.1:80\n", &format!("bind 127.0.0.1:{port}\n    bind 127.0.0.1:{proxied} accept-proxy\n"))
+        .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", gate.port))
+        .replace("127.0.0.1:8000", &origin.addr.to_string())
+        .replace("127.0.0.1:12345", &format!("127.0.0.1:{spoe}"))
+        .replace("/etc/haproxy/", &format!("{}/", dir.display()));
+    std::fs::write(dir.join("haproxy.cfg"), cfg).unwrap();
+    let log = dir.join("haproxy.log");
+    let check = Command::new("haproxy").arg("-c").arg("-f").arg(dir.join("haproxy.cfg")).output().unwrap();
+    assert!(check.status.success(), "haproxy -c: {}", String::from_utf8_lossy(&check.stdout));
+    let child = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(dir.join("haproxy.cfg"))
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("haproxy starts");
+    let running = Running(child);
+    wait_port(port, "haproxy", &log);
+    running
+}
+
+/// An answer as curl read it.
+struct Answered {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answered {
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+            .collect()
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.all(name).first().copied()
+    }
+}
+
+/// GET `path` from HAProxy on `port`, from loopback address `from`.
+fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
+    for (k, v) in headers {
+        cmd.args(["-H", &format!("{k}: {v}")]);
+    }
+    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Answered { status, head: head.to_owned(), body: body.to_owned() }
+}
+
+/// GET `path` through the PROXY-protocol bind, as the client `client`
+/// (a load balancer's header names it): the status line's code.
+fn get_as(proxied: u16, client: &str, path: &str, ua: &str) -> u16 {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", proxied)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "PROXY TCP4 {client} 127.0.0.1 40000 80\r\nGET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         User-Agent: {ua}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.take(64 * 1024).read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no answer: {text:?}"))
+}
+
+fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
+    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn have_haproxy() -> bool {
+    let ok = Command::new("haproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !ok {
+        eprintln!("\n*** SKIPPED: `haproxy` is not installed (apt-get install -y haproxy); .ci/run installs it ***\n");
+    }
+    ok
+}
+
+#[test]
+fn haproxy_asks_robotgate_over_spoe() {
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let spoe = free_port();
+    let mut gate = start_gate(&origin, spoe);
+    let dir = tempfile::tempdir().unwrap();
+    let (port, proxied) = (free_port(), free_port());
+    let _haproxy = start_haproxy(dir.path(), port, proxied, &gate, spoe, &origin);
+
+    // HAProxy opens its agent connections on demand, and a request it could
+    // not ask about passes: wait (bounded) for the first refusal.
+    let asked = within(Duration::from_secs(15), || {
+        get_from(port, "127.0.0.2", "/private/warmup", &[("User-Agent", GPTBOT)]).status == 403
+    });
+    assert!(
+        asked.is_some(),
+        "HAProxy never asked robotgate: {}",
+        std::fs::read_to_string(dir.path().join("haproxy.log")).unwrap_or_default()
+    );
+
+    // A browser gets the page, from the origin, without X-Robots-Tag.
+    let served = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert!(r.all("x-robots-tag").is_empty(), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1);
+
+    // GPTBot (Disallow: /, believed from loopback): robotgate's 403, its body and headers.
+    let r = get_from(port, "127.0.0.2", "/a", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert!(r.body.starts_with("Forbidden"), "not robotgate's body: {:?}", r.body);
+    assert_eq!(origin.hits(), served + 1, "the origin saw a refused request");
+
+    // ClaudeBot over its Crawl-delay: 429 with Retry-After and the RateLimit headers.
+    let r = get_from(port, "127.0.0.3", "/c1", &[("User-Agent", CLAUDEBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /c1"), "{}", r.head);
+    let r = get_from(port, "127.0.0.3", "/c2", &[("User-Agent", CLAUDEBOT)]);
+    assert_eq!(r.status, 429, "{}\n{}", r.head, r.body);
+    let retry: u64 = r.header("retry-after").unwrap_or_else(|| panic!("no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert!(r.header("ratelimit-policy").is_some_and(|p| p.contains("crawl-delay")), "{}", r.head);
+
+    // The X-Robots-Tag of a noindex pass and of an indexing rule reach the client.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{}", r.head);
+    assert_eq!(r.all("x-robots-tag"), ["noindex, nofollow"], "{}", r.head);
+    let r = get_from(port, "127.0.0.2", "/docs/a", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noarchive"]), "{}", r.head);
+
+    // robots.txt is robotgate's (the trap is in it), from its proxy listener.
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("Disallow: /trap/"), "not robotgate's robots.txt:\n{}", r.body);
+
+    // A client's own headers change nothing: an X-Forwarded-For naming
+    // another client does not reset ClaudeBot's pace, nor do headers that
+    // look like robotgate's variables let GPTBot through.
+    for (name, value) in [
+        ("X-Forwarded-For", "198.51.100.7"),
+        ("Forwarded", "for=198.51.100.8"),
+        ("X-Real-IP", "198.51.100.9"),
+        ("X-Robotgate-Status", "200"),
+        ("txn.robotgate.pass", "1"),
+    ] {
+        let r = get_from(port, "127.0.0.3", "/c3", &[("User-Agent", CLAUDEBOT), (name, value)]);
+        assert_eq!(r.status, 429, "{name}: {value} reset the pace:\n{}", r.head);
+        let r = get_from(port, "127.0.0.2", "/b", &[("User-Agent", GPTBOT), (name, value)]);
+        assert_eq!(r.status, 403, "{name}: {value} let GPTBot through:\n{}", r.head);
+    }
+
+    // A spoofed Googlebot, at a public address behind a load balancer
+    // (PROXY protocol: HAProxy's `src`), outside Google's ranges: 403.
+    assert_eq!(get_as(proxied, "203.0.113.9", "/page", GOOGLEBOT), 403);
+
+    // A trap (armed at once here, `arm_after: 0`): the client that fetches
+    // it, a browser's User-Agent or not, is refused, and banned from every page after.
+    let crawler = [("User-Agent", FIREFOX)];
+    let r = get_from(port, "127.0.0.5", "/page", &crawler);
+    assert_eq!(r.status, 200, "{}", r.head);
+    let r = get_from(port, "127.0.0.5", "/trap/x", &crawler);
+    assert_eq!(r.status, 403, "the trap let its visitor through: {}\n{}", r.head, r.body);
+    let r = get_from(port, "127.0.0.5", "/page", &crawler);
+    assert_eq!(r.status, 403, "the trapped client was not banned: {}\n{}", r.head, r.body);
+    let r = get_from(port, "127.0.0.6", "/page", &crawler);
+    assert_eq!(r.status, 200, "another client was banned: {}", r.head);
+
+    // Each refusal has its record, with the client HAProxy saw.
+    // The warm-up, /a, /c2, the noindex pass, ten with forged headers,
+    // Googlebot, the trap and the ban.
+    let recs = records(&gate, 17);
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
+        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("no record of {what}: {recs:#?}")).clone()
+    };
+    let gpt = find("GPTBot's refusal", &|r| r["path"] == "/a");
+    assert_eq!(
+        (gpt["bot"].as_str(), gpt["client"].as_str(), gpt["status"].as_u64()),
+        (Some("GPTBot"), Some("127.0.0.2"), Some(403))
+    );
+    let limited = find("the rate limit", &|r| r["path"] == "/c2");
+    assert_eq!((limited["client"].as_str(), limited["status"].as_u64()), (Some("127.0.0.3"), Some(429)));
+    let trap = find("the trap", &|r| r["directive"] == "trap");
+    assert_eq!((trap["client"].as_str(), trap["path"].as_str()), (Some("127.0.0.5"), Some("/trap/x")));
+    find("the ban", &|r| r["directive"] == "banned" && r["client"] == "127.0.0.5");
+    let spoofed = find("the spoofed Googlebot", &|r| r["bot"] == "Googlebot");
+    assert_eq!((spoofed["client"].as_str(), spoofed["identity"].as_str()), (Some("203.0.113.9"), Some("spoofed")));
+    assert!(metric(&gate, "robotgate_spoe_notifications_total{result=\"answer\"}") >= 5.0);
+    assert!(metric(&gate, "robotgate_spoe_notifications_total{result=\"pass\"}") >= 3.0);
+
+    // robotgate stopped: the documented default, the request passes.
+    gate.stop();
+    let served = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/after", &[("User-Agent", GPTBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /after"), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1);
+    // HAProxy marks it (txn.robotgate.error, captured into its log line).
+    let log = dir.path().join("haproxy.log");
+    let marked = within(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log).unwrap_or_default().lines().any(|l| l.contains("{1}") && l.contains("/after"))
+    });
+    assert!(
+        marked.is_some(),
+        "no unanswered mark in HAProxy's log: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+/// A frame: its length, then type, flags (FIN), stream and frame ids (each
+/// below 240: one byte), then `payload`.
+fn frame(kind: u8, stream: u8, id: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![kind, 0, 0, 0, 1, stream, id];
+    f.extend_from_slice(payload);
+    let mut out = (f.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(&f);
+    out
+}
+
+/// A KV item or an argument: a name, then a typed value's bytes.
+fn item(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.push(name.len() as u8);
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(value);
+}
+
+fn hello(version: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    let mut v = vec![8, version.len() as u8];
+    v.extend_from_slice(version.as_bytes());
+    item(&mut p, "supported-versions", &v);
+    item(&mut p, "max-frame-size", &[3, 0xf0 | 0x0c, 0x7f]); // 240 + 12 + (127 << 4) = 2284
+    item(&mut p, "capabilities", b"\x08\x0apipelining");
+    frame(1, 0, 0, &p)
+}
+
+/// Read one frame: (type, payload).
+fn read_frame(s: &mut std::net::TcpStream) -> Option<(u8, Vec<u8>)> {
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).ok()?;
+    let mut buf = vec![0u8; u32::from_be_bytes(head) as usize];
+    s.read_exact(&mut buf).ok()?;
+    // Stream and frame ids below 240 in what robotgate sends back here.
+    Some((buf[0], buf[7..].to_vec()))
+}
+
+fn connect(spoe: u16) -> std::net::TcpStream {
+    let s = std::net::TcpStream::connect(("127.0.0.1", spoe)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// The agent over raw SPOP, without HAProxy: what it agrees to, what it
+/// refuses (with AGENT-DISCONNECT and its status), and a message lacking a
+/// fact answered 400.
+#[test]
+fn the_agent_speaks_spop_and_refuses_what_is_not() {
+    let origin = Origin::start();
+    let spoe = free_port();
+    let gate = start_gate(&origin, spoe);
+
+    // HELLO: version 2.0, the smaller frame size (2284, HAProxy's here), pipelining.
+    let mut s = connect(spoe);
+    s.write_all(&hello("2.0")).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-HELLO");
+    assert_eq!(kind, 101);
+    let text = String::from_utf8_lossy(&payload);
+    assert!(text.contains("version") && text.contains("2.0") && text.contains("pipelining"), "{text:?}");
+    assert!(payload.windows(3).any(|w| w == [3, 0xfc, 0x7f]), "max-frame-size 2284 not agreed: {payload:?}");
+
+    // A NOTIFY whose message has no `src`: answered, status 400.
+    let mut m = Vec::new();
+    item(&mut m, "robotgate-check", &[5]);
+    item(&mut m, "method", b"\x08\x03GET");
+    item(&mut m, "path", b"\x08\x01/");
+    item(&mut m, "host", &[0]);
+    item(&mut m, "ssl", &[0x01]);
+    item(&mut m, "headers", &[9, 2, 0, 0]);
+    s.write_all(&frame(3, 9, 1, &m)).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("ACK");
+    assert_eq!(kind, 103);
+    // SET-VAR, 3 args, txn, "status", INT32 400 (varint 400 = [0xf0, 0x0a]).
+    let status = [&[1u8, 3, 2, 6][..], b"status", &[2, 0xf0, 0x0a]].concat();
+    assert!(payload.windows(status.len()).any(|w| w == status), "no status 400: {payload:?}");
+
+    // A frame past the agreed size: DISCONNECT 3, the connection closed.
+    s.write_all(&3000u32.to_be_bytes()).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+    assert!(payload.windows(2).any(|w| w == [3, 3]), "status-code 3: {payload:?}");
+    assert!(read_frame(&mut s).is_none(), "the connection stays open");
+
+    // An unsupported version: DISCONNECT 8.
+    let mut s = connect(spoe);
+    s.write_all(&hello("1.0")).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+    assert!(payload.windows(2).any(|w| w == [3, 8]), "status-code 8: {payload:?}");
+
+    // A NOTIFY before HELLO: DISCONNECT 11.
+    let mut s = connect(spoe);
+    s.write_all(&frame(3, 1, 1, &m)).unwrap();
+    let (kind, payload) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+    assert!(payload.windows(2).any(|w| w == [3, 11]), "status-code 11: {payload:?}");
+
+    // Bytes that are no SPOP at all (an HTTP request): refused, never hung on.
+    let mut s = connect(spoe);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    let (kind, _) = read_frame(&mut s).expect("AGENT-DISCONNECT");
+    assert_eq!(kind, 102);
+
+    assert_eq!(metric(&gate, "robotgate_spoe_notifications_total{result=\"refused\"}"), 1.0);
+    assert!(metric(&gate, "robotgate_spoe_failures_total") >= 4.0);
+    assert_eq!(origin.hits(), 0);
+}
