@@ -79,6 +79,9 @@ impl Host {
         if !boot.auth.is_empty() {
             ignored.push("auth.listen: not needed, robotgate decides inside nginx");
         }
+        if !boot.ext_authz.is_empty() {
+            ignored.push("ext_authz.listen: not needed, robotgate decides inside nginx");
+        }
         ignored.push("limits.request_head_timeout, keepalive_timeout, max_connections: `client_header_timeout`, `keepalive_timeout`, `worker_connections`");
         ignored
     }

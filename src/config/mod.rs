@@ -175,6 +175,8 @@ boot! {
     metrics_per_site: usize => "metrics.per_site_limit",
     /// Forward-auth listeners, `host:port` (empty: none).
     auth: Vec<String> => "auth.listen",
+    /// Envoy ext_authz gRPC listeners, `host:port` (empty: none).
+    ext_authz: Vec<String> => "ext_authz.listen",
     /// Clients tracked for rate limits.
     max_clients: usize => "limits.max_clients",
     /// The longest a client may take to send a whole request head

@@ -383,6 +383,15 @@ pub struct RawAuth {
     pub headers: RawEdgeHeaders,
 }
 
+/// `ext_authz:`: the gRPC listener that answers Envoy's `ext_authz` filter
+/// (`envoy.service.auth.v3.Authorization/Check`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExtAuthz {
+    /// Addresses to listen on, `host:port` (loopback, where Envoy runs).
+    pub listen: Vec<String>,
+}
+
 /// `auth.headers:`: which header names each fact of the original request.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -504,6 +513,9 @@ pub struct RawConfig {
     /// Forward-auth listener for an edge proxy (absent: none).
     #[serde(default)]
     pub auth: Option<RawAuth>,
+    /// Envoy ext_authz gRPC listener (absent: none).
+    #[serde(default)]
+    pub ext_authz: Option<RawExtAuthz>,
     /// A bot database file that extends (or with `bots_replace`, replaces) the built-in one.
     #[serde(default)]
     pub bots: Option<PathBuf>,

@@ -108,6 +108,11 @@ pub enum Peer {
     Socket(Option<IpAddr>),
     /// What a web server logged as the client (replay).
     Logged(Option<IpAddr>),
+    /// The client address an edge proxy resolved itself and gave in a field
+    /// of its own protocol, not in a header a client can send (Envoy
+    /// ext_authz's `source.address`, after its `xff_num_trusted_hops`):
+    /// taken as it is.
+    Edge(Option<IpAddr>),
 }
 
 /// A request, as its driver read it.
@@ -266,7 +271,7 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         clock: Clock,
     ) -> Pipeline<'s, 'r> {
         let (client, client_unknown) = match req.peer {
-            Peer::Logged(ip) => (ip.map(crate::net::canonical), None),
+            Peer::Logged(ip) | Peer::Edge(ip) => (ip.map(crate::net::canonical), None),
             Peer::Socket(None) => (None, None),
             Peer::Socket(Some(peer)) => {
                 // Most peers are not trusted proxies: their headers are not

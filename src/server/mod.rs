@@ -123,6 +123,11 @@ fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<
             std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (auth)"))?;
         }
     }
+    for a in &config.boot.ext_authz {
+        if !upgrade {
+            std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (ext_authz)"))?;
+        }
+    }
     if let Some(m) = &config.boot.metrics {
         if !upgrade {
             std::net::TcpListener::bind(m.as_str()).with_context(|| format!("cannot listen on {m} (metrics)"))?;
@@ -328,6 +333,16 @@ pub fn serve_with(
             service.add_tcp(addr);
         }
         server.add_service(service);
+    }
+    if !config.boot.ext_authz.is_empty() {
+        // Envoy's ext_authz service: the proxy's gate, answering each check
+        // with the same plan (`http::ext_authz`).
+        let listener = http::ext_authz::Listener {
+            service: Arc::new(http::ext_authz::ExtAuthz { gate: gate.clone() }),
+            addresses: config.boot.ext_authz.clone(),
+            max_connections: config.boot.max_connections,
+        };
+        server.add_service(GenBackgroundService::new("robotgate ext_authz".into(), Arc::new(listener)));
     }
     if let Some(addr) = &config.boot.metrics {
         // The same bounds as the other listeners (issue #39): a head

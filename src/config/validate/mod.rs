@@ -80,6 +80,8 @@ impl RawConfig {
         }
         let (auth, auth_headers) =
             settings::auth_listeners(self.auth.as_ref(), &listen, metrics.as_deref(), &mut errors);
+        let ext_authz =
+            settings::ext_authz_listeners(self.ext_authz.as_ref(), &listen, metrics.as_deref(), &auth, &mut errors);
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
@@ -113,6 +115,7 @@ impl RawConfig {
                 .and_then(|m| m.per_site_limit)
                 .unwrap_or(super::DEFAULT_METRICS_PER_SITE),
             auth,
+            ext_authz,
             max_clients: self.limits.max_clients,
             request_head_timeout,
             keepalive_timeout,

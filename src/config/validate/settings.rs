@@ -129,6 +129,37 @@ pub(super) fn auth_listeners(
     (out, headers)
 }
 
+/// `ext_authz.listen:`: Envoy's ext_authz listeners, each `host:port`, none
+/// of them another listener. Envoy names the client in a field of its own
+/// (`source.address`), so `trusted_proxies` plays no part.
+pub(super) fn ext_authz_listeners(
+    raw: Option<&super::super::RawExtAuthz>,
+    listen: &[Listen],
+    metrics: Option<&str>,
+    auth: &[String],
+    errors: &mut Vec<ConfigError>,
+) -> Vec<String> {
+    let Some(raw) = raw else { return Vec::new() };
+    if raw.listen.is_empty() {
+        errors.push(ConfigError::new(
+            "ext_authz.listen",
+            "names no address (remove `ext_authz:` to have no ext_authz listener)",
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, a) in raw.listen.iter().enumerate() {
+        let field = format!("ext_authz.listen[{i}]");
+        let Some(a) = host_port(&field, a, errors) else { continue };
+        let taken = listen.iter().any(|l| l.address == a) || metrics == Some(a.as_str()) || auth.contains(&a);
+        if taken || out.contains(&a) {
+            errors.push(ConfigError::new(field, format!("{a} is also another listener")));
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// `trusted_proxies:`, each a CIDR.
 pub(super) fn trusted_proxies(raw: &[String], errors: &mut Vec<ConfigError>) -> Vec<Cidr> {
     let mut trusted_proxies = Vec::new();
