@@ -8,6 +8,12 @@
 //! `attributes.source.address` (`use_remote_address: true`,
 //! `xff_num_trusted_hops: 0`); robotgate trusts no proxy at all.
 //!
+//! A spoofed Googlebot is not among them: with `xff_num_trusted_hops: 0`
+//! every client here is a loopback address, from which a claim only reverse
+//! DNS could settle is unverifiable, not spoofed (tests/edge.rs has a public
+//! client behind a trusted balancer; Envoy would need a hop trusted for it).
+//! The spoofed claim here is GPTBot's, outside its (test) published range.
+//!
 //! Outside CI, a missing Envoy skips the tests, loudly; under `CI` it fails them.
 
 mod common;
@@ -78,6 +84,8 @@ sites:
     robots: "{{dir}}/robots.txt"
     traps:
       paths: ["/trap/"]
+      arm_after: 0
+      ban: 60
     policy:
       enforce_ai_user: true
       bots:
@@ -260,6 +268,19 @@ fn envoy_ext_authz_in_front() {
     assert_eq!(noindex["action"].as_str(), Some("noindex"));
     let spoofed = find("the spoofed GPTBot", &|r| r["directive"] == "spoofed-identity");
     assert_eq!((spoofed["client"].as_str(), spoofed["status"].as_u64()), (Some("127.0.0.5"), Some(403)));
+
+    // A browser-posing client that follows the trap: banned on every path but
+    // robots.txt, through Envoy; another client is not.
+    let r = get_from(port, "127.0.0.9", "/trap/x", &[("User-Agent", FIREFOX)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let served = origin.hits();
+    assert_eq!(get_from(port, "127.0.0.9", "/page", &[("User-Agent", FIREFOX)]).status, 403);
+    assert_eq!(get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]).status, 200);
+    assert_eq!(get_from(port, "127.0.0.10", "/page", &[("User-Agent", FIREFOX)]).status, 200);
+    assert_eq!(origin.hits(), served + 1, "the banned client reached the origin");
+    let recs = records(&gate, 5);
+    let trap = recs.iter().find(|r| r["directive"] == "trap").unwrap_or_else(|| panic!("no trap record: {recs:#?}"));
+    assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
 
     // The checks are counted.
     assert!(metric(&gate, "robotgate_ext_authz_checks_total") >= 10.0);
