@@ -164,3 +164,23 @@ fn the_example_site_files_are_valid() {
     }
     assert!(n >= 3, "{n} sites");
 }
+
+/// Issue #56: `ext_authz.listen` is checked as `auth.listen` is: each
+/// address `host:port`, none another listener.
+#[test]
+fn the_ext_authz_listener_is_checked() {
+    let with = |ext: &str| VALID.replace("threads: 1", &format!("threads: 1\n{ext}"));
+    assert_eq!(check(&with("ext_authz: { listen: [\"127.0.0.1:9191\"] }"), FILES), (0, "ok\n".to_owned()));
+    let (code, out) = check(&with("ext_authz: { listen: [\"127.0.0.1:8080\"] }"), FILES);
+    assert_eq!(code, 1);
+    assert!(out.contains("ext_authz.listen[0]") && out.contains("another listener"), "{out}");
+    let both = "auth: { listen: [\"127.0.0.1:9191\"] }\next_authz: { listen: [\"127.0.0.1:9191\"] }";
+    let (code, out) = check(&with(both), FILES);
+    assert!(code == 1 && out.contains("ext_authz.listen[0]"), "{out}");
+    let (code, out) = check(&with("ext_authz: { listen: [\"no-port\"] }"), FILES);
+    assert!(code == 1 && out.contains("ext_authz.listen[0]") && out.contains("host:port"), "{out}");
+    let (code, out) = check(&with("ext_authz: { listen: [] }"), FILES);
+    assert!(code == 1 && out.contains("ext_authz.listen"), "{out}");
+    let (code, out) = check(&with("ext_authz: { lisen: [] }"), FILES);
+    assert!(code == 1 && out.contains("lisen"), "{out}");
+}

@@ -79,6 +79,9 @@ impl Host {
         if !boot.auth.is_empty() {
             ignored.push("auth.listen: not needed, robotgate decides inside nginx");
         }
+        if !boot.ext_authz.is_empty() {
+            ignored.push("ext_authz.listen: not needed, robotgate decides inside nginx");
+        }
         if !boot.spoe.is_empty() {
             ignored.push("spoe.listen: not needed, robotgate decides inside nginx");
         }

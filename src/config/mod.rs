@@ -178,6 +178,8 @@ boot! {
     auth: Vec<String> => "auth.listen",
     /// SPOE agent listeners for HAProxy, `host:port` (empty: none).
     spoe: Vec<String> => "spoe.listen",
+    /// Envoy ext_authz gRPC listeners, `host:port` (empty: none).
+    ext_authz: Vec<String> => "ext_authz.listen",
     /// Clients tracked for rate limits.
     max_clients: usize => "limits.max_clients",
     /// The longest a client may take to send a whole request head

@@ -392,6 +392,15 @@ pub struct RawSpoe {
     pub listen: Vec<String>,
 }
 
+/// `ext_authz:`: the gRPC listener that answers Envoy's `ext_authz` filter
+/// (`envoy.service.auth.v3.Authorization/Check`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExtAuthz {
+    /// Addresses to listen on, `host:port` (loopback, where Envoy runs).
+    pub listen: Vec<String>,
+}
+
 /// `auth.headers:`: which header names each fact of the original request.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -516,6 +525,9 @@ pub struct RawConfig {
     /// SPOE agent listener for HAProxy (absent: none).
     #[serde(default)]
     pub spoe: Option<RawSpoe>,
+    /// Envoy ext_authz gRPC listener (absent: none).
+    #[serde(default)]
+    pub ext_authz: Option<RawExtAuthz>,
     /// A bot database file that extends (or with `bots_replace`, replaces) the built-in one.
     #[serde(default)]
     pub bots: Option<PathBuf>,

@@ -107,8 +107,9 @@ pub enum Peer {
     /// (`trusted_proxies`, `client_header`).
     Socket(Option<IpAddr>),
     /// The client as a web server logged it (replay), or as an edge named
-    /// it from its own connection (nginx, HAProxy's `src` over SPOE): no
-    /// header is read for it.
+    /// it in a field of its own, never a header a client can send (nginx's
+    /// connection, HAProxy's `src` over SPOE, Envoy ext_authz's
+    /// `source.address` after its `xff_num_trusted_hops`): taken as it is.
     Logged(Option<IpAddr>),
 }
 

@@ -118,14 +118,12 @@ fn preflight(config: &crate::config::Settings, upgrade: bool) -> anyhow::Result<
                 .with_context(|| format!("cannot listen on {}", l.address))?;
         }
     }
-    for a in &config.boot.auth {
-        if !upgrade {
-            std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (auth)"))?;
-        }
-    }
-    for a in &config.boot.spoe {
-        if !upgrade {
-            std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} (spoe)"))?;
+    let edges = [("auth", &config.boot.auth), ("spoe", &config.boot.spoe), ("ext_authz", &config.boot.ext_authz)];
+    for (what, addresses) in edges {
+        for a in addresses {
+            if !upgrade {
+                std::net::TcpListener::bind(a.as_str()).with_context(|| format!("cannot listen on {a} ({what})"))?;
+            }
         }
     }
     if let Some(m) = &config.boot.metrics {
@@ -344,6 +342,16 @@ pub fn serve_with(
             idle_timeout: config.boot.keepalive_timeout,
         };
         server.add_service(GenBackgroundService::new("robotgate spoe".into(), Arc::new(agent)));
+    }
+    if !config.boot.ext_authz.is_empty() {
+        // Envoy's ext_authz service: the proxy's gate, answering each check
+        // with the same plan (`http::ext_authz`).
+        let listener = http::ext_authz::Listener {
+            service: Arc::new(http::ext_authz::ExtAuthz { gate: gate.clone() }),
+            addresses: config.boot.ext_authz.clone(),
+            max_connections: config.boot.max_connections,
+        };
+        server.add_service(GenBackgroundService::new("robotgate ext_authz".into(), Arc::new(listener)));
     }
     if let Some(addr) = &config.boot.metrics {
         // The same bounds as the other listeners (issue #39): a head

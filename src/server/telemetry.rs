@@ -86,6 +86,11 @@ pub struct Metrics {
     /// a fact of the original request was missing, doubled or contradicted
     /// by another header ([`crate::net::edge`]).
     pub edge_refused: IntCounter,
+    /// `robotgate_ext_authz_checks_total{result}`: Envoy ext_authz checks
+    /// answered: `allowed`, `denied` (robotgate's own answer), `refused`
+    /// (400: the check lacked a fact), `timeout` (an error to Envoy, whose
+    /// `failure_mode_allow` decides).
+    pub ext_authz_checks: IntCounterVec,
     /// `robotgate_unreadable_requests_total{reason}`: requests refused
     /// (400, with a record) because their head could not be read as sent
     /// (`control-byte`, `too-many-fields`: [`crate::head`]).
@@ -245,6 +250,12 @@ pub fn metrics() -> &'static Metrics {
         edge_refused: register_int_counter!(
             "robotgate_auth_refused_total",
             "Edge subrequests answered 400: a fact of the original request missing, doubled or contradicted"
+        )
+        .expect("metric registers once"),
+        ext_authz_checks: register_int_counter_vec!(
+            "robotgate_ext_authz_checks_total",
+            "Envoy ext_authz checks answered: allowed, denied, refused (a fact missing), timeout",
+            &["result"]
         )
         .expect("metric registers once"),
         unreadable: register_int_counter_vec!(

@@ -80,7 +80,16 @@ impl RawConfig {
         }
         let (auth, auth_headers) =
             settings::auth_listeners(self.auth.as_ref(), &listen, metrics.as_deref(), &mut errors);
-        let spoe = settings::spoe_listeners(self.spoe.as_ref(), &listen, metrics.as_deref(), &auth, &mut errors);
+        let spoe_raw = self.spoe.as_ref().map(|s| &s.listen[..]);
+        let spoe = settings::edge_listeners("spoe", spoe_raw, &listen, metrics.as_deref(), &[&auth], &mut errors);
+        let ext_authz = settings::edge_listeners(
+            "ext_authz",
+            self.ext_authz.as_ref().map(|e| &e.listen[..]),
+            &listen,
+            metrics.as_deref(),
+            &[&auth, &spoe],
+            &mut errors,
+        );
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
@@ -115,6 +124,7 @@ impl RawConfig {
                 .unwrap_or(super::DEFAULT_METRICS_PER_SITE),
             auth,
             spoe,
+            ext_authz,
             max_clients: self.limits.max_clients,
             request_head_timeout,
             keepalive_timeout,

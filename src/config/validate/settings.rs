@@ -129,24 +129,32 @@ pub(super) fn auth_listeners(
     (out, headers)
 }
 
-/// `spoe.listen:`: addresses of their own, as the auth listener's.
-pub(super) fn spoe_listeners(
-    raw: Option<&super::super::RawSpoe>,
+/// `KEY.listen:` of an edge's own listener (`spoe`: HAProxy's SPOE agent;
+/// `ext_authz`: Envoy's Check service): each `host:port`, none of them the
+/// proxy's, the metrics', or one of `others` (the auth listener's, the
+/// other edge's). The edge names the client in a field of its own
+/// protocol, so `trusted_proxies` plays no part.
+pub(super) fn edge_listeners(
+    key: &str,
+    raw: Option<&[String]>,
     listen: &[Listen],
     metrics: Option<&str>,
-    auth: &[String],
+    others: &[&[String]],
     errors: &mut Vec<ConfigError>,
 ) -> Vec<String> {
     let Some(raw) = raw else { return Vec::new() };
-    if raw.listen.is_empty() {
-        errors.push(ConfigError::new("spoe.listen", "names no address (remove `spoe:` to have no SPOE agent)"));
+    if raw.is_empty() {
+        let why = format!("names no address (remove `{key}:` to have no {key} listener)");
+        errors.push(ConfigError::new(format!("{key}.listen"), why));
     }
     let mut out: Vec<String> = Vec::new();
-    for (i, a) in raw.listen.iter().enumerate() {
-        let field = format!("spoe.listen[{i}]");
+    for (i, a) in raw.iter().enumerate() {
+        let field = format!("{key}.listen[{i}]");
         let Some(a) = host_port(&field, a, errors) else { continue };
-        if listen.iter().any(|l| l.address == a) || metrics == Some(a.as_str()) || auth.contains(&a) || out.contains(&a)
-        {
+        let taken = listen.iter().any(|l| l.address == a)
+            || metrics == Some(a.as_str())
+            || others.iter().any(|o| o.contains(&a));
+        if taken || out.contains(&a) {
             errors.push(ConfigError::new(field, format!("{a} is also another listener")));
         } else {
             out.push(a);

@@ -47,8 +47,7 @@ pub(super) fn original<'s>(session: &'s Session, names: &EdgeHeaders) -> Result<
         host: o.host,
         https: o.https,
         headers,
-        peer: session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()),
-        peer_is_client: false,
+        peer: crate::pipeline::Peer::Socket(session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
         unreadable: super::conn::unreadable(session),
     })
 }

@@ -71,12 +71,9 @@ pub(super) struct Incoming<'r> {
     pub https: bool,
     /// Every header of the request (`User-Agent`, the client-address header, signatures).
     pub headers: &'r HeaderMap,
-    /// The address of the socket peer: the client, or a proxy in front of it.
-    pub peer: Option<IpAddr>,
-    /// `peer` is the client as the edge names it from its own connection
-    /// (HAProxy's `src` over SPOE, [`super::spoe`]): believed, and no
-    /// header is read for the client.
-    pub peer_is_client: bool,
+    /// Where the client address comes from: the socket peer (the client, or
+    /// a proxy in front of it), or the field an edge's protocol names it in.
+    pub peer: Peer,
     /// What its head held that could not be read as sent ([`crate::head`]):
     /// refused whatever else it is, with a record.
     pub unreadable: Option<Unreadable>,
@@ -95,8 +92,7 @@ impl<'r> Incoming<'r> {
             host: host_of(req)?,
             https: session.digest().is_some_and(|d| d.ssl_digest.is_some()),
             headers: &req.headers,
-            peer: session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()),
-            peer_is_client: false,
+            peer: Peer::Socket(session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
             unreadable: super::conn::unreadable(session),
         })
     }
@@ -198,7 +194,7 @@ impl Gate {
             target: req.target,
             host: req.host,
             https: req.https,
-            peer: if req.peer_is_client { Peer::Logged(req.peer) } else { Peer::Socket(req.peer) },
+            peer: req.peer,
             headers: Fields(req.headers),
         };
         let crowd = |client: Option<IpAddr>, forwarded: bool| self.crowd.note(client, forwarded);

@@ -120,8 +120,60 @@ fn told_page(ctx: &Ctx, path: &str, told: crate::indexing::Told, log: &Violation
     }
 }
 
+/// What a decided request is answered with, before any I/O: every host
+/// (the proxy, the auth listener, the ext_authz service) writes it in its
+/// own form, and none picks its own.
+pub(super) enum Reply<'a> {
+    /// The origin answers (a pass; a site file the edge serves).
+    Forward,
+    /// A refusal built once per snapshot ([`crate::server::snapshot::answer::Prebuilt`]);
+    /// with `Accept-Signature` when the second field says so.
+    Prebuilt(&'a crate::server::snapshot::answer::Prebuilt, bool),
+    /// A plan made for this request; the connection closes after it when
+    /// the second field says so (a request read two ways).
+    Plan(Plan<'a>, bool),
+}
+
 impl Gate {
-    /// The one place the outcome becomes a response. `Ok(true)`: answered here.
+    /// The one place the outcome becomes an answer. `has`: what a
+    /// conditional request says it has (for robots.txt and humans.txt).
+    pub(super) fn reply<'a>(
+        &self,
+        snap: &'a Snapshot,
+        site: usize,
+        ctx: &mut Ctx,
+        step: Step<'a>,
+        has: crate::pipeline::answer::Conditional<'_>,
+    ) -> Reply<'a> {
+        let (live, answers, to) = (&snap.sites[site], &snap.answers[site], self.reader());
+        let enforcement = match step {
+            // A target that came in a header cannot leave the connection out of step.
+            Step::Refuse(status, why) => return Reply::Plan(Plan::refuse(status, &why), true),
+            Step::Decided(outcome) => outcome.enforcement(),
+        };
+        match enforcement {
+            Enforcement::Pass { noindex } => {
+                ctx.noindex = noindex.map(str::to_owned);
+                Reply::Forward
+            }
+            // The edge serves what the auth listener lets through: the
+            // snippets send robots.txt and humans.txt to the proxy listener.
+            Enforcement::File(_) if self.auth => Reply::Forward,
+            // Built once per snapshot: nothing is formatted per request.
+            Enforcement::Answer(action) => match answers.refusal(action, to) {
+                Some(answer) => Reply::Prebuilt(answer, ctx.accept_signature),
+                // Every refusing action of the site has its answer (a file
+                // not loaded is a refused load).
+                None => Reply::Forward,
+            },
+            e => match Plan::of(e, live, ctx.accept_signature, has) {
+                Some(plan) => Reply::Plan(plan, false),
+                None => Reply::Forward,
+            },
+        }
+    }
+
+    /// Carry the outcome out as a response on `session`. `Ok(true)`: answered here.
     pub(super) async fn carry_out(
         &self,
         session: &mut Session,
@@ -130,40 +182,17 @@ impl Gate {
         ctx: &mut Ctx,
         step: Step<'_>,
     ) -> Result<bool> {
-        let (live, answers, to) = (&snap.sites[site], &snap.answers[site], self.reader());
-        let enforcement = match step {
-            Step::Refuse(status, why) => {
-                // A target that came in a header cannot leave the connection out of step.
-                ctx.status = respond::send(session, Plan::refuse(status, &why), to, true).await?;
-                return Ok(true);
+        let to = self.reader();
+        match self.reply(snap, site, ctx, step, respond::conditional(session)) {
+            Reply::Forward => Ok(false),
+            Reply::Prebuilt(answer, signature) => {
+                ctx.status = respond::send_prebuilt(session, answer, signature).await?;
+                Ok(true)
             }
-            Step::Decided(outcome) => outcome.enforcement(),
-        };
-        match enforcement {
-            Enforcement::Pass { noindex } => {
-                ctx.noindex = noindex.map(str::to_owned);
-                Ok(false)
+            Reply::Plan(plan, close) => {
+                ctx.status = respond::send(session, plan, to, close).await?;
+                Ok(true)
             }
-            // The edge serves what the auth listener lets through: the
-            // snippets send robots.txt and humans.txt to the proxy listener.
-            Enforcement::File(_) if self.auth => Ok(false),
-            // Built once per snapshot: nothing is formatted per request.
-            Enforcement::Answer(action) => match answers.refusal(action, to) {
-                Some(answer) => {
-                    ctx.status = respond::send_prebuilt(session, answer, ctx.accept_signature).await?;
-                    Ok(true)
-                }
-                // Every refusing action of the site has its answer (a file
-                // not loaded is a refused load).
-                None => Ok(false),
-            },
-            e => match Plan::of(e, live, ctx.accept_signature, respond::conditional(session)) {
-                Some(plan) => {
-                    ctx.status = respond::send(session, plan, to, false).await?;
-                    Ok(true)
-                }
-                None => Ok(false),
-            },
         }
     }
 }

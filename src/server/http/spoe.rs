@@ -280,8 +280,7 @@ async fn notified(gate: &Gate, stream_id: u64, frame_id: u64, payload: &[u8], ma
                 host: check.host,
                 https: check.https,
                 headers: &headers,
-                peer: Some(check.client),
-                peer_is_client: true,
+                peer: crate::pipeline::Peer::Logged(Some(check.client)),
                 unreadable,
             };
             let told = match gate.site_for(&snap, &req, &mut ctx) {

