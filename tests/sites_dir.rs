@@ -254,3 +254,28 @@ fn at_two_thousand_sites_metrics_stay_bounded_and_status_pages() {
     let html = get(&format!("http://127.0.0.1:{}/status?limit=10", gate.metrics_port), &[]).body;
     assert!(html.contains("of 2001") && html.contains("page=2&amp;limit=10"), "{}", &html[..html.len().min(2000)]);
 }
+
+#[test]
+fn a_removed_site_takes_its_series_off_metrics() {
+    let origin = Origin::start();
+    let gate = start(&origin, "metrics:\n  listen: \"127.0.0.1:{metrics}\"\n", &[]);
+    let file = format!("name: gonesite\n{}", site_file(&gate, &origin, "gone.test", "g"));
+    put(&gate, "gone.yaml", &file);
+    let t = within(Duration::from_secs(2), || status(&gate, "gone.test", "/g/x") == 403);
+    assert!(t.is_some(), "gone.yaml not served within 2 s\n{}", gate.stderr());
+    assert_eq!(status(&gate, "gone.test", "/page"), 200);
+    let scrape = || get(&format!("http://127.0.0.1:{}/metrics", gate.metrics_port), &[]).body;
+    let series = |m: &str| -> Vec<String> {
+        m.lines().filter(|l| !l.starts_with('#') && l.contains("site=\"gonesite\"")).map(str::to_owned).collect()
+    };
+    let before = series(&scrape());
+    assert!(before.iter().any(|l| l.starts_with("robotgate_requests_total{")), "{before:?}");
+
+    // Removed: no series of its stays in the scrape (issue 55).
+    std::fs::remove_file(gate.path("sites/gone.yaml")).unwrap();
+    let t = within(Duration::from_secs(2), || status(&gate, "gone.test", "/x") == 421);
+    assert!(t.is_some(), "gone.yaml's site still served 2 s after its removal\n{}", gate.stderr());
+    let after = scrape();
+    assert_eq!(series(&after), Vec::<String>::new(), "a removed site's series stay");
+    assert!(after.contains("site=\"own\""), "the other sites' series stay\n{after}");
+}

@@ -208,6 +208,7 @@ impl RobotsTxt {
         };
         robots.states_usage = robots.groups.iter().any(|g| !g.content_usage.is_empty() || !g.content_signal.is_empty());
         robots.index();
+        robots.shrink();
         robots
     }
 
@@ -279,6 +280,21 @@ impl RobotsTxt {
             let t = make(self, v);
             self.proxy.insert(k, t);
         }
+    }
+
+    /// Give back what the vectors grew by while building: a proxy keeps
+    /// one compiled robots.txt per site for good (issue 55: 10,000 sites).
+    fn shrink(&mut self) {
+        for g in &mut self.groups {
+            g.agents.shrink_to_fit();
+            g.rules.shrink_to_fit();
+        }
+        self.groups.shrink_to_fit();
+        self.rules.shrink_to_fit();
+        self.sets.shrink_to_fit();
+        self.targets.shrink_to_fit();
+        self.google.shrink_to_fit();
+        self.proxy.shrink_to_fit();
     }
 
     fn rule_ref(&self, i: u32) -> SetRule<'_> {

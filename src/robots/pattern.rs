@@ -173,7 +173,10 @@ pub struct RuleSet {
     nodes: Vec<Node>,
     bytes: Vec<u8>,
     rules: usize,
-    wild_index: Option<WildIndex>,
+    /// Boxed: the automaton and its cache pool take about 730 bytes, which
+    /// every set without one (nearly all) would otherwise carry inline; a
+    /// site's robots.txt has a set per group and per merged target (issue 55).
+    wild_index: Option<Box<WildIndex>>,
 }
 
 /// Translate a robots.txt pattern into regex syntax for an anchored search:
@@ -310,7 +313,7 @@ impl RuleSet {
         if wild.len() > LINEAR_WILDCARDS {
             match WildIndex::build(wild) {
                 Ok(index) => {
-                    set.wild_index = Some(index);
+                    set.wild_index = Some(Box::new(index));
                     wild = Vec::new();
                 }
                 Err(rules) => wild = rules,
@@ -331,6 +334,7 @@ impl RuleSet {
             node.wild.shrink_to_fit();
             node.children.shrink_to_fit();
         }
+        set.nodes.shrink_to_fit();
         set.bytes.shrink_to_fit();
         set
     }

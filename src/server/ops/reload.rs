@@ -66,6 +66,43 @@ pub fn publish_info(snap: &Snapshot) {
     }
 }
 
+/// Remove from the registry the series of the sites that had series of
+/// their own in `before` and have none in `snap` (removed, or now past
+/// `metrics.per_site_limit`): without it, a removed site's counters stayed
+/// in every scrape until a restart (issue 55). Cost: nothing when no such
+/// site (most reloads); else one pass over each per-site family's series,
+/// at most `metrics.per_site_limit` sites' worth.
+pub fn forget_sites(snap: &Snapshot, before: &Snapshot) {
+    let now: HashSet<&str> = snap.answers.iter().map(|a| a.metric_site.as_str()).collect();
+    let gone: HashSet<&str> = (before.answers.iter().map(|a| a.metric_site.as_str()))
+        .filter(|s| *s != crate::config::OTHER_SITES && !now.contains(s))
+        .collect();
+    if gone.is_empty() {
+        return;
+    }
+    let m = metrics();
+    for family in
+        [&m.requests, &m.violations, &m.rate_limited, &m.preferences, &m.served, &m.upstream_errors, &m.stale_robots]
+    {
+        forget_in(family, &gone);
+    }
+    // robots_info and certificate_expiry are published whole on each reload.
+}
+
+/// Remove every series of `family` whose `site` label is in `gone`.
+fn forget_in<T: prometheus::core::MetricVecBuilder>(family: &prometheus::core::MetricVec<T>, gone: &HashSet<&str>) {
+    use prometheus::core::Collector;
+    for mf in family.collect() {
+        for metric in mf.get_metric() {
+            let labels: std::collections::HashMap<&str, &str> =
+                metric.get_label().iter().map(|l| (l.get_name(), l.get_value())).collect();
+            if labels.get("site").is_some_and(|s| gone.contains(s)) {
+                let _ = family.remove(&labels);
+            }
+        }
+    }
+}
+
 /// Keep the snapshot's first-served times, when any site has traps, and
 /// its robots.txt versions of the last 24 hours; a failure is logged
 /// (arming then restarts with the process, which only delays bans; a
@@ -136,6 +173,7 @@ impl Reloader {
         let new = Arc::new(new);
         self.snapshot.store(Arc::clone(&new));
         publish_info(&new);
+        forget_sites(&new, &old);
         persist_traps(&new, Some(&**old));
         metrics().reloads.inc();
         if refused.is_empty() {
