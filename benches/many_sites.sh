@@ -25,8 +25,7 @@
 # - the longest reload log line, in bytes.
 #
 # With SITES_DIR=1 the sites come from a `sites_dir` of one file per 100
-# sites instead (the edits are the same): for issue 55's `sites_dir`, which
-# robotgate does not have yet (it refuses the key).
+# sites instead (the edits are the same). The sites are benches/sites.py's.
 #
 # Loopback only; stops what it started. Each edit waits for the one before.
 set -euo pipefail
@@ -43,48 +42,7 @@ mkdir -p "$WORK/www" "$WORK/state"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 start_origin "$WORK" "$ORIGIN"
 
-python3 - "$WORK" "$SITES" "$PORT" "$ORIGIN" "${SITES_DIR:-}" <<'PY'
-import os, random, sys
-work, n, port, origin, sites_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-rng = random.Random(55)
-agents = ["*", "GPTBot", "CCBot", "Bingbot", "Googlebot", "ExampleBot"]
-for i in range(n):
-    d = f"{work}/www-sites/s{i}.example"
-    os.makedirs(d, exist_ok=True)
-    lines = [f"# site {i}"]
-    want = rng.randint(5, 40)
-    while len(lines) < want:
-        lines.append(f"User-agent: {rng.choice(agents)}")
-        for _ in range(rng.randint(1, 6)):
-            if len(lines) >= want:
-                break
-            lines.append(f"{rng.choice(['Disallow', 'Allow'])}: /{rng.choice(['private', 'cart', 'search', 'tmp', 'admin'])}{rng.randint(0, 99)}/")
-    with open(f"{d}/robots.txt", "w") as f:
-        f.write("\n".join(lines) + "\n")
-head = f"""listen: ["127.0.0.1:{port}"]
-threads: 2
-grace_period: 0
-state_dir: {work}/state
-verify:
-  refresh: off
-log:
-  violations: {work}/violations.jsonl
-  level: info
-"""
-def site(i):
-    return (f"  - hosts: [\"s{i}.example\", \"www.s{i}.example\"]\n"
-            f"    upstream: \"127.0.0.1:{origin}\"\n"
-            f"    robots: {work}/www-sites/s{i}.example/robots.txt\n")
-with open(f"{work}/robotgate.yaml", "w") as f:
-    if sites_dir:
-        f.write(head + f"sites_dir: {work}/sites.d\n")
-        os.makedirs(f"{work}/sites.d")
-        for k in range(0, n, 100):
-            with open(f"{work}/sites.d/{k // 100:04}.yaml", "w") as g:
-                g.write("sites:\n" + "".join(site(i) for i in range(k, min(n, k + 100))))
-    else:
-        f.write(head + "sites:\n" + "".join(site(i) for i in range(n)))
-PY
+python3 benches/sites.py "$WORK" "$SITES" --listen "127.0.0.1:$PORT" --upstream "127.0.0.1:$ORIGIN" ${SITES_DIR:+--sites-dir}
 
 "$BIN" serve --config "$WORK/robotgate.yaml" > "$WORK/serve.log" 2>&1 &
 PID=$!
