@@ -17,7 +17,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::dns_server;
-use common::{get, metric, wait_lines, within, Gate, Origin, BINGBOT, FIREFOX, GOOGLEBOT};
+use common::{get, metric, within, Gate, Origin, BINGBOT, FIREFOX, GOOGLEBOT};
 
 const GOOGLE: &str = "66.249.66.1";
 const STRANGER: &str = "45.33.32.156";
@@ -26,10 +26,6 @@ const CRAWLER: &str = "FooCrawler/1.0 (+https://crawler.example/bot)";
 
 fn as_client(gate: &Gate, path: &str, ip: &str, ua: &str) -> u16 {
     get(&gate.url(path), &[("X-Forwarded-For", ip), ("User-Agent", ua)]).status
-}
-
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 fn config(origin: &Origin, sites: &str, more: &str) -> String {
@@ -74,7 +70,7 @@ fn a_strangers_robots_txt_fetch_under_googlebots_name_leaves_its_24_hours() {
     assert_eq!(as_client(&gate, "/robots.txt", STRANGER, GOOGLEBOT), 200);
     // The real Googlebot keeps the grace of the v1 it read.
     assert_eq!(as_client(&gate, "/newly/x.html", GOOGLE, GOOGLEBOT), 200, "{}", gate.stderr());
-    let recs = records(&gate, 2);
+    let recs = gate.records(2);
     let google: Vec<_> = recs.iter().filter(|r| r["client"] == GOOGLE).collect();
     assert_eq!(google.len(), 1, "{recs:#?}");
     assert_eq!(
@@ -87,7 +83,7 @@ fn a_strangers_robots_txt_fetch_under_googlebots_name_leaves_its_24_hours() {
     assert_eq!(as_client(&gate, "/page", STRANGER, GOOGLEBOT), 403);
     // Another unverified claimant has read nothing.
     assert_eq!(as_client(&gate, "/newly/x.html", "198.51.100.9", CRAWLER), 403);
-    let recs = records(&gate, 4);
+    let recs = gate.records(4);
     let last = recs.iter().rev().find(|r| r["client"] == "198.51.100.9").expect("a record");
     assert_eq!(last["robots_seen"].as_bool(), Some(false), "{last}");
 }
@@ -115,7 +111,7 @@ fn a_search_engine_claim_outside_its_complete_ranges_is_spoofed_with_a_silent_re
     assert_eq!(as_client(&gate, "/gonly/x.html", STRANGER, BINGBOT), 403);
     assert!(silent.count() > 0, "stale complete lists let DNS try");
     assert!(started.elapsed() < Duration::from_secs(5));
-    let recs = records(&gate, 3);
+    let recs = gate.records(3);
     for bot in ["Googlebot", "bingbot"] {
         let r = recs.iter().find(|r| r["bot"] == bot).unwrap_or_else(|| panic!("no record of {bot}: {recs:#?}"));
         assert_eq!(
@@ -193,7 +189,7 @@ fn a_trailing_dot_in_host_is_the_same_site() {
         &format!("GET /private/x HTTP/1.1\r\nHost: localhost\r\nHost: strict.test\r\nUser-Agent: {CRAWLER}\r\n"),
     );
     assert_eq!(two, 400);
-    let recs = records(&gate, 5);
+    let recs = gate.records(5);
     assert!(recs.iter().filter(|r| r["site"] == "strict").count() >= 5, "{recs:#?}");
 }
 

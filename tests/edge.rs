@@ -251,10 +251,6 @@ fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answ
     Answered { status, head: head.to_owned(), body: body.to_owned() }
 }
 
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 /// Everything the issue asks of an edge, through the edge on `port`.
 fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_server::Server) {
     // A browser gets the page, from the origin.
@@ -327,10 +323,7 @@ fn exercise(edge: &str, port: u16, gate: &Gate, origin: &Origin, dns: &dns_serve
     assert_eq!(origin.hits(), served + 4, "{edge}: the origin saw a refused request");
 
     // The violation log has each refusal, with the client the edge named.
-    let recs = records(gate, 5);
-    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
-        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("{edge}: no record of {what}: {recs:#?}")).clone()
-    };
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| gate.record(&format!("{edge}: {what}"), f);
     let blocked = find("the disallowed robot", &|r| r["path"] == "/private/x");
     assert_eq!((blocked["bot"].as_str(), blocked["client"].as_str()), (Some("GPTBot"), Some("127.0.0.2")), "{edge}");
     assert_eq!((blocked["status"].as_u64(), blocked["action"].as_str()), (Some(403), Some("block")), "{edge}");
@@ -387,7 +380,7 @@ fn not_fooled_by_the_clients_own_headers(edge: &str, port: u16, gate: &Gate, ori
     // A spoofed GPTBot (its test range is 127.0.0.0/30) that names robots.txt as its target.
     let r = get_from(port, "127.0.0.8", "/private/gpt", &[("User-Agent", GPTBOT), ("X-Forwarded-Uri", "/robots.txt")]);
     assert_eq!(r.status, 403, "{edge}: {}", r.head);
-    let recs = records(gate, before + forged.len() + 1);
+    let recs = gate.records(before + forged.len() + 1);
     let mine: Vec<_> = recs[before..].iter().filter(|r| r["client"] == "127.0.0.8").collect();
     assert_eq!(mine.len(), forged.len() + 1, "{edge}: one record per refusal: {mine:#?}");
     for r in &mine[..forged.len()] {
@@ -426,7 +419,7 @@ fn unreadable_heads_are_refused(edge: &str, port: u16, gate: &Gate, origin: &Ori
     // it asks robotgate: refused all the same, and robotgate sees only the
     // rest.
     let recorded = if edge == "caddy" { 1 } else { control.len() + 1 };
-    let recs = records(gate, before + recorded);
+    let recs = gate.records(before + recorded);
     let mine: Vec<_> = recs[before..].iter().filter(|r| r["client"] == from).collect();
     assert_eq!(mine.len(), recorded, "{edge}: one record per refusal: {mine:#?}");
     for (i, r) in mine.iter().enumerate() {

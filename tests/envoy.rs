@@ -190,10 +190,6 @@ fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answ
     Answered { status, head: head.to_owned(), body: body.to_owned() }
 }
 
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 #[test]
 fn envoy_ext_authz_in_front() {
     let Some(bin) = envoy() else { return };
@@ -255,10 +251,7 @@ fn envoy_ext_authz_in_front() {
     assert_eq!(origin.hits(), served + 3, "the origin saw a refused request");
 
     // The violation log has each refusal, with the client Envoy named.
-    let recs = records(&gate, 4);
-    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
-        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("no record of {what}: {recs:#?}")).clone()
-    };
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| gate.record(what, f);
     let blocked = find("the disallowed robot", &|r| r["path"] == "/private/x");
     assert_eq!((blocked["bot"].as_str(), blocked["client"].as_str()), (Some("GPTBot"), Some("127.0.0.2")));
     assert_eq!((blocked["status"].as_u64(), blocked["action"].as_str()), (Some(403), Some("block")));
@@ -278,8 +271,7 @@ fn envoy_ext_authz_in_front() {
     assert_eq!(get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]).status, 200);
     assert_eq!(get_from(port, "127.0.0.10", "/page", &[("User-Agent", FIREFOX)]).status, 200);
     assert_eq!(origin.hits(), served + 1, "the banned client reached the origin");
-    let recs = records(&gate, 5);
-    let trap = recs.iter().find(|r| r["directive"] == "trap").unwrap_or_else(|| panic!("no trap record: {recs:#?}"));
+    let trap = gate.record("the trap", |r| r["directive"] == "trap");
     assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
 
     // The checks are counted.

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{get, wait_lines, Gate, Resp, CHATGPT_USER, GOOGLEBOT, GPTBOT};
+use common::{get, Gate, Resp, CHATGPT_USER, GOOGLEBOT, GPTBOT};
 
 /// Line 4 refuses training under /novels/; the `*` group's Content-Signal
 /// allows search and ai-input everywhere.
@@ -47,10 +47,6 @@ fn from(gate: &Gate, ip: &str, ua: &str, path: &str) -> Resp {
     get(&gate.url(path), &[("X-Forwarded-For", ip), ("User-Agent", ua)])
 }
 
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 #[test]
 fn usage_preferences_are_enforced_by_purpose() {
     let origin = common::Origin::start();
@@ -85,7 +81,7 @@ fn usage_preferences_are_enforced_by_purpose() {
     assert_eq!(from(&gate, "192.0.2.7", unknown, "/novels/one").status, 200);
 
     // The records name the directive, the line and the refused purpose.
-    let recs = records(&gate, 2);
+    let recs = gate.records(2);
     assert_eq!(recs.len(), 2, "{recs:?}");
     let first = &recs[0];
     assert_eq!(first["directive"], "content-usage");
@@ -144,7 +140,7 @@ fn perplexity_user_is_verified_from_its_published_range() {
     assert_eq!(r.status, 200);
     // From anywhere else: a spoofed identity, now that Perplexity publishes ranges.
     assert_eq!(from(&gate, "203.0.113.9", PERPLEXITY_USER, "/page").status, 403);
-    let recs = records(&gate, 2);
+    let recs = gate.records(2);
     assert_eq!(recs[0]["bot"], "Perplexity-User");
     assert_eq!(recs[0]["identity"], "verified", "{}", recs[0]);
     assert_eq!(recs[0]["action"], "log");

@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use common::redis_server::RedisServer;
-use common::{get, metric, wait_lines, within, Gate, Origin, GOOGLEBOT};
+use common::{get, metric, within, Gate, Origin, GOOGLEBOT};
 
 const OLD: &str = "User-agent: *\nDisallow: /private/\n";
 const NEW: &str = "User-agent: *\nDisallow: /private/\nDisallow: /newly/\n";
@@ -64,10 +64,6 @@ fn change(gate: &Gate) {
     );
 }
 
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 fn of<'a>(recs: &'a [serde_json::Value], directive: &str) -> Vec<&'a serde_json::Value> {
     recs.iter().filter(|r| r["directive"] == directive).collect()
 }
@@ -83,7 +79,7 @@ fn a_crawler_keeps_to_the_robots_txt_it_fetched_and_no_other_gets_grace() {
     assert_eq!(as_client(&gate, "/newly/x.html", GOOGLE, GOOGLEBOT), 200);
     // Its copy forbids /private/ too: that is a violation as ever.
     assert_eq!(as_client(&gate, "/private/x", GOOGLE, GOOGLEBOT), 403);
-    let recs = records(&gate, 3);
+    let recs = gate.records(3);
     let stale = of(&recs, "stale-robots");
     assert_eq!(stale.len(), 1, "{recs:?}");
     let s = stale[0];
@@ -114,13 +110,13 @@ fn enforce_refuses_but_records_stale_robots_and_the_grace_ends() {
     assert_eq!(as_client(&gate, "/robots.txt", GOOGLE, GOOGLEBOT), 200);
     change(&gate);
     assert_eq!(as_client(&gate, "/newly/x.html", GOOGLE, GOOGLEBOT), 403, "enforce applies the current rule");
-    let recs = records(&gate, 2);
+    let recs = gate.records(2);
     let stale = of(&recs, "stale-robots");
     assert_eq!((stale.len(), stale[0]["action"].as_str()), (1, Some("block")), "{recs:?}");
     // Past the grace: a violation.
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(as_client(&gate, "/newly/x.html", GOOGLE, GOOGLEBOT), 403);
-    let recs = records(&gate, 3);
+    let recs = gate.records(3);
     let last = &recs[2];
     assert_eq!((last["directive"].as_str(), last["bot"].as_str()), (Some("disallow"), Some("Googlebot")), "{recs:?}");
 }
@@ -156,7 +152,7 @@ fn reads_and_versions_survive_a_restart_and_a_day_old_read_gets_no_grace() {
     change(&gate);
     gate.restart();
     assert_eq!(as_client(&gate, "/newly/x.html", GOOGLE, GOOGLEBOT), 200, "after a restart:\n{}", gate.stderr());
-    let recs = records(&gate, 2);
+    let recs = gate.records(2);
     assert_eq!(of(&recs, "stale-robots").len(), 1, "{recs:?}");
     // Make the read 25 hours old, as if the restart came a day later.
     gate.stop();
@@ -173,7 +169,7 @@ fn reads_and_versions_survive_a_restart_and_a_day_old_read_gets_no_grace() {
     std::fs::write(&reads_path, serde_json::to_string(&reads).unwrap()).unwrap();
     gate.restart();
     assert_eq!(as_client(&gate, "/newly/x.html", GOOGLE, GOOGLEBOT), 403, "a read over 24 hours old");
-    let recs = records(&gate, 3);
+    let recs = gate.records(3);
     assert_eq!(recs[2]["directive"], "disallow", "{recs:?}");
 }
 
@@ -199,6 +195,6 @@ fn with_redis_a_read_on_one_instance_gives_grace_on_another_and_after_a_restart(
     let up = within(Duration::from_secs(10), || metric(&b, "robotgate_state_up") == 1.0);
     assert!(up.is_some(), "{}", b.stderr());
     assert_eq!(as_client(&b, "/newly/x.html", GOOGLE, GOOGLEBOT), 200, "after a restart, from Redis:\n{}", b.stderr());
-    let recs = records(&b, 3);
+    let recs = b.records(3);
     assert_eq!(of(&recs, "stale-robots").len(), 2, "{recs:?}");
 }

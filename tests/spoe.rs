@@ -175,10 +175,6 @@ fn get_as(proxied: u16, client: &str, path: &str, ua: &str) -> u16 {
     text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no answer: {text:?}"))
 }
 
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 fn have_haproxy() -> bool {
     let ok = Command::new("haproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
     if !ok {
@@ -280,10 +276,7 @@ fn haproxy_asks_robotgate_over_spoe() {
     // Each refusal has its record, with the client HAProxy saw.
     // The warm-up, /a, /c2, the noindex pass, ten with forged headers,
     // Googlebot, the trap and the ban.
-    let recs = records(&gate, 17);
-    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| {
-        recs.iter().find(|r| f(r)).unwrap_or_else(|| panic!("no record of {what}: {recs:#?}")).clone()
-    };
+    let find = |what: &str, f: &dyn Fn(&serde_json::Value) -> bool| gate.record(what, f);
     let gpt = find("GPTBot's refusal", &|r| r["path"] == "/a");
     assert_eq!(
         (gpt["bot"].as_str(), gpt["client"].as_str(), gpt["status"].as_u64()),

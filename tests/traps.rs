@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{get, wait_lines, Gate, BINGBOT, FIREFOX, GPTBOT};
+use common::{get, Gate, BINGBOT, FIREFOX, GPTBOT};
 use robotgate::robots::RobotsTxt;
 
 const PAGE: &str = "<html><body><p>hello</p></body></html>";
@@ -94,10 +94,6 @@ fn as_client(gate: &Gate, path: &str, ip: &str, ua: &str) -> u16 {
     get(&gate.url(path), &[("X-Forwarded-For", ip), ("User-Agent", ua)]).status
 }
 
-fn records(gate: &Gate, n: usize) -> Vec<serde_json::Value> {
-    wait_lines(&gate.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 #[test]
 fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() {
     let origin = origin();
@@ -137,7 +133,7 @@ fn a_browser_posing_crawler_that_fetches_a_trap_is_banned_and_the_ban_expires() 
     // outside Bing's list, which Bing says is complete: spoofed since issue #39).
     assert_eq!(as_client(&gate, "/trap/x", "203.0.113.8", BINGBOT), 403);
 
-    let recs = records(&gate, 4);
+    let recs = gate.records(4);
     let trap: Vec<_> = recs.iter().filter(|r| r["directive"] == "trap").collect();
     assert_eq!(trap.len(), 3, "{recs:?}");
     assert_eq!((trap[0]["action"].as_str(), trap[0]["client"].as_str()), (Some("ban"), Some("203.0.113.5")));
@@ -183,7 +179,7 @@ fn a_new_trap_is_only_recorded_until_armed_and_arming_survives_a_restart() {
     // New: in force in robots.txt, but a hit is only recorded.
     assert_eq!(as_client(&gate, "/trap/x", "198.51.100.9", FIREFOX), 200);
     assert_eq!(as_client(&gate, "/page.html", "198.51.100.9", FIREFOX), 200, "not banned before arm_after");
-    let recs = records(&gate, 1);
+    let recs = gate.records(1);
     assert_eq!((recs[0]["directive"].as_str(), recs[0]["action"].as_str()), (Some("trap"), Some("log")));
     // When each path was first served is kept beside the log.
     let state_path = gate.path("robotgate-traps.json");
@@ -236,7 +232,7 @@ fn violation_records_say_whether_the_bot_had_read_robots_txt() {
     // GPTBot reads robots.txt from another address, then breaks it again.
     assert_eq!(as_client(&gate, "/robots.txt", "127.0.0.3", GPTBOT), 200);
     assert_eq!(as_client(&gate, "/nogpt/b", "127.0.0.2", GPTBOT), 403);
-    let recs = records(&gate, 2);
+    let recs = gate.records(2);
     assert_eq!(recs.len(), 2, "{recs:?}");
     assert_eq!(recs[0]["robots_seen"], false);
     assert_eq!(recs[1]["robots_seen"], true);
@@ -252,7 +248,7 @@ fn issue_15_a_robot_outside_its_published_ranges_is_a_spoofed_identity() {
     // feed the claim is false: 403, recorded as `spoofed-identity`.
     assert_eq!(as_client(&gate, "/page.html", "127.0.0.9", GPTBOT), 200, "from its published range");
     assert_eq!(as_client(&gate, "/page.html", "198.51.100.20", GPTBOT), 403, "from anywhere else");
-    let recs = records(&gate, 1);
+    let recs = gate.records(1);
     assert_eq!(recs.len(), 1, "{recs:?}");
     assert_eq!(recs[0]["directive"], "spoofed-identity");
     assert_eq!(recs[0]["identity"], "spoofed");

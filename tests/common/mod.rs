@@ -204,6 +204,26 @@ impl Gate {
         self.dir.path().join(name)
     }
 
+    /// The violation log's records once it holds at least `n` (bounded wait).
+    pub fn records(&self, n: usize) -> Vec<serde_json::Value> {
+        wait_lines(&self.path("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// The first violation record for which `pred` holds, waiting for it
+    /// (bounded): the log is written after the answer, so a count of lines
+    /// alone can be reached by other records first.
+    pub fn record(&self, what: &str, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let mut last = Vec::new();
+        let found = within(Duration::from_secs(10), || {
+            last = self.records(0);
+            last.iter().any(&pred)
+        });
+        match found {
+            Some(_) => last.into_iter().find(|r| pred(r)).unwrap(),
+            None => panic!("no record of {what}: {last:#?}"),
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
