@@ -104,6 +104,12 @@ fn envoy_ext_authz_in_front() {
     let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
     assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
     assert_eq!(r.header("x-robots-tag"), None);
+    // Envoy normalises the path (`normalize_path`, `merge_slashes`) before
+    // robotgate judges it and the origin gets it: the same page.
+    for asked in ["//page", "/%70age", "/./page", "/x/../page"] {
+        let r = get_from(port, "127.0.0.2", asked, &[("User-Agent", FIREFOX)]);
+        assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{asked}: {}", r.head);
+    }
     let served = origin.hits();
 
     // A disallowed robot (GPTBot, believed from 127.0.0.2 by the test feed): 403, robotgate's body.
@@ -111,6 +117,19 @@ fn envoy_ext_authz_in_front() {
     assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
     assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
     assert!(!r.body.is_empty(), "the refusal has robotgate's body");
+    // Nor does a disguise of the disallowed path get through: robotgate
+    // judges the path Envoy normalised, the one the origin would get.
+    for disguised in ["//private/x", "/%70rivate/x", "/%70%72ivate//x", "/docs/../private/x"] {
+        let r = get_from(port, "127.0.0.2", disguised, &[("User-Agent", GPTBOT)]);
+        assert_eq!(r.status, 403, "{disguised}: {}\n{}", r.head, r.body);
+    }
+    // An escaped slash: Envoy sends the client to the path it names
+    // (`path_with_escaped_slashes_action: UNESCAPE_AND_REDIRECT`), where
+    // it is judged; the origin is not asked meanwhile.
+    let r = get_from(port, "127.0.0.2", "/private%2Fx", &[("User-Agent", GPTBOT)]);
+    assert!((301..=308).contains(&r.status), "{}\n{}", r.head, r.body);
+    assert!(r.header("location").is_some_and(|l| l.ends_with("/private/x")), "{}", r.head);
+
     // Over its Crawl-delay: 429 with Retry-After and the RateLimit headers.
     let r = get_from(port, "127.0.0.3", "/a", &[("User-Agent", GPTBOT)]);
     assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{}", r.head);
