@@ -20,19 +20,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use common::dns_server::{self, Answer};
+use common::edge::{get_from, shipped, wait_port, EdgeGate, Running};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
-
-/// The shipped snippet `name`, as text.
-fn snippet(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// The snippet's addresses replaced by the test's: robotgate's auth and
 /// proxy listeners, the origin. Panics if the snippet no longer names them
@@ -67,68 +61,17 @@ fn start_dns() -> dns_server::Server {
 /// trusted to name the client. GPTBot's feed puts it on 127.0.0.0/30 only;
 /// reverse DNS goes to `dns`, which only a claim from a public address asks.
 fn start_gate(origin: &Origin, auth: u16, dns: &dns_server::Server) -> Gate {
-    let config = format!(
-        r#"
-listen: ["127.0.0.1:{{port}}"]
-auth: {{ listen: ["127.0.0.1:{auth}"] }}
-metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
-trusted_proxies: ["127.0.0.1/32", "{BALANCER}/32"]
-client_header: X-Forwarded-For
-grace_period: 1
-sites:
-  - name: s
-    hosts: ["127.0.0.1", "localhost", "example.com"]
-    default: true
-    upstream: "{origin}"
-    robots: "{{dir}}/robots.txt"
-    traps:
-      paths: ["/trap/"]
-    policy:
-      enforce_ai_user: true
-      bots:
-        ChatGPT-User: {{ action: noindex }}
-    indexing:
-      rules:
-        - {{ path: "/docs/", set: "noarchive" }}
-        - {{ path: "/docs/", bots: [Googlebot], set: "nosnippet" }}
-        - {{ path: "/docs/", bots: [Bingbot], set: "max-snippet:20" }}
-verify:
-  feeds: "{{dir}}/feeds"
-  dns: {{ nameservers: ["{dns}"], timeout_ms: 2000 }}
-log:
-  violations: "{{dir}}/violations.jsonl"
-  aggregate_window: 0
-  level: warn
-"#,
-        origin = origin.addr,
-        dns = dns.addr,
+    let head = format!(
+        "auth: {{ listen: [\"127.0.0.1:{auth}\"] }}\ntrusted_proxies: [\"127.0.0.1/32\", \"{BALANCER}/32\"]\n\
+         client_header: X-Forwarded-For"
     );
+    let rules = "        - { path: \"/docs/\", bots: [Googlebot], set: \"nosnippet\" }\n        \
+                 - { path: \"/docs/\", bots: [Bingbot], set: \"max-snippet:20\" }";
+    let verify = format!("  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}", dns.addr);
+    let edge = EdgeGate { head: &head, traps: "", rules, verify: &verify };
     let gptbot = br#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#;
-    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", gptbot)]);
-    wait_port(auth, "robotgate's auth listener", &gate.stderr_path);
-    gate
-}
-
-fn wait_port(port: u16, what: &str, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not start: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A process the test started, killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    let files = [("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", &gptbot[..])];
+    edge.start(origin, &files, auth, "robotgate's auth listener")
 }
 
 /// Whether `program` runs here; if not, the test says so loudly and skips
@@ -210,45 +153,6 @@ fn trust_balancer(site: &str, auth: u16) -> String {
     let ask = format!("reverse_proxy 127.0.0.1:{auth} {{");
     assert_eq!(site.matches(&ask).count(), 1, "the Caddy snippet no longer asks robotgate in one block");
     site.replace(&ask, &format!("{ask}\n\t\t\ttrusted_proxies {BALANCER}/32"))
-}
-
-/// A response through the edge.
-struct Answered {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answered {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.all(name).into_iter().next()
-    }
-
-    /// Every value of the header `name`, in order.
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.head
-            .lines()
-            .skip(1)
-            .filter_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-            })
-            .collect()
-    }
-}
-
-/// GET `path` from the edge on `port`, by curl from the loopback address `from`.
-fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
-    let mut cmd = Command::new("curl");
-    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
-    for (k, v) in headers {
-        cmd.args(["-H", &format!("{k}: {v}")]);
-    }
-    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
-    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Answered { status, head: head.to_owned(), body: body.to_owned() }
 }
 
 /// Everything the issue asks of an edge, through the edge on `port`.
@@ -449,7 +353,7 @@ fn nginx_auth_request_in_front() {
     // nginx's worker runs as another user when started by root: let it in.
     let _ = Command::new("chmod").arg("755").arg(dir.path()).status();
     let port = free_port();
-    let _nginx = start_nginx(dir.path(), port, &retarget(&snippet("nginx.conf"), &gate, auth, &origin));
+    let _nginx = start_nginx(dir.path(), port, &retarget(&shipped("nginx.conf"), &gate, auth, &origin));
     exercise("nginx", port, &gate, &origin, &dns);
     unreadable_heads_are_refused("nginx", port, &gate, &origin);
 
@@ -489,7 +393,7 @@ fn caddy_forward_auth_in_front() {
     let gate = start_gate(&origin, auth, &dns);
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let site = trust_balancer(&retarget(&snippet("Caddyfile"), &gate, auth, &origin), auth);
+    let site = trust_balancer(&retarget(&shipped("Caddyfile"), &gate, auth, &origin), auth);
     let _caddy = start_caddy(dir.path(), port, &site);
     exercise("caddy", port, &gate, &origin, &dns);
     unreadable_heads_are_refused("caddy", port, &gate, &origin);
@@ -499,7 +403,7 @@ fn caddy_forward_auth_in_front() {
 /// checked for the shape Traefik's file provider reads.
 #[test]
 fn the_traefik_snippet_is_a_dynamic_configuration() {
-    let doc: serde_yaml::Value = serde_yaml::from_str(&snippet("traefik.yaml")).expect("valid YAML");
+    let doc: serde_yaml::Value = serde_yaml::from_str(&shipped("traefik.yaml")).expect("valid YAML");
     let http = &doc["http"];
     let auth = &http["middlewares"]["robotgate"]["forwardAuth"];
     assert_eq!(auth["address"].as_str(), Some("http://127.0.0.1:9090/"));

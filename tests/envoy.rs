@@ -19,9 +19,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
+use common::edge::{get_from, shipped, wait_port, EdgeGate, Running};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
@@ -46,12 +46,6 @@ fn envoy() -> Option<PathBuf> {
     found
 }
 
-/// The shipped Envoy configuration, as text.
-fn example() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/envoy.yaml");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// The example's addresses replaced by the test's: Envoy's listener,
 /// robotgate's ext_authz listener, the origin. Panics if the example no
 /// longer names them (the test would otherwise run something else).
@@ -70,64 +64,11 @@ fn retarget(text: &str, port: u16, ext_authz: u16, origin: &Origin) -> String {
 /// robotgate with its ext_authz listener on `ext_authz`, trusting no proxy.
 /// GPTBot's feed puts it on 127.0.0.0/30 only.
 fn start_gate(origin: &Origin, ext_authz: u16) -> Gate {
-    let config = format!(
-        r#"
-listen: ["127.0.0.1:{{port}}"]
-ext_authz: {{ listen: ["127.0.0.1:{ext_authz}"] }}
-metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
-grace_period: 1
-sites:
-  - name: s
-    hosts: ["127.0.0.1", "localhost", "example.com"]
-    default: true
-    upstream: "{origin}"
-    robots: "{{dir}}/robots.txt"
-    traps:
-      paths: ["/trap/"]
-      arm_after: 0
-      ban: 60
-    policy:
-      enforce_ai_user: true
-      bots:
-        ChatGPT-User: {{ action: noindex }}
-    indexing:
-      rules:
-        - {{ path: "/docs/", set: "noarchive" }}
-verify:
-  feeds: "{{dir}}/feeds"
-log:
-  violations: "{{dir}}/violations.jsonl"
-  aggregate_window: 0
-  level: warn
-"#,
-        origin = origin.addr,
-    );
+    let head = format!("ext_authz: {{ listen: [\"127.0.0.1:{ext_authz}\"] }}");
+    let edge = EdgeGate { head: &head, traps: "      arm_after: 0\n      ban: 60", rules: "", verify: "" };
     let gptbot = br#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#;
-    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", gptbot)]);
-    wait_port(ext_authz, "robotgate's ext_authz listener", &gate.stderr_path);
-    gate
-}
-
-fn wait_port(port: u16, what: &str, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not start: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A process the test started, killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    let files = [("robots.txt", ROBOTS.as_bytes()), ("feeds/openai-gptbot.json", &gptbot[..])];
+    edge.start(origin, &files, ext_authz, "robotgate's ext_authz listener")
 }
 
 /// The real Envoy on `port`, running `config`, its log in `dir`.
@@ -151,57 +92,24 @@ fn start_envoy(bin: &Path, dir: &Path, port: u16, config: &str) -> Running {
     running
 }
 
-/// A response through Envoy.
-struct Answered {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answered {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.all(name).into_iter().next()
-    }
-
-    /// Every value of the header `name`, in order.
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.head
-            .lines()
-            .skip(1)
-            .filter_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-            })
-            .collect()
-    }
-}
-
-/// GET `path` from Envoy on `port`, by curl from the loopback address `from`.
-fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
-    let mut cmd = Command::new("curl");
-    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
-    for (k, v) in headers {
-        cmd.args(["-H", &format!("{k}: {v}")]);
-    }
-    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
-    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Answered { status, head: head.to_owned(), body: body.to_owned() }
-}
-
 #[test]
 fn envoy_ext_authz_in_front() {
     let Some(bin) = envoy() else { return };
     let (origin, ext_authz, port) = (Origin::start(), free_port(), free_port());
     let mut gate = start_gate(&origin, ext_authz);
     let dir = tempfile::tempdir().unwrap();
-    let _envoy = start_envoy(&bin, dir.path(), port, &retarget(&example(), port, ext_authz, &origin));
+    let _envoy = start_envoy(&bin, dir.path(), port, &retarget(&shipped("envoy.yaml"), port, ext_authz, &origin));
 
     // A browser gets the page, from the origin, with nothing added.
     let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", FIREFOX)]);
     assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
     assert_eq!(r.header("x-robots-tag"), None);
+    // Envoy normalises the path (`normalize_path`, `merge_slashes`) before
+    // robotgate judges it and the origin gets it: the same page.
+    for asked in ["//page", "/%70age", "/./page", "/x/../page"] {
+        let r = get_from(port, "127.0.0.2", asked, &[("User-Agent", FIREFOX)]);
+        assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{asked}: {}", r.head);
+    }
     let served = origin.hits();
 
     // A disallowed robot (GPTBot, believed from 127.0.0.2 by the test feed): 403, robotgate's body.
@@ -209,6 +117,18 @@ fn envoy_ext_authz_in_front() {
     assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
     assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
     assert!(!r.body.is_empty(), "the refusal has robotgate's body");
+    // Nor does a disguise of the disallowed path get through: robotgate
+    // judges the path Envoy normalised, the one the origin would get.
+    for disguised in ["//private/x", "/%70rivate/x", "/%70%72ivate//x", "/docs/../private/x"] {
+        let r = get_from(port, "127.0.0.2", disguised, &[("User-Agent", GPTBOT)]);
+        assert_eq!(r.status, 403, "{disguised}: {}\n{}", r.head, r.body);
+    }
+    // An escaped slash: Envoy sends the client to the path it names
+    // (`path_with_escaped_slashes_action: UNESCAPE_AND_REDIRECT`), where
+    // it is judged; the origin is not asked meanwhile.
+    let r = get_from(port, "127.0.0.2", "/private%2Fx", &[("User-Agent", GPTBOT)]);
+    assert!((301..=308).contains(&r.status), "{}\n{}", r.head, r.body);
+    assert!(r.header("location").is_some_and(|l| l.ends_with("/private/x")), "{}", r.head);
 
     // Over its Crawl-delay: 429 with Retry-After and the RateLimit headers.
     let r = get_from(port, "127.0.0.3", "/a", &[("User-Agent", GPTBOT)]);

@@ -14,81 +14,24 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use common::edge::{get_from, shipped, wait_port, EdgeGate, Running};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n\n\
                       User-agent: ClaudeBot\nCrawl-delay: 30\nDisallow: /private/\n";
 
-/// The shipped file `name`, as text.
-fn shipped(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// A process the test started, killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_port(port: u16, what: &str, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not start: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// robotgate with its SPOE agent on `spoe`, its proxy listener (robots.txt)
 /// believing HAProxy on 127.0.0.1. GPTBot's and ChatGPT-User's test feeds
 /// put them on loopback (`common::LOOPBACK_FEEDS`).
 fn start_gate(origin: &Origin, spoe: u16) -> Gate {
-    let config = format!(
-        r#"
-listen: ["127.0.0.1:{{port}}"]
-spoe: {{ listen: ["127.0.0.1:{spoe}"] }}
-metrics: {{ listen: "127.0.0.1:{{metrics}}" }}
-trusted_proxies: ["127.0.0.1/32"]
-client_header: X-Forwarded-For
-grace_period: 1
-sites:
-  - name: s
-    hosts: ["127.0.0.1", "localhost", "example.com"]
-    default: true
-    upstream: "{origin}"
-    robots: "{{dir}}/robots.txt"
-    traps:
-      paths: ["/trap/"]
-      arm_after: 0
-    policy:
-      bots:
-        ChatGPT-User: {{ action: noindex }}
-    indexing:
-      rules:
-        - {{ path: "/docs/", set: "noarchive" }}
-verify:
-  feeds: "{{dir}}/feeds"
-log:
-  violations: "{{dir}}/violations.jsonl"
-  aggregate_window: 0
-  level: warn
-"#,
-        origin = origin.addr,
+    let head = format!(
+        "spoe: {{ listen: [\"127.0.0.1:{spoe}\"] }}\ntrusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For"
     );
-    let gate = Gate::start(&config, &[("robots.txt", ROBOTS.as_bytes())]);
-    wait_port(spoe, "robotgate's SPOE agent", &gate.stderr_path);
-    gate
+    let edge = EdgeGate { head: &head, traps: "      arm_after: 0", rules: "", verify: "" };
+    edge.start(origin, &[("robots.txt", ROBOTS.as_bytes())], spoe, "robotgate's SPOE agent")
 }
 
 /// The real HAProxy on `port` (and a PROXY-protocol bind on `proxied`),
@@ -121,42 +64,6 @@ fn start_haproxy(dir: &Path, port: u16, proxied: u16, gate: &Gate, spoe: u16, or
     let running = Running(child);
     wait_port(port, "haproxy", &log);
     running
-}
-
-/// An answer as curl read it.
-struct Answered {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answered {
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.head
-            .lines()
-            .filter_map(|l| l.split_once(':'))
-            .filter(|(k, _)| k.trim().eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim())
-            .collect()
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.all(name).first().copied()
-    }
-}
-
-/// GET `path` from HAProxy on `port`, from loopback address `from`.
-fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> Answered {
-    let mut cmd = Command::new("curl");
-    cmd.args(["-s", "-i", "--max-time", "10", "--interface", from]);
-    for (k, v) in headers {
-        cmd.args(["-H", &format!("{k}: {v}")]);
-    }
-    let out = cmd.arg(format!("http://127.0.0.1:{port}{path}")).output().expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
-    let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Answered { status, head: head.to_owned(), body: body.to_owned() }
 }
 
 /// GET `path` through the PROXY-protocol bind, as the client `client`

@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod dns_server;
+pub mod edge;
 pub mod nginx_module;
 pub mod redis_server;
 
