@@ -19,6 +19,7 @@ use std::time::Duration;
 use common::dns_server::{Answer, Server as DnsServer, PTR};
 use common::nginx_module::{module, nginx};
 use common::redis_server::{Pass, RedisServer, Relay};
+use common::signer::{new_key, sign, Directory};
 use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 /// A robot only reverse DNS can confirm (no published ranges).
@@ -228,10 +229,11 @@ fn nginx_decides_with_robotgates_pipeline() {
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
     let asked = dns.count_name("40.100.51.198.in-addr.arpa");
     assert!((1..=2).contains(&asked), "the verdict was not kept: {asked} PTR questions");
-    // No Web Bot Auth inside nginx yet: a signed ChatGPT Agent (no
-    // published ranges; only its signature could confirm it) is judged
-    // unverifiable, held to its group as when its key directory cannot be
-    // fetched: refused where robots.txt says no, let through elsewhere.
+    // A signed ChatGPT Agent (no published ranges; only its signature could
+    // confirm it) whose signature cannot verify (its fields are not a
+    // signature; no directory is fetched for it) is judged unverifiable,
+    // held to its group: refused where robots.txt says no, let through
+    // elsewhere.
     let signed = |path: &str| {
         get(
             &n.url(path),
@@ -529,6 +531,72 @@ fn a_silent_resolver_and_a_client_gone_while_parked() {
     let count: u64 = line.and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0);
     assert!(count >= 2, "{m}");
     // Browsers were never held up.
+    assert_eq!(n.from("192.0.2.1", FIREFOX, "/index.html").status, 200);
+    n.stop_clean();
+}
+
+/// Web Bot Auth inside nginx (issue #54): a robot that publishes ranges
+/// (none on loopback) and signs as the loopback agent. Unsigned it is a
+/// spoofed claim; signed, its key directory (served here) is fetched off
+/// nginx's loop and kept by each worker, and the robot is held to its own
+/// group (robots.txt's Googlebot group: its token). A signature that does
+/// not verify is a spoofed claim, as in the proxy; a directory server that
+/// never answers holds no request past the fetch's 2 s.
+#[test]
+fn a_signed_agent_is_verified_inside_nginx() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let key = new_key("nginx");
+    let good = Directory::serving(&key);
+    let silent = Directory::silent();
+    let bots = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: search\n    robots_tokens: [Googlebot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
+    std::fs::write(dir.path().join("bots.yaml"), bots).unwrap();
+    let d = dir.path().display();
+    site_with(
+        dir.path(),
+        &format!("bots: {d}/bots.yaml\nverify: {{ allow_private_directories: true, dns: {{ nameservers: [\"127.0.0.1:9\"] }} }}\n"),
+    );
+    let n = start(dir.path(), &module);
+    let authority = format!("127.0.0.1:{}", n.port);
+    let from = |signed: &[(String, String)], path: &str| {
+        let mut headers = vec![("X-Forwarded-For", "198.51.100.80"), ("User-Agent", "SignedBot/1.0")];
+        headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        get(&n.url(path), &headers)
+    };
+
+    assert_eq!(from(&[], "/index.html").status, 403, "unsigned: spoofed");
+    let signed = sign(&key, &good.url, &authority);
+    assert_eq!(from(&signed, "/private/a.html").status, 200, "signed: its own group");
+    assert_eq!(from(&signed, "/nogoogle/a.html").status, 403, "signed: its own group");
+    // Each worker keeps the keys: more requests, at most one fetch per worker.
+    for _ in 0..8 {
+        assert_eq!(from(&signed, "/private/a.html").status, 200);
+    }
+    assert!((1..=2).contains(&good.hits()), "the keys were not kept: {} fetches", good.hits());
+    // One byte changed in a covered component (the agent URL): spoofed.
+    let mut tampered = signed.clone();
+    tampered[0].1 = tampered[0].1.replace("127.0.0.1", "127.0.0.2");
+    assert_eq!(from(&tampered, "/index.html").status, 403, "tampered: spoofed");
+    // Signed by a key the directory does not list: spoofed.
+    let stranger = sign(&new_key("stranger"), &good.url, &authority);
+    assert_eq!(from(&stranger, "/index.html").status, 403, "another key: spoofed");
+    // A directory that never answers: the request resumes after the
+    // fetch's deadline, the signature unverified (spoofed, as the proxy
+    // judges it), and the failure is kept.
+    let started = std::time::Instant::now();
+    let unanswered = sign(&key, &silent.url, &authority);
+    assert_eq!(from(&unanswered, "/index.html").status, 403);
+    assert_eq!(from(&unanswered, "/index.html").status, 403);
+    assert!(started.elapsed() < Duration::from_secs(10), "parked for {:?}", started.elapsed());
+    assert!(silent.hits() >= 1, "the silent directory was never asked");
+    // The records: five spoofed claims, and the verified robot's refusal.
+    let recs = wait_lines(&dir.path().join("violations.jsonl"), 6);
+    assert_eq!(recs.iter().filter(|l| l.contains("\"spoofed-identity\"")).count(), 5, "{recs:#?}");
+    assert!(
+        recs.iter().any(|l| l.contains("/nogoogle/a.html") && l.contains("\"identity\":\"verified\"")),
+        "{recs:#?}"
+    );
+    // Browsers were never held up, and no parked request upset nginx's count.
     assert_eq!(n.from("192.0.2.1", FIREFOX, "/index.html").status, 200);
     n.stop_clean();
 }

@@ -17,11 +17,14 @@
 //! auth listener's record keeps the status it told the edge, 403 for an
 //! `alternate` page), and the same counters in the proxy and the module.
 //!
-//! Not reached here, as robotgate stands today: a signed agent (Web Bot
-//! Auth is not verified inside nginx yet: #54 item 3) and a request
-//! refused before judging (two User-Agents: the HTTP client here sends one).
+//! A signed agent (Web Bot Auth) is reached too: a robot of the test's own
+//! (`bots:` extends the database) signs as the loopback agent whose key
+//! directory the test serves, `verify.allow_private_directories` on; each
+//! host fetches the directory itself.
+//!
 //! stale-robots is reached after the script and its counters: each host
-//! is given a new robots.txt and waited for.
+//! is given a new robots.txt and waited for. Not reached here: a request
+//! refused before judging (two User-Agents: the HTTP client here sends one).
 
 mod common;
 
@@ -32,6 +35,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::nginx_module::{module, nginx};
+use common::signer::{new_key, sign, Directory};
 use common::{free_port, get, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 const CLAUDEBOT: &str =
@@ -41,6 +45,11 @@ const FACEBOOKBOT: &str =
     "Mozilla/5.0 (compatible; FacebookBot/1.0; +https://developers.facebook.com/docs/sharing/webmasters/facebookbot/)";
 const AMAZONBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot) Chrome/119.0.6045.214 Safari/537.36";
 const MJ12: &str = "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)";
+
+/// A robot that publishes ranges (Google's, none on loopback) and signs as
+/// the loopback agent; its robots.txt group is Googlebot's.
+const SIGNEDBOT: &str = "SignedBot/1.0";
+const BOTS: &str = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: search\n    robots_tokens: [Googlebot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
 
 const ROBOTS: &str = "\
 User-agent: *
@@ -66,7 +75,7 @@ Content-Usage: train-ai=n
 fn config(dir: &Path, head: &str, upstream: &str) -> String {
     let d = dir.display();
     format!(
-        "{head}trusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For\ngrace_period: 1\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\", \"localhost\", \"example.com\"]\n    default: true\n{upstream}    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy:\n      enforce_ai_user: true\n      bots:\n        meta-externalagent: {{ action: alternate, file: {d}/alt.html, content_type: \"text/html\" }}\n        FacebookBot: {{ action: alternate, redirect: \"https://example.com/why\" }}\n        Amazonbot: {{ action: noindex }}\n    indexing:\n      rules:\n        - {{ path: \"/docs/\", set: \"noarchive\" }}\nverify: {{ refresh: \"off\", dns: {{ nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }} }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n  level: warn\n"
+        "{head}trusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For\ngrace_period: 1\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\", \"localhost\", \"example.com\"]\n    default: true\n{upstream}    robots: {d}/robots.txt\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy:\n      enforce_ai_user: true\n      bots:\n        meta-externalagent: {{ action: alternate, file: {d}/alt.html, content_type: \"text/html\" }}\n        FacebookBot: {{ action: alternate, redirect: \"https://example.com/why\" }}\n        Amazonbot: {{ action: noindex }}\n    indexing:\n      rules:\n        - {{ path: \"/docs/\", set: \"noarchive\" }}\nbots: {d}/bots.yaml\nverify: {{ refresh: \"off\", allow_private_directories: true, dns: {{ nameservers: [\"127.0.0.1:9\"], timeout_ms: 300 }} }}\nlog:\n  violations: {d}/violations.jsonl\n  aggregate_window: 0\n  level: warn\n"
     )
 }
 
@@ -74,6 +83,7 @@ fn files(dir: &Path) {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
     std::fs::write(dir.join("alt.html"), "<p>another page</p>\n").unwrap();
+    std::fs::write(dir.join("bots.yaml"), BOTS).unwrap();
 }
 
 /// A running nginx, stopped (gracefully) when dropped.
@@ -147,8 +157,11 @@ const OURS: &[&str] = &[
     "last-modified",
 ];
 
-fn ask(port: u16, a: &Ask) -> Seen {
-    let r = get(&format!("http://127.0.0.1:{port}{}", a.path), &[("X-Forwarded-For", a.ip), ("User-Agent", a.ua)]);
+/// Ask `a` of the host on `port`, with `extra` header fields.
+fn ask(port: u16, a: &Ask, extra: &[(String, String)]) -> Seen {
+    let mut headers = vec![("X-Forwarded-For", a.ip), ("User-Agent", a.ua)];
+    headers.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let r = get(&format!("http://127.0.0.1:{port}{}", a.path), &headers);
     let mut headers = BTreeMap::new();
     for (name, value) in &r.headers {
         let name = name.to_ascii_lowercase();
@@ -214,7 +227,9 @@ fn proxy_auth_request_and_module_answer_alike() {
         "listen: [\"127.0.0.1:{port}\"]\nmetrics: { listen: \"127.0.0.1:{metrics}\" }\n",
         &upstream,
     );
-    let proxy = Gate::start(&proxy_conf, &[("robots.txt", ROBOTS.as_bytes()), ("alt.html", b"<p>another page</p>\n")]);
+    let hosts_files: &[(&str, &[u8])] =
+        &[("robots.txt", ROBOTS.as_bytes()), ("alt.html", b"<p>another page</p>\n"), ("bots.yaml", BOTS.as_bytes())];
+    let proxy = Gate::start(&proxy_conf, hosts_files);
     let proxy_log = proxy.path("violations.jsonl");
 
     // robotgate behind nginx's auth_request, with the shipped snippet.
@@ -224,8 +239,7 @@ fn proxy_auth_request_and_module_answer_alike() {
         &format!("listen: [\"127.0.0.1:{{port}}\"]\nauth: {{ listen: [\"127.0.0.1:{auth_port}\"] }}\n"),
         &upstream,
     );
-    let auth_gate =
-        Gate::start(&auth_conf, &[("robots.txt", ROBOTS.as_bytes()), ("alt.html", b"<p>another page</p>\n")]);
+    let auth_gate = Gate::start(&auth_conf, hosts_files);
     let edge_dir = tempfile::tempdir().unwrap();
     let snippet = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/edge/nginx.conf")).unwrap();
     for default in ["127.0.0.1:9090", "127.0.0.1:8080", "127.0.0.1:8000", "listen 80;"] {
@@ -289,11 +303,29 @@ fn proxy_auth_request_and_module_answer_alike() {
         Ask { ip: "198.51.100.20", ua: FIREFOX, path: "/index.html" },
         Ask { ip: "198.51.100.21", ua: FIREFOX, path: "/index.html" },
     ];
+    // Web Bot Auth: SignedBot signs for `example.com` (one of the site's
+    // hosts, named in `Host` to every host alike; the snippet hands the
+    // auth listener nginx's `$host`). Verified, it is held to its own group;
+    // signed by a key its directory does not list, it is a spoofed claim.
+    let key = new_key("one-answer");
+    let directory = Directory::serving(&key);
+    let host = [("Host".to_owned(), "example.com".to_owned())];
+    let signed: Vec<(String, String)> = host.iter().cloned().chain(sign(&key, &directory.url, "example.com")).collect();
+    let stranger: Vec<(String, String)> =
+        host.iter().cloned().chain(sign(&new_key("stranger"), &directory.url, "example.com")).collect();
+    let signed_script = [
+        (Ask { ip: "198.51.100.30", ua: SIGNEDBOT, path: "/private/a.html" }, &signed),
+        (Ask { ip: "198.51.100.30", ua: SIGNEDBOT, path: "/nogoogle/a.html" }, &signed),
+        (Ask { ip: "198.51.100.31", ua: SIGNEDBOT, path: "/index.html" }, &stranger),
+    ];
+    let unsigned: Vec<(String, String)> = Vec::new();
+    let script = script.into_iter().map(|a| (a, &unsigned)).chain(signed_script);
     let mut edge_differs = Vec::new();
-    for a in &script {
-        let by_proxy = ask(proxy.port, a);
-        let by_module = ask(inside.port, a);
-        let by_edge = ask(edge.port, a);
+    for (a, extra) in script {
+        let a = &a;
+        let by_proxy = ask(proxy.port, a, extra);
+        let by_module = ask(inside.port, a, extra);
+        let by_edge = ask(edge.port, a, extra);
         assert_eq!(by_module, by_proxy, "module and proxy differ on {} {} {}", a.ip, a.ua, a.path);
         // A 2xx refusal (the alternate page) is 403 to every edge (docs/edge.md).
         let want = if a.ua == META { 403 } else { by_proxy.status };
@@ -313,8 +345,10 @@ fn proxy_auth_request_and_module_answer_alike() {
     }
     assert!(edge_differs.is_empty(), "through auth_request: {edge_differs:#?}");
 
+    assert!(directory.hits() >= 2, "the key directory was fetched {} times", directory.hits());
+
     // The records: the same in all three.
-    let n = 11;
+    let n = 13;
     let from_proxy = records(&proxy_log, n);
     assert_eq!(from_proxy.len(), n, "{from_proxy:#?}");
     assert_eq!(records(&module_dir.path().join("violations.jsonl"), n), from_proxy);

@@ -16,7 +16,7 @@ use crate::answer::{self, Answer};
 use crate::books::{count_and_record, Books};
 use crate::headers::{client_of, host_of, Fields};
 use crate::worker::{current, site_of, Hot, Scratch, Worker, STORE, WORKER};
-use crate::{dns, once, park, store, zone, Module};
+use crate::{dns, once, park, store, wba, zone, Module};
 
 /// Decide `request` (nginx's rewrite phase, [`crate::robotgate_handler`]).
 pub(crate) fn handle(request: &mut http::Request) -> Status {
@@ -188,7 +188,12 @@ pub(crate) fn find_out<'s: 'r, 'r>(
                 }
             }
         },
-        Need::KeyDirectory(_) => p.answer_signature(None),
+        Need::KeyDirectory(inspection) => {
+            match wba::signed_by(raw, &inspection, &snap.settings.boot.verify, waited.keys) {
+                wba::Start::Known(host) => p.answer_signature(host),
+                wba::Start::Parked => return true,
+            }
+        }
     }
     false
 }

@@ -96,13 +96,20 @@ pub(crate) fn client_of(request: &http::Request) -> Option<IpAddr> {
     }
 }
 
-/// The `Host` the request names, as nginx accepted it (nginx lets through
-/// bytes robotgate's host reading refuses, `x@y` or `a{b}`; the core sends
-/// those to the default site, [`robotgate::config::Settings::site_for_host`]).
-/// Bytes that are not UTF-8 read as a name no site has (`?`), never as
-/// "no host", which would be another reading.
+/// The `Host` the request names: the `Host` field as sent, port and all,
+/// as the proxy reads it (a Web Bot Auth signature covers it as
+/// `@authority`); the host of an absolute request line, or nginx's reading
+/// when there is no field (nginx lets through bytes robotgate's host reading
+/// refuses, `x@y` or `a{b}`; the core sends those to the default site,
+/// [`robotgate::config::Settings::site_for_host`]). Bytes that are not UTF-8
+/// read as a name no site has (`?`), never as "no host", which would be
+/// another reading.
 pub(crate) fn host_of(request: &http::Request) -> &str {
-    let server = request.as_ref().headers_in.server;
+    let r = request.as_ref();
+    let field = r.headers_in.host;
+    // SAFETY: nginx's parsed field, alive with the request (or null).
+    let server =
+        if field.is_null() || !r.host_start.is_null() { r.headers_in.server } else { unsafe { (*field).value } };
     if server.data.is_null() {
         return "";
     }

@@ -61,6 +61,7 @@ mod park;
 mod reload;
 mod store;
 mod watch;
+mod wba;
 mod worker;
 mod zone;
 

@@ -1,8 +1,9 @@
-//! Requests that wait on the outside world (the shared store; reverse DNS)
+//! Requests that wait on the outside world (the shared store; reverse DNS;
+//! Web Bot Auth key directories)
 //! without holding up nginx's event loop.
 //!
 //! The work itself runs on a helper thread of the worker ([`crate::store`],
-//! [`crate::dns`]). The request is parked the way nginx parks one on its own
+//! [`crate::dns`], [`crate::wba`]). The request is parked the way nginx parks one on its own
 //! thread pools (`aio threads`): its main request's `blocked` count is
 //! raised, so nginx neither frees nor finalizes it meanwhile, and the
 //! handler returns `NGX_DONE`. The helper hands its answer back through
@@ -17,7 +18,7 @@
 //! then, as for a thread task.
 //!
 //! Every helper answers within a deadline (`state.timeout_ms`, the DNS
-//! timeout), so a parked request always resumes.
+//! timeout, a directory fetch's 2 s), so a parked request always resumes.
 
 use std::cell::RefCell;
 use std::io::{Read, Write};
@@ -41,6 +42,9 @@ pub enum Found {
     Rate(Option<Result<(), Duration>>),
     /// What reverse DNS said of the client as database robot `bot`.
     Dns { bot: usize, identity: Identity },
+    /// The key directories of a signed request were fetched (or failed):
+    /// what came of each is in the worker's cache ([`crate::wba`]).
+    Keys,
 }
 
 /// A request's context while it waits, and the answers it got (allocated
@@ -53,6 +57,8 @@ pub struct Wait {
     pub rate: Option<Option<Result<(), Duration>>>,
     /// Reverse DNS's answer, once given.
     pub dns: Option<(usize, Identity)>,
+    /// Its key directories were fetched.
+    pub keys: bool,
 }
 
 /// Work a helper hands back to nginx's thread ([`Waker::later`]).
@@ -291,6 +297,7 @@ fn resume(Ticket(r): Ticket, answer: Found) {
             match answer {
                 Found::Rate(a) => wait.rate = Some(a),
                 Found::Dns { bot, identity } => wait.dns = Some((bot, identity)),
+                Found::Keys => wait.keys = true,
             }
         }
         let main = (*r).main;

@@ -7,6 +7,7 @@ pub mod dns_server;
 pub mod edge;
 pub mod nginx_module;
 pub mod redis_server;
+pub mod signer;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};

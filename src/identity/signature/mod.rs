@@ -16,8 +16,9 @@
 //! ([`verify`]). Keys belong to an agent: they come from that agent's
 //! `/.well-known/http-message-signatures-directory`, parsed here by
 //! [`KeySet::from_directory`], and a key id is only looked up in the directory
-//! of the agent the signature names. Fetching directories is I/O and lives in
-//! `server::wba`.
+//! of the agent the signature names. [`fetch`] holds what every host's
+//! fetcher shares (the SSRF rules, the caps, the response reader, the cache);
+//! the I/O itself lives in `server::verify::wba` and in the nginx module.
 //!
 //! Rules enforced (draft §4.2 and §4.4 unless noted):
 //! * `tag="web-bot-auth"`; signatures with another tag are not ours.
@@ -45,6 +46,7 @@
 
 mod base;
 mod directory;
+pub mod fetch;
 mod inspect;
 mod verify;
 

@@ -37,7 +37,7 @@ pub fn verify(req: &RequestParts<'_>, now: u64, limits: &Limits, keys: &impl Key
 impl Inspection {
     /// Checks each candidate against the keys of its own agent; the first that
     /// verifies wins.
-    pub fn verify(&self, keys: &impl Keys) -> Verdict {
+    pub fn verify(&self, keys: &(impl Keys + ?Sized)) -> Verdict {
         let candidates = match self {
             Inspection::Absent => return Verdict::Absent,
             Inspection::Invalid(reason) => return Verdict::Invalid { reason: reason.clone() },
@@ -56,7 +56,7 @@ impl Inspection {
     }
 }
 
-fn check_candidate(c: &Candidate, keys: &impl Keys) -> Result<(), Reason> {
+fn check_candidate(c: &Candidate, keys: &(impl Keys + ?Sized)) -> Result<(), Reason> {
     let key = keys.key(&c.agent, &c.keyid).ok_or(Reason::UnknownKey)?;
     let sig = Signature::from_slice(&c.signature).map_err(|_| Reason::BadSignature)?;
     key.verify(c.base.as_bytes(), &sig).map_err(|_| Reason::BadSignature)
