@@ -366,7 +366,7 @@ fn proxy_auth_request_and_module_answer_alike() {
     let files = [proxy.path("robots.txt"), module_dir.path().join("robots.txt"), auth_gate.path("robots.txt")];
     let read = Ask { ip: "132.196.86.5", ua: GPTBOT, path: "/robots.txt" };
     for port in [proxy.port, inside.port, edge.port] {
-        assert_eq!(ask(port, &read).status, 200);
+        assert_eq!(ask(port, &read, &[]).status, 200);
     }
     let later = ROBOTS.replacen("Disallow: /private/\n", "Disallow: /private/\nDisallow: /later/\n", 1);
     for path in &files {
@@ -377,23 +377,23 @@ fn proxy_auth_request_and_module_answer_alike() {
     // In force: each host serves the new file (a browser's reads, after
     // the counters were compared).
     for port in [proxy.port, inside.port, edge.port] {
-        let serves = || ask(port, &Ask { ip: "192.0.2.1", ua: FIREFOX, path: "/robots.txt" }).body;
+        let serves = || ask(port, &Ask { ip: "192.0.2.1", ua: FIREFOX, path: "/robots.txt" }, &[]).body;
         let ok = within(Duration::from_secs(10), || serves().is_some_and(|b| b.contains("/later/")));
         assert!(ok.is_some(), "port {port} still serves the old robots.txt: {:?}", serves());
     }
     let stale = Ask { ip: "132.196.86.5", ua: GPTBOT, path: "/later/a.html" };
-    let by_proxy = ask(proxy.port, &stale);
+    let by_proxy = ask(proxy.port, &stale, &[]);
     assert_eq!((by_proxy.status, &by_proxy.body), (200, &None), "{by_proxy:?}");
-    assert_eq!(ask(inside.port, &stale), by_proxy, "module and proxy differ on a stale-robots pass");
-    assert_eq!(ask(edge.port, &stale).status, 200, "the edge refused a stale-robots pass");
+    assert_eq!(ask(inside.port, &stale, &[]), by_proxy, "module and proxy differ on a stale-robots pass");
+    assert_eq!(ask(edge.port, &stale, &[]).status, 200, "the edge refused a stale-robots pass");
     // ... and a robot that never read robots.txt is refused there (not
     // another GPTBot address: a verified robot's read counts for all of it).
     let unread =
         Ask { ip: "198.51.100.30", ua: "FooCrawler/1.0 (+https://crawler.example/bot)", path: "/later/a.html" };
-    let by_proxy = ask(proxy.port, &unread);
+    let by_proxy = ask(proxy.port, &unread, &[]);
     assert_eq!(by_proxy.status, 403, "{by_proxy:?}");
-    assert_eq!(ask(inside.port, &unread), by_proxy);
-    assert_eq!(ask(edge.port, &unread).status, 403);
+    assert_eq!(ask(inside.port, &unread, &[]), by_proxy);
+    assert_eq!(ask(edge.port, &unread, &[]).status, 403);
     let n = n + 2;
     let from_proxy = records(&proxy_log, n);
     let stale_line = from_proxy.iter().filter(|r| r.contains("stale-robots") && r.contains("/later/")).count();
