@@ -60,17 +60,27 @@ type Added = (String, Option<String>);
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// Whether [`effective`] adds any line to a file: without, the served body
+/// is the file itself (past a BOM), which a caller can share instead of copying.
+pub fn adds_lines(managed: &Managed, trap_paths: &[String]) -> bool {
+    managed.ai_training_disallow
+        || managed.content_signal.is_some()
+        || managed.content_usage.is_some()
+        || !trap_paths.is_empty()
+}
+
+/// `file` past a UTF-8 byte order mark, as [`effective`] serves it.
+pub fn without_bom(file: &[u8]) -> &[u8] {
+    file.strip_prefix(BOM).unwrap_or(file)
+}
+
 /// Build the robots.txt a site serves: `file` with the managed lines in it.
 ///
 /// Cost: one parse of the file and one pass writing it; linear in its size,
 /// the database's, and the number of groups times the number of traps.
 pub fn effective(file: &[u8], managed: &Managed, trap_paths: &[String], db: &BotDb) -> Effective {
-    let file = file.strip_prefix(BOM).unwrap_or(file);
-    let nothing = !managed.ai_training_disallow
-        && managed.content_signal.is_none()
-        && managed.content_usage.is_none()
-        && trap_paths.is_empty();
-    if nothing {
+    let file = without_bom(file);
+    if !adds_lines(managed, trap_paths) {
         return Effective { body: file.to_vec(), lines: LineMap::default(), notes: Vec::new(), cut_off: false };
     }
     let parsed = RobotsTxt::compile(file);

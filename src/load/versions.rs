@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::{EarlierRobots, MAX_GRACE};
@@ -37,8 +38,24 @@ pub struct Kept {
     /// When it stopped being served (Unix seconds); `None`: it is served.
     #[serde(default)]
     pub replaced_at: Option<u64>,
-    /// The served text.
-    pub body: String,
+    /// The served text: the served robots.txt's own buffer, not a copy
+    /// (written and read as a JSON string, lossily for bytes that are not UTF-8).
+    #[serde(with = "text")]
+    pub body: Bytes,
+}
+
+/// [`Kept::body`] as a JSON string.
+mod text {
+    use bytes::Bytes;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(body: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(body))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        String::deserialize(d).map(Bytes::from)
+    }
 }
 
 /// The kept versions, by site name.
@@ -63,15 +80,22 @@ pub fn read(path: &Path) -> Versions {
 /// # Errors
 /// The file cannot be written.
 pub fn write(path: &Path, versions: &Versions) -> std::io::Result<()> {
+    use std::io::Write;
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(versions).map_err(std::io::Error::other)?)?;
+    // Streamed through a small buffer: at 10,000 sites the file is
+    // megabytes, and a whole copy of it in memory on every reload was a
+    // large allocation and free per edit.
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::fs::File::create(&tmp)?);
+    serde_json::to_writer(&mut out, versions).map_err(std::io::Error::other)?;
+    out.flush()?;
+    drop(out);
     std::fs::rename(&tmp, path)
 }
 
 /// Bring a site's kept versions up to `now`, with `current` (hash and
 /// served text) in force: the version it replaces is marked replaced now,
 /// and those past 24 hours or the bounds are dropped.
-pub fn update(kept: &mut Vec<Kept>, current: Option<(u64, &[u8])>, now: u64) {
+pub fn update(kept: &mut Vec<Kept>, current: Option<(u64, &Bytes)>, now: u64) {
     let hash = current.map(|(h, _)| h);
     for k in kept.iter_mut() {
         if Some(k.hash) == hash {
@@ -82,7 +106,7 @@ pub fn update(kept: &mut Vec<Kept>, current: Option<(u64, &[u8])>, now: u64) {
     }
     if let Some((h, body)) = current {
         if !kept.iter().any(|k| k.hash == h) {
-            kept.push(Kept { hash: h, replaced_at: None, body: String::from_utf8_lossy(body).into_owned() });
+            kept.push(Kept { hash: h, replaced_at: None, body: body.clone() });
         }
     }
     kept.retain(|k| k.replaced_at.is_none_or(|t| t.saturating_add(MAX_GRACE.as_secs()) > now));
@@ -106,7 +130,7 @@ pub fn compile(kept: &[Kept], previous: &[EarlierRobots], options: Options) -> V
             let replaced_at = k.replaced_at?;
             let robots = match previous.iter().find(|p| p.hash == k.hash) {
                 Some(p) => p.robots.clone(),
-                None => Arc::new(RobotsTxt::compile_with(k.body.as_bytes(), options)),
+                None => Arc::new(RobotsTxt::compile_with(&k.body, options)),
             };
             Some(EarlierRobots { hash: k.hash, robots, replaced_at })
         })
@@ -120,19 +144,19 @@ mod tests {
     #[test]
     fn a_change_keeps_the_old_version_for_a_day_within_bounds() {
         let mut kept = Vec::new();
-        update(&mut kept, Some((1, b"User-agent: *\nDisallow:\n")), 1_000);
+        update(&mut kept, Some((1, &Bytes::from_static(b"User-agent: *\nDisallow:\n"))), 1_000);
         assert_eq!(kept.len(), 1);
-        update(&mut kept, Some((2, b"User-agent: *\nDisallow: /newly/\n")), 2_000);
+        update(&mut kept, Some((2, &Bytes::from_static(b"User-agent: *\nDisallow: /newly/\n"))), 2_000);
         assert_eq!(kept.iter().map(|k| (k.hash, k.replaced_at)).collect::<Vec<_>>(), [(2, None), (1, Some(2_000))]);
         // Back to the first: it is current again.
-        update(&mut kept, Some((1, b"User-agent: *\nDisallow:\n")), 3_000);
+        update(&mut kept, Some((1, &Bytes::from_static(b"User-agent: *\nDisallow:\n"))), 3_000);
         assert_eq!(kept.iter().map(|k| (k.hash, k.replaced_at)).collect::<Vec<_>>(), [(1, None), (2, Some(3_000))]);
         // A day later the replaced one is gone.
-        update(&mut kept, Some((1, b"")), 3_000 + 86_400);
+        update(&mut kept, Some((1, &Bytes::new())), 3_000 + 86_400);
         assert_eq!(kept.len(), 1);
         // Many changes: at most MAX_EARLIER earlier versions, and bytes bounded.
         for h in 10..40u64 {
-            update(&mut kept, Some((h, &vec![b'x'; 400 << 10])), 10_000 + h);
+            update(&mut kept, Some((h, &Bytes::from(vec![b'x'; 400 << 10]))), 10_000 + h);
         }
         let earlier: Vec<_> = kept.iter().filter(|k| k.replaced_at.is_some()).collect();
         assert!(earlier.len() <= MAX_EARLIER);
@@ -140,5 +164,17 @@ mod tests {
         assert_eq!(earlier[0].hash, 38, "the newest earlier version stays");
         let compiled = compile(&kept, &[], Options::default());
         assert_eq!(compiled.len(), earlier.len());
+    }
+
+    #[test]
+    fn the_file_keeps_each_body_as_a_json_string_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("robotgate-robots-versions.json");
+        let body = Bytes::from_static(b"User-agent: *\nDisallow: /\"x\"/\n");
+        let versions = Versions::from([("s".to_owned(), vec![Kept { hash: 7, replaced_at: Some(9), body }])]);
+        write(&path, &versions).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""body":"User-agent: *\nDisallow: /\"x\"/\n""#), "{text}");
+        assert_eq!(read(&path), versions);
     }
 }

@@ -174,7 +174,12 @@ impl Reloader {
         self.snapshot.store(Arc::clone(&new));
         publish_info(&new);
         forget_sites(&new, &old);
-        persist_traps(&new, Some(&**old));
+        // Off the runtime's threads: at 10,000 sites the versions file is
+        // megabytes, written after every robots.txt edit.
+        let (kept, before) = (Arc::clone(&new), Arc::clone(&old));
+        if let Err(e) = tokio::task::spawn_blocking(move || persist_traps(&kept, Some(&before))).await {
+            error!(target: "robotgate::reload", error = %e, "keeping the reload's state failed");
+        }
         metrics().reloads.inc();
         if refused.is_empty() {
             crate::server::ops::status::board().reloaded(true, why.to_owned());
