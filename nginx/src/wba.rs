@@ -99,7 +99,7 @@ fn judged(inspection: &Inspection, keys: &[(String, Arc<KeySet>)], failed: bool)
 /// and fetch the missing ones on a helper thread. `fetched`: the request
 /// was parked for them already (what is still missing is unavailable).
 pub fn signed_by(r: *mut ngx_http_request_t, inspection: &Inspection, verify: &Verify, fetched: bool) -> Start {
-    let limits = FetchLimits::from_settings(verify);
+    let limits = FetchLimits::allowing_private(verify.allow_private_directories);
     let (keys, failed, missing) = known(inspection, &limits);
     if missing.is_empty() || fetched {
         return judged(inspection, &keys, failed || !missing.is_empty());

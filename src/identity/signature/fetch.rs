@@ -70,9 +70,11 @@ impl Default for FetchLimits {
 }
 
 impl FetchLimits {
-    /// The default limits with the configured `verify.allow_private_directories`.
-    pub fn from_settings(verify: &crate::config::Verify) -> Self {
-        FetchLimits { allow_private: verify.allow_private_directories, ..FetchLimits::default() }
+    /// The default limits, with private and plain-http directories allowed
+    /// or not (`verify.allow_private_directories`; the host reads the
+    /// setting, so identity stays below config).
+    pub fn allowing_private(allow_private: bool) -> Self {
+        FetchLimits { allow_private, ..FetchLimits::default() }
     }
 }
 

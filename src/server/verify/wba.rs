@@ -45,7 +45,7 @@ impl DirectoryCache {
     /// An empty cache with default limits and the configured
     /// `verify.allow_private_directories`.
     pub fn from_settings(verify: &crate::config::Verify) -> Self {
-        Self::new(FetchLimits::from_settings(verify))
+        Self::new(FetchLimits::allowing_private(verify.allow_private_directories))
     }
 
     /// How many fetches were started (cache misses), for tests and metrics.
