@@ -144,13 +144,7 @@ fn try_metric(port: u16, name: &str) -> f64 {
 /// Send `head` (lines without the final blank line) on a fresh connection
 /// to the proxy and return the status it answers.
 fn raw_status(port: u16, head: &str) -> u16 {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(format!("{head}Connection: close\r\n\r\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    status
+    common::raw(port, format!("{head}Connection: close\r\n\r\n").as_bytes()).status
 }
 
 #[test]

@@ -9,7 +9,6 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use common::{wait_lines, Gate, FIREFOX, GOOGLEBOT};
@@ -52,13 +51,7 @@ fn raw_get(gate: &Gate, path: &str, headers: &[(&str, &[u8])]) -> u16 {
         req.extend_from_slice(b"\r\n");
     }
     req.extend_from_slice(b"\r\n");
-    let mut conn = TcpStream::connect(("127.0.0.1", gate.port)).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    conn.write_all(&req).unwrap();
-    let mut resp = Vec::new();
-    let _ = conn.read_to_end(&mut resp);
-    let text = String::from_utf8_lossy(&resp);
-    text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+    common::raw(gate.port, &req).status
 }
 
 fn from(gate: &Gate, xff: &str, ua: &str, path: &str) -> u16 {

@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -130,16 +130,8 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>) {
 /// Send `head` (request line and headers, without the final blank line) and
 /// read one response: status and body.
 fn raw(port: u16, head: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let request = format!("{head}\r\nConnection: close\r\n\r\n");
-    s.write_all(request.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
+    let r = common::raw(port, format!("{head}\r\nConnection: close\r\n\r\n").as_bytes());
+    (r.status, r.body)
 }
 
 fn get(port: u16, target: &str, ua: &str) -> (u16, String) {

@@ -8,18 +8,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use base64::Engine as _;
 use common::dns_server::{Answer, Server};
+use common::signer::{new_key, sign, Directory};
 use common::{get, wait_lines, Gate, GOOGLEBOT};
 // (No test here lets robotgate use the system resolver: DNS goes to the
 // loopback server only.)
-use ed25519_dalek::{Signer as _, SigningKey};
-use sha2::{Digest as _, Sha256};
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: Googlebot\nUser-agent: SignedBot\nAllow: /\n";
 
@@ -238,61 +233,12 @@ fn issue_52_the_default_refresh_puts_a_fresh_list_in_force_and_never_an_older_on
     assert_eq!(special["date"], "2026-08-21T14:46:19.000000", "the embedded list stays");
 }
 
-/// A fresh Ed25519 key.
-fn new_key() -> SigningKey {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write(b"identity test key");
-    SigningKey::from_bytes(&Sha256::digest(h.finish().to_le_bytes()).into())
-}
-
-/// Serve `body` as the key directory on loopback; returns the agent URL and
-/// a count of the requests it answered.
-fn serve_directory(body: String) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            counter.fetch_add(1, Ordering::SeqCst);
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let resp = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/http-message-signatures-directory+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(resp.as_bytes());
-        }
-    });
-    (url, hits)
-}
-
-/// Signature headers per draft-meunier-webbotauth-httpsig-protocol: Ed25519
-/// over `@authority` and the `Signature-Agent` member, tag `web-bot-auth`.
-fn sign(key: &SigningKey, agent: &str, authority: &str) -> Vec<(String, String)> {
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
-    let keyid = URL_SAFE_NO_PAD.encode(Sha256::digest(format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#)));
-    let components = r#"("@authority" "signature-agent";key="agent1")"#;
-    let params = format!(r#";created={};expires={};keyid="{keyid}";alg="ed25519";tag="web-bot-auth""#, t - 5, t + 300);
-    let base = format!(
-        "\"@authority\": {authority}\n\"signature-agent\";key=\"agent1\": \"{agent}\"\n\"@signature-params\": {components}{params}"
-    );
-    let sig = STANDARD.encode(key.sign(base.as_bytes()).to_bytes());
-    vec![
-        ("Signature-Agent".into(), format!(r#"agent1="{agent}""#)),
-        ("Signature-Input".into(), format!("sig1={components}{params}")),
-        ("Signature".into(), format!("sig1=:{sig}:")),
-    ]
-}
-
 #[test]
 fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
     let origin = common::Origin::start();
-    let key = new_key();
-    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
-    let (agent, _) = serve_directory(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
+    let key = new_key("identity test key");
+    let directory = Directory::serving(&key);
+    let agent = directory.url.clone();
     // A robot that publishes ranges (none on loopback) and signs as the
     // loopback agent: unsigned it is a spoofed identity, signed it is itself.
     let bots = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: ai-crawler\n    robots_tokens: [SignedBot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
@@ -312,13 +258,12 @@ fn a_web_bot_auth_signature_proves_the_robot_and_one_changed_byte_does_not() {
     assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &headers), 403, "tampered: spoofed");
     // An agent no robot of the database signs as is never fetched: a client
     // cannot make robotgate fetch from hosts of its choosing.
-    let (stranger, stranger_hits) =
-        serve_directory(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
-    let stranger = stranger.replace("127.0.0.1", "localhost");
+    let stranger_directory = Directory::serving(&key);
+    let stranger = stranger_directory.url.replace("127.0.0.1", "localhost");
     let signed = sign(&key, &stranger, &authority);
     let headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(from(&gate, "127.0.0.1", "SignedBot/1.0", "/private/x", &headers), 403);
-    assert_eq!(stranger_hits.load(Ordering::SeqCst), 0, "an unlisted agent's directory was fetched");
+    assert_eq!(stranger_directory.hits(), 0, "an unlisted agent's directory was fetched");
     let recs = wait_lines(&gate.path("violations.jsonl"), 3);
     assert!(recs.iter().all(|l| l.contains("\"spoofed-identity\"")), "{recs:?}");
 }

@@ -22,9 +22,9 @@
 //! directory the test serves, `verify.allow_private_directories` on; each
 //! host fetches the directory itself.
 //!
-//! stale-robots is reached after the script and its counters: each host
-//! is given a new robots.txt and waited for. Not reached here: a request
-//! refused before judging (two User-Agents: the HTTP client here sends one).
+//! A request refused before judging (two User-Agents, written by hand) is
+//! answered alike too. stale-robots is reached after the script and its
+//! counters: each host is given a new robots.txt and waited for.
 
 mod common;
 
@@ -161,7 +161,11 @@ const OURS: &[&str] = &[
 fn ask(port: u16, a: &Ask, extra: &[(String, String)]) -> Seen {
     let mut headers = vec![("X-Forwarded-For", a.ip), ("User-Agent", a.ua)];
     headers.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let r = get(&format!("http://127.0.0.1:{port}{}", a.path), &headers);
+    seen(get(&format!("http://127.0.0.1:{port}{}", a.path), &headers))
+}
+
+/// What is compared of an answer.
+fn seen(r: common::Resp) -> Seen {
     let mut headers = BTreeMap::new();
     for (name, value) in &r.headers {
         let name = name.to_ascii_lowercase();
@@ -346,6 +350,17 @@ fn proxy_auth_request_and_module_answer_alike() {
     assert!(edge_differs.is_empty(), "through auth_request: {edge_differs:#?}");
 
     assert!(directory.hits() >= 2, "the key directory was fetched {} times", directory.hits());
+
+    // Refused before judging: two User-Agents, a browser's first (a client
+    // library sends one, so the request is written by hand).
+    let two = format!(
+        "GET /private/a.html HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: 198.51.100.40\r\nUser-Agent: {FIREFOX}\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n"
+    );
+    let by_proxy = seen(common::raw(proxy.port, two.as_bytes()));
+    assert_eq!(by_proxy.status, 400, "{by_proxy:?}");
+    assert_eq!(seen(common::raw(inside.port, two.as_bytes())), by_proxy, "module and proxy differ on two User-Agents");
+    let by_edge = seen(common::raw(edge.port, two.as_bytes()));
+    assert_eq!(by_edge.status, 400, "{by_edge:?}");
 
     // The records: the same in all three.
     let n = 13;

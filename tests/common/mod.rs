@@ -262,6 +262,47 @@ impl Drop for Gate {
     }
 }
 
+/// Send `bytes` as they are on a fresh connection to `port` on loopback
+/// (for what a client library will not write: a field twice, a control
+/// byte) and read the answer until the peer closes it or 10 s pass; the
+/// request should ask for `Connection: close`. A chunked body is decoded;
+/// anything unreadable is a status of 0.
+pub fn raw(port: u16, bytes: &[u8]) -> Resp {
+    use std::io::Write;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").map_or(out.len(), |at| at + 4);
+    let (head, body) = out.split_at(split);
+    let head = String::from_utf8_lossy(head);
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked { dechunk(body) } else { body.to_vec() };
+    Resp { status, headers, body: String::from_utf8_lossy(&body).into_owned() }
+}
+
+/// A chunked body's data (sizes and extensions dropped; stops at the last
+/// chunk or at the first size it cannot read).
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16).unwrap_or(0);
+        let data = &rest[eol + 2..];
+        if size == 0 || data.len() < size {
+            break;
+        }
+        out.extend_from_slice(&data[..size]);
+        rest = data[size..].strip_prefix(b"\r\n").unwrap_or(&data[size..]);
+    }
+    out
+}
+
 /// A response, whatever its status.
 pub struct Resp {
     pub status: u16,

@@ -22,10 +22,26 @@ pub fn new_key(label: &str) -> SigningKey {
     SigningKey::from_bytes(&seed)
 }
 
+/// RFC 7638 thumbprint of `key` as an Ed25519 JWK (members crv, kty, x:
+/// RFC 8037 A.3): the `keyid` a signature names.
+pub fn thumbprint(key: &SigningKey) -> String {
+    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+    URL_SAFE_NO_PAD.encode(Sha256::digest(format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#)))
+}
+
 /// The key directory listing `key`.
 pub fn directory(key: &SigningKey) -> String {
     let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
     format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#)
+}
+
+/// A 200 response carrying `body` as a key directory (the draft's media type).
+pub fn ok(body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/http-message-signatures-directory+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
 /// A loopback HTTP server answering every request with `response` (or, when
@@ -39,11 +55,12 @@ pub struct Directory {
 impl Directory {
     /// `key`'s directory, served as the draft's media type.
     pub fn serving(key: &SigningKey) -> Directory {
-        let body = directory(key);
-        Directory::start(Some(format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/http-message-signatures-directory+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )))
+        Directory::answering(ok(&directory(key)))
+    }
+
+    /// A server answering every request with `response`, as it is.
+    pub fn answering(response: Vec<u8>) -> Directory {
+        Directory::start(Some(response))
     }
 
     /// A server that takes requests and never answers them.
@@ -51,7 +68,7 @@ impl Directory {
         Directory::start(None)
     }
 
-    fn start(response: Option<String>) -> Directory {
+    fn start(response: Option<Vec<u8>>) -> Directory {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let hits = Arc::new(AtomicUsize::new(0));
@@ -70,7 +87,7 @@ impl Directory {
                 }
                 counter.fetch_add(1, Ordering::SeqCst);
                 match &response {
-                    Some(r) => drop(stream.write_all(r.as_bytes())),
+                    Some(r) => drop(stream.write_all(r)),
                     // Open and silent until the test ends (a bounded few).
                     None if held.len() < 64 => held.push(stream),
                     None => {}
@@ -92,8 +109,7 @@ impl Directory {
 /// created 5 s ago, good for 5 minutes.
 pub fn sign(key: &SigningKey, agent: &str, authority: &str) -> Vec<(String, String)> {
     let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
-    let keyid = URL_SAFE_NO_PAD.encode(Sha256::digest(format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#)));
+    let keyid = thumbprint(key);
     let components = r#"("@authority" "signature-agent";key="agent1")"#;
     let params = format!(r#";created={};expires={};keyid="{keyid}";alg="ed25519";tag="web-bot-auth""#, t - 5, t + 300);
     let base = format!(
