@@ -227,12 +227,10 @@ fn module() -> &'static ngx_module_t {
 // The rewrite phase's handler: each request decided ([`driver`]).
 http_request_handler!(robotgate_handler, |request: &mut http::Request| driver::handle(request));
 
-/// A worker's start: its name in the zone's locks, its folding of the
+/// A worker's start: its folding of the
 /// violation log, the timer that closes its windows, and its store threads
 /// when the config names a store (`state.redis`).
 extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
-    // The zone's locks name this worker, not the master it was forked from.
-    robotgate::state::memory::process_started();
     // The worker's memo and tables, made now rather than amid the first
     // request: below the heap's top, not between nginx's request pools.
     WORKER.with(|_| ());

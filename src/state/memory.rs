@@ -109,15 +109,15 @@ impl Holder {
 }
 
 /// This process, as the buckets' locks record their holder (0: not known
-/// yet). Read once, then cached: set again by [`process_started`] in a
-/// child that `fork` made, which inherits its parent's cache.
+/// yet). Read once, then cached; forgotten in a child that `fork` makes
+/// (which inherits its parent's cache: nginx forks its workers from the
+/// master), by a handler [`process_id`] registers with `pthread_atfork`, so
+/// no host has to say when it forked.
 static PROCESS: AtomicU64 = AtomicU64::new(0);
 
-/// Tell the shared tables that this process is a new one (nginx calls this
-/// in each worker it forks), so that the locks it takes name it, not its
-/// parent.
-pub fn process_started() {
-    PROCESS.store(me_now().0, Ordering::Relaxed);
+/// In a child of `fork`: the cached holder is the parent's.
+extern "C" fn forget_process() {
+    PROCESS.store(0, Ordering::Relaxed);
 }
 
 fn me_now() -> Holder {
@@ -128,6 +128,12 @@ fn me_now() -> Holder {
 fn process_id() -> Holder {
     match PROCESS.load(Ordering::Relaxed) {
         0 => {
+            static ON_FORK: std::sync::Once = std::sync::Once::new();
+            // SAFETY: registers a handler that only stores to an atomic
+            // (async-signal-safe), once per process.
+            ON_FORK.call_once(|| unsafe {
+                libc::pthread_atfork(None, None, Some(forget_process));
+            });
             let me = me_now();
             PROCESS.store(me.0, Ordering::Relaxed);
             me
@@ -536,6 +542,32 @@ impl State for MemoryState {
 mod tests {
     use super::*;
     use std::net::IpAddr;
+
+    /// A child of `fork` (nginx's worker of its master) names itself in the
+    /// locks it takes, not the parent whose cache it inherited.
+    #[test]
+    fn a_forked_child_names_itself() {
+        let parent = process_id();
+        assert_eq!(parent.pid(), std::process::id());
+        // SAFETY: the child only reads its own id and /proc, then exits
+        // without unwinding.
+        match unsafe { libc::fork() } {
+            0 => {
+                let me = process_id();
+                let ok = me.pid() == std::process::id() && me != parent;
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(i32::from(!ok)) }
+            }
+            -1 => panic!("fork: {}", std::io::Error::last_os_error()),
+            child => {
+                let mut status = 0;
+                // SAFETY: waits for the child made above.
+                assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+                assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child named its parent");
+            }
+        }
+        assert_eq!(process_id(), parent);
+    }
 
     #[test]
     fn second_request_within_the_interval_waits() {
