@@ -92,12 +92,7 @@ pub(crate) fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch
     }
     if b.logging {
         let now = log::now_ms();
-        let (at, text) = &mut scratch.time;
-        if *at != now || text.is_empty() {
-            robotgate::time::write_rfc3339_ms(text, now);
-            *at = now;
-        }
-        r.time.clone_from(text);
+        robotgate::time::write_rfc3339_ms(&mut r.time, now);
         r.status = d.outcome.enforcement().status().unwrap_or(0);
         log::offer(r, now);
     }

@@ -29,13 +29,10 @@ pub(crate) struct Worker {
     pub(crate) scratch: Scratch,
 }
 
-/// The record [`crate::books::record`] writes each refusal into, and the time text of
-/// the last millisecond it wrote (the refusals of one turn of nginx's loop
-/// share nginx's cached time: formatted once).
+/// The record [`crate::books::record`] writes each refusal into.
 #[derive(Default)]
 pub(crate) struct Scratch {
     pub(crate) record: robotgate::record::Record,
-    pub(crate) time: (u64, String),
 }
 
 /// Slots of a worker's [`Memo`]: the distinct User-Agents a busy site sees

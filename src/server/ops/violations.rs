@@ -415,24 +415,10 @@ fn open_append(path: &Path) -> io::Result<(File, u64)> {
     Ok((file, size))
 }
 
-thread_local! {
-    /// The last millisecond this thread formatted, and its text.
-    static LAST_TIME: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
-}
-
-/// Current time as RFC 3339 UTC with milliseconds, without a date crate.
-/// Formatted once per millisecond per thread: a flood of refusals logs many
-/// records in the same millisecond, and formatting costs about 3,000
-/// instructions where a copy of the text costs a small allocation.
+/// Current time as RFC 3339 UTC with milliseconds ([`crate::time::rfc3339_ms`]:
+/// the date and time are formatted once a second per thread).
 pub fn now_rfc3339() -> String {
-    let ms = crate::policy::Clock::System.unix_ms();
-    LAST_TIME.with_borrow_mut(|(last, text)| {
-        if *last != ms {
-            *text = crate::time::rfc3339_ms(ms);
-            *last = ms;
-        }
-        text.clone()
-    })
+    crate::time::rfc3339_ms(crate::policy::Clock::System.unix_ms())
 }
 
 #[cfg(test)]
