@@ -362,6 +362,25 @@ fn proxy_auth_request_and_module_answer_alike() {
     let by_edge = seen(common::raw(edge.port, two.as_bytes()));
     assert_eq!(by_edge.status, 400, "{by_edge:?}");
 
+    // An absolute request line names the authority, port and all (RFC 9112
+    // 3.2.2: it wins over `Host`): a signature over `@authority` with a port
+    // is verified through the proxy and the module alike.
+    let authority = "example.com:8443";
+    let mut head = format!(
+        "GET http://{authority}/private/a.html HTTP/1.1\r\nHost: {authority}\r\nX-Forwarded-For: 198.51.100.32\r\nUser-Agent: {SIGNEDBOT}\r\n"
+    );
+    for (k, v) in sign(&key, &directory.url, authority) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    let by_proxy = seen(common::raw(proxy.port, head.as_bytes()));
+    assert_eq!((by_proxy.status, &by_proxy.body), (200, &None), "the proxy: {by_proxy:?}");
+    assert_eq!(
+        seen(common::raw(inside.port, head.as_bytes())),
+        by_proxy,
+        "module and proxy differ on an absolute line"
+    );
+
     // The records: the same in all three.
     let n = 13;
     let from_proxy = records(&proxy_log, n);

@@ -98,7 +98,8 @@ pub(crate) fn client_of(request: &http::Request) -> Option<IpAddr> {
 
 /// The `Host` the request names: the `Host` field as sent, port and all,
 /// as the proxy reads it (a Web Bot Auth signature covers it as
-/// `@authority`); the host of an absolute request line, or nginx's reading
+/// `@authority`); an absolute request line's authority as sent, port and
+/// all, which wins over the field (RFC 9112 3.2.2); or nginx's reading
 /// when there is no field (nginx lets through bytes robotgate's host reading
 /// refuses, `x@y` or `a{b}`; the core sends those to the default site,
 /// [`robotgate::config::Settings::site_for_host`]). Bytes that are not UTF-8
@@ -107,14 +108,22 @@ pub(crate) fn client_of(request: &http::Request) -> Option<IpAddr> {
 pub(crate) fn host_of(request: &http::Request) -> &str {
     let r = request.as_ref();
     let field = r.headers_in.host;
-    // SAFETY: nginx's parsed field, alive with the request (or null).
-    let server =
-        if field.is_null() || !r.host_start.is_null() { r.headers_in.server } else { unsafe { (*field).value } };
-    if server.data.is_null() {
-        return "";
-    }
-    // SAFETY: nginx's text of the host, `len` bytes, alive with the request.
-    let bytes = unsafe { std::slice::from_raw_parts(server.data, server.len) };
+    let bytes: &[u8] = if !r.host_start.is_null() && !r.host_end.is_null() {
+        // An absolute request line: its authority as sent, port and all
+        // (the parser leaves `port_end` null without a port).
+        let end = if r.port_end.is_null() { r.host_end } else { r.port_end };
+        // SAFETY: nginx's pointers into the request line's buffer, start
+        // before end, alive with the request.
+        unsafe { std::slice::from_raw_parts(r.host_start, end.offset_from(r.host_start).max(0) as usize) }
+    } else {
+        // SAFETY: nginx's parsed field, alive with the request (or null).
+        let server = if field.is_null() { r.headers_in.server } else { unsafe { (*field).value } };
+        if server.data.is_null() {
+            return "";
+        }
+        // SAFETY: nginx's text of the host, `len` bytes, alive with the request.
+        unsafe { std::slice::from_raw_parts(server.data, server.len) }
+    };
     if bytes.is_ascii() {
         // SAFETY: ASCII is UTF-8 (the usual host, checked a word at a time).
         return unsafe { std::str::from_utf8_unchecked(bytes) };
