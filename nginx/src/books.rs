@@ -10,7 +10,7 @@ use robotgate::pipeline::answer::Counts;
 use robotgate::policy::{Decision, Outcome};
 
 use crate::headers::{host_of, text};
-use crate::worker::{count, count_request, Hot, Scratch};
+use crate::worker::{count, count_request, CounterKey, Hot, Scratch};
 use crate::{log, zone};
 
 /// What counting a decision and recording it read.
@@ -42,10 +42,12 @@ pub(crate) fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Ho
     };
     let counts = Counts::of(d, served);
     if let Some(result) = counts.preference {
-        count(hot, &shared.series, "robotgate_preferences_total", &["site", "result"], &[site, result]);
+        let key = CounterKey::of_site("robotgate_preferences_total", at, result);
+        count(hot, &shared.series, key, &["site", "result"], &[site, result]);
     }
     if let Some(file) = counts.file {
-        count(hot, &shared.series, "robotgate_files_served_total", &["site", "file"], &[site, file.as_str()]);
+        let key = CounterKey::of_site("robotgate_files_served_total", at, file.as_str());
+        count(hot, &shared.series, key, &["site", "file"], &[site, file.as_str()]);
     }
     let Some(category) = counts.request else { return };
     count_request(hot, &shared.series, (at, site), category);
@@ -87,8 +89,7 @@ pub(crate) fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch
         None => r.client.clear(),
     }
     if let Some(tally) = d.tally(site, r) {
-        let (name, labels) = tally.family();
-        count(hot, &shared.series, name, labels, tally.values());
+        count(hot, &shared.series, CounterKey::of_tally(&tally, b.at), tally.family().1, &tally.values());
     }
     if b.logging {
         let now = log::now_ms();

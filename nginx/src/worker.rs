@@ -58,9 +58,9 @@ pub(crate) struct Hot {
     pub(crate) snap: Option<Arc<Snapshot>>,
     /// The last `Host` looked up, and its site.
     pub(crate) host: Option<(Vec<u8>, Option<usize>)>,
-    /// Counters by their family and label values, keyed by where those
-    /// strings are (each is static, or the held snapshot's), in
-    /// [`COUNTER_SLOTS`] direct-mapped slots: a collision only finds again.
+    /// Counters by [`CounterKey`] (indices into the held snapshot and
+    /// fixed words), in [`COUNTER_SLOTS`] direct-mapped slots: a collision
+    /// only finds again.
     pub(crate) counters: Vec<Option<(CounterKey, Option<Counter>)>>,
     /// `robotgate_requests_total` by site and category (every decided
     /// request counts there): `site * CATEGORIES + category`.
@@ -70,8 +70,44 @@ pub(crate) struct Hot {
 /// Categories of [`Hot::requests`].
 pub(crate) const CATEGORIES: usize = Category::ALL.len();
 
-/// A family and up to six label values, as (address, length) words.
-pub(crate) type CounterKey = [usize; 13];
+/// What names a counter in [`Hot::counters`]: its family, the site by its
+/// index in the snapshot, the robot by its index in the database
+/// ([`NO_ROBOT`] for none or `other`), and the other label values, which
+/// are fixed words. No text a snapshot or a request holds is in it, so a
+/// key cannot outlive what it names; the indices are the held snapshot's
+/// (the cache is emptied with each snapshot, [`Hot::for_snapshot`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CounterKey {
+    pub(crate) family: &'static str,
+    pub(crate) site: usize,
+    pub(crate) robot: usize,
+    pub(crate) words: [&'static str; 4],
+}
+
+/// [`CounterKey::robot`] of a counter with no `bot` label, or `other`.
+pub(crate) const NO_ROBOT: usize = usize::MAX;
+
+impl CounterKey {
+    /// A counter of site `site` with fixed words after it (no robot).
+    pub(crate) fn of_site(family: &'static str, site: usize, word: &'static str) -> CounterKey {
+        CounterKey { family, site, robot: NO_ROBOT, words: [word, "", "", ""] }
+    }
+
+    /// A record's counter ([`robotgate::policy::Tally`]) at site `site`.
+    pub(crate) fn of_tally(tally: &robotgate::policy::Tally<'_>, site: usize) -> CounterKey {
+        CounterKey { family: tally.family().0, site, robot: tally.robot.unwrap_or(NO_ROBOT), words: tally.words }
+    }
+
+    /// Its slot among [`COUNTER_SLOTS`]: the words by where they are
+    /// (each is static, so one word is always at one place).
+    fn slot(&self) -> usize {
+        let mut h = (self.family.as_ptr() as usize) ^ self.site.rotate_left(17) ^ self.robot.rotate_left(33);
+        for w in self.words {
+            h = (h ^ w.as_ptr() as usize ^ w.len()).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) % COUNTER_SLOTS
+    }
+}
 
 /// Slots of [`Hot::counters`].
 pub(crate) const COUNTER_SLOTS: usize = 64;
@@ -104,37 +140,25 @@ pub(crate) fn site_of(hot: &mut Hot, snap: &Arc<Snapshot>, host: &str) -> Option
     }
 }
 
-/// Count one in `name{labels=values}`, where every value is a static string
-/// or the snapshot's (a site's name, a robot's, [`robotgate::policy::Decision::tally`]'s): where
-/// they are names the series, and a repeat finds its counter without
-/// hashing the text. `hot`: the worker's, for the snapshot the values are
-/// of ([`Hot::for_snapshot`]).
-pub(crate) fn count(hot: &mut Hot, series: &Series, name: &'static str, labels: &[&str], values: &[&str]) {
-    let mut key: CounterKey = [0; 13];
-    if values.len() > 6 {
-        return series.add(name, labels, values, 1);
-    }
-    key[0] = name.as_ptr() as usize;
-    for (i, v) in values.iter().enumerate() {
-        key[1 + 2 * i] = v.as_ptr() as usize;
-        key[2 + 2 * i] = v.len();
-    }
-    let slot = key.iter().fold(0usize, |h, &w| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> 58;
+/// Count one in `name{labels=values}`, the counter `key` names
+/// ([`CounterKey`]): a repeat finds it without hashing the text. `hot`: the
+/// worker's, for the snapshot `key`'s indices are of ([`Hot::for_snapshot`]).
+pub(crate) fn count(hot: &mut Hot, series: &Series, key: CounterKey, labels: &[&str], values: &[&str]) {
     if hot.counters.is_empty() {
         hot.counters.resize(COUNTER_SLOTS, None);
     }
-    let entry = &mut hot.counters[slot % COUNTER_SLOTS];
+    let entry = &mut hot.counters[key.slot()];
     let counter = match entry {
         Some((k, c)) if *k == key => *c,
         _ => {
-            let c = series.counter(name, labels, values);
+            let c = series.counter(key.family, labels, values);
             *entry = Some((key, c));
             c
         }
     };
     match counter {
         Some(c) => c.add(1),
-        None => series.add(name, labels, values, 1),
+        None => series.add(key.family, labels, values, 1),
     }
 }
 

@@ -33,7 +33,7 @@ pub use self::enforce::Enforcement;
 use self::judge::LOG_ONLY;
 pub use self::judge::{judge, Judgement, Rate, Requester, Window};
 pub use self::preference::{in_force, usage_header, PreferenceMode, Refused};
-pub use self::record::{Requested, Tally};
+pub use self::record::{Requested, Tally, TallyFamily, TallyValues};
 pub use self::stale::{ChangeAction, EarlierRobots, RobotsChange, Stale, MAX_GRACE};
 use crate::agent::Agent;
 use crate::identity::Identity;

@@ -34,34 +34,75 @@ pub struct Requested<'a> {
 
 /// The counter a recorded decision moves, with its label values: what the
 /// proxy's metrics and the nginx module's count, from one mapping.
+///
+/// Typed as far as a label allows: the site and the robot are the only
+/// values that are not fixed words, and the robot comes with its index in
+/// the database, so a host can key a counter by indices and `'static`
+/// words (the module's worker cache) rather than by text a snapshot holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tally<'r> {
-    /// `robotgate_violations_total{site,bot,category,action,robots_seen,identity}`.
-    Violation([&'r str; 6]),
-    /// `robotgate_rate_limited_total{site,bot,directive}`.
-    Limited([&'r str; 3]),
-    /// `robotgate_stale_robots_total{site,bot,action}`: not violations.
-    Stale([&'r str; 3]),
+pub struct Tally<'r> {
+    /// Which counter.
+    pub family: TallyFamily,
+    /// The `site` label.
+    pub site: &'r str,
+    /// The `bot` label: the database robot's name, or `other`.
+    pub bot: &'r str,
+    /// The robot's index in the database (`Classifier::db`'s bots), `None`
+    /// when it counts as `other`.
+    pub robot: Option<usize>,
+    /// The labels after `site` and `bot`, in order: fixed words.
+    pub words: [&'static str; 4],
 }
 
-impl Tally<'_> {
+/// The counters a record moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TallyFamily {
+    /// `robotgate_violations_total{site,bot,category,action,robots_seen,identity}`.
+    Violation,
+    /// `robotgate_rate_limited_total{site,bot,directive}`.
+    Limited,
+    /// `robotgate_stale_robots_total{site,bot,action}`: not violations.
+    Stale,
+}
+
+impl TallyFamily {
     /// The metric's name and its label names, in the order of the values.
-    pub fn family(&self) -> (&'static str, &'static [&'static str]) {
+    pub fn family(self) -> (&'static str, &'static [&'static str]) {
         match self {
-            Tally::Violation(_) => {
+            TallyFamily::Violation => {
                 ("robotgate_violations_total", &["site", "bot", "category", "action", "robots_seen", "identity"])
             }
-            Tally::Limited(_) => ("robotgate_rate_limited_total", &["site", "bot", "directive"]),
-            Tally::Stale(_) => ("robotgate_stale_robots_total", &["site", "bot", "action"]),
+            TallyFamily::Limited => ("robotgate_rate_limited_total", &["site", "bot", "directive"]),
+            TallyFamily::Stale => ("robotgate_stale_robots_total", &["site", "bot", "action"]),
         }
     }
+}
 
-    /// The label values.
-    pub fn values(&self) -> &[&str] {
-        match self {
-            Tally::Violation(v) => v,
-            Tally::Limited(v) | Tally::Stale(v) => v,
-        }
+impl<'r> Tally<'r> {
+    /// The metric's name and its label names, in the order of the values.
+    pub fn family(&self) -> (&'static str, &'static [&'static str]) {
+        self.family.family()
+    }
+
+    /// The label values, as many as [`Tally::family`] names.
+    pub fn values(&self) -> TallyValues<'r> {
+        let n = self.family().1.len();
+        let [a, b, c, d] = self.words;
+        TallyValues { all: [self.site, self.bot, a, b, c, d], n }
+    }
+}
+
+/// [`Tally::values`]: the label values, in place.
+#[derive(Debug, Clone, Copy)]
+pub struct TallyValues<'r> {
+    all: [&'r str; 6],
+    n: usize,
+}
+
+impl<'r> std::ops::Deref for TallyValues<'r> {
+    type Target = [&'r str];
+    fn deref(&self) -> &[&'r str] {
+        &self.all[..self.n]
     }
 }
 
@@ -71,15 +112,20 @@ impl<'a> Decision<'a, '_> {
     pub fn tally<'r>(&'r self, site: &'r str, r: &'r Record) -> Option<Tally<'r>> {
         let agent = self.agent.as_ref()?;
         let bot = agent.metric_name();
-        Some(match self.outcome {
-            Outcome::Limited(_) => Tally::Limited([site, bot, r.directive]),
-            Outcome::Stale(_) => Tally::Stale([site, bot, r.action]),
+        let robot = match agent.kind {
+            crate::agent::AgentKind::Known(i) if agent.name.is_some() => Some(i),
+            _ => None,
+        };
+        let (family, words) = match self.outcome {
+            Outcome::Limited(_) => (TallyFamily::Limited, [r.directive, "", "", ""]),
+            Outcome::Stale(_) => (TallyFamily::Stale, [r.action, "", "", ""]),
             _ => {
                 let seen = if r.robots_seen == Some(true) { "true" } else { "false" };
                 let identity = r.identity.unwrap_or("not-claimed");
-                Tally::Violation([site, bot, agent.category.as_str(), r.action, seen, identity])
+                (TallyFamily::Violation, [agent.category.as_str(), r.action, seen, identity])
             }
-        })
+        };
+        Some(Tally { family, site, bot, robot, words })
     }
 }
 

@@ -24,7 +24,7 @@ use crate::identity::signature::Verdict as Signed;
 use crate::identity::Identity;
 use crate::pipeline::answer::{self, Counts};
 use crate::pipeline::{self, Env, Header, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
-use crate::policy::{self, Clock, Decision, Outcome, Rates, Tally};
+use crate::policy::{self, Clock, Decision, Outcome, Rates, TallyFamily};
 use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
 use crate::server::verify::dns::{DnsVerdict, Trouble};
@@ -317,11 +317,13 @@ impl Gate {
         };
         ctx.pending = d.record(&requested).map(Box::new);
         let Some(r) = &ctx.pending else { return true };
-        match d.tally(metric_site, r) {
-            Some(Tally::Limited(labels)) => count(&LAST_LIMITED, &metrics().rate_limited, &labels),
-            Some(Tally::Stale(labels)) => metrics().stale_robots.with_label_values(&labels).inc(),
-            Some(Tally::Violation(labels)) => count(&LAST_VIOLATION, &metrics().violations, &labels),
-            None => {}
+        if let Some(tally) = d.tally(metric_site, r) {
+            let labels = tally.values();
+            match tally.family {
+                TallyFamily::Limited => count(&LAST_LIMITED, &metrics().rate_limited, &labels),
+                TallyFamily::Stale => metrics().stale_robots.with_label_values(&labels).inc(),
+                TallyFamily::Violation => count(&LAST_VIOLATION, &metrics().violations, &labels),
+            }
         }
         true
     }
