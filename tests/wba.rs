@@ -82,6 +82,36 @@ async fn directory_is_cached_per_agent() {
 }
 
 #[tokio::test]
+async fn askers_at_once_share_one_fetch_and_fetches_are_bounded() {
+    let key = new_key("together");
+    let server = Directory::answering(ok(&directory(&key)));
+    let cache = test_cache();
+    // Eight signed requests at once, none cached: the first fetches, the
+    // others wait for it.
+    let asks: Vec<_> = (0..8).map(|_| Signed::new(&key, &server.url, "example.com")).collect();
+    let verdicts = futures_util::future::join_all(asks.iter().map(|s| s.verify(&cache))).await;
+    assert!(verdicts.iter().all(|v| matches!(v, Verdict::Verified { .. })), "{verdicts:?}");
+    assert_eq!((server.hits(), cache.fetches()), (1, 1), "one fetch for eight askers at once");
+    // Directories that never answer: IN_FLIGHT_MAX of them are fetched at
+    // once, one more is refused at once and not cached.
+    let silent: Vec<Directory> =
+        (0..=robotgate::identity::signature::fetch::IN_FLIGHT_MAX).map(|_| Directory::silent()).collect();
+    let cache = DirectoryCache::new(FetchLimits {
+        allow_private: true,
+        timeout: std::time::Duration::from_millis(500),
+        ..FetchLimits::default()
+    });
+    let results = futures_util::future::join_all(silent.iter().map(|d| cache.keys(&d.url))).await;
+    let busy = results.iter().filter(|r| matches!(r, Err(FetchError::Busy))).count();
+    let timed_out = results.iter().filter(|r| matches!(r, Err(FetchError::Timeout))).count();
+    assert_eq!((busy, timed_out), (1, silent.len() - 1), "{results:?}");
+    assert_eq!(cache.fetches() as usize, silent.len() - 1);
+    // Busy said nothing of its agent: asked again, it is fetched.
+    let last = &silent.last().unwrap().url;
+    assert_eq!(cache.keys(last).await.unwrap_err(), FetchError::Timeout);
+}
+
+#[tokio::test]
 async fn redirecting_directory_is_refused() {
     let key = new_key("redirect");
     let target = Directory::answering(ok(&directory(&key)));

@@ -39,9 +39,6 @@ use robotgate::pipeline;
 
 use crate::park::{self, Found, Ticket, Waker};
 
-/// Fetches a worker runs at once.
-pub const IN_FLIGHT_MAX: usize = 32;
-
 /// Bytes read at once.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -104,7 +101,7 @@ pub fn signed_by(r: *mut ngx_http_request_t, inspection: &Inspection, verify: &V
     if missing.is_empty() || fetched {
         return judged(inspection, &keys, failed || !missing.is_empty());
     }
-    if IN_FLIGHT.fetch_add(1, Ordering::Relaxed) >= IN_FLIGHT_MAX {
+    if IN_FLIGHT.fetch_add(1, Ordering::Relaxed) >= fetch::IN_FLIGHT_MAX {
         IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
         return judged(inspection, &keys, true);
     }

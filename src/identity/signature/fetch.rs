@@ -36,6 +36,11 @@ pub const MAX_AGENTS: usize = 2;
 /// Most addresses of a directory host that are checked (and tried).
 pub const MAX_ADDRESSES: usize = 16;
 
+/// Directory fetches a process (an nginx worker, the proxy) runs at once;
+/// a signature whose directory would be one more is judged without it
+/// (unverifiable), and nothing is cached for its agent.
+pub const IN_FLIGHT_MAX: usize = 32;
+
 /// Largest response head read.
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 
@@ -99,6 +104,10 @@ pub enum FetchError {
     /// Over [`FetchLimits::timeout`].
     #[error("directory fetch timed out")]
     Timeout,
+    /// [`IN_FLIGHT_MAX`] fetches were under way (not cached: it says
+    /// nothing of the agent).
+    #[error("too many directory fetches under way")]
+    Busy,
     /// A redirect (not followed).
     #[error("directory answered a redirect ({0}), not followed")]
     Redirect(u16),

@@ -10,9 +10,10 @@
 //! `verify.allow_private_directories: true` lifts the address rule and allows
 //! plain http, for tests that serve a directory on loopback.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use pingora::connectors::http::v1::Connector;
@@ -28,7 +29,23 @@ pub struct DirectoryCache {
     limits: FetchLimits,
     connector: Connector,
     entries: Mutex<KeyCache>,
+    /// Agents whose directory is being fetched, each with the turn its
+    /// other askers wait for (at most [`fetch::IN_FLIGHT_MAX`]).
+    in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     fetches: AtomicU64,
+}
+
+/// An agent's place in [`DirectoryCache::in_flight`], given up when its
+/// fetch ends or its asker goes away.
+struct Fetching<'c> {
+    cache: &'c DirectoryCache,
+    agent: &'c str,
+}
+
+impl Drop for Fetching<'_> {
+    fn drop(&mut self) {
+        lock(&self.cache.in_flight).remove(self.agent);
+    }
 }
 
 impl DirectoryCache {
@@ -38,6 +55,7 @@ impl DirectoryCache {
             limits: limits.clone(),
             connector: Connector::new(None),
             entries: Mutex::new(KeyCache::new(limits.clone())),
+            in_flight: Mutex::new(HashMap::new()),
             fetches: AtomicU64::new(0),
         }
     }
@@ -55,13 +73,35 @@ impl DirectoryCache {
 
     /// The keys of `agent`'s directory, from the cache or fetched now.
     ///
-    /// Concurrent misses for one agent may each fetch (no coalescing yet);
-    /// the cache bounds the rate to one fetch per agent per TTL otherwise.
+    /// One fetch per agent at a time: askers who miss while it runs wait
+    /// for it and read what it put in the cache. At most
+    /// [`fetch::IN_FLIGHT_MAX`] agents are fetched at once
+    /// ([`FetchError::Busy`] past that).
     ///
     /// # Errors
     /// The fetch failed (or failed within the negative TTL); see [`FetchError`].
     pub async fn keys(&self, agent: &str) -> Result<Arc<KeySet>, FetchError> {
-        if let Some(known) = self.lock().get(agent, Instant::now()) {
+        if let Some(known) = lock(&self.entries).get(agent, Instant::now()) {
+            return known;
+        }
+        let (turn, first) = {
+            let mut in_flight = lock(&self.in_flight);
+            match in_flight.get(agent) {
+                Some(turn) => (turn.clone(), false),
+                None if in_flight.len() >= fetch::IN_FLIGHT_MAX => return Err(FetchError::Busy),
+                None => {
+                    let turn = Arc::new(tokio::sync::Mutex::new(()));
+                    in_flight.insert(agent.to_owned(), turn.clone());
+                    (turn, true)
+                }
+            }
+        };
+        // (`then`, not `then_some`: a place made and dropped would give up
+        // the first asker's.)
+        let _place = first.then(|| Fetching { cache: self, agent });
+        let _turn = turn.lock().await;
+        // The fetch this one waited for answered for it.
+        if let Some(known) = lock(&self.entries).get(agent, Instant::now()) {
             return known;
         }
         self.fetches.fetch_add(1, Ordering::Relaxed);
@@ -69,13 +109,8 @@ impl DirectoryCache {
             Ok(r) => r.map(Arc::new),
             Err(_) => Err(FetchError::Timeout),
         };
-        self.lock().put(agent, &result, Instant::now());
+        lock(&self.entries).put(agent, &result, Instant::now());
         result
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, KeyCache> {
-        // A panic while holding the lock leaves a valid table: keep using it.
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn fetch(&self, agent: &str) -> Result<KeySet, FetchError> {
@@ -83,6 +118,12 @@ impl DirectoryCache {
         let body = fetch_bytes(&self.connector, &url, &fetch::accept(), &self.limits).await?;
         Ok(KeySet::from_directory(&body)?)
     }
+}
+
+/// A lock of the cache's tables: a panic while one was held leaves a valid
+/// table, so it is used on.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// GET `url` within `limits`: no redirects followed, at most
