@@ -142,8 +142,14 @@ fn start(dir: &Path, module: &Path) -> Nginx {
 
 /// As [`start`], with `main` lines in nginx.conf's main context.
 fn start_with(dir: &Path, module: &Path, main: &str) -> Nginx {
+    start_edited(dir, module, |conf, _| format!("{main}{conf}"))
+}
+
+/// As [`start`], with nginx.conf as `edit` makes it from the usual one
+/// (given it and the port).
+fn start_edited(dir: &Path, module: &Path, edit: impl Fn(String, u16) -> String) -> Nginx {
     let port = free_port();
-    let conf = format!("{main}{}", config(dir, port, module));
+    let conf = edit(config(dir, port, module), port);
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let child = Command::new(nginx())
         .args(["-p", &dir.display().to_string(), "-c"])
@@ -1096,5 +1102,43 @@ fn a_site_file_dropped_into_sites_dir_is_picked_up() {
         std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
     );
     assert_eq!(fetch("127.0.0.1"), 200, "the config's site is as it was");
+    n.stop_clean();
+}
+
+/// Issue 54: the crowd check inside nginx, the scenario of tests/crowd.rs.
+/// nginx is not told about the balancer in front (no `set_real_ip_from`
+/// for it; the balancer is the test client on loopback, sending
+/// `X-Forwarded-For`), so every client is its address. Both workers count
+/// into the zone's one crowd: the warning is said in nginx's error log, once,
+/// and a trap hit from the balancer's address is recorded as the crowd's
+/// (`crowd-address`) and bans no one.
+#[test]
+fn a_balancer_realip_does_not_name_is_the_crowd_and_bans_no_one() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start_edited(dir.path(), &module, |conf, _| conf.replace("set_real_ip_from 127.0.0.1;", ""));
+    let browse = |count: u8| {
+        for i in 0..count {
+            assert_eq!(n.from(&format!("203.0.113.{i}"), FIREFOX, "/index.html").status, 200);
+        }
+    };
+    let warnings = || {
+        let log = std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+        log.lines().filter(|l| l.contains("[warn]") && l.contains("set_real_ip_from")).count()
+    };
+    browse(20);
+    let warned = within(Duration::from_secs(5), || warnings() == 1);
+    assert!(warned.is_some(), "no warning:\n{}", std::fs::read_to_string(dir.path().join("error.log")).unwrap());
+    // A trap hit from the balancer's address: recorded, not a ban on everyone.
+    assert_ne!(n.from("203.0.113.66", FIREFOX, "/trap/x").status, 403);
+    browse(5);
+    let r = &n.records(1)[0];
+    assert_eq!((r["directive"].as_str(), r["action"].as_str()), (Some("trap"), Some("log")), "{r}");
+    assert_eq!(r["reason"].as_str(), Some("crowd-address"), "{r}");
+    // More traffic within the hour: still one warning.
+    browse(10);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(warnings(), 1);
     n.stop_clean();
 }

@@ -106,7 +106,9 @@ pub(crate) fn decide<'s>(
         || (snap.settings.boot.shared_state.is_some()
             && STORE.with_borrow(|s| s.as_ref().is_some_and(store::Store::is_up)));
     let rates = if store_up { Rates::Shared } else { Rates::Local };
-    let mut p = Pipeline::new(Env::of(snap), view, &req, None, rates, Clock::System);
+    // The crowd check, as the proxy's: every worker counts into the zone.
+    let crowd = |client: Option<std::net::IpAddr>, forwarded: bool| shared.crowd.note(client, forwarded);
+    let mut p = Pipeline::new(Env::of(snap), view, &req, Some(&crowd), rates, Clock::System);
     let verdict = loop {
         match p.run(Some(&mut *memo), &shared.state, Clock::System) {
             Next::Done(v) => break v,
