@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::dns_server::{Answer, Server as DnsServer, PTR};
 use common::nginx_module::{module, nginx};
 use common::redis_server::{Pass, RedisServer, Relay};
-use common::signer::{new_key, sign, Directory};
+use common::signer::{new_key, sign, sign_over, Directory};
 use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 /// A robot only reverse DNS can confirm (no published ranges).
@@ -1102,6 +1102,75 @@ fn a_site_file_dropped_into_sites_dir_is_picked_up() {
         std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
     );
     assert_eq!(fetch("127.0.0.1"), 200, "the config's site is as it was");
+    n.stop_clean();
+}
+
+/// A self-signed certificate for 127.0.0.1 in `dir`: (cert, key).
+fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (cert, key)
+}
+
+/// Issue 54: whether the client came over TLS is the connection's, as
+/// nginx's `$https` says. A Web Bot Auth signature covering `@scheme`
+/// verifies only for the scheme it was made for: made for https, it holds
+/// on nginx's `ssl` listener and is a spoofed claim on its plain one (the
+/// same nginx, server and `Host`); made for http, the other way round.
+/// `curl` is the client, as in tests/tls.rs.
+#[test]
+fn https_is_the_connections() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let key = new_key("tls");
+    let keys = Directory::serving(&key);
+    let bots = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: search\n    robots_tokens: [Googlebot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
+    std::fs::write(dir.path().join("bots.yaml"), bots).unwrap();
+    let d = dir.path().display();
+    site_with(
+        dir.path(),
+        &format!("bots: {d}/bots.yaml\nverify: {{ allow_private_directories: true, dns: {{ nameservers: [\"127.0.0.1:9\"] }} }}\n"),
+    );
+    let (cert, tls_key) = self_signed(dir.path());
+    let tls_port = free_port();
+    let n = start_edited(dir.path(), &module, |conf, port| {
+        let plain = format!("listen 127.0.0.1:{port} reuseport;");
+        let both = format!(
+            "{plain}\n    listen 127.0.0.1:{tls_port} ssl reuseport;\n    ssl_certificate {};\n    ssl_certificate_key {};",
+            cert.display(),
+            tls_key.display()
+        );
+        conf.replace(&plain, &both)
+    });
+    // Both listeners are told the same Host, the one signed.
+    let authority = format!("127.0.0.1:{tls_port}");
+    let curl = |scheme: &str, signed: &[(String, String)], path: &str| {
+        let port = if scheme == "https" { tls_port } else { n.port };
+        let mut args = vec!["-sk".to_owned(), "--max-time".into(), "10".into(), "-o".into(), "/dev/null".into()];
+        args.extend(["-w".into(), "%{http_code}".into(), "-A".into(), "SignedBot/1.0".into()]);
+        args.extend(["-H".into(), "X-Forwarded-For: 198.51.100.80".into(), "-H".into(), format!("Host: {authority}")]);
+        for (k, v) in signed {
+            args.extend(["-H".into(), format!("{k}: {v}")]);
+        }
+        args.push(format!("{scheme}://127.0.0.1:{port}{path}"));
+        let out = Command::new("curl").args(&args).output().expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let for_https = sign_over(&key, &keys.url, &authority, Some("https"));
+    assert_eq!(curl("https", &for_https, "/private/a.html"), "200", "over TLS: verified, its own group");
+    assert_eq!(curl("https", &for_https, "/nogoogle/a.html"), "403", "over TLS: its own group");
+    assert_eq!(curl("http", &for_https, "/private/a.html"), "403", "made for https, sent over http: spoofed");
+    let for_http = sign_over(&key, &keys.url, &authority, Some("http"));
+    assert_eq!(curl("http", &for_http, "/private/a.html"), "200", "made for http, sent over http");
+    assert_eq!(curl("https", &for_http, "/private/a.html"), "403", "made for http, sent over TLS: spoofed");
     n.stop_clean();
 }
 

@@ -14,7 +14,7 @@ use robotgate::policy::{Clock, Rates};
 
 use crate::answer::{self, Answer};
 use crate::books::{count_and_record, Books};
-use crate::headers::{client_of, host_of, Fields};
+use crate::headers::{client_of, host_of, https_of, Fields};
 use crate::worker::{current, site_of, Hot, Scratch, Worker, STORE, WORKER};
 use crate::{dns, once, park, store, wba, zone, Module};
 
@@ -95,7 +95,7 @@ pub(crate) fn decide<'s>(
         method: method.as_str(),
         target: uri,
         host,
-        https: false,
+        https: https_of(request),
         peer: Peer::Logged(client_of(request)),
         headers: Fields::of(request),
     };

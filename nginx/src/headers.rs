@@ -102,6 +102,14 @@ pub(crate) fn client_of(request: &http::Request) -> Option<IpAddr> {
     }
 }
 
+/// The client reached nginx over TLS: the connection has an SSL
+/// connection, as nginx's `$https` reads it.
+pub(crate) fn https_of(request: &http::Request) -> bool {
+    // SAFETY: a request's connection outlives the request.
+    let c = unsafe { &*request.connection() };
+    !c.ssl.is_null()
+}
+
 /// The `Host` the request names: the `Host` field as sent, port and all,
 /// as the proxy reads it (a Web Bot Auth signature covers it as
 /// `@authority`); the host of an absolute request line, or nginx's reading
