@@ -1105,6 +1105,78 @@ fn a_site_file_dropped_into_sites_dir_is_picked_up() {
     n.stop_clean();
 }
 
+/// Issue 54: the client is the address nginx names after its realip
+/// module, taken as the proxy takes its socket peer: robotgate.yaml's
+/// `trusted_proxies` (here as realip's `set_real_ip_from`, 127.0.0.1) says
+/// which addresses are proxies. The same requests through `robotgate
+/// serve` with the same `trusted_proxies` and through nginx are judged
+/// alike: a client realip names is banned by a trap; the balancer's own
+/// request (no `X-Forwarded-For`: realip leaves 127.0.0.1) names no client,
+/// so its trap hit bans no one and the next request through the balancer
+/// passes. Taken as a logged client (`Peer::Logged`), 127.0.0.1 was banned:
+/// every client behind the balancer with it.
+#[test]
+fn the_client_after_realip_is_judged_as_the_proxy_judges_it() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site_with(dir.path(), "trusted_proxies: [\"127.0.0.1/32\"]\n");
+    let n = start(dir.path(), &module);
+    let origin = Origin::start();
+    let proxy = Gate::start(
+        &format!(
+            "listen: [\"127.0.0.1:{{port}}\"]\ntrusted_proxies: [\"127.0.0.1/32\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"{}\"\n    robots: \"{{dir}}/robots.txt\"\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\nlog:\n  violations: \"{{dir}}/violations.jsonl\"\n  aggregate_window: 0\n  level: warn\n",
+            origin.addr
+        ),
+        &[("robots.txt", ROBOTS.as_bytes())],
+    );
+    // (X-Forwarded-For or none, path): one client's trap hit, then its
+    // next request and another client's; the same from the balancer itself.
+    let steps: [(Option<&str>, &str); 6] = [
+        (Some("203.0.113.7"), "/trap/a"),
+        (Some("203.0.113.7"), "/index.html"),
+        (Some("203.0.113.8"), "/index.html"),
+        (None, "/trap/b"),
+        (None, "/index.html"),
+        (Some("203.0.113.9"), "/index.html"),
+    ];
+    let run = |base: &dyn Fn(&str) -> String| -> Vec<u16> {
+        steps
+            .iter()
+            .map(|(xff, path)| {
+                let mut headers = vec![("User-Agent", FIREFOX)];
+                headers.extend(xff.map(|ip| ("X-Forwarded-For", ip)));
+                get(&base(path), &headers).status
+            })
+            .collect()
+    };
+    let at_proxy = run(&|path| proxy.url(path));
+    let at_nginx = run(&|path| n.url(path));
+    // The trap's own answer differs by host (the origin's 404 against
+    // nginx's); what follows each hit does not.
+    let after = |s: &[u16]| [s[1], s[2], s[4], s[5]];
+    assert_eq!(after(&at_proxy), [403, 200, 200, 200], "the proxy: {at_proxy:?}");
+    assert_eq!(after(&at_nginx), after(&at_proxy), "nginx {at_nginx:?} against the proxy {at_proxy:?}");
+    // The records name the same clients: the one realip named, and none
+    // for the balancer's own request.
+    let trap_clients = |records: Vec<serde_json::Value>| {
+        let mut clients: Vec<String> = records
+            .iter()
+            .filter(|r| r["directive"].as_str() == Some("trap"))
+            .map(|r| r["client"].to_string())
+            .collect();
+        clients.sort();
+        clients
+    };
+    let from_proxy = trap_clients(proxy.records(2));
+    assert!(from_proxy.iter().any(|c| c.contains("203.0.113.7")), "{from_proxy:?}");
+    assert_eq!(trap_clients(n.records(2)), from_proxy);
+    // The balancer's two requests, counted as the proxy counts them.
+    let metrics = get(&n.url("/metrics"), &[]).body;
+    let unknown = metrics.lines().find(|l| l.starts_with("robotgate_client_unknown_total{reason=\"only-proxies\"}"));
+    assert_eq!(unknown.and_then(|l| l.rsplit(' ').next()), Some("2"), "{metrics}");
+    n.stop_clean();
+}
+
 /// A self-signed certificate for 127.0.0.1 in `dir`: (cert, key).
 fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
