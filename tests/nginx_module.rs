@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::dns_server::{Answer, Server as DnsServer, PTR};
 use common::nginx_module::{module, nginx};
 use common::redis_server::{Pass, RedisServer, Relay};
-use common::signer::{new_key, sign, Directory};
+use common::signer::{new_key, sign, sign_over, Directory};
 use common::{free_port, get, metric, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
 
 /// A robot only reverse DNS can confirm (no published ranges).
@@ -142,8 +142,14 @@ fn start(dir: &Path, module: &Path) -> Nginx {
 
 /// As [`start`], with `main` lines in nginx.conf's main context.
 fn start_with(dir: &Path, module: &Path, main: &str) -> Nginx {
+    start_edited(dir, module, |conf, _| format!("{main}{conf}"))
+}
+
+/// As [`start`], with nginx.conf as `edit` makes it from the usual one
+/// (given it and the port).
+fn start_edited(dir: &Path, module: &Path, edit: impl Fn(String, u16) -> String) -> Nginx {
     let port = free_port();
-    let conf = format!("{main}{}", config(dir, port, module));
+    let conf = edit(config(dir, port, module), port);
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let child = Command::new(nginx())
         .args(["-p", &dir.display().to_string(), "-c"])
@@ -1096,5 +1102,184 @@ fn a_site_file_dropped_into_sites_dir_is_picked_up() {
         std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
     );
     assert_eq!(fetch("127.0.0.1"), 200, "the config's site is as it was");
+    n.stop_clean();
+}
+
+/// Issue 54: the client is the address nginx names after its realip
+/// module, taken as the proxy takes its socket peer: robotgate.yaml's
+/// `trusted_proxies` (here as realip's `set_real_ip_from`, 127.0.0.1) says
+/// which addresses are proxies. The same requests through `robotgate
+/// serve` with the same `trusted_proxies` and through nginx are judged
+/// alike: a client realip names is banned by a trap; the balancer's own
+/// request (no `X-Forwarded-For`: realip leaves 127.0.0.1) names no client,
+/// so its trap hit bans no one and the next request through the balancer
+/// passes. Taken as a logged client (`Peer::Logged`), 127.0.0.1 was banned:
+/// every client behind the balancer with it.
+#[test]
+fn the_client_after_realip_is_judged_as_the_proxy_judges_it() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site_with(dir.path(), "trusted_proxies: [\"127.0.0.1/32\"]\n");
+    let n = start(dir.path(), &module);
+    let origin = Origin::start();
+    let proxy = Gate::start(
+        &format!(
+            "listen: [\"127.0.0.1:{{port}}\"]\ntrusted_proxies: [\"127.0.0.1/32\"]\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"{}\"\n    robots: \"{{dir}}/robots.txt\"\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\nlog:\n  violations: \"{{dir}}/violations.jsonl\"\n  aggregate_window: 0\n  level: warn\n",
+            origin.addr
+        ),
+        &[("robots.txt", ROBOTS.as_bytes())],
+    );
+    // (X-Forwarded-For or none, path): one client's trap hit, then its
+    // next request and another client's; the same from the balancer itself.
+    let steps: [(Option<&str>, &str); 6] = [
+        (Some("203.0.113.7"), "/trap/a"),
+        (Some("203.0.113.7"), "/index.html"),
+        (Some("203.0.113.8"), "/index.html"),
+        (None, "/trap/b"),
+        (None, "/index.html"),
+        (Some("203.0.113.9"), "/index.html"),
+    ];
+    let run = |base: &dyn Fn(&str) -> String| -> Vec<u16> {
+        steps
+            .iter()
+            .map(|(xff, path)| {
+                let mut headers = vec![("User-Agent", FIREFOX)];
+                headers.extend(xff.map(|ip| ("X-Forwarded-For", ip)));
+                get(&base(path), &headers).status
+            })
+            .collect()
+    };
+    let at_proxy = run(&|path| proxy.url(path));
+    let at_nginx = run(&|path| n.url(path));
+    // The trap's own answer differs by host (the origin's 404 against
+    // nginx's); what follows each hit does not.
+    let after = |s: &[u16]| [s[1], s[2], s[4], s[5]];
+    assert_eq!(after(&at_proxy), [403, 200, 200, 200], "the proxy: {at_proxy:?}");
+    assert_eq!(after(&at_nginx), after(&at_proxy), "nginx {at_nginx:?} against the proxy {at_proxy:?}");
+    // The records name the same clients: the one realip named, and none
+    // for the balancer's own request.
+    let trap_clients = |records: Vec<serde_json::Value>| {
+        let mut clients: Vec<String> = records
+            .iter()
+            .filter(|r| r["directive"].as_str() == Some("trap"))
+            .map(|r| r["client"].to_string())
+            .collect();
+        clients.sort();
+        clients
+    };
+    let from_proxy = trap_clients(proxy.records(2));
+    assert!(from_proxy.iter().any(|c| c.contains("203.0.113.7")), "{from_proxy:?}");
+    assert_eq!(trap_clients(n.records(2)), from_proxy);
+    // The balancer's two requests, counted as the proxy counts them.
+    let metrics = get(&n.url("/metrics"), &[]).body;
+    let unknown = metrics.lines().find(|l| l.starts_with("robotgate_client_unknown_total{reason=\"only-proxies\"}"));
+    assert_eq!(unknown.and_then(|l| l.rsplit(' ').next()), Some("2"), "{metrics}");
+    n.stop_clean();
+}
+
+/// A self-signed certificate for 127.0.0.1 in `dir`: (cert, key).
+fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (cert, key)
+}
+
+/// Issue 54: whether the client came over TLS is the connection's, as
+/// nginx's `$https` says. A Web Bot Auth signature covering `@scheme`
+/// verifies only for the scheme it was made for: made for https, it holds
+/// on nginx's `ssl` listener and is a spoofed claim on its plain one (the
+/// same nginx, server and `Host`); made for http, the other way round.
+/// `curl` is the client, as in tests/tls.rs.
+#[test]
+fn https_is_the_connections() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let key = new_key("tls");
+    let keys = Directory::serving(&key);
+    let bots = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: search\n    robots_tokens: [Googlebot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
+    std::fs::write(dir.path().join("bots.yaml"), bots).unwrap();
+    let d = dir.path().display();
+    site_with(
+        dir.path(),
+        &format!("bots: {d}/bots.yaml\nverify: {{ allow_private_directories: true, dns: {{ nameservers: [\"127.0.0.1:9\"] }} }}\n"),
+    );
+    let (cert, tls_key) = self_signed(dir.path());
+    let tls_port = free_port();
+    let n = start_edited(dir.path(), &module, |conf, port| {
+        let plain = format!("listen 127.0.0.1:{port} reuseport;");
+        let both = format!(
+            "{plain}\n    listen 127.0.0.1:{tls_port} ssl reuseport;\n    ssl_certificate {};\n    ssl_certificate_key {};",
+            cert.display(),
+            tls_key.display()
+        );
+        conf.replace(&plain, &both)
+    });
+    // Both listeners are told the same Host, the one signed.
+    let authority = format!("127.0.0.1:{tls_port}");
+    let curl = |scheme: &str, signed: &[(String, String)], path: &str| {
+        let port = if scheme == "https" { tls_port } else { n.port };
+        let mut args = vec!["-sk".to_owned(), "--max-time".into(), "10".into(), "-o".into(), "/dev/null".into()];
+        args.extend(["-w".into(), "%{http_code}".into(), "-A".into(), "SignedBot/1.0".into()]);
+        args.extend(["-H".into(), "X-Forwarded-For: 198.51.100.80".into(), "-H".into(), format!("Host: {authority}")]);
+        for (k, v) in signed {
+            args.extend(["-H".into(), format!("{k}: {v}")]);
+        }
+        args.push(format!("{scheme}://127.0.0.1:{port}{path}"));
+        let out = Command::new("curl").args(&args).output().expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let for_https = sign_over(&key, &keys.url, &authority, Some("https"));
+    assert_eq!(curl("https", &for_https, "/private/a.html"), "200", "over TLS: verified, its own group");
+    assert_eq!(curl("https", &for_https, "/nogoogle/a.html"), "403", "over TLS: its own group");
+    assert_eq!(curl("http", &for_https, "/private/a.html"), "403", "made for https, sent over http: spoofed");
+    let for_http = sign_over(&key, &keys.url, &authority, Some("http"));
+    assert_eq!(curl("http", &for_http, "/private/a.html"), "200", "made for http, sent over http");
+    assert_eq!(curl("https", &for_http, "/private/a.html"), "403", "made for http, sent over TLS: spoofed");
+    n.stop_clean();
+}
+
+/// Issue 54: the crowd check inside nginx, the scenario of tests/crowd.rs.
+/// nginx is not told about the balancer in front (no `set_real_ip_from`
+/// for it; the balancer is the test client on loopback, sending
+/// `X-Forwarded-For`), so every client is its address. Both workers count
+/// into the zone's one crowd: the warning is said in nginx's error log, once,
+/// and a trap hit from the balancer's address is recorded as the crowd's
+/// (`crowd-address`) and bans no one.
+#[test]
+fn a_balancer_realip_does_not_name_is_the_crowd_and_bans_no_one() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start_edited(dir.path(), &module, |conf, _| conf.replace("set_real_ip_from 127.0.0.1;", ""));
+    let browse = |count: u8| {
+        for i in 0..count {
+            assert_eq!(n.from(&format!("203.0.113.{i}"), FIREFOX, "/index.html").status, 200);
+        }
+    };
+    let warnings = || {
+        let log = std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+        log.lines().filter(|l| l.contains("[warn]") && l.contains("set_real_ip_from")).count()
+    };
+    browse(20);
+    let warned = within(Duration::from_secs(5), || warnings() == 1);
+    assert!(warned.is_some(), "no warning:\n{}", std::fs::read_to_string(dir.path().join("error.log")).unwrap());
+    // A trap hit from the balancer's address: recorded, not a ban on everyone.
+    assert_ne!(n.from("203.0.113.66", FIREFOX, "/trap/x").status, 403);
+    browse(5);
+    let r = &n.records(1)[0];
+    assert_eq!((r["directive"].as_str(), r["action"].as_str()), (Some("trap"), Some("log")), "{r}");
+    assert_eq!(r["reason"].as_str(), Some("crowd-address"), "{r}");
+    // More traffic within the hour: still one warning.
+    browse(10);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(warnings(), 1);
     n.stop_clean();
 }

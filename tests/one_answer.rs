@@ -307,16 +307,18 @@ fn proxy_auth_request_and_module_answer_alike() {
         Ask { ip: "198.51.100.20", ua: FIREFOX, path: "/index.html" },
         Ask { ip: "198.51.100.21", ua: FIREFOX, path: "/index.html" },
     ];
-    // Web Bot Auth: SignedBot signs for `example.com` (one of the site's
-    // hosts, named in `Host` to every host alike; the snippet hands the
-    // auth listener nginx's `$host`). Verified, it is held to its own group;
-    // signed by a key its directory does not list, it is a spoofed claim.
+    // Web Bot Auth: SignedBot signs for `example.com:8443` (one of the
+    // site's hosts with a port, named in `Host` to every host alike; the
+    // snippet hands the auth listener the `Host` as sent, port and all, which
+    // the signature covers as `@authority`). Verified, it is held to its own
+    // group; signed by a key its directory does not list, it is a spoofed claim.
     let key = new_key("one-answer");
     let directory = Directory::serving(&key);
-    let host = [("Host".to_owned(), "example.com".to_owned())];
-    let signed: Vec<(String, String)> = host.iter().cloned().chain(sign(&key, &directory.url, "example.com")).collect();
+    let authority = "example.com:8443";
+    let host = [("Host".to_owned(), authority.to_owned())];
+    let signed: Vec<(String, String)> = host.iter().cloned().chain(sign(&key, &directory.url, authority)).collect();
     let stranger: Vec<(String, String)> =
-        host.iter().cloned().chain(sign(&new_key("stranger"), &directory.url, "example.com")).collect();
+        host.iter().cloned().chain(sign(&new_key("stranger"), &directory.url, authority)).collect();
     let signed_script = [
         (Ask { ip: "198.51.100.30", ua: SIGNEDBOT, path: "/private/a.html" }, &signed),
         (Ask { ip: "198.51.100.30", ua: SIGNEDBOT, path: "/nogoogle/a.html" }, &signed),
@@ -365,7 +367,6 @@ fn proxy_auth_request_and_module_answer_alike() {
     // An absolute request line names the authority, port and all (RFC 9112
     // 3.2.2: it wins over `Host`): a signature over `@authority` with a port
     // is verified through the proxy and the module alike.
-    let authority = "example.com:8443";
     let mut head = format!(
         "GET http://{authority}/private/a.html HTTP/1.1\r\nHost: {authority}\r\nX-Forwarded-For: 198.51.100.32\r\nUser-Agent: {SIGNEDBOT}\r\n"
     );

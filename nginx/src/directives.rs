@@ -9,6 +9,8 @@ use ngx::ffi::{ngx_command_t, ngx_conf_t, ngx_str_t, NGX_LOG_EMERG, NGX_LOG_NOTI
 use ngx::http::{self, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error};
 
+use robotgate::load::file::Reader;
+
 use crate::answer::{self, ngx_str};
 use crate::{dns, ngx_http_robotgate_module, zone, LocConf, MainConf, Module};
 
@@ -30,9 +32,10 @@ pub(crate) extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_
         ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate_config: the path is not UTF-8");
         return ngx::core::NGX_CONF_ERROR;
     };
-    // No helper threads in nginx's processes (see the function's notes).
-    robotgate::load::file::read_on_this_thread();
-    let snapshot = match robotgate::load::load(std::path::Path::new(path)) {
+    // Read on this thread: no helper thread in nginx's master, nor in the
+    // workers it forks ([`Reader::Caller`]).
+    let (config, whole) = (std::path::Path::new(path), std::collections::HashSet::new());
+    let snapshot = match robotgate::load::reload_whole(config, None, &whole, Reader::Caller) {
         Ok(snapshot) => snapshot,
         Err(problems) => {
             // What `robotgate config check` says: file, line, why.

@@ -14,7 +14,7 @@ use robotgate::policy::{Clock, Rates};
 
 use crate::answer::{self, Answer};
 use crate::books::{count_and_record, Books};
-use crate::headers::{client_of, host_of, Fields};
+use crate::headers::{client_of, host_of, https_of, Fields};
 use crate::worker::{current, site_of, Hot, Scratch, Worker, STORE, WORKER};
 use crate::{dns, once, park, store, wba, zone, Module};
 
@@ -95,8 +95,16 @@ pub(crate) fn decide<'s>(
         method: method.as_str(),
         target: uri,
         host,
-        https: false,
-        peer: Peer::Logged(client_of(request)),
+        https: https_of(request),
+        // The address nginx names after its realip module, as the proxy's
+        // socket peer: realip has read `real_ip_header` from the addresses
+        // of `set_real_ip_from`, and an address it leaves that robotgate.yaml's
+        // `trusted_proxies` still lists is a proxy that named no client
+        // (a request from the balancer without the header), judged as the
+        // proxy judges it: verified as no crawler, banned and paced as no
+        // one. The pipeline is given no forwarding header to walk again
+        // ([`Fields`]): realip has walked it.
+        peer: Peer::Socket(client_of(request)),
         headers: Fields::of(request),
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
@@ -106,7 +114,13 @@ pub(crate) fn decide<'s>(
         || (snap.settings.boot.shared_state.is_some()
             && STORE.with_borrow(|s| s.as_ref().is_some_and(store::Store::is_up)));
     let rates = if store_up { Rates::Shared } else { Rates::Local };
-    let mut p = Pipeline::new(Env::of(snap), view, &req, None, rates, Clock::System);
+    // The crowd check, as the proxy's: every worker counts into the zone.
+    let crowd = |client: Option<std::net::IpAddr>, forwarded: bool| shared.crowd.note(client, forwarded);
+    let mut p = Pipeline::new(Env::of(snap), view, &req, Some(&crowd), rates, Clock::System);
+    if let Some(why) = p.facts().client_unknown {
+        // A trusted proxy that named no client, as the proxy counts it.
+        shared.series.add("robotgate_client_unknown_total", &["reason"], &[why.as_str()], 1);
+    }
     let verdict = loop {
         match p.run(Some(&mut *memo), &shared.state, Clock::System) {
             Next::Done(v) => break v,

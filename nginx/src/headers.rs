@@ -14,11 +14,14 @@ pub(crate) struct Fields<'r> {
     user_agents: [Option<&'r [u8]>; 2],
     /// `Signature-Input` is present.
     signed: bool,
+    /// `X-Forwarded-For` or `Forwarded` is present (for the crowd check:
+    /// their values are realip's to read, never the pipeline's).
+    forwarded: bool,
 }
 
 impl<'r> Fields<'r> {
     pub(crate) fn of(request: &'r http::Request) -> Fields<'r> {
-        let mut f = Fields { request, user_agents: [None, None], signed: false };
+        let mut f = Fields { request, user_agents: [None, None], signed: false, forwarded: false };
         for (k, v) in request.headers_in_iterator() {
             let k = k.as_bytes();
             if k.eq_ignore_ascii_case(b"user-agent") {
@@ -26,6 +29,8 @@ impl<'r> Fields<'r> {
                 f.user_agents[slot] = Some(v.as_bytes());
             } else if k.eq_ignore_ascii_case(b"signature-input") {
                 f.signed = true;
+            } else if k.eq_ignore_ascii_case(b"x-forwarded-for") || k.eq_ignore_ascii_case(b"forwarded") {
+                f.forwarded = true;
             }
         }
         f
@@ -53,7 +58,8 @@ impl<'r> Headers<'r> for Fields<'r> {
         match header {
             Header::UserAgent => self.user_agents[0].is_some(),
             Header::SignatureInput => self.signed,
-            _ => false,
+            Header::XForwardedFor | Header::Forwarded => self.forwarded,
+            Header::XRealIp => false,
         }
     }
 
@@ -94,6 +100,14 @@ pub(crate) fn client_of(request: &http::Request) -> Option<IpAddr> {
         // A Unix socket: no client address.
         _ => None,
     }
+}
+
+/// The client reached nginx over TLS: the connection has an SSL
+/// connection, as nginx's `$https` reads it.
+pub(crate) fn https_of(request: &http::Request) -> bool {
+    // SAFETY: a request's connection outlives the request.
+    let c = unsafe { &*request.connection() };
+    !c.ssl.is_null()
 }
 
 /// The `Host` the request names: the `Host` field as sent, port and all,

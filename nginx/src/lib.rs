@@ -51,6 +51,7 @@
 mod answer;
 mod books;
 mod conn;
+mod crowd;
 mod directives;
 mod dns;
 mod driver;
@@ -228,8 +229,9 @@ fn module() -> &'static ngx_module_t {
 http_request_handler!(robotgate_handler, |request: &mut http::Request| driver::handle(request));
 
 /// A worker's start: its folding of the
-/// violation log, the timer that closes its windows, and its store threads
-/// when the config names a store (`state.redis`).
+/// violation log, the timer that closes its windows, the crowd check's
+/// timer, and its store threads when the config names a store
+/// (`state.redis`).
 extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     // The worker's memo and tables, made now rather than amid the first
     // request: below the heap's top, not between nginx's request pools.
@@ -259,6 +261,11 @@ extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
                 ngx_log_error!(NGX_LOG_ERR, log, "robotgate: state.redis not used by this worker: {}", why);
             }
         }
+    }
+    if let Some(shared) = main.shared.as_ref() {
+        // SAFETY: once, in this worker, on nginx's thread; the zone is
+        // mapped as long as the worker.
+        unsafe { crowd::start(log, shared.crowd) };
     }
     // Changes noticed and rebuilt off the request path.
     if let Err(why) = reload::start(log, main.config.clone(), snap.clone(), install) {

@@ -24,11 +24,12 @@
 //! an idle worker makes no `stat` at all.
 //!
 //! A worker stays single-threaded until a file changes (see
-//! [`robotgate::load::file::read_on_this_thread`]): the helper thread is
-//! started for a reload and ends with it. One reload at a time; changes
-//! meanwhile start another once it ends. The old snapshot is dropped on a
-//! thread too (freeing a classifier takes a while). At a worker's exit the
-//! watch is closed; a reload still running is abandoned with the process.
+//! [`robotgate::load::file::Reader::Caller`]): the reload thread is
+//! started for a reload, reads every file itself, and ends with it. One
+//! reload at a time; changes meanwhile start another once it ends. The old
+//! snapshot is dropped on a thread too (freeing a classifier takes a
+//! while). At a worker's exit the watch is closed; a reload still running
+//! is abandoned with the process.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -38,6 +39,7 @@ use std::sync::Arc;
 use ngx::ffi::{ngx_connection_t, ngx_event_t, ngx_log_t, ngx_msec_t, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN};
 use ngx::ngx_log_error;
 
+use robotgate::load::file::Reader;
 use robotgate::load::watch::{watch_dirs, Burst, Sources, Sweep, DEBOUNCE};
 use robotgate::load::{Problem, Snapshot};
 
@@ -199,7 +201,7 @@ impl Watch {
         let whole = self.burst.take_whole();
         let (config, previous, waker) = (self.config.clone(), self.current.clone(), self.waker.clone());
         let spawned = std::thread::Builder::new().name("robotgate-reload".into()).spawn(move || {
-            let outcome = robotgate::load::reload_whole(&config, Some(&previous), &whole);
+            let outcome = robotgate::load::reload_whole(&config, Some(&previous), &whole, Reader::Caller);
             drop(previous);
             // What the watch needs of the new snapshot, made here rather than on nginx's thread.
             let watch = outcome.as_ref().ok().map(|s| (Sources::of(&s.sources), watch_dirs(&s.sources)));

@@ -1,6 +1,6 @@
 //! The shared-memory zone every worker of one nginx decides with: the
-//! rates, bans and robots.txt reads of [`MemoryState::in_region`], and the
-//! metrics' series ([`Series`]).
+//! rates, bans and robots.txt reads of [`MemoryState::in_region`], the
+//! metrics' series ([`Series`]), and the crowd check's counts ([`Crowd`]).
 //!
 //! One zone, `robotgate`, sized from `limits.max_clients` as the proxy sizes
 //! its tables. nginx maps it before it starts the workers, at one address
@@ -15,6 +15,7 @@ use ngx::ffi::{
 };
 use ngx::ngx_string;
 
+use robotgate::state::crowd::Crowd;
 use robotgate::state::series::Series;
 use robotgate::state::MemoryState;
 
@@ -27,9 +28,12 @@ pub struct Shared {
     pub state: MemoryState,
     /// The metrics' counters.
     pub series: Series,
+    /// Every worker's requests, for the crowd check: in the zone, mapped
+    /// as long as the workers that use it.
+    pub crowd: &'static Crowd,
 }
 
-/// Where the zone's two regions are, kept in the slab pool's `data` so a
+/// Where the zone's regions are, kept in the slab pool's `data` so a
 /// zone kept across a reload is found again.
 #[repr(C)]
 struct Regions {
@@ -37,6 +41,7 @@ struct Regions {
     state_len: usize,
     series: *mut u8,
     series_len: usize,
+    crowd: *mut u8,
 }
 
 /// What the zone's `init` needs: the table size, and where to put the
@@ -54,7 +59,7 @@ pub struct Pending {
 pub unsafe fn add(cf: *mut ngx_conf_t, pending: *mut Pending, tag: *mut c_void) -> Result<(), &'static str> {
     // SAFETY: the caller's.
     let max_clients = unsafe { (*pending).max_clients };
-    let data = MemoryState::region_bytes(max_clients) + Series::region_bytes(SERIES);
+    let data = MemoryState::region_bytes(max_clients) + Series::region_bytes(SERIES) + Crowd::region_bytes();
     // The slab allocator's own pages and headers, and whole pages for each region.
     let size = data + data / 64 + (256 << 10);
     static mut NAME: ngx_str_t = ngx_string!("robotgate");
@@ -86,11 +91,14 @@ extern "C" fn init(zone: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_t {
             let regions = ngx_slab_alloc(pool, std::mem::size_of::<Regions>()) as *mut Regions;
             let state = ngx_slab_alloc(pool, state_len) as *mut u8;
             let series = ngx_slab_alloc(pool, series_len) as *mut u8;
-            if regions.is_null() || state.is_null() || series.is_null() {
+            let crowd = ngx_slab_alloc(pool, Crowd::region_bytes()) as *mut u8;
+            if regions.is_null() || state.is_null() || series.is_null() || crowd.is_null() {
                 return ngx::ffi::NGX_ERROR as ngx_int_t;
             }
             std::ptr::write_bytes(series, 0, series_len);
-            regions.write(Regions { state, state_len, series, series_len });
+            // All zeros: no request counted yet.
+            std::ptr::write_bytes(crowd, 0, Crowd::region_bytes());
+            regions.write(Regions { state, state_len, series, series_len, crowd });
             (*pool).data = regions as *mut c_void;
         }
         let r = &*((*pool).data as *const Regions);
@@ -99,8 +107,13 @@ extern "C" fn init(zone: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_t {
         }
         let state = MemoryState::in_region(r.state, r.state_len, pending.max_clients);
         let series = Series::in_region(r.series, r.series_len, SERIES);
-        let (Some(state), Some(series)) = (state, series) else { return ngx::ffi::NGX_ERROR as ngx_int_t };
-        *pending.shared = Some(Shared { state, series });
+        // Zeroed above, or placed there by this module before a reload;
+        // the slab's allocations are aligned for any integer.
+        let crowd = Crowd::in_region(r.crowd);
+        let (Some(state), Some(series), Some(crowd)) = (state, series, crowd) else {
+            return ngx::ffi::NGX_ERROR as ngx_int_t;
+        };
+        *pending.shared = Some(Shared { state, series, crowd });
     }
     ngx::ffi::NGX_OK as ngx_int_t
 }

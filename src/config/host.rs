@@ -67,6 +67,12 @@ impl Host {
         if sites.iter().any(|s| s.upstream.is_some()) {
             ignored.push("sites[].upstream: nginx's `proxy_pass`, `root` ...");
         }
+        // nginx reads the client's header itself, in its realip module; the
+        // module takes the address realip leaves as the socket peer, and
+        // reads `trusted_proxies` only to know it for a proxy.
+        if settings.client_header != crate::net::ClientHeader::default() {
+            ignored.push("client_header: nginx's realip, `real_ip_header`");
+        }
         if boot.threads != 1 {
             ignored.push("threads: `worker_processes`");
         }
@@ -124,5 +130,13 @@ mod tests {
         );
         let ignored = Host::Nginx.ignored(&config.settings, config.sites.iter());
         assert!(ignored.iter().any(|k| k.starts_with("listen:")) && ignored.iter().any(|k| k.contains("upstream")));
+        // nginx's realip reads the client's header: robotgate's own choice
+        // of header is not used there; its trusted proxies are.
+        let proxied = crate::config::parse(&format!("client_header: Forwarded\n{NGINX_ONLY}")).unwrap();
+        let ignored = Host::Nginx.ignored(&proxied.settings, proxied.sites.iter());
+        assert!(ignored.len() == 1 && ignored[0].starts_with("client_header:"), "{ignored:?}");
+        assert!(Host::Serve.ignored(&proxied.settings, proxied.sites.iter()).is_empty());
+        let trusting = crate::config::parse(&format!("trusted_proxies: [\"10.0.0.0/8\"]\n{NGINX_ONLY}")).unwrap();
+        assert!(Host::Nginx.ignored(&trusting.settings, trusting.sites.iter()).is_empty());
     }
 }

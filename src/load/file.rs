@@ -18,7 +18,8 @@
 //!   per calling thread) and is abandoned after [`Timing::timeout`] (a hung
 //!   network filesystem); the next read gets a new helper. At most
 //!   [`MAX_STUCK`] abandoned reads are outstanding; past that, reads are
-//!   refused at once instead of piling up threads.
+//!   refused at once instead of piling up threads. A host that must stay
+//!   single-threaded asks for [`Reader::Caller`] instead, read by read.
 //! - **Settled.** A file is read once neither its size nor its times have
 //!   changed for [`Timing::settle`], and read again if it changed while being
 //!   read, for at most [`Timing::settle_limit`]: a `cp` over the file or an
@@ -28,7 +29,7 @@
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -154,8 +155,32 @@ pub struct Timing {
     /// Waiting for a file to settle ends after this long, with
     /// [`Refusal::Changing`].
     pub settle_limit: Duration,
-    /// One open-and-read is abandoned after this long.
+    /// One open-and-read is abandoned after this long (with
+    /// [`Reader::Helper`]).
     pub timeout: Duration,
+    /// Which thread opens and reads the file.
+    pub reader: Reader,
+}
+
+/// Which thread opens and reads a file: a choice of the host, made where it
+/// starts a load ([`crate::load::reload_for`]), never a switch of the
+/// process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reader {
+    /// A helper thread kept per calling thread, abandoned after
+    /// [`Timing::timeout`]: a read stuck in the kernel (a hung network file
+    /// system) never holds the caller longer than that.
+    #[default]
+    Helper,
+    /// The caller's own thread, without a deadline (a read stuck in the
+    /// kernel holds the caller, as the host's own reads of its files
+    /// would). For a host that must stay single-threaded: once a process
+    /// has started a second thread, glibc takes its multi-threaded paths
+    /// for good (a cancellation check around every system call, locked
+    /// allocations), in that process and in every child it forks
+    /// afterwards. nginx's master reads the config and forks the workers,
+    /// so one helper thread there would cost every request of every worker.
+    Caller,
 }
 
 impl Default for Timing {
@@ -170,6 +195,7 @@ impl Default for Timing {
             settle: Duration::from_millis(250),
             settle_limit: Duration::from_secs(1),
             timeout: Duration::from_secs(1),
+            reader: Reader::Helper,
         }
     }
 }
@@ -187,8 +213,8 @@ pub fn read(path: &Path, limit: u64) -> Result<Contents, Refusal> {
 ///
 /// Cost: one hand-over to the caller's reader thread per look at the file
 /// (a look is an open and an fstat, plus the read once the file has
-/// settled; none after [`read_on_this_thread`]); a file older than the
-/// settle time is read in one look.
+/// settled; none with [`Reader::Caller`]); a file older than the settle
+/// time is read in one look.
 ///
 /// # Errors
 /// As [`read`].
@@ -199,7 +225,7 @@ pub fn read_with(path: &Path, limit: u64, timing: &Timing) -> Result<Contents, R
     let mut unchanged_since: Option<Stamp> = None;
     loop {
         let (owned, settle, known) = (path.to_path_buf(), timing.settle, unchanged_since);
-        let wait = match bounded(timing.timeout, move || look(&owned, limit, settle, known))? {
+        let wait = match bounded(timing, move || look(&owned, limit, settle, known))? {
             Look::Read(contents) => return Ok(contents),
             Look::Young { age: Some(age), .. } => {
                 unchanged_since = None;
@@ -351,23 +377,6 @@ fn kind(meta: &Metadata) -> &'static str {
 /// Reads abandoned and still running.
 static STUCK: AtomicUsize = AtomicUsize::new(0);
 
-/// Read on the caller's thread: see [`read_on_this_thread`].
-static ON_THIS_THREAD: AtomicBool = AtomicBool::new(false);
-
-/// From now on, every read of this process happens on the caller's thread,
-/// without a helper thread and so without a deadline (a read stuck in the
-/// kernel holds the caller, as the host's own reads of its files would).
-///
-/// For a host that must stay single-threaded: once a process has started a
-/// second thread, glibc takes its multi-threaded paths for good (a
-/// cancellation check around every system call, locked allocations), in
-/// that process and in every child it forks afterwards. nginx's master
-/// reads the config and forks the workers, so one helper thread there
-/// would cost every request of every worker (the module calls this first).
-pub fn read_on_this_thread() {
-    ON_THIS_THREAD.store(true, Ordering::SeqCst);
-}
-
 /// A helper thread's state: running, done, or abandoned by its caller.
 const RUNNING: u8 = 0;
 const DONE: u8 = 1;
@@ -423,18 +432,19 @@ fn abandon_reader() {
     READER.with(|reader| reader.borrow_mut().take());
 }
 
-/// Run `f` on this thread's reader thread ([`READER`]) and wait at most
-/// `timeout` for it. A reader that does not answer in time is left behind
-/// (a read stuck in the kernel cannot be cancelled) and counted in
-/// [`STUCK`] until its read ends; while [`MAX_STUCK`] are, no read is
-/// started.
+/// Run `f` as `timing.reader` says: on the caller's thread, or on this
+/// thread's reader thread ([`READER`]), waiting at most `timing.timeout`
+/// for it. A reader that does not answer in time is left behind (a read
+/// stuck in the kernel cannot be cancelled) and counted in [`STUCK`] until
+/// its read ends; while [`MAX_STUCK`] are, no read is started.
 fn bounded<T: Send + 'static>(
-    timeout: Duration,
+    timing: &Timing,
     f: impl FnOnce() -> Result<T, Refusal> + Send + 'static,
 ) -> Result<T, Refusal> {
-    if ON_THIS_THREAD.load(Ordering::Relaxed) {
+    if timing.reader == Reader::Caller {
         return f();
     }
+    let timeout = timing.timeout;
     let stuck = STUCK.load(Ordering::SeqCst);
     if stuck >= MAX_STUCK {
         return Err(Refusal::Stuck(stuck));
@@ -480,7 +490,13 @@ mod tests {
             settle: Duration::from_millis(60),
             settle_limit: Duration::from_millis(400),
             timeout: Duration::from_secs(2),
+            reader: Reader::Helper,
         }
+    }
+
+    /// Reads on a helper thread, abandoned after `timeout`.
+    fn helper(timeout: Duration) -> Timing {
+        Timing { timeout, ..Timing::default() }
     }
 
     /// A file whose last change is `settle` in the past, so it is read at once.
@@ -592,22 +608,22 @@ mod tests {
     #[test]
     fn a_read_that_does_not_answer_is_abandoned() {
         let start = Instant::now();
-        let stuck = bounded(Duration::from_millis(50), || {
+        let stuck = bounded(&helper(Duration::from_millis(50)), || {
             std::thread::sleep(Duration::from_millis(500));
             Ok(())
         });
         assert_eq!(stuck, Err(Refusal::Timeout(Duration::from_millis(50))));
         assert!(start.elapsed() < Duration::from_millis(400));
-        assert_eq!(bounded(Duration::from_secs(1), || Ok(7)), Ok(7));
+        assert_eq!(bounded(&helper(Duration::from_secs(1)), || Ok(7)), Ok(7));
     }
 
     #[test]
     fn reads_share_one_reader_thread_until_one_is_abandoned() {
-        let on_reader = || bounded(Duration::from_secs(5), || Ok(std::thread::current().id()));
+        let on_reader = || bounded(&helper(Duration::from_secs(5)), || Ok(std::thread::current().id()));
         let first = on_reader().unwrap();
         assert_ne!(first, std::thread::current().id(), "a read runs on a helper thread");
         assert_eq!(on_reader().unwrap(), first, "the next read reuses it (issue 55: no thread per file)");
-        let stuck = bounded(Duration::from_millis(20), || {
+        let stuck = bounded(&helper(Duration::from_millis(20)), || {
             std::thread::sleep(Duration::from_millis(300));
             Ok(std::thread::current().id())
         });
@@ -619,8 +635,30 @@ mod tests {
 
     #[test]
     fn a_reader_that_panicked_is_replaced() {
-        let panicked: Result<(), Refusal> = bounded(Duration::from_secs(5), || panic!("a read that panics"));
+        let panicked: Result<(), Refusal> = bounded(&helper(Duration::from_secs(5)), || panic!("a read that panics"));
         assert_eq!(panicked.unwrap_err().reason(), Reason::Unreadable);
-        assert_eq!(bounded(Duration::from_secs(5), || Ok(7)), Ok(7));
+        assert_eq!(bounded(&helper(Duration::from_secs(5)), || Ok(7)), Ok(7));
+    }
+
+    #[test]
+    fn the_caller_chooses_its_own_thread_read_by_read() {
+        let caller = Timing { reader: Reader::Caller, timeout: Duration::from_millis(20), ..Timing::default() };
+        let here = std::thread::current().id();
+        // On the caller's thread, without a deadline: a slow read is waited for.
+        let slow = bounded(&caller, || {
+            std::thread::sleep(Duration::from_millis(100));
+            Ok(std::thread::current().id())
+        });
+        assert_eq!(slow, Ok(here));
+        // The next read that asks for a helper gets one: the choice is the
+        // read's, not the process's.
+        let helped = bounded(&helper(Duration::from_secs(5)), || Ok(std::thread::current().id())).unwrap();
+        assert_ne!(helped, here);
+        assert_eq!(bounded(&caller, || Ok(std::thread::current().id())), Ok(here));
+        // A file read on the caller's thread is the same file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = old_file(dir.path(), "robots.txt", b"User-agent: *\n");
+        let on_caller = read_with(&path, ROBOTS_MAX, &Timing { reader: Reader::Caller, ..quick() }).unwrap();
+        assert_eq!(on_caller, read_with(&path, ROBOTS_MAX, &quick()).unwrap());
     }
 }

@@ -185,6 +185,25 @@ impl Changes {
     }
 }
 
+/// How one load reads its files: which were put in place whole (read at
+/// once, not once they settle), and on which thread ([`file::Reader`]).
+#[derive(Clone, Copy)]
+struct Reads<'w> {
+    whole: &'w HashSet<PathBuf>,
+    reader: file::Reader,
+}
+
+impl Reads<'_> {
+    /// How to read `path`.
+    fn timing(&self, path: &Path) -> file::Timing {
+        let settle = match self.whole.contains(path) {
+            true => std::time::Duration::ZERO,
+            false => file::Timing::default().settle,
+        };
+        file::Timing { settle, reader: self.reader, ..file::Timing::default() }
+    }
+}
+
 /// Reads and compiles one site's files (the part of a load that is per
 /// site), noting what it read where the whole load keeps it.
 struct SiteReader<'a> {
@@ -192,7 +211,7 @@ struct SiteReader<'a> {
     problems: &'a mut Vec<Problem>,
     sources: &'a mut Vec<PathBuf>,
     config_path: &'a Path,
-    whole: &'a HashSet<PathBuf>,
+    reads: Reads<'a>,
 }
 
 /// What one site's build read: each file's stamp and its contents as read.
@@ -222,10 +241,7 @@ impl SiteReader<'_> {
             None => r.reusable = false,
         }
         let (refused, problems) = (self.refused.len(), self.problems.len());
-        let timing = match self.whole.contains(path) {
-            true => file::Timing { settle: std::time::Duration::ZERO, ..file::Timing::default() },
-            false => file::Timing::default(),
-        };
+        let timing = self.reads.timing(path);
         let last_good = r.before.and_then(|b| b.originals.iter().find(|(p, _)| p == path)).map(|(_, o)| o);
         let got = read_served(path, what, limit, check, &timing, last_good, self.refused, self.problems);
         if self.refused.len() != refused || self.problems.len() != problems {
@@ -549,8 +565,10 @@ impl fmt::Display for Problem {
 
 /// Read `path` as `what`, at most `limit` bytes ([`file::read`]); a refusal
 /// is a problem.
-fn read(path: &Path, what: &str, limit: u64, problems: &mut Vec<Problem>) -> Option<file::Contents> {
-    file::read(path, limit).map_err(|refusal| problems.push(Problem::refused(path, what, &refusal))).ok()
+fn read(path: &Path, what: &str, limit: u64, reads: Reads<'_>, problems: &mut Vec<Problem>) -> Option<file::Contents> {
+    file::read_with(path, limit, &reads.timing(path))
+        .map_err(|refusal| problems.push(Problem::refused(path, what, &refusal)))
+        .ok()
 }
 
 /// Read a served file (robots.txt, humans.txt, alternate content) that
@@ -612,13 +630,14 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`], less the refused files `previous` had.
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
-    reload_whole(config_path, previous, &HashSet::new())
+    reload_for(config_path, previous, &HashSet::new(), Host::Nginx, file::Reader::Helper)
 }
 
 /// [`reload_whole`] for `host`: a site file of `sites_dir` that lacks what
 /// `host` needs ([`Host::missing_in`]) is refused alone. [`load`],
 /// [`reload`] and [`reload_whole`] load for nginx (and the CLI commands),
-/// which need no `upstream`.
+/// which need no `upstream`. `reader`: which thread reads each file, the
+/// host's choice ([`file::Reader`]: nginx's processes read on their own).
 ///
 /// # Errors
 /// As [`reload`].
@@ -627,7 +646,9 @@ pub fn reload_for(
     previous: Option<&Snapshot>,
     whole: &HashSet<PathBuf>,
     host: Host,
+    reader: file::Reader,
 ) -> Result<Snapshot, Vec<Problem>> {
+    let reads = Reads { whole, reader };
     let read_at = SystemTime::now();
     let mut problems = Vec::new();
     let stamp = file::stamp(config_path);
@@ -637,7 +658,7 @@ pub fn reload_for(
         // Its sites are shared, not copied.
         Some(p) => (p.settings.clone(), p.sites[..p.config_sites].iter().map(|s| Arc::clone(&s.conf)).collect()),
         None => {
-            let body = file::read(config_path, file::CONFIG_MAX)
+            let body = file::read_with(config_path, file::CONFIG_MAX, &reads.timing(config_path))
                 .map_err(|refusal| vec![Problem::refused(config_path, "the config", &refusal)])?
                 .body;
             let text = String::from_utf8(body).map_err(|e| {
@@ -649,7 +670,7 @@ pub fn reload_for(
             (config.settings, config.sites.into_iter().map(Arc::new).collect())
         }
     };
-    let mut snapshot = load_config_whole(config, config_path, previous, whole, host, &mut problems)?;
+    let mut snapshot = load_config_whole(config, config_path, previous, reads, host, &mut problems)?;
     snapshot.read_at = read_at;
     snapshot.config_stamp = stamp;
     Ok(snapshot)
@@ -658,7 +679,8 @@ pub fn reload_for(
 /// [`reload`], knowing that each file of `whole` was put in place whole
 /// (renamed over its path, not written since), so it is read at once
 /// rather than once it has settled ([`file::Timing::settle`]): what makes
-/// an edit saved by rename in force in well under the settle time.
+/// an edit saved by rename in force in well under the settle time. Each
+/// file is read as `reader` says.
 ///
 /// Cost: one `stat` per file of the sites kept; only the sites whose
 /// configuration or files changed are read and compiled again, and the
@@ -670,8 +692,9 @@ pub fn reload_whole(
     config_path: &Path,
     previous: Option<&Snapshot>,
     whole: &HashSet<PathBuf>,
+    reader: file::Reader,
 ) -> Result<Snapshot, Vec<Problem>> {
-    reload_for(config_path, previous, whole, Host::Nginx)
+    reload_for(config_path, previous, whole, Host::Nginx, reader)
 }
 
 /// Build a snapshot from an already validated config.
@@ -685,7 +708,8 @@ pub fn load_config(
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
     let config = (config.settings, config.sites.into_iter().map(Arc::new).collect());
-    load_config_whole(config, config_path, previous, &HashSet::new(), Host::Nginx, problems)
+    let reads = Reads { whole: &HashSet::new(), reader: file::Reader::Helper };
+    load_config_whole(config, config_path, previous, reads, Host::Nginx, problems)
 }
 
 /// [`load_config`] with the files known whole ([`reload_whole`]).
@@ -693,7 +717,7 @@ fn load_config_whole(
     config: (Settings, Vec<Arc<Site>>),
     config_path: &Path,
     previous: Option<&Snapshot>,
-    whole: &HashSet<PathBuf>,
+    reads: Reads<'_>,
     host: Host,
     problems: &mut Vec<Problem>,
 ) -> Result<Snapshot, Vec<Problem>> {
@@ -707,7 +731,7 @@ fn load_config_whole(
         Some(dir) => {
             let found = sites_dir::Found { sources: &mut sources, refused: &mut refused, problems };
             let before = previous.map(|p| &p.site_files);
-            let (more, files) = sites_dir::read(&dir, &settings, &site_confs, config_path, host, before, whole, found);
+            let (more, files) = sites_dir::read(&dir, &settings, &site_confs, config_path, host, before, reads, found);
             site_confs.extend(more);
             settings.route(&site_confs);
             files
@@ -724,7 +748,7 @@ fn load_config_whole(
         None => None,
         Some(path) => {
             sources.push(path.clone());
-            read(path, "the bot database", file::BOTS_MAX, problems).map(|c| c.body)
+            read(path, "the bot database", file::BOTS_MAX, reads, problems).map(|c| c.body)
         }
     };
     // Compiling the classifier is the slowest part of a reload; reuse it while
@@ -748,9 +772,11 @@ fn load_config_whole(
     // Where the state is kept is settled at start (`state_dir` and
     // `log.violations` take effect on restart; the reads' file is opened once).
     let traps_state = previous.map_or_else(|| traps::state_path(&settings, config_path), |p| p.traps_state.clone());
-    let mut traps_first_served = traps::read(&traps_state);
-    let mut robots_versions =
-        previous.map_or_else(|| versions::read(&versions::state_path(&traps_state)), |p| p.robots_versions.clone());
+    let mut traps_first_served = traps::read(&traps_state, reads.reader);
+    let mut robots_versions = previous.map_or_else(
+        || versions::read(&versions::state_path(&traps_state), reads.reader),
+        |p| p.robots_versions.clone(),
+    );
     let now_unix = crate::policy::Clock::System.unix_secs();
     let mut sites: Vec<Arc<LiveSite>> = Vec::with_capacity(site_confs.len());
     // A site whose configuration, classifier and files are as the previous
@@ -784,7 +810,7 @@ fn load_config_whole(
                 continue;
             }
             changed.note(&site.name, old.is_some());
-            let mut reader = SiteReader { refused: &mut refused, problems, sources: &mut sources, config_path, whole };
+            let mut reader = SiteReader { refused: &mut refused, problems, sources: &mut sources, config_path, reads };
             let live = reader.build(site, db, &mut traps_first_served, &mut robots_versions, now_unix, old);
             sites.push(Arc::new(live));
         }
@@ -822,7 +848,7 @@ fn load_config_whole(
     let feeds_dir = feeds_dir(&settings, &traps_state);
     let given = settings.verify_feeds.is_some();
     let reuse = previous.map(|p| (&p.ranges_key, &p.ranges));
-    let (ranges, ranges_key) = load_ranges(feeds_dir.as_deref(), given, &mut sources, problems, reuse);
+    let (ranges, ranges_key) = load_ranges(feeds_dir.as_deref(), given, reads, (&mut sources, problems), reuse);
     if !problems.is_empty() {
         problems.append(&mut refused);
         return Err(std::mem::take(problems));
@@ -895,8 +921,8 @@ pub fn feeds_dir(settings: &Settings, traps_state: &Path) -> Option<PathBuf> {
 fn load_ranges(
     dir: Option<&Path>,
     given: bool,
-    sources: &mut Vec<PathBuf>,
-    problems: &mut Vec<Problem>,
+    reads: Reads<'_>,
+    (sources, problems): (&mut Vec<PathBuf>, &mut Vec<Problem>),
     previous: Option<(&RangesKey, &Arc<RangeTable>)>,
 ) -> (Arc<RangeTable>, RangesKey) {
     let mut files: Vec<(String, String, SystemTime)> = Vec::new();
@@ -917,7 +943,7 @@ fn load_ranges(
                 for path in paths {
                     sources.push(path.clone());
                     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                    if let Some(c) = read(&path, "the feed", file::FEED_MAX, problems) {
+                    if let Some(c) = read(&path, "the feed", file::FEED_MAX, reads, problems) {
                         files.push((name, String::from_utf8_lossy(&c.body).into_owned(), c.mtime));
                     }
                 }
@@ -1100,7 +1126,7 @@ mod tests {
         std::fs::write(&tmp, "User-agent: *\nDisallow: /new/\n").unwrap();
         std::fs::rename(&tmp, dir.path().join("r1.txt")).unwrap();
         let whole = HashSet::from([dir.path().join("r1.txt")]);
-        let third = reload_whole(&config, Some(&second), &whole).unwrap();
+        let third = reload_whole(&config, Some(&second), &whole, file::Reader::Helper).unwrap();
         assert!(Arc::ptr_eq(&second.sites[0], &third.sites[0]) && Arc::ptr_eq(&second.sites[2], &third.sites[2]));
         assert!(!Arc::ptr_eq(&second.sites[1], &third.sites[1]));
         assert!(!third.sites[1].robots.as_ref().unwrap().compiled.allows("foobot", "/new/x").allowed);

@@ -13,7 +13,7 @@
 //! again: its sites are that load's (a reload of 10,000 files costs 10,000
 //! `stat` calls, and the clash checks).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -92,7 +92,8 @@ pub(super) struct Found<'a> {
 
 /// Read `dir`'s site files for the config's `own` sites (named by
 /// `config_path`), reusing `previous`'s for each file whose stamp has not
-/// moved, reading each of `whole` without waiting for it to settle; `host`
+/// moved, reading each file as `reads` says (one put in place whole
+/// without waiting for it to settle); `host`
 /// says what each site needs ([`Host::missing_in`]). Returns the sites in file
 /// order and the files as taken.
 #[allow(clippy::too_many_arguments)]
@@ -103,7 +104,7 @@ pub(super) fn read(
     config_path: &Path,
     host: Host,
     previous: Option<&SiteFiles>,
-    whole: &HashSet<PathBuf>,
+    reads: super::Reads<'_>,
     found: Found<'_>,
 ) -> (Vec<Arc<Site>>, SiteFiles) {
     let Found { sources, refused, problems } = found;
@@ -147,7 +148,7 @@ pub(super) fn read(
         let before = previous.get(path);
         let parsed = match before.filter(|f| !f.refused && stamp.is_some() && f.stamp == *stamp) {
             Some(f) => Ok(f.sites.clone()),
-            None => parse(path, settings, host, whole.contains(path)).map(|s| s.into_iter().map(Arc::new).collect()),
+            None => parse(path, settings, host, reads.timing(path)).map(|s| s.into_iter().map(Arc::new).collect()),
         };
         let taken = parsed.and_then(|sites| {
             let clashes = owners.clashes(&sites);
@@ -194,11 +195,7 @@ pub fn is_site_file(path: &Path) -> bool {
 }
 
 /// Read and check one site file alone.
-fn parse(path: &Path, settings: &Settings, host: Host, whole: bool) -> Result<Vec<Site>, Vec<Problem>> {
-    let timing = match whole {
-        true => file::Timing { settle: std::time::Duration::ZERO, ..file::Timing::default() },
-        false => file::Timing::default(),
-    };
+fn parse(path: &Path, settings: &Settings, host: Host, timing: file::Timing) -> Result<Vec<Site>, Vec<Problem>> {
     let body = file::read_with(path, file::CONFIG_MAX, &timing)
         .map_err(|refusal| vec![Problem::refused(path, "the site file", &refusal)])?
         .body;

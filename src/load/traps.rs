@@ -41,8 +41,8 @@ const FILE: &str = "robotgate-traps.json";
 /// Read the file; a missing, refused ([`super::file::read`]) or unreadable
 /// one is empty (every trap then starts its arming clock now, which only
 /// delays bans).
-pub fn read(path: &Path) -> FirstServed {
-    super::file::read(path, super::file::TRAPS_MAX)
+pub fn read(path: &Path, reader: super::file::Reader) -> FirstServed {
+    super::file::read_with(path, super::file::TRAPS_MAX, &super::file::Timing { reader, ..Default::default() })
         .ok()
         .and_then(|c| serde_json::from_slice(&c.body).ok())
         .unwrap_or_default()

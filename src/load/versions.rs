@@ -68,8 +68,8 @@ pub fn state_path(traps_state: &Path) -> PathBuf {
 
 /// Read the file; a missing, refused or unreadable one is empty (crawlers
 /// holding an earlier version then get no grace).
-pub fn read(path: &Path) -> Versions {
-    super::file::read(path, super::file::VERSIONS_MAX)
+pub fn read(path: &Path, reader: super::file::Reader) -> Versions {
+    super::file::read_with(path, super::file::VERSIONS_MAX, &super::file::Timing { reader, ..Default::default() })
         .ok()
         .and_then(|c| serde_json::from_slice(&c.body).ok())
         .unwrap_or_default()
@@ -175,6 +175,6 @@ mod tests {
         write(&path, &versions).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(r#""body":"User-agent: *\nDisallow: /\"x\"/\n""#), "{text}");
-        assert_eq!(read(&path), versions);
+        assert_eq!(read(&path, crate::load::file::Reader::Helper), versions);
     }
 }

@@ -104,12 +104,14 @@ pub trait Headers<'r> {
 #[derive(Debug, Clone, Copy)]
 pub enum Peer {
     /// The socket peer: the client, or a trusted proxy in front of it
-    /// (`trusted_proxies`, `client_header`).
+    /// (`trusted_proxies`, `client_header`). Also nginx's address after its
+    /// realip module: one `trusted_proxies` still lists is a proxy that
+    /// named no client, as for the proxy.
     Socket(Option<IpAddr>),
     /// The client as a web server logged it (replay), or as an edge named
-    /// it in a field of its own, never a header a client can send (nginx's
-    /// connection, HAProxy's `src` over SPOE, Envoy ext_authz's
-    /// `source.address` after its `xff_num_trusted_hops`): taken as it is.
+    /// it in a field of its own, never a header a client can send
+    /// (HAProxy's `src` over SPOE, Envoy ext_authz's `source.address` after
+    /// its `xff_num_trusted_hops`): taken as it is.
     Logged(Option<IpAddr>),
 }
 

@@ -14,6 +14,7 @@
 //! and reads are answered from a local view the other instances keep in
 //! step, and a rate question is put to the store between two decisions.
 
+pub mod crowd;
 pub mod memory;
 pub mod series;
 pub mod shared;

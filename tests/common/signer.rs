@@ -108,12 +108,22 @@ impl Directory {
 /// `agent1`), over `@authority` and that member, tag `web-bot-auth`,
 /// created 5 s ago, good for 5 minutes.
 pub fn sign(key: &SigningKey, agent: &str, authority: &str) -> Vec<(String, String)> {
+    sign_over(key, agent, authority, None)
+}
+
+/// As [`sign`], covering `@scheme` too when `scheme` is given: the
+/// signature holds only for a request the verifier knows came that way.
+pub fn sign_over(key: &SigningKey, agent: &str, authority: &str, scheme: Option<&str>) -> Vec<(String, String)> {
     let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let keyid = thumbprint(key);
-    let components = r#"("@authority" "signature-agent";key="agent1")"#;
+    let (covered, scheme_line) = match scheme {
+        Some(s) => (r#""@scheme" "#, format!("\"@scheme\": {s}\n")),
+        None => ("", String::new()),
+    };
+    let components = format!(r#"({covered}"@authority" "signature-agent";key="agent1")"#);
     let params = format!(r#";created={};expires={};keyid="{keyid}";alg="ed25519";tag="web-bot-auth""#, t - 5, t + 300);
     let base = format!(
-        "\"@authority\": {authority}\n\"signature-agent\";key=\"agent1\": \"{agent}\"\n\"@signature-params\": {components}{params}"
+        "{scheme_line}\"@authority\": {authority}\n\"signature-agent\";key=\"agent1\": \"{agent}\"\n\"@signature-params\": {components}{params}"
     );
     let sig = STANDARD.encode(key.sign(base.as_bytes()).to_bytes());
     vec![

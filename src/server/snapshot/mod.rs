@@ -17,6 +17,7 @@ use std::sync::Arc;
 use self::answer::{prebuild, Prebuilt};
 use self::certs::CertSet;
 use crate::agent::Category;
+use crate::load::file::Reader;
 use crate::load::{self, Problem};
 use crate::policy::Action;
 use crate::server::telemetry::metrics;
@@ -86,7 +87,7 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload_for(config_path, None, &std::collections::HashSet::new(), host)?;
+    let files = load::reload_for(config_path, None, &std::collections::HashSet::new(), host, Reader::Helper)?;
     build_for(files, config_path, None, host)
 }
 
@@ -108,7 +109,8 @@ pub fn reload_whole(
     previous: Option<&Snapshot>,
     whole: &std::collections::HashSet<std::path::PathBuf>,
 ) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload_for(config_path, previous.map(|p| &p.files), whole, crate::config::Host::Serve)?;
+    let files =
+        load::reload_for(config_path, previous.map(|p| &p.files), whole, crate::config::Host::Serve, Reader::Helper)?;
     build(files, config_path, previous)
 }
 
