@@ -335,6 +335,37 @@ fn a_broken_robotgate_config_fails_nginx_t_naming_file_and_line() {
     assert!(stderr.contains("aggregate_window"), "names the setting: {stderr}");
 }
 
+/// Issue 54: nginx's master loads robotgate.yaml on its own thread, and
+/// starts no other (the classifier too is compiled there, not beside the
+/// sites): a thread started there would leave glibc in its multi-threaded
+/// mode in every worker forked afterwards. `nginx -t` is the master's load,
+/// traced. Needs strace (.ci/run installs it).
+#[test]
+fn the_master_loads_the_config_without_a_thread() {
+    let Some(module) = module() else { return };
+    if Command::new("strace").arg("-V").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "strace is missing");
+        eprintln!("*** SKIPPED: no strace ***");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    std::fs::write(dir.path().join("nginx.conf"), config(dir.path(), free_port(), &module)).unwrap();
+    let trace = dir.path().join("trace");
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=clone,clone3", "-o"])
+        .arg(&trace)
+        .arg(nginx())
+        .args(["-t", "-p", &dir.path().display().to_string(), "-c"])
+        .arg(dir.path().join("nginx.conf"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let traced = std::fs::read_to_string(&trace).unwrap();
+    assert!(traced.contains("+++ exited with 0 +++"), "not traced: {traced}");
+    assert!(!traced.contains("CLONE_THREAD"), "a thread in nginx's master:\n{traced}");
+}
+
 /// A ban and a rate clock set through one worker hold in the other; the
 /// metrics count every worker's requests; `nginx -s reopen` moves the log.
 #[test]

@@ -32,10 +32,10 @@ pub(crate) extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_
         ngx_conf_log_error!(NGX_LOG_EMERG, cf, "robotgate_config: the path is not UTF-8");
         return ngx::core::NGX_CONF_ERROR;
     };
-    // Read on this thread: no helper thread in nginx's master, nor in the
-    // workers it forks ([`Reader::Caller`]).
+    // Loaded on this thread alone: no thread in nginx's master, nor so in
+    // the workers it forks ([`Reader::Alone`]).
     let (config, whole) = (std::path::Path::new(path), std::collections::HashSet::new());
-    let snapshot = match robotgate::load::reload_whole(config, None, &whole, Reader::Caller) {
+    let snapshot = match robotgate::load::reload_whole(config, None, &whole, Reader::Alone) {
         Ok(snapshot) => snapshot,
         Err(problems) => {
             // What `robotgate config check` says: file, line, why.

@@ -19,7 +19,7 @@
 //!   network filesystem); the next read gets a new helper. At most
 //!   [`MAX_STUCK`] abandoned reads are outstanding; past that, reads are
 //!   refused at once instead of piling up threads. A host that must stay
-//!   single-threaded asks for [`Reader::Caller`] instead, read by read.
+//!   single-threaded asks for [`Reader::Alone`] instead, load by load.
 //! - **Settled.** A file is read once neither its size nor its times have
 //!   changed for [`Timing::settle`], and read again if it changed while being
 //!   read, for at most [`Timing::settle_limit`]: a `cp` over the file or an
@@ -174,13 +174,19 @@ pub enum Reader {
     Helper,
     /// The caller's own thread, without a deadline (a read stuck in the
     /// kernel holds the caller, as the host's own reads of its files
-    /// would). For a host that must stay single-threaded: once a process
+    /// would): for a host whose loading thread is a helper of its own
+    /// already (nginx's reload thread).
+    Caller,
+    /// As [`Reader::Caller`], and the load starts no thread at all (the
+    /// classifier is compiled on the caller's thread too, after the
+    /// sites). For a host that must stay single-threaded: once a process
     /// has started a second thread, glibc takes its multi-threaded paths
     /// for good (a cancellation check around every system call, locked
     /// allocations), in that process and in every child it forks
-    /// afterwards. nginx's master reads the config and forks the workers,
-    /// so one helper thread there would cost every request of every worker.
-    Caller,
+    /// afterwards (glibc 2.36: `__libc_single_threaded` stays false in the
+    /// child). nginx's master reads the config and forks the workers, so
+    /// one thread there would cost every request of every worker.
+    Alone,
 }
 
 impl Default for Timing {
@@ -213,7 +219,7 @@ pub fn read(path: &Path, limit: u64) -> Result<Contents, Refusal> {
 ///
 /// Cost: one hand-over to the caller's reader thread per look at the file
 /// (a look is an open and an fstat, plus the read once the file has
-/// settled; none with [`Reader::Caller`]); a file older than the settle
+/// settled; none with [`Reader::Caller`] or [`Reader::Alone`]); a file older than the settle
 /// time is read in one look.
 ///
 /// # Errors
@@ -441,7 +447,7 @@ fn bounded<T: Send + 'static>(
     timing: &Timing,
     f: impl FnOnce() -> Result<T, Refusal> + Send + 'static,
 ) -> Result<T, Refusal> {
-    if timing.reader == Reader::Caller {
+    if timing.reader != Reader::Helper {
         return f();
     }
     let timeout = timing.timeout;
@@ -655,6 +661,8 @@ mod tests {
         let helped = bounded(&helper(Duration::from_secs(5)), || Ok(std::thread::current().id())).unwrap();
         assert_ne!(helped, here);
         assert_eq!(bounded(&caller, || Ok(std::thread::current().id())), Ok(here));
+        let alone = Timing { reader: Reader::Alone, ..Timing::default() };
+        assert_eq!(bounded(&alone, || Ok(std::thread::current().id())), Ok(here));
         // A file read on the caller's thread is the same file.
         let dir = tempfile::tempdir().unwrap();
         let path = old_file(dir.path(), "robots.txt", b"User-agent: *\n");

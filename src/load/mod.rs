@@ -790,8 +790,10 @@ fn load_config_whole(
     // thread of its own while the sites are read and compiled: the two were
     // most of a start's time one after the other (0.6 to 0.9 s and 1.3 s at
     // 10,000 sites). The sites need only its database.
+    // A host that must stay single-threaded compiles it after the sites
+    // ([`file::Reader::Alone`]).
     let classifier = std::thread::scope(|scope| {
-        let building = new_db.as_ref().and_then(|db| {
+        let building = new_db.as_ref().filter(|_| reads.reader != file::Reader::Alone).and_then(|db| {
             let compile = std::thread::Builder::new().name("robotgate-classifier".into());
             compile.spawn_scoped(scope, move || Classifier::new(db)).ok()
         });
