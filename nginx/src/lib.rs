@@ -12,7 +12,8 @@
 //! }
 //! ```
 //!
-//! What it does today, and what it does not yet (docs/nginx-module.md):
+//! What it does (docs/nginx-module.md lists what still differs from the
+//! proxy):
 //!
 //! * `/robots.txt` and `/humans.txt` are answered from the snapshot (the
 //!   site's files with robotgate's managed and trap lines);
@@ -20,7 +21,10 @@
 //!   body (or its file, or its redirect), a limit is 429 with `Retry-After`,
 //!   a `noindex` pass gets `X-Robots-Tag`, and the site's `Content-Usage`
 //!   is added to what nginx serves;
-//! * the client address is nginx's own, after its realip module;
+//! * the client address is nginx's own, after its realip module, read as
+//!   the proxy reads a socket's peer (`trusted_proxies` still apply), and
+//!   HTTPS is the connection's;
+//! * the crowd check counts every worker's clients in the zone ([`crowd`]);
 //! * rates, bans and robots.txt reads are shared by every worker, in a
 //!   shared-memory zone ([`zone`]), as `limit_req_zone` shares its counters;
 //! * violation records go to the configured file as nginx's own logs do,
@@ -33,14 +37,12 @@
 //! * with `state.redis`, rates, bans and robots.txt reads are shared with
 //!   other nginx and `robotgate serve` instances through the same keys as
 //!   the proxy's ([`store`]); a request whose rate question goes there is
-//!   parked meanwhile, not nginx's loop ([`park`]).
-//!
+//!   parked meanwhile, not nginx's loop ([`park`]);
 //! * a robot that only reverse DNS can confirm is looked up on the worker's
 //!   DNS threads (UDP, then TCP when truncated: every PTR name is read), the
-//!   request parked meanwhile ([`dns`]).
-//!
-//! Not yet: Web Bot Auth key directories (a signed request is judged by
-//! its other evidence).
+//!   request parked meanwhile ([`dns`]);
+//! * a Web Bot Auth signature's key directory is fetched on a helper
+//!   thread, the request parked meanwhile, and cached per worker ([`wba`]).
 //!
 //! The decision runs in the rewrite phase: a handler that answers the
 //! request itself (robots.txt, a refusal with a body) must end it, which the
