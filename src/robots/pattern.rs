@@ -123,9 +123,10 @@ struct Wild {
     end: u32,
 }
 
+/// A trie node while the set is built.
 #[derive(Debug, Default, Clone)]
-struct Node {
-    /// Edge label from the parent (range into `RuleSet::bytes`).
+struct BuildNode {
+    /// Edge label from the parent (range into `Builder::bytes`).
     label: (u32, u32),
     /// Children, sorted by the first byte of their label.
     children: Vec<(u8, u32)>,
@@ -133,8 +134,34 @@ struct Node {
     prefix: [Option<Hit>; 2],
     /// Best `$`-anchored literal rule of each kind ending here.
     exact: [Option<Hit>; 2],
-    /// Wildcard rules whose literal prefix ends here, by priority, descending.
+    /// Wildcard rules whose literal prefix ends here.
     wild: Vec<Wild>,
+}
+
+/// A trie node as a built set keeps it: its children and wildcard rules are
+/// ranges into the set's one edge table and one wildcard table, not vectors
+/// of their own (issue 55: a site's robots.txt has a set per group and per
+/// merged target, and a vector per node was most of a small set's heap).
+#[derive(Debug, Clone)]
+struct Node {
+    /// Edge label from the parent (range into `RuleSet::bytes`).
+    label: (u32, u32),
+    /// Children (range into `RuleSet::edges`), sorted by first label byte.
+    children: (u32, u32),
+    /// Wildcard rules whose literal prefix ends here (range into
+    /// `RuleSet::wilds`), by priority, descending.
+    wild: (u32, u32),
+    /// Best literal rule (no `*`, no `$`) of each kind ending here.
+    prefix: [Option<Hit>; 2],
+    /// Best `$`-anchored literal rule of each kind ending here.
+    exact: [Option<Hit>; 2],
+}
+
+/// The growing trie of [`RuleSet::build`].
+#[derive(Default)]
+struct Builder {
+    nodes: Vec<BuildNode>,
+    bytes: Vec<u8>,
 }
 
 /// Up to this many wildcard rules a set checks them one by one (each only
@@ -170,8 +197,10 @@ impl std::fmt::Debug for WildIndex {
 /// A compiled set of allow/disallow rules: one group, or several merged.
 #[derive(Debug, Default)]
 pub struct RuleSet {
-    nodes: Vec<Node>,
-    bytes: Vec<u8>,
+    nodes: Box<[Node]>,
+    edges: Box<[(u8, u32)]>,
+    wilds: Box<[Wild]>,
+    bytes: Box<[u8]>,
     rules: usize,
     /// Boxed: the automaton and its cache pool take about 730 bytes, which
     /// every set without one (nearly all) would otherwise carry inline; a
@@ -304,39 +333,53 @@ fn kind_index(kind: RuleKind) -> usize {
 impl RuleSet {
     /// Build a rule set. Cost: O(total pattern bytes × log fan-out).
     pub fn build<'a>(rules: impl IntoIterator<Item = SetRule<'a>>) -> RuleSet {
-        let mut set = RuleSet { nodes: vec![Node::default()], bytes: Vec::new(), rules: 0, wild_index: None };
+        let mut trie = Builder { nodes: vec![BuildNode::default()], bytes: Vec::new() };
+        let mut count = 0;
         let mut wild: Vec<(RuleKind, Hit, Vec<u8>)> = Vec::new();
         for rule in rules {
-            set.insert(&rule, &mut wild);
-            set.rules += 1;
+            trie.insert(&rule, &mut wild);
+            count += 1;
         }
+        let mut wild_index = None;
         if wild.len() > LINEAR_WILDCARDS {
             match WildIndex::build(wild) {
                 Ok(index) => {
-                    set.wild_index = Some(Box::new(index));
+                    wild_index = Some(Box::new(index));
                     wild = Vec::new();
                 }
                 Err(rules) => wild = rules,
             }
         }
-        {
-            // Few wildcards (or an automaton too large to build): check each
-            // at the trie node where its literal prefix ends.
-            for (kind, hit, pattern) in wild {
-                let star = pattern.iter().position(|&b| b == b'*').unwrap_or(pattern.len());
-                let node = set.walk_insert(&pattern[..star]);
-                let (start, end) = set.push_bytes(&pattern[star..]);
-                set.nodes[node].wild.push(Wild { kind, hit, start, end });
-            }
+        // Few wildcards (or an automaton too large to build): check each at
+        // the trie node where its literal prefix ends.
+        for (kind, hit, pattern) in wild {
+            let star = pattern.iter().position(|&b| b == b'*').unwrap_or(pattern.len());
+            let node = trie.walk_insert(&pattern[..star]);
+            let (start, end) = trie.push_bytes(&pattern[star..]);
+            trie.nodes[node].wild.push(Wild { kind, hit, start, end });
         }
-        for node in &mut set.nodes {
-            node.wild.sort_by(|a, b| b.hit.priority.cmp(&a.hit.priority).then(a.hit.line.cmp(&b.hit.line)));
-            node.wild.shrink_to_fit();
-            node.children.shrink_to_fit();
+        // Freeze: every node's children and wildcards into two flat tables.
+        let edge_count = trie.nodes.iter().map(|n| n.children.len()).sum();
+        let wild_count = trie.nodes.iter().map(|n| n.wild.len()).sum();
+        let mut edges = Vec::with_capacity(edge_count);
+        let mut wilds = Vec::with_capacity(wild_count);
+        let mut nodes = Vec::with_capacity(trie.nodes.len());
+        for mut n in trie.nodes {
+            n.wild.sort_by(|a, b| b.hit.priority.cmp(&a.hit.priority).then(a.hit.line.cmp(&b.hit.line)));
+            let children = (edges.len() as u32, (edges.len() + n.children.len()) as u32);
+            edges.extend_from_slice(&n.children);
+            let wild = (wilds.len() as u32, (wilds.len() + n.wild.len()) as u32);
+            wilds.extend_from_slice(&n.wild);
+            nodes.push(Node { label: n.label, children, wild, prefix: n.prefix, exact: n.exact });
         }
-        set.nodes.shrink_to_fit();
-        set.bytes.shrink_to_fit();
-        set
+        RuleSet {
+            nodes: nodes.into_boxed_slice(),
+            edges: edges.into_boxed_slice(),
+            wilds: wilds.into_boxed_slice(),
+            bytes: trie.bytes.into_boxed_slice(),
+            rules: count,
+            wild_index,
+        }
     }
 
     /// Number of rules in the set.
@@ -349,6 +392,78 @@ impl RuleSet {
         self.rules == 0
     }
 
+    fn label(&self, node: usize) -> &[u8] {
+        let (s, e) = self.nodes[node].label;
+        &self.bytes[s as usize..e as usize]
+    }
+
+    /// Match `path` (already reduced to path + query) against every rule.
+    ///
+    /// Cost: O(|path|) trie steps, plus one glob check per wildcard rule whose
+    /// literal prefix the path reaches and which could still win.
+    pub fn matches(&self, path: &[u8]) -> SetMatch {
+        let mut best = SetMatch::default();
+        if let Some(index) = &self.wild_index {
+            index.matches(path, &mut best);
+        }
+        let mut node = 0;
+        let mut depth = 0;
+        loop {
+            let n = &self.nodes[node];
+            for k in 0..2 {
+                let slot = if k == 0 { &mut best.allow } else { &mut best.disallow };
+                if let Some(h) = n.prefix[k] {
+                    if h.better_than(slot) {
+                        *slot = Some(h);
+                    }
+                }
+                if depth == path.len() {
+                    if let Some(h) = n.exact[k] {
+                        if h.better_than(slot) {
+                            *slot = Some(h);
+                        }
+                    }
+                }
+            }
+            for w in &self.wilds[n.wild.0 as usize..n.wild.1 as usize] {
+                let floor = |h: &Option<Hit>| h.map_or(0, |h| h.priority);
+                // A rule below both current bests can change nothing; the list is sorted.
+                if w.hit.priority < floor(&best.allow).min(floor(&best.disallow))
+                    && best.allow.is_some()
+                    && best.disallow.is_some()
+                {
+                    break;
+                }
+                let slot = match w.kind {
+                    RuleKind::Allow => &mut best.allow,
+                    RuleKind::Disallow => &mut best.disallow,
+                };
+                if !w.hit.better_than(slot) {
+                    continue;
+                }
+                let tail = &self.bytes[w.start as usize..w.end as usize];
+                if pattern_matches(tail, &path[depth..]) {
+                    *slot = Some(w.hit);
+                }
+            }
+            let Some(&next) = path.get(depth) else { break };
+            let children = &self.edges[n.children.0 as usize..n.children.1 as usize];
+            let Ok(at) = children.binary_search_by_key(&next, |c| c.0) else {
+                break;
+            };
+            let child = children[at].1 as usize;
+            let label = self.label(child);
+            if !path[depth..].starts_with(label) {
+                break;
+            }
+            depth += label.len();
+            node = child;
+        }
+        best
+    }
+}
+
+impl Builder {
     fn label(&self, node: usize) -> &[u8] {
         let (s, e) = self.nodes[node].label;
         &self.bytes[s as usize..e as usize]
@@ -402,7 +517,7 @@ impl RuleSet {
                 Err(at) => {
                     let label = self.push_bytes(key);
                     let child = self.nodes.len();
-                    self.nodes.push(Node { label, ..Node::default() });
+                    self.nodes.push(BuildNode { label, ..BuildNode::default() });
                     self.nodes[node].children.insert(at, (first, child as u32));
                     return child;
                 }
@@ -419,7 +534,7 @@ impl RuleSet {
                     let (ls, le) = self.nodes[child].label;
                     let split = ls + common as u32;
                     let mid = self.nodes.len();
-                    self.nodes.push(Node { label: (ls, split), ..Node::default() });
+                    self.nodes.push(BuildNode { label: (ls, split), ..BuildNode::default() });
                     self.nodes[child].label = (split, le);
                     let child_first = self.bytes[split as usize];
                     self.nodes[mid].children.push((child_first, child as u32));
@@ -430,70 +545,6 @@ impl RuleSet {
             }
         }
         node
-    }
-
-    /// Match `path` (already reduced to path + query) against every rule.
-    ///
-    /// Cost: O(|path|) trie steps, plus one glob check per wildcard rule whose
-    /// literal prefix the path reaches and which could still win.
-    pub fn matches(&self, path: &[u8]) -> SetMatch {
-        let mut best = SetMatch::default();
-        if let Some(index) = &self.wild_index {
-            index.matches(path, &mut best);
-        }
-        let mut node = 0;
-        let mut depth = 0;
-        loop {
-            let n = &self.nodes[node];
-            for k in 0..2 {
-                let slot = if k == 0 { &mut best.allow } else { &mut best.disallow };
-                if let Some(h) = n.prefix[k] {
-                    if h.better_than(slot) {
-                        *slot = Some(h);
-                    }
-                }
-                if depth == path.len() {
-                    if let Some(h) = n.exact[k] {
-                        if h.better_than(slot) {
-                            *slot = Some(h);
-                        }
-                    }
-                }
-            }
-            for w in &n.wild {
-                let floor = |h: &Option<Hit>| h.map_or(0, |h| h.priority);
-                // A rule below both current bests can change nothing; the list is sorted.
-                if w.hit.priority < floor(&best.allow).min(floor(&best.disallow))
-                    && best.allow.is_some()
-                    && best.disallow.is_some()
-                {
-                    break;
-                }
-                let slot = match w.kind {
-                    RuleKind::Allow => &mut best.allow,
-                    RuleKind::Disallow => &mut best.disallow,
-                };
-                if !w.hit.better_than(slot) {
-                    continue;
-                }
-                let tail = &self.bytes[w.start as usize..w.end as usize];
-                if pattern_matches(tail, &path[depth..]) {
-                    *slot = Some(w.hit);
-                }
-            }
-            let Some(&next) = path.get(depth) else { break };
-            let Ok(at) = n.children.binary_search_by_key(&next, |c| c.0) else {
-                break;
-            };
-            let child = n.children[at].1 as usize;
-            let label = self.label(child);
-            if !path[depth..].starts_with(label) {
-                break;
-            }
-            depth += label.len();
-            node = child;
-        }
-        best
     }
 }
 
