@@ -212,7 +212,7 @@ impl Watch {
         // The events named every change only when every directory is
         // watched and none was lost since the snapshot in force was read:
         // then a site none of whose files they named is kept without a
-        // `stat` (20,000 of them a reload at 10,000 sites).
+        // `stat` (20,000 of them a reload at 10,000 sites of two files each).
         let named = named.filter(|_| self.inotify.is_some() && !self.unwatched && !self.unsure);
         self.unsure = true;
         let (config, previous, waker) = (self.config.clone(), self.current.clone(), self.waker.clone());

@@ -647,9 +647,9 @@ pub fn reload_for(
 /// [`reload_whole`], when the host's watcher saw every change since
 /// `previous` was read and `named` holds every source it named (absolute
 /// paths, as [`crate::load::watch::Sources`] has them): a site none of whose
-/// files is named is kept without a `stat` of its files. At 10,000 sites
-/// that is 20,000 `stat`s a reload saved. Only for a watcher that loses
-/// nothing silently: one that may have lost events (a full queue, a
+/// files is named is kept without a `stat` of its files (at 10,000 sites
+/// of two files each, 20,000 `stat`s a reload). Only for a watcher that
+/// loses nothing silently: one that may have lost events (a full queue, a
 /// directory gone, a file no watch covers) reloads with [`reload_whole`].
 ///
 /// # Errors
