@@ -1314,3 +1314,58 @@ fn a_balancer_realip_does_not_name_is_the_crowd_and_bans_no_one() {
     assert_eq!(warnings(), 1);
     n.stop_clean();
 }
+
+/// Issue #55: a file of `sites_dir` refused at nginx's start is named in
+/// nginx's log with why, as `robotgate serve` names it, and the other sites
+/// are served.
+#[test]
+fn a_site_file_refused_at_start_is_named_in_nginxs_log() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sites = dir.path().join("sites");
+    std::fs::create_dir(&sites).unwrap();
+    std::fs::set_permissions(&sites, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let robots = dir.path().join("good-robots.txt");
+    std::fs::write(&robots, "User-agent: *\nDisallow: /index.html\n").unwrap();
+    std::fs::write(sites.join("good.yaml"), format!("hosts: [good.test]\nrobots: {}\n", robots.display())).unwrap();
+    std::fs::write(sites.join("broken.yaml"), "hosts: [broken.test\nrobots: [\n").unwrap();
+    site_with(dir.path(), &format!("sites_dir: {}\n", sites.display()));
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    let status = get(&n.url("/index.html"), &[("Host", "good.test"), ("User-Agent", crawler)]).status;
+    assert_eq!(status, 403, "the good file's site is served");
+    // Said by the master while it reads its configuration: on its standard
+    // error at a first start, in the error log from then on.
+    let said = format!("{}{}", std::fs::read_to_string(dir.path().join("nginx-stderr.log")).unwrap(), error_log(&n));
+    let line = said.lines().find(|l| l.contains("site file refused"));
+    assert!(line.is_some_and(|l| l.contains("broken.yaml")), "{said}");
+    assert!(!said.lines().any(|l| l.contains("refused") && l.contains("good.yaml")), "{said}");
+    n.stop_clean();
+}
+
+/// Issue #55: `metrics.per_site_limit` bounds the module's per-site series
+/// as it bounds the proxy's: the first sites have series of their own, the
+/// others count together under `site="_other"`.
+#[test]
+fn per_site_limit_bounds_the_modules_series() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sites = dir.path().join("sites");
+    std::fs::create_dir(&sites).unwrap();
+    std::fs::set_permissions(&sites, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let robots = dir.path().join("other-robots.txt");
+    std::fs::write(&robots, "User-agent: *\nDisallow: /index.html\n").unwrap();
+    std::fs::write(sites.join("other.yaml"), format!("hosts: [other.test]\nrobots: {}\n", robots.display())).unwrap();
+    site_with(dir.path(), &format!("sites_dir: {}\nmetrics:\n  per_site_limit: 1\n", sites.display()));
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    for host in ["127.0.0.1", "other.test"] {
+        get(&n.url("/index.html"), &[("Host", host), ("User-Agent", crawler)]);
+    }
+    let m = n.from("127.0.0.1", FIREFOX, "/metrics").body;
+    let requests: Vec<&str> = m.lines().filter(|l| l.starts_with("robotgate_requests_total{")).collect();
+    assert!(requests.iter().any(|l| l.contains("site=\"shop\"")), "{m}");
+    assert!(requests.iter().any(|l| l.contains("site=\"_other\"")), "{m}");
+    assert!(!m.contains("site=\"other\""), "a site past the limit has no series of its own:\n{m}");
+    n.stop_clean();
+}

@@ -28,12 +28,24 @@ pub(crate) struct Books<'a> {
     pub(crate) user_agent: &'a [u8],
 }
 
+/// The `site` label of site `at`'s series: its name for the first
+/// `metrics.per_site_limit` sites, [`robotgate::config::OTHER_SITES`] past
+/// them, as the proxy labels them (a scrape stays bounded at any number of
+/// sites).
+fn metric_site(snap: &robotgate::load::Snapshot, at: usize) -> &str {
+    if at < snap.settings.boot.metrics_per_site {
+        snap.sites[at].conf.name.as_str()
+    } else {
+        robotgate::config::OTHER_SITES
+    }
+}
+
 /// Count the decision in the shared series, as the proxy counts it, and
 /// offer its violation record to the log.
 pub(crate) fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch: &mut Scratch) {
     let (shared, at) = (b.shared, b.at);
     let live = &b.snap.sites[at];
-    let site = live.conf.name.as_str();
+    let site = metric_site(b.snap, at);
     // The core's one list ([`Counts`]); a site file counts only when it was
     // loaded, and so answered.
     let served = match d.outcome {
@@ -88,7 +100,7 @@ pub(crate) fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch
         Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
         None => r.client.clear(),
     }
-    if let Some(tally) = d.tally(site, r) {
+    if let Some(tally) = d.tally(metric_site(b.snap, b.at), r) {
         count(hot, &shared.series, CounterKey::of_tally(&tally, b.at), tally.family().1, &tally.values());
     }
     if b.logging {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ngx::core::Status;
-use ngx::ffi::{ngx_command_t, ngx_conf_t, ngx_str_t, NGX_LOG_EMERG, NGX_LOG_NOTICE, NGX_LOG_WARN};
+use ngx::ffi::{ngx_command_t, ngx_conf_t, ngx_str_t, NGX_LOG_EMERG, NGX_LOG_ERR, NGX_LOG_NOTICE, NGX_LOG_WARN};
 use ngx::http::{self, HttpModuleLocationConf, HttpModuleMainConf, NgxHttpCoreModule};
 use ngx::{http_request_handler, ngx_conf_log_error};
 
@@ -45,6 +45,11 @@ pub(crate) extern "C" fn set_config(cf: *mut ngx_conf_t, _cmd: *mut ngx_command_
             return ngx::core::NGX_CONF_ERROR;
         }
     };
+    // A file of `sites_dir` is refused alone: the other sites are served,
+    // and the operator learns which file and why, as `robotgate serve` says.
+    for problem in &snapshot.refused {
+        ngx_conf_log_error!(NGX_LOG_ERR, cf, "robotgate: site file refused, the other sites are served: {}", problem);
+    }
     if let robotgate::config::LogTarget::File(file) = &snapshot.settings.boot.violations {
         // nginx's own open file: opened by the master, reopened on `nginx -s reopen`.
         let name = file.to_string_lossy();

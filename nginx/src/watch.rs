@@ -35,6 +35,8 @@ pub struct Inotify {
     dirs: HashMap<i32, PathBuf>,
     /// The directories watched, and their watch.
     watched: std::collections::BTreeMap<PathBuf, i32>,
+    /// A watch went away on its own (its directory gone) since [`Inotify::set`].
+    lost: bool,
 }
 
 impl Inotify {
@@ -47,12 +49,18 @@ impl Inotify {
         }
         // SAFETY: the descriptor just made.
         let file = unsafe { std::fs::File::from_raw_fd(fd) };
-        Ok(Inotify { file, dirs: HashMap::new(), watched: std::collections::BTreeMap::new() })
+        Ok(Inotify { file, dirs: HashMap::new(), watched: std::collections::BTreeMap::new(), lost: false })
     }
 
     /// The descriptor, for nginx's loop.
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
+    }
+
+    /// Whether a watch went away on its own since the last [`Inotify::set`]
+    /// (its directory removed or moved): the next `set` places it again.
+    pub fn lost_a_watch(&self) -> bool {
+        self.lost
     }
 
     /// The directories watched now.
@@ -65,6 +73,7 @@ impl Inotify {
     /// `inotify_add_watch` each: a directory that does not exist, the
     /// user's limit of watches reached).
     pub fn set(&mut self, want: &BTreeSet<PathBuf>) -> Vec<(PathBuf, std::io::Error)> {
+        self.lost = false;
         let gone: Vec<PathBuf> = self.watched.keys().filter(|d| !want.contains(*d)).cloned().collect();
         for dir in gone {
             if let Some(wd) = self.watched.remove(&dir) {
@@ -136,6 +145,7 @@ impl Inotify {
                     // The directory is gone: watched again by the next reload, if it is back.
                     let dir = self.dirs.remove(&head.wd).unwrap_or_default();
                     self.watched.remove(&dir);
+                    self.lost = true;
                 }
                 each(Event::Lost);
                 continue;

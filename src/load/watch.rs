@@ -105,6 +105,11 @@ pub enum Event<'a> {
 pub struct Burst {
     renamed: HashSet<PathBuf>,
     written: HashSet<PathBuf>,
+    /// Every source an event named (written, created, removed, renamed from
+    /// or to).
+    named: HashSet<PathBuf>,
+    /// Events may have been lost: `named` is not the whole change.
+    lost: bool,
     changed: bool,
 }
 
@@ -113,21 +118,34 @@ impl Burst {
     /// extends the burst).
     pub fn note(&mut self, event: Event<'_>, sources: &Sources) -> bool {
         let changes = match event {
-            Event::Lost => true,
+            Event::Lost => {
+                self.lost = true;
+                true
+            }
             Event::Touched => false,
             Event::Renamed(paths) => {
                 if let Some(to) = paths.last().filter(|p| sources.contains(p)) {
                     self.renamed.insert(to.clone());
                 }
-                paths.iter().any(|p| sources.contains(p))
+                self.name(paths, sources)
             }
             Event::Written(paths) => {
                 self.written.extend(paths.iter().filter(|p| sources.contains(p)).cloned());
-                paths.iter().any(|p| sources.contains(p))
+                self.name(paths, sources)
             }
         };
         self.changed |= changes;
         changes
+    }
+
+    /// Note the sources among `paths`; whether there was one.
+    fn name(&mut self, paths: &[PathBuf], sources: &Sources) -> bool {
+        let mut any = false;
+        for p in paths.iter().filter(|p| sources.contains(p)) {
+            self.named.insert(p.clone());
+            any = true;
+        }
+        any
     }
 
     /// Whether anything in the burst may have changed a source.
@@ -142,7 +160,17 @@ impl Burst {
         let written = std::mem::take(&mut self.written);
         whole.retain(|p| !written.contains(p));
         self.changed = false;
+        self.named.clear();
+        self.lost = false;
         whole
+    }
+
+    /// End the burst: the sources put in place whole ([`Burst::take_whole`])
+    /// and, unless events may have been lost, every source an event named
+    /// (for [`crate::load::reload_named`]: the others are as they were).
+    pub fn take(&mut self) -> (HashSet<PathBuf>, Option<HashSet<PathBuf>>) {
+        let named = (!self.lost).then(|| std::mem::take(&mut self.named));
+        (self.take_whole(), named)
     }
 }
 
@@ -237,6 +265,24 @@ mod tests {
         b.note(Event::Renamed(&[dir.join("robots.tmp"), robots.clone()]), &s);
         b.note(Event::Written(std::slice::from_ref(&robots)), &s);
         assert!(b.take_whole().is_empty());
+    }
+
+    #[test]
+    fn a_burst_names_the_sources_it_changed_unless_events_were_lost() {
+        let dir = Path::new("/srv/site");
+        let (s, robots) = (sources(dir), dir.join("robots.txt"));
+        let mut b = Burst::default();
+        b.note(Event::Written(&[dir.join("access.log")]), &s);
+        b.note(Event::Renamed(&[dir.join("robots.tmp"), robots.clone()]), &s);
+        b.note(Event::Written(&[dir.join("feeds/google.json")]), &s);
+        let (whole, named) = b.take();
+        assert_eq!(whole, HashSet::from([robots.clone()]));
+        assert_eq!(named, Some(HashSet::from([robots.clone(), dir.join("feeds/google.json")])));
+        // A new burst starts empty; a loss means anything may have changed.
+        b.note(Event::Written(std::slice::from_ref(&robots)), &s);
+        b.note(Event::Lost, &s);
+        assert_eq!(b.take(), (HashSet::new(), None));
+        assert_eq!(b.take(), (HashSet::new(), Some(HashSet::new())));
     }
 
     #[test]
