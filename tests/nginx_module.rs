@@ -1315,6 +1315,19 @@ fn a_balancer_realip_does_not_name_is_the_crowd_and_bans_no_one() {
     n.stop_clean();
 }
 
+/// A `sites` directory in `dir` holding `NAME.yaml`: the site `NAME.test`,
+/// whose robots.txt disallows /index.html to everyone.
+fn sites_dir_with(dir: &Path, name: &str) -> PathBuf {
+    let sites = dir.join("sites");
+    std::fs::create_dir(&sites).unwrap();
+    std::fs::set_permissions(&sites, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let robots = dir.join(format!("{name}-robots.txt"));
+    std::fs::write(&robots, "User-agent: *\nDisallow: /index.html\n").unwrap();
+    std::fs::write(sites.join(format!("{name}.yaml")), format!("hosts: [{name}.test]\nrobots: {}\n", robots.display()))
+        .unwrap();
+    sites
+}
+
 /// Issue #55: a file of `sites_dir` refused at nginx's start is named in
 /// nginx's log with why, as `robotgate serve` names it, and the other sites
 /// are served.
@@ -1322,12 +1335,7 @@ fn a_balancer_realip_does_not_name_is_the_crowd_and_bans_no_one() {
 fn a_site_file_refused_at_start_is_named_in_nginxs_log() {
     let Some(module) = module() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let sites = dir.path().join("sites");
-    std::fs::create_dir(&sites).unwrap();
-    std::fs::set_permissions(&sites, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let robots = dir.path().join("good-robots.txt");
-    std::fs::write(&robots, "User-agent: *\nDisallow: /index.html\n").unwrap();
-    std::fs::write(sites.join("good.yaml"), format!("hosts: [good.test]\nrobots: {}\n", robots.display())).unwrap();
+    let sites = sites_dir_with(dir.path(), "good");
     std::fs::write(sites.join("broken.yaml"), "hosts: [broken.test\nrobots: [\n").unwrap();
     site_with(dir.path(), &format!("sites_dir: {}\n", sites.display()));
     let n = start(dir.path(), &module);
@@ -1350,12 +1358,7 @@ fn a_site_file_refused_at_start_is_named_in_nginxs_log() {
 fn per_site_limit_bounds_the_modules_series() {
     let Some(module) = module() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let sites = dir.path().join("sites");
-    std::fs::create_dir(&sites).unwrap();
-    std::fs::set_permissions(&sites, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let robots = dir.path().join("other-robots.txt");
-    std::fs::write(&robots, "User-agent: *\nDisallow: /index.html\n").unwrap();
-    std::fs::write(sites.join("other.yaml"), format!("hosts: [other.test]\nrobots: {}\n", robots.display())).unwrap();
+    let sites = sites_dir_with(dir.path(), "other");
     site_with(dir.path(), &format!("sites_dir: {}\nmetrics:\n  per_site_limit: 1\n", sites.display()));
     let n = start(dir.path(), &module);
     let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";

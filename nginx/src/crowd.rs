@@ -25,12 +25,7 @@ pub(crate) unsafe fn start(log: *mut ngx::ffi::ngx_log_t, crowd: &'static Crowd)
     // SAFETY: the worker's own statics, used only on nginx's thread.
     unsafe {
         CROWD = Some(crowd);
-        let ev = (&raw mut TIMER).cast::<ngx_event_t>();
-        (*ev).handler = Some(on_timer);
-        (*ev).log = log;
-        // A graceful shutdown does not wait for it.
-        (*ev).set_cancelable(1);
-        ngx::ffi::ngx_add_timer(ev, 1000);
+        crate::timer::start((&raw mut TIMER).cast::<ngx_event_t>(), log, Some(on_timer), 1000);
     }
 }
 
@@ -43,10 +38,6 @@ extern "C" fn on_timer(ev: *mut ngx_event_t) {
         // SAFETY: the event is ours; its log is the cycle's.
         ngx_log_error!(NGX_LOG_WARN, unsafe { (*ev).log }, "robotgate: {}", WARNING);
     }
-    // SAFETY: nginx's globals, read on its thread; the event is ours.
-    unsafe {
-        if ngx::ffi::ngx_exiting == 0 && ngx::ffi::ngx_quit == 0 {
-            ngx::ffi::ngx_add_timer(ev, 1000);
-        }
-    }
+    // SAFETY: our event, in its handler.
+    unsafe { crate::timer::again(ev, 1000) };
 }

@@ -63,6 +63,7 @@ mod once;
 mod park;
 mod reload;
 mod store;
+mod timer;
 mod watch;
 mod wba;
 mod worker;

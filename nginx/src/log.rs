@@ -115,22 +115,11 @@ static mut TIMER: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::ze
 /// Called once per worker, on nginx's thread, with the cycle's log.
 pub unsafe fn start_timer(log: *mut ngx::ffi::ngx_log_t) {
     // SAFETY: the worker's own static event, used only on nginx's thread.
-    unsafe {
-        let ev = (&raw mut TIMER).cast::<ngx_event_t>();
-        (*ev).handler = Some(on_timer);
-        (*ev).log = log;
-        // A graceful shutdown does not wait for it.
-        (*ev).set_cancelable(1);
-        ngx::ffi::ngx_add_timer(ev, 1000);
-    }
+    unsafe { crate::timer::start((&raw mut TIMER).cast::<ngx_event_t>(), log, Some(on_timer), 1000) };
 }
 
 extern "C" fn on_timer(ev: *mut ngx_event_t) {
     tick();
-    // SAFETY: nginx's globals, read on its thread; the event is ours.
-    unsafe {
-        if ngx::ffi::ngx_exiting == 0 && ngx::ffi::ngx_quit == 0 {
-            ngx::ffi::ngx_add_timer(ev, 1000);
-        }
-    }
+    // SAFETY: our event, in its handler.
+    unsafe { crate::timer::again(ev, 1000) };
 }
