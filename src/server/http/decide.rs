@@ -109,7 +109,7 @@ pub(super) fn host_of(req: &RequestHeader) -> Result<&str, &'static str> {
     if let Some(authority) = req.uri.authority() {
         return Ok(authority.as_str());
     }
-    let mut hosts = req.headers.get_all("host").into_iter();
+    let mut hosts = req.headers.get_all(http::header::HOST).into_iter();
     let host = hosts.next().map_or(Ok(""), |h| std::str::from_utf8(h.as_bytes()).map_err(|_| "Host is not text"))?;
     if hosts.next().is_some() {
         return Err("more than one Host header");

@@ -47,7 +47,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::decide::Incoming;
 use super::gate::{Ctx, Gate};
 use super::proxy::Reply;
-use crate::pipeline::answer::{pass_headers, Conditional, Plan};
+use crate::pipeline::answer::{pass_headers, Plan};
 use crate::pipeline::Peer;
 use crate::server::ops::violations::now_rfc3339;
 use crate::server::snapshot::answer::{body_bytes, Prebuilt};
@@ -276,10 +276,7 @@ impl ExtAuthz {
             return (denied(Plan::no_site()), "denied");
         };
         let step = self.gate.settle(&req, &snap, site, &mut ctx).await;
-        let has = Conditional {
-            if_none_match: o.headers.get("if-none-match").map(|v| v.as_bytes()),
-            if_modified_since: o.headers.get("if-modified-since").map(|v| v.as_bytes()),
-        };
+        let has = || super::respond::conditional(&o.headers);
         let (answer, result) = match self.gate.reply(&snap, site, &mut ctx, step, has) {
             Reply::Forward => {
                 ctx.status = 200;

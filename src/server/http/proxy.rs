@@ -27,6 +27,11 @@ use crate::server::ops::violations::{now_rfc3339, Finding, ViolationLog};
 use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
 
+/// Names looked up on every proxied answer, made once (a name given as
+/// text is parsed again at each lookup).
+const X_ROBOTS_TAG: http::HeaderName = http::HeaderName::from_static("x-robots-tag");
+const CONTENT_USAGE: http::HeaderName = http::HeaderName::from_static("content-usage");
+
 /// The peer for a site's origin: its address, TLS, and robotgate's timeouts
 /// (connect; every read and write; idle pooled connections). Public so that
 /// `examples/passthrough.rs` can set up the same peer.
@@ -66,7 +71,7 @@ fn observe(resp: &ResponseHeader, path: &str, ctx: &mut Ctx, log: &ViolationLog)
     use crate::indexing::meta;
     let told: crate::indexing::Told = resp
         .headers
-        .get_all("x-robots-tag")
+        .get_all(X_ROBOTS_TAG)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .take(meta::MAX_TAGS)
@@ -136,14 +141,15 @@ pub(super) enum Reply<'a> {
 
 impl Gate {
     /// The one place the outcome becomes an answer. `has`: what a
-    /// conditional request says it has (for robots.txt and humans.txt).
-    pub(super) fn reply<'a>(
+    /// conditional request says it has (for robots.txt and humans.txt),
+    /// read only when a file is answered.
+    pub(super) fn reply<'a, 'c>(
         &self,
         snap: &'a Snapshot,
         site: usize,
         ctx: &mut Ctx,
         step: Step<'a>,
-        has: crate::pipeline::answer::Conditional<'_>,
+        has: impl FnOnce() -> crate::pipeline::answer::Conditional<'c>,
     ) -> Reply<'a> {
         let (live, answers, to) = (&snap.sites[site], &snap.answers[site], self.reader());
         let enforcement = match step {
@@ -166,7 +172,7 @@ impl Gate {
                 // not loaded is a refused load).
                 None => Reply::Forward,
             },
-            e => match Plan::of(e, live, ctx.accept_signature, has) {
+            e => match Plan::of(e, live, ctx.accept_signature, has()) {
                 Some(plan) => Reply::Plan(plan, false),
                 None => Reply::Forward,
             },
@@ -183,7 +189,8 @@ impl Gate {
         step: Step<'_>,
     ) -> Result<bool> {
         let to = self.reader();
-        match self.reply(snap, site, ctx, step, respond::conditional(session)) {
+        let headers = &session.req_header().headers;
+        match self.reply(snap, site, ctx, step, || respond::conditional(headers)) {
             Reply::Forward => Ok(false),
             Reply::Prebuilt(answer, signature) => {
                 ctx.status = respond::send_prebuilt(session, answer, signature).await?;
@@ -269,7 +276,7 @@ impl ProxyHttp for Gate {
         // opening request is judged as any other).
         let h2c = upstream_request
             .headers
-            .get_all("upgrade")
+            .get_all(http::header::UPGRADE)
             .iter()
             .any(|v| v.as_bytes().split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"h2c")));
         if h2c {
@@ -300,7 +307,7 @@ impl ProxyHttp for Gate {
             upstream_response.append_header("x-robots-tag", value)?;
         }
         if let Some(value) = ctx.content_usage.take() {
-            if upstream_response.headers.get("content-usage").is_none() {
+            if !upstream_response.headers.contains_key(CONTENT_USAGE) {
                 upstream_response.insert_header("content-usage", value)?;
             }
         }

@@ -76,12 +76,12 @@ pub async fn no_site(session: &mut Session, to: Reader) -> Result<bool> {
     Ok(true)
 }
 
-/// What a conditional request says it has.
-pub fn conditional(session: &Session) -> Conditional<'_> {
-    let headers = &session.req_header().headers;
+/// What a conditional request says it has. Looked up by the standard
+/// names' constants: a name given as text is parsed again at each lookup.
+pub fn conditional(headers: &http::HeaderMap) -> Conditional<'_> {
     Conditional {
-        if_none_match: headers.get("if-none-match").map(|v| v.as_bytes()),
-        if_modified_since: headers.get("if-modified-since").map(|v| v.as_bytes()),
+        if_none_match: headers.get(http::header::IF_NONE_MATCH).map(|v| v.as_bytes()),
+        if_modified_since: headers.get(http::header::IF_MODIFIED_SINCE).map(|v| v.as_bytes()),
     }
 }
 
