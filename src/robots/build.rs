@@ -30,10 +30,23 @@ pub struct AgentLine {
     pub value: String,
     /// Whether the line opens the global group (`*`).
     pub global: bool,
+    /// Length of [`AgentLine::google_token`], a prefix of `value` (no copy
+    /// of its own: a proxy keeps a compiled robots.txt per site, issue 55).
+    google_len: u32,
+    /// Length of [`AgentLine::full_token`], a prefix of `value`.
+    full_len: u32,
+}
+
+impl AgentLine {
     /// The product token Google's parser obeys (`[A-Za-z_-]` prefix).
-    pub google_token: String,
+    pub fn google_token(&self) -> &str {
+        self.value.get(..self.google_len as usize).unwrap_or_default()
+    }
+
     /// The product token as the site owner wrote it (`[A-Za-z0-9._-]` prefix).
-    pub full_token: String,
+    pub fn full_token(&self) -> &str {
+        self.value.get(..self.full_len as usize).unwrap_or_default()
+    }
 }
 
 /// One allow/disallow rule.
@@ -41,14 +54,28 @@ pub struct AgentLine {
 pub struct Rule {
     /// Allow or disallow.
     pub kind: RuleKind,
-    /// The normalised pattern, lossily decoded for display.
-    pub pattern: String,
     /// Source line.
     pub line: u32,
     /// Google-specific: this rule was derived from an `Allow: …/index.htm…`
     /// rule, which also allows the directory itself (`…/$`).
     pub index_html: bool,
+    /// The pattern as matched (normalised when the options say so).
     raw: Box<[u8]>,
+    /// The pattern as written, lossily decoded, when it is not `raw` (one
+    /// copy fewer for nearly every rule: a proxy keeps a compiled
+    /// robots.txt per site, issue 55).
+    written: Option<Box<str>>,
+}
+
+impl Rule {
+    /// The pattern as written, lossily decoded for display.
+    pub fn pattern(&self) -> &str {
+        match &self.written {
+            Some(w) => w,
+            // `written` is only left out when `raw` is this very text.
+            None => std::str::from_utf8(&self.raw).unwrap_or_default(),
+        }
+    }
 }
 
 /// A group: its user-agent lines, rules and extension records.
@@ -229,8 +256,8 @@ impl RobotsTxt {
                     push_unique(&mut global, gi);
                     continue;
                 }
-                let gkey: Box<[u8]> = a.google_token.to_ascii_lowercase().into_bytes().into();
-                let fkey: Box<[u8]> = a.full_token.to_ascii_lowercase().into_bytes().into();
+                let gkey: Box<[u8]> = a.google_token().to_ascii_lowercase().into_bytes().into();
+                let fkey: Box<[u8]> = a.full_token().to_ascii_lowercase().into_bytes().into();
                 push_unique(google.entry(gkey.clone()).or_default(), gi);
                 // The proxy obeys a group named by either reading of the token.
                 push_unique(proxy.entry(gkey).or_default(), gi);
@@ -390,7 +417,11 @@ impl Builder {
             Some(opts) => crate::target::normalise_pattern(pattern, opts).into_owned().into_boxed_slice(),
             None => pattern.into(),
         };
-        self.rules.push(Rule { kind, pattern: lossy(pattern), line, index_html, raw });
+        let written = match std::str::from_utf8(pattern).is_ok() && *raw == *pattern {
+            true => None,
+            false => Some(lossy(pattern).into_boxed_str()),
+        };
+        self.rules.push(Rule { kind, line, index_html, raw, written });
         if let Some(g) = self.groups.last_mut() {
             g.rules.push(id);
         }
@@ -404,13 +435,14 @@ impl ParseHandler for Builder {
                 self.groups.push(Group::default());
                 self.separator = false;
             }
-            let full = parse::full_agent_token(value);
+            // Both tokens are ASCII prefixes of the value, so prefixes of its
+            // lossy decoding too, of the same length.
             let agent = AgentLine {
                 line,
                 value: lossy(value),
                 global: parse::is_global_agent(value),
-                google_token: lossy(parse::google_agent_token(value)),
-                full_token: lossy(full),
+                google_len: parse::google_agent_token(value).len() as u32,
+                full_len: parse::full_agent_token(value).len() as u32,
             };
             if let Some(g) = self.current() {
                 g.agents.push(agent);

@@ -214,7 +214,7 @@ impl RobotsTxt {
                 .selected_groups(selection)
                 .flat_map(|g| g.agents.iter())
                 .find(|a| !a.global)
-                .map(|a| a.full_token.as_str()),
+                .map(|a| a.full_token()),
         }
     }
 }
@@ -267,7 +267,7 @@ mod tests {
         let v = robots.allows("x", "http://h/a/b/c");
         assert!(v.allowed);
         let rule = v.rule.unwrap();
-        assert_eq!((rule.kind, rule.pattern.as_str(), rule.line), (RuleKind::Allow, "/a/b", 3));
+        assert_eq!((rule.kind, rule.pattern(), rule.line), (RuleKind::Allow, "/a/b", 3));
         assert_eq!(v.group, GroupMatch::Global);
     }
 
@@ -325,7 +325,7 @@ mod tests {
         let url = "/日本語/'/p/(/admin/a$";
         let v = robots.allows("bingbot", url);
         assert!(v.allowed, "decided by line {:?}", v.rule.map(|r| r.line));
-        assert_eq!(v.rule.map(|r| (r.line, r.pattern.as_str())), Some((2, "/*$")));
+        assert_eq!(v.rule.map(|r| (r.line, r.pattern())), Some((2, "/*$")));
         // The proxy percent-encodes the path first; same verdict.
         let v = robots.check(&robots.select(&["bingbot"]), url.as_bytes());
         assert_eq!(v.rule.map(|r| (r.line, v.allowed)), Some((2, true)));
