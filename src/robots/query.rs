@@ -94,7 +94,7 @@ impl RobotsTxt {
             if token.is_empty() {
                 continue;
             }
-            if let Some(t) = with_lowercase(token, |k| self.proxy.get(k).copied()) {
+            if let Some(t) = with_lowercase(token, |k| self.proxy_map().get(k).copied()) {
                 return Selection { group: GroupMatch::Specific, token_index: Some(i), target: Some(t) };
             }
         }
@@ -175,7 +175,8 @@ impl RobotsTxt {
     }
 
     /// Whether group `index` alone (by its own rules) allows `path`; for the
-    /// linter. An index out of range allows.
+    /// linter, for a group with `Content-Usage` rules (the set of a group
+    /// without them may have been dropped). An index out of range allows.
     pub(super) fn group_allows(&self, index: usize, path: &[u8]) -> bool {
         let Some(set) = self.sets.get(index) else { return true };
         set.matches(path).decide().is_none_or(|(kind, _)| kind == RuleKind::Allow)
