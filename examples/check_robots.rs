@@ -18,7 +18,7 @@ fn main() {
     ] {
         let v = robots.allows(agent, url);
         let why = match v.rule {
-            Some(r) => format!("line {}: {}: {}", r.line, r.kind.as_str(), r.pattern),
+            Some(r) => format!("line {}: {}: {}", r.line, r.kind.as_str(), r.pattern()),
             None => "no rule matched".to_owned(),
         };
         let group = match v.group {

@@ -148,8 +148,8 @@ fn first_group_line(file: &[u8], parsed: &RobotsTxt) -> Option<u32> {
 fn ai_training_group(parsed: &RobotsTxt, db: &BotDb) -> Vec<Added> {
     let names_token = |token: &str| {
         parsed.groups().iter().flat_map(|g| g.agents.iter()).any(|a| {
-            a.full_token.eq_ignore_ascii_case(token)
-                || a.google_token.eq_ignore_ascii_case(token)
+            a.full_token().eq_ignore_ascii_case(token)
+                || a.google_token().eq_ignore_ascii_case(token)
                 || a.value.trim().eq_ignore_ascii_case(token)
         })
     };

@@ -96,8 +96,8 @@ fn paths(served: &[u8]) -> Vec<String> {
         out.insert(format!("{t}x.html"));
     }
     for r in robots.rules() {
-        assert!(!r.pattern.contains(['*', '$']), "the matrix keeps to plain prefixes: {}", r.pattern);
-        out.insert(format!("{}{}", r.pattern, if r.pattern.ends_with('/') { "x.html" } else { "/x.html" }));
+        assert!(!r.pattern().contains(['*', '$']), "the matrix keeps to plain prefixes: {}", r.pattern());
+        out.insert(format!("{}{}", r.pattern(), if r.pattern().ends_with('/') { "x.html" } else { "/x.html" }));
     }
     out.insert("/public/page.html".to_owned());
     out.into_iter().collect()

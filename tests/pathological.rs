@@ -133,7 +133,7 @@ fn one_500_kib_line() {
     check("long line", &body, Duration::from_secs(2), Duration::from_millis(50));
     let robots = RobotsTxt::compile(&body);
     assert_eq!(robots.rules().len(), 1);
-    assert!(robots.rules()[0].pattern.len() <= robotgate::robots::parse::MAX_LINE_BYTES);
+    assert!(robots.rules()[0].pattern().len() <= robotgate::robots::parse::MAX_LINE_BYTES);
     // A line past the limit is ignored, with everything after it.
     body.insert(0, b'#');
     assert_eq!(RobotsTxt::compile(&body).rules().len(), 0);

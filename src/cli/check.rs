@@ -80,7 +80,7 @@ pub fn run(
             .unwrap_or_default();
         if json {
             let rule = verdict.rule.map(|r| {
-                serde_json::json!({"directive": r.kind.as_str(), "pattern": r.pattern, "line": r.line, "index_html": r.index_html})
+                serde_json::json!({"directive": r.kind.as_str(), "pattern": r.pattern(), "line": r.line, "index_html": r.index_html})
             });
             let v = serde_json::json!({
                 "allowed": verdict.allowed, "user_agent": user_agent, "url": url,
@@ -93,7 +93,7 @@ pub fn run(
             let word = if verdict.allowed { "allowed" } else { "disallowed" };
             let group = group.map_or_else(|| "no group applies".to_owned(), |g| format!("group {g}"));
             match verdict.rule {
-                Some(r) => writeln!(out, "{word}: line {}: {}: {} ({group})", r.line, r.kind.as_str(), r.pattern)?,
+                Some(r) => writeln!(out, "{word}: line {}: {}: {} ({group})", r.line, r.kind.as_str(), r.pattern())?,
                 None => writeln!(out, "{word}: no rule matched ({group})")?,
             }
             if let Some((pref, from)) = &preference {

@@ -506,7 +506,7 @@ fn disallowing(
         let token = if robot == "*" { "robotgate-any-other-robot" } else { robot.as_str() };
         let verdict = robots.check(&robots.select(&[token]), path.as_bytes());
         if let (false, Some(r)) = (verdict.allowed, verdict.rule) {
-            out.push((robot, r.line, r.pattern.clone()));
+            out.push((robot, r.line, r.pattern().to_owned()));
         }
     }
     out

@@ -153,7 +153,7 @@ impl Decision<'_, '_> {
             Outcome::Violation(Violation { group, rule, action }) => {
                 // An added rule has no line in the site's file.
                 let line = req.lines.file_line(rule.line);
-                (rule.kind.as_str(), group, Some(rule.pattern.as_str()), line, action.name(), line.is_none())
+                (rule.kind.as_str(), group, Some(rule.pattern()), line, action.name(), line.is_none())
             }
             Outcome::Limited(Limited { recorded: false, .. }) => return false,
             Outcome::Limited(Limited { group, directive, line, enforce, unsupported, .. }) => {
@@ -185,7 +185,7 @@ impl Decision<'_, '_> {
             Outcome::Stale(Stale { group, rule, action, .. }) => {
                 let action = action.map_or("pass", |a| a.name());
                 let line = req.lines.file_line(rule.line);
-                ("stale-robots", group, Some(rule.pattern.as_str()), line, action, line.is_none())
+                ("stale-robots", group, Some(rule.pattern()), line, action, line.is_none())
             }
         };
         let stale = match self.outcome {

@@ -349,7 +349,7 @@ impl<'s> Worker<'s> {
         if let (Outcome::Violation(v), true, true) = (&decision.outcome, keeps_to_robots, served) {
             if let Some(file_line) = site.lines.file_line(v.rule.line) {
                 let kind = tally::kind_of(target, &site.sitemaps);
-                let (rule, bot) = ((file_line, v.rule.pattern.as_str()), (record.bot.as_deref(), record.category));
+                let (rule, bot) = ((file_line, v.rule.pattern()), (record.bot.as_deref(), record.category));
                 self.tally.collateral(site_index, site, kind, rule, bot, &record.path, line);
             }
         }
@@ -370,7 +370,7 @@ impl<'s> Worker<'s> {
         };
         let j = policy::judge(site.rules.policy, robots, &who, target);
         if let Some((rule, file_line)) = j.rule.and_then(|r| Some((r, site.lines.file_line(r.line)?))) {
-            self.tally.unjudged(site_index, file_line, &rule.pattern, &entry.target);
+            self.tally.unjudged(site_index, file_line, rule.pattern(), &entry.target);
         }
     }
 }
@@ -396,7 +396,7 @@ fn let_through(
     let Some(rule) = j.rule.filter(|r| site.anchored.contains(&r.line)) else { return };
     let Some(file_line) = site.lines.file_line(rule.line) else { return };
     let (kind, bot) = (CollateralKind::QueryLetThrough, (agent.name, agent.category.as_str()));
-    tally.collateral(site_index, site, kind, (file_line, &rule.pattern), bot, logged, log_line);
+    tally.collateral(site_index, site, kind, (file_line, rule.pattern()), bot, logged, log_line);
 }
 
 /// The paths of a robots.txt's `Sitemap:` URLs (`https://host/a/map.xml`
@@ -416,5 +416,8 @@ pub fn sitemap_paths(robots: &crate::robots::RobotsTxt) -> Vec<String> {
 /// through ([`crate::robots::lint::anchored_extension`]).
 pub fn anchored_lines(robots: &crate::robots::RobotsTxt) -> Vec<u32> {
     let rules = robots.rules().iter().filter(|r| r.kind == crate::robots::RuleKind::Disallow);
-    rules.filter(|r| crate::robots::lint::anchored_extension(r.pattern.as_bytes()).is_some()).map(|r| r.line).collect()
+    rules
+        .filter(|r| crate::robots::lint::anchored_extension(r.pattern().as_bytes()).is_some())
+        .map(|r| r.line)
+        .collect()
 }

@@ -30,10 +30,23 @@ pub struct AgentLine {
     pub value: String,
     /// Whether the line opens the global group (`*`).
     pub global: bool,
+    /// Length of [`AgentLine::google_token`], a prefix of `value` (no copy
+    /// of its own: a proxy keeps a compiled robots.txt per site, issue 55).
+    google_len: u32,
+    /// Length of [`AgentLine::full_token`], a prefix of `value`.
+    full_len: u32,
+}
+
+impl AgentLine {
     /// The product token Google's parser obeys (`[A-Za-z_-]` prefix).
-    pub google_token: String,
+    pub fn google_token(&self) -> &str {
+        self.value.get(..self.google_len as usize).unwrap_or_default()
+    }
+
     /// The product token as the site owner wrote it (`[A-Za-z0-9._-]` prefix).
-    pub full_token: String,
+    pub fn full_token(&self) -> &str {
+        self.value.get(..self.full_len as usize).unwrap_or_default()
+    }
 }
 
 /// One allow/disallow rule.
@@ -41,14 +54,28 @@ pub struct AgentLine {
 pub struct Rule {
     /// Allow or disallow.
     pub kind: RuleKind,
-    /// The normalised pattern, lossily decoded for display.
-    pub pattern: String,
     /// Source line.
     pub line: u32,
     /// Google-specific: this rule was derived from an `Allow: …/index.htm…`
     /// rule, which also allows the directory itself (`…/$`).
     pub index_html: bool,
+    /// The pattern as matched (normalised when the options say so).
     raw: Box<[u8]>,
+    /// The pattern as written, lossily decoded, when it is not `raw` (one
+    /// copy fewer for nearly every rule: a proxy keeps a compiled
+    /// robots.txt per site, issue 55).
+    written: Option<Box<str>>,
+}
+
+impl Rule {
+    /// The pattern as written, lossily decoded for display.
+    pub fn pattern(&self) -> &str {
+        match &self.written {
+            Some(w) => w,
+            // `written` is only left out when `raw` is this very text.
+            None => std::str::from_utf8(&self.raw).unwrap_or_default(),
+        }
+    }
 }
 
 /// A group: its user-agent lines, rules and extension records.
@@ -120,7 +147,10 @@ pub struct RobotsTxt {
     /// fast hash, since SipHash's cost is most of a lookup; the keys are the
     /// site's, never the client's).
     pub(super) google: hashbrown::HashMap<Box<[u8]>, u32>,
+    /// Empty when it would be `google` (no agent line's token as written
+    /// is longer than Google's reading): see [`RobotsTxt::proxy_map`].
     pub(super) proxy: hashbrown::HashMap<Box<[u8]>, u32>,
+    pub(super) proxy_is_google: bool,
     pub(super) global: Option<u32>,
     sitemaps: Vec<Located<String>>,
     hosts: Vec<Located<String>>,
@@ -197,6 +227,7 @@ impl RobotsTxt {
             targets: Vec::new(),
             google: hashbrown::HashMap::new(),
             proxy: hashbrown::HashMap::new(),
+            proxy_is_google: false,
             global: None,
             sitemaps: b.sitemaps,
             hosts: b.hosts,
@@ -229,8 +260,8 @@ impl RobotsTxt {
                     push_unique(&mut global, gi);
                     continue;
                 }
-                let gkey: Box<[u8]> = a.google_token.to_ascii_lowercase().into_bytes().into();
-                let fkey: Box<[u8]> = a.full_token.to_ascii_lowercase().into_bytes().into();
+                let gkey: Box<[u8]> = a.google_token().to_ascii_lowercase().into_bytes().into();
+                let fkey: Box<[u8]> = a.full_token().to_ascii_lowercase().into_bytes().into();
                 push_unique(google.entry(gkey.clone()).or_default(), gi);
                 // The proxy obeys a group named by either reading of the token.
                 push_unique(proxy.entry(gkey).or_default(), gi);
@@ -279,6 +310,38 @@ impl RobotsTxt {
         for (k, v) in proxy {
             let t = make(self, v);
             self.proxy.insert(k, t);
+        }
+        // Nearly always the two readings of every token agree: one map
+        // then (issue 55: a compiled robots.txt per site at 10,000 sites).
+        if self.proxy == self.google {
+            self.proxy = hashbrown::HashMap::new();
+            self.proxy_is_google = true;
+        }
+        // A group's own set that no target evaluates (its agents all name
+        // merged targets too) is dropped: an empty set owns no memory. The
+        // linter asks the set of a group with `Content-Usage` rules
+        // (`group_allows`): those stay.
+        let mut used = vec![false; self.sets.len()];
+        for (used, g) in used.iter_mut().zip(&self.groups) {
+            *used = !g.content_usage.is_empty();
+        }
+        for t in &self.targets {
+            for &s in &t.sets[..] {
+                used[s as usize] = true;
+            }
+        }
+        for (set, used) in self.sets.iter_mut().zip(used) {
+            if !used {
+                *set = RuleSet::default();
+            }
+        }
+    }
+
+    /// The map [`RobotsTxt::select`] looks tokens up in.
+    pub(super) fn proxy_map(&self) -> &hashbrown::HashMap<Box<[u8]>, u32> {
+        match self.proxy_is_google {
+            true => &self.google,
+            false => &self.proxy,
         }
     }
 
@@ -390,7 +453,11 @@ impl Builder {
             Some(opts) => crate::target::normalise_pattern(pattern, opts).into_owned().into_boxed_slice(),
             None => pattern.into(),
         };
-        self.rules.push(Rule { kind, pattern: lossy(pattern), line, index_html, raw });
+        let written = match std::str::from_utf8(pattern).is_ok() && *raw == *pattern {
+            true => None,
+            false => Some(lossy(pattern).into_boxed_str()),
+        };
+        self.rules.push(Rule { kind, line, index_html, raw, written });
         if let Some(g) = self.groups.last_mut() {
             g.rules.push(id);
         }
@@ -404,13 +471,14 @@ impl ParseHandler for Builder {
                 self.groups.push(Group::default());
                 self.separator = false;
             }
-            let full = parse::full_agent_token(value);
+            // Both tokens are ASCII prefixes of the value, so prefixes of its
+            // lossy decoding too, of the same length.
             let agent = AgentLine {
                 line,
                 value: lossy(value),
                 global: parse::is_global_agent(value),
-                google_token: lossy(parse::google_agent_token(value)),
-                full_token: lossy(full),
+                google_len: parse::google_agent_token(value).len() as u32,
+                full_len: parse::full_agent_token(value).len() as u32,
             };
             if let Some(g) = self.current() {
                 g.agents.push(agent);
@@ -541,5 +609,25 @@ mod tests {
         let robots = RobotsTxt::compile_with(&body, Options { max_bytes: 25, ..Options::default() });
         assert_eq!(robots.truncated_at(), Some(14));
         assert!(robots.allows("x", "/private").allowed, "the half-read rule is dropped, not shortened");
+    }
+
+    #[test]
+    fn sets_no_target_evaluates_are_dropped_and_answers_stay() {
+        // `a` names groups 0 and 2 (one merged target); `b` group 1 alone.
+        let body = b"user-agent: a\ndisallow: /x\n\nuser-agent: b\ndisallow: /y\n\nuser-agent: a\nallow: /x/ok\n";
+        let robots = RobotsTxt::compile(body);
+        assert!(robots.sets[0].is_empty() && robots.sets[2].is_empty(), "only the merged set is evaluated");
+        assert_eq!(robots.sets[1].len(), 1);
+        assert!(robots.proxy_is_google && robots.proxy.is_empty());
+        let a = robots.select(&["a"]);
+        assert!(!robots.check(&a, b"/x/1").allowed);
+        assert!(robots.check(&a, b"/x/ok").allowed);
+        assert!(!robots.check(&robots.select(&["b"]), b"/y").allowed);
+        assert!(!robots.allows("a", "/x/1").allowed && robots.allows("a", "/x/ok").allowed);
+        // A token whose two readings differ keeps a map of its own.
+        let robots = RobotsTxt::compile(b"user-agent: MJ12bot\ndisallow: /\n");
+        assert!(!robots.proxy_is_google);
+        assert!(!robots.check(&robots.select(&["MJ12bot"]), b"/a").allowed);
+        assert!(robots.allows("MJ12bot", "/a").allowed, "Google reads the group as `MJ`");
     }
 }

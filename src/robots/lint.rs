@@ -455,7 +455,7 @@ fn groups(robots: &RobotsTxt, out: &mut Vec<Diagnostic>) {
     for g in robots.groups() {
         let mut in_this: Vec<String> = Vec::new();
         for a in &g.agents {
-            let key = if a.global { "*".to_owned() } else { a.full_token.to_ascii_lowercase() };
+            let key = if a.global { "*".to_owned() } else { a.full_token().to_ascii_lowercase() };
             if key.is_empty() || in_this.contains(&key) {
                 continue;
             }

@@ -94,7 +94,7 @@ impl RobotsTxt {
             if token.is_empty() {
                 continue;
             }
-            if let Some(t) = with_lowercase(token, |k| self.proxy.get(k).copied()) {
+            if let Some(t) = with_lowercase(token, |k| self.proxy_map().get(k).copied()) {
                 return Selection { group: GroupMatch::Specific, token_index: Some(i), target: Some(t) };
             }
         }
@@ -175,7 +175,8 @@ impl RobotsTxt {
     }
 
     /// Whether group `index` alone (by its own rules) allows `path`; for the
-    /// linter. An index out of range allows.
+    /// linter, for a group with `Content-Usage` rules (the set of a group
+    /// without them may have been dropped). An index out of range allows.
     pub(super) fn group_allows(&self, index: usize, path: &[u8]) -> bool {
         let Some(set) = self.sets.get(index) else { return true };
         set.matches(path).decide().is_none_or(|(kind, _)| kind == RuleKind::Allow)
@@ -214,7 +215,7 @@ impl RobotsTxt {
                 .selected_groups(selection)
                 .flat_map(|g| g.agents.iter())
                 .find(|a| !a.global)
-                .map(|a| a.full_token.as_str()),
+                .map(|a| a.full_token()),
         }
     }
 }
@@ -267,7 +268,7 @@ mod tests {
         let v = robots.allows("x", "http://h/a/b/c");
         assert!(v.allowed);
         let rule = v.rule.unwrap();
-        assert_eq!((rule.kind, rule.pattern.as_str(), rule.line), (RuleKind::Allow, "/a/b", 3));
+        assert_eq!((rule.kind, rule.pattern(), rule.line), (RuleKind::Allow, "/a/b", 3));
         assert_eq!(v.group, GroupMatch::Global);
     }
 
@@ -325,7 +326,7 @@ mod tests {
         let url = "/日本語/'/p/(/admin/a$";
         let v = robots.allows("bingbot", url);
         assert!(v.allowed, "decided by line {:?}", v.rule.map(|r| r.line));
-        assert_eq!(v.rule.map(|r| (r.line, r.pattern.as_str())), Some((2, "/*$")));
+        assert_eq!(v.rule.map(|r| (r.line, r.pattern())), Some((2, "/*$")));
         // The proxy percent-encodes the path first; same verdict.
         let v = robots.check(&robots.select(&["bingbot"]), url.as_bytes());
         assert_eq!(v.rule.map(|r| (r.line, v.allowed)), Some((2, true)));
