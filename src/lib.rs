@@ -20,6 +20,8 @@
 //!   `robotgate replay`.
 //! * [`report`]: `robotgate report`: read violation logs, sum them up, render
 //!   text, JSON or HTML.
+//! * [`metric`]: the metrics both hosts serve: names, help, bucket bounds,
+//!   and their Prometheus text.
 //! * [`state`]: what outlives a request (rate-limit memory).
 //! * [`config`]: the YAML configuration and its validation.
 //! * [`managed`]: the robots.txt served: the site's file plus generated lines
@@ -46,6 +48,7 @@ pub mod indexing;
 pub mod lines;
 pub mod load;
 pub mod managed;
+pub mod metric;
 pub mod net;
 pub mod pipeline;
 pub mod policy;

@@ -428,6 +428,96 @@ fn workers_share_bans_rates_and_counts() {
     assert!(old.contains("198.51.100.30"), "the moved file kept its lines");
 }
 
+/// The value of the sample `series` (its whole name and labels) in the
+/// scrape `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// `robotgate_metrics` serves the proxy's histogram, `robotgate_decision_seconds`
+/// (its buckets, help and type the proxy's: [`robotgate::metric`]), observed
+/// by every worker for each robot's request and each refusal, not for a
+/// browser's pass; the crowd check's gauge; the robots.txt version in force
+/// per site, and the reloads, a file edit counted once whichever worker
+/// reloads it.
+#[test]
+fn metrics_serve_the_decision_histogram_and_the_gauges() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let n = start(dir.path(), &module);
+    let scrape = || {
+        let m = n.from("127.0.0.1", FIREFOX, "/metrics");
+        assert_eq!(m.status, 200);
+        m.body
+    };
+    let count = |text: &str| sample(text, "robotgate_decision_seconds_count").unwrap_or_else(|| panic!("{text}"));
+    let before = count(&scrape());
+
+    // 12 refusals and 6 robots let through, over both workers; 10
+    // browsers, not timed (as the proxy times them).
+    let (refused, workers) = n.many(12, "132.196.86.5", GPTBOT, "/private/a.html");
+    assert!(refused.iter().all(|s| *s == 403), "{refused:?}");
+    assert_eq!(workers.len(), 2, "both workers answered: {workers:?}");
+    let (passed, _) = n.many(6, "132.196.86.5", GPTBOT, "/index.html");
+    assert!(passed.iter().all(|s| *s == 200), "{passed:?}");
+    n.many(10, "192.0.2.9", FIREFOX, "/index.html");
+    let text = scrape();
+    assert_eq!(count(&text), before + 18.0, "{text}");
+
+    // The buckets: the proxy's bounds, in order, cumulative, the last
+    // (+Inf) the count; a sum of seconds.
+    assert!(text.contains("# HELP robotgate_decision_seconds Time to classify the User-Agent and decide the request\n# TYPE robotgate_decision_seconds histogram\n"), "{text}");
+    let buckets: Vec<(String, f64)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("robotgate_decision_seconds_bucket{le=\""))
+        .filter_map(|l| {
+            let (le, value) = l.split_once("\"} ")?;
+            Some((le.to_owned(), value.parse().ok()?))
+        })
+        .collect();
+    let mut bounds: Vec<String> = robotgate::metric::decision_buckets().iter().map(f64::to_string).collect();
+    bounds.push("+Inf".to_owned());
+    assert_eq!(buckets.iter().map(|(le, _)| le.clone()).collect::<Vec<_>>(), bounds, "{text}");
+    assert_eq!(bounds[0], "0.0000005", "the proxy's first bound, 0.5 µs");
+    assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "not cumulative: {buckets:?}");
+    assert_eq!(buckets.last().map(|b| b.1), Some(count(&text)), "{text}");
+    let sum = sample(&text, "robotgate_decision_seconds_sum").unwrap();
+    assert!(sum > 0.0 && sum < 18.0, "{text}");
+
+    // The gauges: the crowd check's (off: the clients are public), the
+    // robots.txt in force; no store, so no `robotgate_state_up`.
+    assert!(text.contains("# TYPE robotgate_one_client_warning gauge\nrobotgate_one_client_warning 0\n"), "{text}");
+    let hash = |text: &str| {
+        let line = text.lines().find(|l| l.starts_with("robotgate_robots_info{site=\"shop\",hash=\""))?;
+        line.ends_with("\"} 1").then(|| line.split('"').nth(3).unwrap_or_default().to_owned())
+    };
+    let first = hash(&text).unwrap_or_else(|| panic!("no robotgate_robots_info: {text}"));
+    assert!(!first.is_empty(), "{text}");
+    assert!(!text.contains("robotgate_state_up"), "{text}");
+
+    // An edit: each worker reloads it; the scrape shows the new version,
+    // and the reload counted once. (A worker may have reloaded at its
+    // start already: files written just before nginx read them.)
+    let reloads = sample(&text, "robotgate_reloads_total").unwrap_or(0.0);
+    let robots = dir.path().join("robots.txt");
+    std::fs::write(robots.with_extension("new"), ROBOTS.replace("Disallow: /nogoogle/", "Disallow: /")).unwrap();
+    std::fs::rename(robots.with_extension("new"), &robots).unwrap();
+    let reloaded = within(Duration::from_secs(5), || {
+        let text = scrape();
+        hash(&text).is_some_and(|h| h != first) && sample(&text, "robotgate_reloads_total") == Some(reloads + 1.0)
+    });
+    assert!(reloaded.is_some(), "{}", scrape());
+    // Both workers in force (each answers Googlebot's refusal), and still one reload.
+    let (statuses, _) = n.many(8, "66.249.66.1", GOOGLEBOT, "/index.html");
+    assert!(statuses.iter().all(|s| *s == 403), "{statuses:?}");
+    let text = scrape();
+    assert_eq!(sample(&text, "robotgate_reloads_total"), Some(reloads + 1.0), "{text}");
+    assert!(text.contains("# HELP robotgate_reloads_total Configuration and file reloads put in force\n"), "{text}");
+    assert_eq!(sample(&text, "robotgate_reload_failures_total"), None, "{text}");
+    n.stop_clean();
+}
+
 /// Folded repeats are written when their window closes, with no traffic
 /// after them (each worker's timer).
 #[test]

@@ -390,9 +390,20 @@ fn proxy_auth_request_and_module_answer_alike() {
     assert_eq!(records(&auth_gate.path("violations.jsonl"), n), from_proxy);
 
     // The counters: the same in the proxy and the module.
-    let proxy_counts = counters(&get(&format!("http://127.0.0.1:{}/metrics", proxy.metrics_port), &[]).body);
-    let module_counts = counters(&get(&format!("http://127.0.0.1:{module_port}/metrics"), &[]).body);
+    let proxy_text = get(&format!("http://127.0.0.1:{}/metrics", proxy.metrics_port), &[]).body;
+    let module_text = get(&format!("http://127.0.0.1:{module_port}/metrics"), &[]).body;
+    let (proxy_counts, module_counts) = (counters(&proxy_text), counters(&module_text));
     assert_eq!(module_counts, proxy_counts);
+    // The decisions timed: as many, in the same buckets' bounds, with the
+    // same help and type.
+    let timed = |text: &str| -> Vec<String> {
+        let series = text.lines().filter(|l| l.contains("robotgate_decision_seconds") && !l.contains("_sum"));
+        // A bucket's name and bound, without its count; the count whole.
+        series.map(|l| if l.contains("_bucket") { l.rsplit_once(' ').unwrap().0 } else { l }.to_owned()).collect()
+    };
+    assert_eq!(timed(&module_text), timed(&proxy_text));
+    let count = module_text.lines().find_map(|l| l.strip_prefix("robotgate_decision_seconds_count "));
+    assert!(count.and_then(|c| c.parse::<u64>().ok()).is_some_and(|c| c >= 13), "{module_text}");
     assert_eq!(proxy_counts.get("robotgate_files_served_total"), Some(&1), "{proxy_counts:?}");
 
     // stale-robots: GPTBot reads robots.txt, the site then disallows

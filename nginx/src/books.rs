@@ -28,24 +28,13 @@ pub(crate) struct Books<'a> {
     pub(crate) user_agent: &'a [u8],
 }
 
-/// The `site` label of site `at`'s series: its name for the first
-/// `metrics.per_site_limit` sites, [`robotgate::config::OTHER_SITES`] past
-/// them, as the proxy labels them (a scrape stays bounded at any number of
-/// sites).
-fn metric_site(snap: &robotgate::load::Snapshot, at: usize) -> &str {
-    if at < snap.settings.boot.metrics_per_site {
-        snap.sites[at].conf.name.as_str()
-    } else {
-        robotgate::config::OTHER_SITES
-    }
-}
-
 /// Count the decision in the shared series, as the proxy counts it, and
-/// offer its violation record to the log.
-pub(crate) fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch: &mut Scratch) {
+/// offer its violation record to the log. Whether its time is observed
+/// ([`Counts::timed`]).
+pub(crate) fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch: &mut Scratch) -> bool {
     let (shared, at) = (b.shared, b.at);
     let live = &b.snap.sites[at];
-    let site = metric_site(b.snap, at);
+    let site = b.snap.metric_site(at);
     // The core's one list ([`Counts`]); a site file counts only when it was
     // loaded, and so answered.
     let served = match d.outcome {
@@ -61,11 +50,12 @@ pub(crate) fn count_and_record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Ho
         let key = CounterKey::of_site("robotgate_files_served_total", at, file.as_str());
         count(hot, &shared.series, key, &["site", "file"], &[site, file.as_str()]);
     }
-    let Some(category) = counts.request else { return };
+    let Some(category) = counts.request else { return counts.timed };
     count_request(hot, &shared.series, (at, site), category);
     if counts.record {
         record(b, d, hot, scratch);
     }
+    counts.timed
 }
 
 /// The record of a decision that has one, folded into the log, and its
@@ -100,7 +90,7 @@ pub(crate) fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch
         Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
         None => r.client.clear(),
     }
-    if let Some(tally) = d.tally(metric_site(b.snap, b.at), r) {
+    if let Some(tally) = d.tally(b.snap.metric_site(b.at), r) {
         count(hot, &shared.series, CounterKey::of_tally(&tally, b.at), tally.family().1, &tally.values());
     }
     if b.logging {

@@ -129,8 +129,7 @@ http_request_handler!(metrics_handler, |request: &mut http::Request| {
             b"robotgate_metrics: no robotgate_config in this http block\n",
         );
     };
-    let mut text = String::new();
-    shared.series.render(&mut text);
+    let text = crate::scrape::render(main, shared);
     answer::send(request, 200, "text/plain; version=0.0.4; charset=utf-8", text.as_bytes())
 });
 

@@ -121,6 +121,9 @@ pub(crate) fn decide<'s>(
         // A trusted proxy that named no client, as the proxy counts it.
         shared.series.add("robotgate_client_unknown_total", &["reason"], &[why.as_str()], 1);
     }
+    // The decision's time, as the proxy times it (a resumed request: this
+    // pass, which decides it again with the answers).
+    let started = std::time::Instant::now();
     let verdict = loop {
         match p.run(Some(&mut *memo), &shared.state, Clock::System) {
             Next::Done(v) => break v,
@@ -147,9 +150,21 @@ pub(crate) fn decide<'s>(
     };
     let books =
         Books { request, snap, at: site, shared, logging, client: p.facts().client, user_agent: p.facts().user_agent };
-    count_and_record(&books, &decision, hot, scratch);
+    if count_and_record(&books, &decision, hot, scratch) {
+        observe(shared, started);
+    }
     let signature = p.asks_for_signature(&decision);
     answer::answer(request, live, &decision, signature, p.facts().content_usage.as_deref(), indexing)
+}
+
+/// Observe a decision's time since `started` in the worker's lane of
+/// `robotgate_decision_seconds`: a monotonic clock read (vDSO, no system
+/// call) and two atomic adds on the worker's own cache lines.
+fn observe(shared: &zone::Shared, started: std::time::Instant) {
+    let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    // SAFETY: nginx's global, set before the worker's first request.
+    let lane = unsafe { ngx::ffi::ngx_worker };
+    shared.decisions.observe(lane, ns);
 }
 
 /// Answer what the pipeline asked (`need`), from what helpers answered

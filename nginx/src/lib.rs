@@ -30,7 +30,8 @@
 //! * violation records go to the configured file as nginx's own logs do,
 //!   reopened on `nginx -s reopen` ([`log`]);
 //! * `robotgate_metrics;` in a location serves the proxy's counters, counted
-//!   by every worker, as Prometheus text;
+//!   by every worker, its `robotgate_decision_seconds` histogram and its
+//!   gauges, as Prometheus text ([`scrape`]);
 //! * a robots.txt (or any source) edit is in force without `nginx -s
 //!   reload`: each worker watches the files with inotify on its loop and
 //!   rebuilds off the request path ([`reload`]); a request never looks;
@@ -62,6 +63,7 @@ mod log;
 mod once;
 mod park;
 mod reload;
+mod scrape;
 mod store;
 mod timer;
 mod watch;
@@ -271,7 +273,13 @@ extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
         unsafe { crowd::start(log, shared.crowd) };
     }
     // Changes noticed and rebuilt off the request path.
-    if let Err(why) = reload::start(log, main.config.clone(), snap.clone(), install) {
+    // The first worker counts the reloads (every worker makes its own).
+    // SAFETY: nginx's global, set before `init_process`.
+    let first = unsafe { ngx::ffi::ngx_worker } == 0;
+    // SAFETY: the zone's series live in the main configuration, as long
+    // as the worker.
+    let counts = main.shared.as_ref().filter(|_| first).map(|s| unsafe { &*std::ptr::from_ref(&s.series) });
+    if let Err(why) = reload::start(log, main.config.clone(), snap.clone(), (install, counts)) {
         ngx_log_error!(NGX_LOG_ERR, log, "robotgate: edits are in force only after `nginx -s reload`: {}", why);
     }
     Status::NGX_OK.into()

@@ -42,6 +42,8 @@ use ngx::ngx_log_error;
 use robotgate::load::file::Reader;
 use robotgate::load::watch::{watch_dirs, Burst, Event, Sources, Sweep, DEBOUNCE};
 use robotgate::load::{Problem, Snapshot};
+use robotgate::metric;
+use robotgate::state::series::Series;
 
 use crate::park::Waker;
 use crate::watch::Inotify;
@@ -82,6 +84,9 @@ struct Watch {
     unsure: bool,
     /// Some sources are outside every watch (the sweep looks at them).
     unwatched: bool,
+    /// Where this worker counts its reloads, if it is the one that does
+    /// ([`count`]).
+    counts: Option<&'static Series>,
 }
 
 thread_local! {
@@ -97,7 +102,13 @@ static mut SWEEP: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::ze
 /// nginx's thread), and reload at once if one changed since the master read
 /// it (an edit between `nginx` reading its configuration and this worker's
 /// start raised no event it could see).
-pub fn start(log: *mut ngx_log_t, config: PathBuf, snap: Arc<Snapshot>, install: Install) -> Result<(), String> {
+/// `counts`: where to count the reloads, given to one worker only.
+pub fn start(
+    log: *mut ngx_log_t,
+    config: PathBuf,
+    snap: Arc<Snapshot>,
+    (install, counts): (Install, Option<&'static Series>),
+) -> Result<(), String> {
     let waker = crate::park::waker(log).ok_or("no free connection for the reloads' wake-ups")?;
     let inotify = match Inotify::new() {
         Ok(i) => watch_on_loop(i, log),
@@ -138,6 +149,7 @@ pub fn start(log: *mut ngx_log_t, config: PathBuf, snap: Arc<Snapshot>, install:
         said: snap.refused.iter().map(ToString::to_string).collect(),
         unsure: false,
         unwatched: false,
+        counts,
     };
     w.watch(&snap, Sources::of(&snap.sources), watch_dirs(&snap.sources));
     if stale {
@@ -265,6 +277,24 @@ fn same_sources(a: &[PathBuf], b: &[PathBuf]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.as_os_str() == b.as_os_str())
 }
 
+/// Count a reload as the proxy counts one: `robotgate_reloads_total` when
+/// it was put in force, `robotgate_reload_failures_total` when it was
+/// refused or kept some file's last good version, and each refused file.
+/// Every worker reloads the same files on its own: one of them counts
+/// (`series` is given to it alone), so an edit counts once.
+fn count(series: Option<&Series>, in_force: bool, refused: &[Problem]) {
+    let Some(series) = series else { return };
+    if in_force {
+        series.add(metric::RELOADS.name, &[], &[], 1);
+    }
+    if !in_force || !refused.is_empty() {
+        series.add(metric::RELOAD_FAILURES.name, &[], &[], 1);
+    }
+    for (file, reason) in refused.iter().filter_map(Problem::refused_series) {
+        series.add(metric::RELOAD_REFUSED.name, &metric::RELOAD_REFUSED_LABELS, &[&file, reason], 1);
+    }
+}
+
 /// A reload ended (on nginx's thread, from the waker): put the new
 /// snapshot in force and say what the reload said.
 /// `watch`: what the watch needs of the new snapshot, `Some(None)` when its
@@ -293,6 +323,7 @@ fn finished(outcome: Outcome, watch: Option<Option<(Sources, BTreeSet<PathBuf>)>
                 let new = Arc::new(new);
                 match (w.install)(new.clone()) {
                     Some(old) => {
+                        count(w.counts, true, &new.refused);
                         let old = (old, std::mem::replace(&mut w.current, new.clone()));
                         // Freeing what only the old snapshot held (a
                         // classifier, sites) is not nginx's thread's work.
@@ -323,6 +354,7 @@ fn finished(outcome: Outcome, watch: Option<Option<(Sources, BTreeSet<PathBuf>)>
                 }
             }
             (Err(problems), _) => {
+                count(w.counts, false, &problems);
                 let lines = problems.iter().map(ToString::to_string).collect();
                 for problem in w.fresh(lines) {
                     ngx_log_error!(

@@ -1,6 +1,7 @@
 //! The shared-memory zone every worker of one nginx decides with: the
 //! rates, bans and robots.txt reads of [`MemoryState::in_region`], the
-//! metrics' series ([`Series`]), and the crowd check's counts ([`Crowd`]).
+//! metrics' series ([`Series`]) and decision times ([`Histogram`]), and the
+//! crowd check's counts ([`Crowd`]).
 //!
 //! One zone, `robotgate`, sized from `limits.max_clients` as the proxy sizes
 //! its tables. nginx maps it before it starts the workers, at one address
@@ -16,6 +17,7 @@ use ngx::ffi::{
 use ngx::ngx_string;
 
 use robotgate::state::crowd::Crowd;
+use robotgate::state::histogram::Histogram;
 use robotgate::state::series::Series;
 use robotgate::state::MemoryState;
 
@@ -28,6 +30,8 @@ pub struct Shared {
     pub state: MemoryState,
     /// The metrics' counters.
     pub series: Series,
+    /// `robotgate_decision_seconds`, a lane per worker.
+    pub decisions: Histogram,
     /// Every worker's requests, for the crowd check: in the zone, mapped
     /// as long as the workers that use it.
     pub crowd: &'static Crowd,
@@ -42,6 +46,7 @@ struct Regions {
     series: *mut u8,
     series_len: usize,
     crowd: *mut u8,
+    decisions: *mut u8,
 }
 
 /// What the zone's `init` needs: the table size, and where to put the
@@ -59,7 +64,10 @@ pub struct Pending {
 pub unsafe fn add(cf: *mut ngx_conf_t, pending: *mut Pending, tag: *mut c_void) -> Result<(), &'static str> {
     // SAFETY: the caller's.
     let max_clients = unsafe { (*pending).max_clients };
-    let data = MemoryState::region_bytes(max_clients) + Series::region_bytes(SERIES) + Crowd::region_bytes();
+    let data = MemoryState::region_bytes(max_clients)
+        + Series::region_bytes(SERIES)
+        + Crowd::region_bytes()
+        + Histogram::region_bytes();
     // The slab allocator's own pages and headers, and whole pages for each region.
     let size = data + data / 64 + (256 << 10);
     static mut NAME: ngx_str_t = ngx_string!("robotgate");
@@ -92,13 +100,16 @@ extern "C" fn init(zone: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_t {
             let state = ngx_slab_alloc(pool, state_len) as *mut u8;
             let series = ngx_slab_alloc(pool, series_len) as *mut u8;
             let crowd = ngx_slab_alloc(pool, Crowd::region_bytes()) as *mut u8;
-            if regions.is_null() || state.is_null() || series.is_null() || crowd.is_null() {
+            // Whole pages (its size is one): aligned for its lanes.
+            let decisions = ngx_slab_alloc(pool, Histogram::region_bytes()) as *mut u8;
+            if regions.is_null() || state.is_null() || series.is_null() || crowd.is_null() || decisions.is_null() {
                 return ngx::ffi::NGX_ERROR as ngx_int_t;
             }
+            std::ptr::write_bytes(decisions, 0, Histogram::region_bytes());
             std::ptr::write_bytes(series, 0, series_len);
             // All zeros: no request counted yet.
             std::ptr::write_bytes(crowd, 0, Crowd::region_bytes());
-            regions.write(Regions { state, state_len, series, series_len, crowd });
+            regions.write(Regions { state, state_len, series, series_len, crowd, decisions });
             (*pool).data = regions as *mut c_void;
         }
         let r = &*((*pool).data as *const Regions);
@@ -110,10 +121,12 @@ extern "C" fn init(zone: *mut ngx_shm_zone_t, _old: *mut c_void) -> ngx_int_t {
         // Zeroed above, or placed there by this module before a reload;
         // the slab's allocations are aligned for any integer.
         let crowd = Crowd::in_region(r.crowd);
-        let (Some(state), Some(series), Some(crowd)) = (state, series, crowd) else {
+        let bounds = &robotgate::metric::DECISION_BOUNDS_NS;
+        let decisions = Histogram::in_region(r.decisions, Histogram::region_bytes(), bounds);
+        let (Some(state), Some(series), Some(crowd), Some(decisions)) = (state, series, crowd, decisions) else {
             return ngx::ffi::NGX_ERROR as ngx_int_t;
         };
-        *pending.shared = Some(Shared { state, series, crowd });
+        *pending.shared = Some(Shared { state, series, decisions, crowd });
     }
     ngx::ffi::NGX_OK as ngx_int_t
 }

@@ -510,6 +510,24 @@ impl Snapshot {
         self.settings.site_for_host(host).and_then(|i| self.sites.get(i)).map(|s| &**s)
     }
 
+    /// The `site` label of site `at`'s series: its name for the first
+    /// `metrics.per_site_limit` sites, [`crate::config::OTHER_SITES`] past
+    /// them (a scrape stays bounded at any number of sites, issue 55).
+    pub fn metric_site(&self, at: usize) -> &str {
+        match self.sites.get(at) {
+            Some(site) if at < self.settings.boot.metrics_per_site => site.conf.name.as_str(),
+            _ => crate::config::OTHER_SITES,
+        }
+    }
+
+    /// `robotgate_robots_info`'s series: each site with series of its own
+    /// ([`Snapshot::metric_site`]) and a robots.txt, with the hash of the
+    /// version in force. At most `metrics.per_site_limit` of them.
+    pub fn robots_versions(&self) -> impl Iterator<Item = (&str, &str)> {
+        let own = self.settings.boot.metrics_per_site;
+        self.sites.iter().take(own).filter_map(|s| Some((s.conf.name.as_str(), s.robots.as_ref()?.hash.as_str())))
+    }
+
     /// Whether any source file may have been modified (or became unreadable)
     /// since the snapshot was read. File times come from the kernel's coarse
     /// clock, which may lag by a tick (up to 10 ms), so a file stamped up to
@@ -559,6 +577,12 @@ impl Problem {
     /// A problem with what `file` says.
     pub fn new(file: impl Into<PathBuf>, line: Option<usize>, message: impl Into<String>) -> Problem {
         Problem { file: file.into(), line, message: message.into(), reason: None }
+    }
+
+    /// Its `robotgate_reload_refused_total` label values (file, reason):
+    /// a file refused whole; `None` for a problem with what a file says.
+    pub fn refused_series(&self) -> Option<(std::borrow::Cow<'_, str>, &'static str)> {
+        Some((self.file.to_string_lossy(), self.reason?.as_str()))
     }
 
     /// `file`, read as `what`, was refused.

@@ -280,6 +280,10 @@ pub struct Counts {
     /// A record is to be made (and its [`Decision::tally`] counted): a
     /// classified request with an outcome other than a pass.
     pub record: bool,
+    /// The decision's time is observed in `robotgate_decision_seconds`
+    /// ([`crate::metric::DECISION_SECONDS`]): a robot's request, or one that
+    /// makes a record (not a browser's pass, nor a served file).
+    pub timed: bool,
 }
 
 impl Counts {
@@ -293,11 +297,12 @@ impl Counts {
         };
         if let Outcome::File(which) = d.outcome {
             // robots.txt: classified only to remember the read.
-            return Counts { preference, file: served.then_some(which), request: None, record: false };
+            return Counts { preference, file: served.then_some(which), request: None, record: false, timed: false };
         }
         let Some(agent) = d.agent.as_ref() else { return Counts { preference, ..Counts::default() } };
         let record = !matches!(d.outcome, Outcome::Pass);
-        Counts { preference, file: None, request: Some(agent.category), record }
+        let timed = record || agent.is_bot();
+        Counts { preference, file: None, request: Some(agent.category), record, timed }
     }
 }
 

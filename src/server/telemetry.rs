@@ -16,6 +16,8 @@ use prometheus::{
     Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
 };
 
+use crate::metric;
+
 /// All of robotgate's metrics.
 pub struct Metrics {
     /// `robotgate_client_unknown_total{reason}`: requests through a trusted
@@ -160,17 +162,13 @@ pub fn metrics() -> &'static Metrics {
             &["site", "status"]
         )
         .expect("metric registers once"),
-        reloads: register_int_counter!("robotgate_reloads_total", "Configuration and file reloads put in force")
+        reloads: register_int_counter!(metric::RELOADS.name, metric::RELOADS.help).expect("metric registers once"),
+        reload_failures: register_int_counter!(metric::RELOAD_FAILURES.name, metric::RELOAD_FAILURES.help)
             .expect("metric registers once"),
-        reload_failures: register_int_counter!(
-            "robotgate_reload_failures_total",
-            "Reloads refused (the last good snapshot stayed)"
-        )
-        .expect("metric registers once"),
         reload_refused: register_int_counter_vec!(
-            "robotgate_reload_refused_total",
-            "Files refused by a reload, by file and reason (their last good version stayed)",
-            &["file", "reason"]
+            metric::RELOAD_REFUSED.name,
+            metric::RELOAD_REFUSED.help,
+            &metric::RELOAD_REFUSED_LABELS
         )
         .expect("metric registers once"),
         feed_refresh_failures: register_int_counter_vec!(
@@ -179,22 +177,14 @@ pub fn metrics() -> &'static Metrics {
             &["feed"]
         )
         .expect("metric registers once"),
-        feed_age: register_int_gauge_vec!(
-            "robotgate_feed_age_seconds",
-            "Seconds since the IP range feed was last known current (its own date, or its last successful refresh)",
-            &["feed"]
-        )
+        feed_age: register_int_gauge_vec!(metric::FEED_AGE.name, metric::FEED_AGE.help, &["feed"])
         .expect("metric registers once"),
-        robots_info: register_int_gauge_vec!(
-            "robotgate_robots_info",
-            "The robots.txt version in force per site (value 1)",
-            &["site", "hash"]
-        )
+        robots_info: register_int_gauge_vec!(metric::ROBOTS_INFO.name, metric::ROBOTS_INFO.help, &metric::ROBOTS_INFO_LABELS)
         .expect("metric registers once"),
         decision_seconds: register_histogram!(
-            "robotgate_decision_seconds",
-            "Time to classify the User-Agent and decide the request",
-            vec![0.000_000_5, 0.000_001, 0.000_002, 0.000_005, 0.000_01, 0.000_02, 0.000_05, 0.000_1, 0.001]
+            metric::DECISION_SECONDS.name,
+            metric::DECISION_SECONDS.help,
+            metric::decision_buckets()
         )
         .expect("metric registers once"),
         log_aggregated: register_int_counter!(
@@ -227,7 +217,7 @@ pub fn metrics() -> &'static Metrics {
             "Shared state store commands and connection attempts that failed or timed out"
         )
         .expect("metric registers once"),
-        state_up: register_int_gauge!("robotgate_state_up", "1 while the shared state store answers, else 0")
+        state_up: register_int_gauge!(metric::STATE_UP.name, metric::STATE_UP.help)
             .expect("metric registers once"),
         certificate_expiry: register_int_gauge_vec!(
             "robotgate_certificate_expiry_seconds",
@@ -293,10 +283,7 @@ pub fn metrics() -> &'static Metrics {
             &["site", "bot", "action"]
         )
         .expect("metric registers once"),
-        one_client: register_int_gauge!(
-            "robotgate_one_client_warning",
-            "1 while over 90% of a minute's requests come from loopback or private addresses with forwarding headers and trusted_proxies is empty"
-        )
+        one_client: register_int_gauge!(metric::ONE_CLIENT_WARNING.name, metric::ONE_CLIENT_WARNING.help)
         .expect("metric registers once"),
     })
 }

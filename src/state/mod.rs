@@ -15,6 +15,7 @@
 //! step, and a rate question is put to the store between two decisions.
 
 pub mod crowd;
+pub mod histogram;
 pub mod memory;
 pub mod series;
 pub mod shared;

@@ -119,7 +119,7 @@ impl Series {
                     Ok(_) => {
                         // Ours: write the text, then publish it.
                         let mut text = Vec::with_capacity(TEXT);
-                        write_series(&mut text, name, labels, values);
+                        crate::metric::write_series(&mut text, name, labels, values);
                         if text.len() > TEXT {
                             // Never rendered cut short: counted as dropped.
                             slot.ready.store(2, Ordering::Release);
@@ -142,8 +142,9 @@ impl Series {
         None
     }
 
-    /// The series as Prometheus text: each family under its `# TYPE` line.
-    pub fn render(&self, out: &mut String) {
+    /// The series as Prometheus text: each family under its `# TYPE` line,
+    /// after its `# HELP` line when `helps` has it.
+    pub fn render(&self, out: &mut String, helps: &[crate::metric::Family]) {
         let mut lines: Vec<(&str, u64)> = Vec::new();
         for slot in self.slots {
             if slot.ready.load(Ordering::Acquire) != 1 {
@@ -162,39 +163,16 @@ impl Series {
             let name = text.split('{').next().unwrap_or(text);
             if name != family {
                 family = name;
-                out.push_str(&format!("# TYPE {name} counter\n"));
+                match helps.iter().find(|f| f.name == name) {
+                    Some(f) => crate::metric::write_head(out, f, "counter"),
+                    None => out.push_str(&format!("# TYPE {name} counter\n")),
+                }
             }
             out.push_str(&format!("{text} {count}\n"));
         }
         out.push_str("# TYPE robotgate_metrics_series_dropped_total counter\n");
         out.push_str(&format!("robotgate_metrics_series_dropped_total {}\n", self.dropped.load(Ordering::Relaxed)));
     }
-}
-
-/// `name{label="value",...}`, values escaped as the text format asks.
-fn write_series(out: &mut Vec<u8>, name: &str, labels: &[&str], values: &[&str]) {
-    out.extend_from_slice(name.as_bytes());
-    if labels.is_empty() {
-        return;
-    }
-    out.push(b'{');
-    for (i, (label, value)) in labels.iter().zip(values).enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(label.as_bytes());
-        out.extend_from_slice(b"=\"");
-        for b in value.bytes() {
-            match b {
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'"' => out.extend_from_slice(b"\\\""),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                _ => out.push(b),
-            }
-        }
-        out.push(b'"');
-    }
-    out.push(b'}');
 }
 
 #[cfg(test)]
@@ -222,11 +200,16 @@ mod tests {
             }
         });
         let mut text = String::new();
-        s.render(&mut text);
+        s.render(&mut text, &[]);
         assert!(text.contains("robotgate_requests_total{site=\"a\",category=\"browser\"} 2000\n"), "{text}");
         assert!(text.contains("robotgate_requests_total{site=\"b\\\"c\",category=\"browser\"} 2000\n"), "{text}");
         assert_eq!(text.matches("# TYPE robotgate_requests_total counter").count(), 1);
         assert!(text.ends_with("robotgate_metrics_series_dropped_total 0\n"));
+        // With its help: a `# HELP` line before the `# TYPE` line.
+        let help = crate::metric::Family { name: "robotgate_requests_total", help: "Requests" };
+        let mut text = String::new();
+        s.render(&mut text, &[help]);
+        assert!(text.contains("# HELP robotgate_requests_total Requests\n# TYPE robotgate_requests_total counter\n"));
     }
 
     #[test]
@@ -237,14 +220,14 @@ mod tests {
         }
         s.add("y_total", &["n"], &[&"v".repeat(TEXT)], 1);
         let mut text = String::new();
-        s.render(&mut text);
+        s.render(&mut text, &[]);
         assert_eq!(text.matches("x_total{").count(), 2, "{text}");
         assert!(text.contains("robotgate_metrics_series_dropped_total 4\n"), "{text}");
         let s = series(8);
         s.add("y_total", &["n"], &[&"v".repeat(TEXT)], 1);
         s.add("y_total", &["n"], &[&"v".repeat(TEXT)], 1);
         let mut text = String::new();
-        s.render(&mut text);
+        s.render(&mut text, &[]);
         assert!(!text.contains("y_total"), "{text}");
         assert!(text.contains("robotgate_metrics_series_dropped_total 2\n"), "{text}");
     }

@@ -226,6 +226,12 @@ impl RangeTable {
         &self.feeds
     }
 
+    /// `robotgate_feed_age_seconds`'s series at `now` (Unix seconds): each
+    /// feed's name and age ([`FeedInfo::age`]), those of unknown age left out.
+    pub fn ages(&self, now: u64) -> impl Iterator<Item = (&str, u64)> {
+        self.feeds.iter().filter_map(move |f| Some((f.name.as_str(), f.age(now)?)))
+    }
+
     /// A feed's id by name (exact, names are lowercase).
     pub fn feed_id(&self, name: &str) -> Option<FeedId> {
         self.feeds.iter().position(|f| f.name == name).map(|i| FeedId(i as u16))

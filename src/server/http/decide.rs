@@ -266,8 +266,9 @@ impl Gate {
     }
 
     /// Count a decision, and make its record (kept in `ctx` for `logging`).
-    /// Whether it judged a robot, or a request with an outcome (not a
-    /// browser's pass, a served file, or a request never classified).
+    /// Whether it is timed ([`Counts::timed`]: it judged a robot, or a
+    /// request with an outcome; not a browser's pass, a served file, or a
+    /// request never classified).
     fn count(
         &self,
         req: &Incoming<'_>,
@@ -294,7 +295,7 @@ impl Gate {
         if let Some(file) = counts.file {
             metrics().served.with_label_values(&[metric_site, file.as_str()]).inc();
         }
-        let (Some(agent), Some(category)) = (d.agent.as_ref(), counts.request) else { return false };
+        let Some(category) = counts.request else { return counts.timed };
         if let Some(counter) =
             Category::ALL.iter().position(|c| *c == category).and_then(|i| snap.answers[site].requests.get(i))
         {
@@ -302,7 +303,7 @@ impl Gate {
         }
         // A pass makes no record, and copies nothing.
         if !counts.record {
-            return agent.is_bot();
+            return counts.timed;
         }
         let client = ctx.client.map(crate::net::ip_text).unwrap_or_default();
         let requested = policy::Requested {
@@ -316,7 +317,7 @@ impl Gate {
             lines: live.robots.as_ref().map_or(crate::robots::LineMap::nothing_added(), |r| &r.lines),
         };
         ctx.pending = d.record(&requested).map(Box::new);
-        let Some(r) = &ctx.pending else { return true };
+        let Some(r) = &ctx.pending else { return counts.timed };
         if let Some(tally) = d.tally(metric_site, r) {
             let labels = tally.values();
             match tally.family {
@@ -325,7 +326,7 @@ impl Gate {
                 TallyFamily::Violation => count(&LAST_VIOLATION, &metrics().violations, &labels),
             }
         }
-        true
+        counts.timed
     }
 
     /// The record of a request refused for what its head held: who sent it

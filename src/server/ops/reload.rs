@@ -59,10 +59,8 @@ pub fn publish_info(snap: &Snapshot) {
     snap.certs.publish(&other);
     let m = metrics();
     m.robots_info.reset();
-    for (site, answers) in snap.sites.iter().zip(&snap.answers) {
-        if let (Some(r), false) = (&site.robots, answers.metric_site == crate::config::OTHER_SITES) {
-            m.robots_info.with_label_values(&[site.conf.name.as_str(), r.hash.as_str()]).set(1);
-        }
+    for (site, hash) in snap.robots_versions() {
+        m.robots_info.with_label_values(&[site, hash]).set(1);
     }
 }
 
@@ -246,11 +244,8 @@ impl Summary {
 
 /// Count each refused file in `robotgate_reload_refused_total{file, reason}`.
 fn count_refused(problems: &[Problem]) {
-    for p in problems {
-        if let Some(reason) = p.reason {
-            let file = p.file.to_string_lossy();
-            metrics().reload_refused.with_label_values(&[file.as_ref(), reason.as_str()]).inc();
-        }
+    for (file, reason) in problems.iter().filter_map(Problem::refused_series) {
+        metrics().reload_refused.with_label_values(&[file.as_ref(), reason]).inc();
     }
 }
 

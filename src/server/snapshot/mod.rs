@@ -153,7 +153,6 @@ pub fn build_for(
     // made for: a kept site is the same allocation.
     let before: std::collections::HashMap<*const load::LiveSite, &Arc<SiteAnswers>> =
         previous.map(|p| p.files.sites.iter().map(Arc::as_ptr).zip(p.answers.iter()).collect()).unwrap_or_default();
-    let own_series = files.settings.boot.metrics_per_site;
     // Answers already built in this load for an action that names no file
     // (the same action answers alike at every site); a handful at most.
     let mut common: Vec<(&Action, Arc<[Prebuilt; 2]>)> = Vec::new();
@@ -167,7 +166,7 @@ pub fn build_for(
         let name = site.conf.name.as_str();
         // The first sites have series of their own; the rest share one, so
         // a scrape stays bounded at any number of sites.
-        let metric_site = if i < own_series { name } else { crate::config::OTHER_SITES };
+        let metric_site = files.metric_site(i);
         if let Some(kept) = before.get(&Arc::as_ptr(site)).filter(|a| a.metric_site == metric_site) {
             answers.push(Arc::clone(kept));
             continue;

@@ -112,10 +112,8 @@ pub fn publish_ages(snap: &Snapshot) {
     let gauge = &crate::server::telemetry::metrics().feed_age;
     gauge.reset();
     let now = crate::time::Clock::System.unix_secs();
-    for f in snap.ranges.feeds() {
-        if let Some(age) = f.age(now) {
-            gauge.with_label_values(&[f.name.as_str()]).set(i64::try_from(age).unwrap_or(i64::MAX));
-        }
+    for (feed, age) in snap.ranges.ages(now) {
+        gauge.with_label_values(&[feed]).set(i64::try_from(age).unwrap_or(i64::MAX));
     }
 }
 
