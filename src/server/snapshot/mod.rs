@@ -177,7 +177,8 @@ pub fn build_for(
                 distinct.push(action);
             }
         }
-        let shared = i >= own_series && !distinct.iter().any(|a| names_file(a));
+        // (Past the sites with series of their own.)
+        let shared = i >= files.settings.boot.metrics_per_site && !distinct.iter().any(|a| names_file(a));
         if let Some((_, same)) = alike.iter().find(|(k, _)| shared && *k == distinct) {
             answers.push(Arc::clone(same));
             continue;
