@@ -912,15 +912,20 @@ mod tests {
                         rules.push((other, p));
                     }
                     // A deterministic shuffle, so that lines are in no particular order.
-                    let mut x = seed | 1;
-                    for i in (1..rules.len()).rev() {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        rules.swap(i, (x % (i as u64 + 1)) as usize);
-                    }
+                    shuffle(&mut rules, seed);
                     rules
                 })
+        }
+
+        /// Shuffle `rules` by `seed` (xorshift), the same way every time.
+        fn shuffle<T>(rules: &mut [T], seed: u64) {
+            let mut x = seed | 1;
+            for i in (1..rules.len()).rev() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                rules.swap(i, (x % (i as u64 + 1)) as usize);
+            }
         }
 
         /// A group a flat set takes: up to [`FLAT_RULES`] rules, literal
@@ -944,13 +949,7 @@ mod tests {
                         stars += usize::from(p.contains(&b'*'));
                         !p.contains(&b'*') || stars <= LINEAR_WILDCARDS
                     });
-                    let mut x = seed | 1;
-                    for i in (1..rules.len()).rev() {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        rules.swap(i, (x % (i as u64 + 1)) as usize);
-                    }
+                    shuffle(&mut rules, seed);
                     rules
                 })
         }
