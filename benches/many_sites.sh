@@ -61,6 +61,17 @@ def rss_mb():
                 return int(line.split()[1]) / 1024
     return float("nan")
 
+def split():
+    """Resident memory by kind (smaps_rollup): anonymous and file-backed, MB."""
+    kb = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("Rss", "Anonymous", "Rss_File", "Shared_Clean", "Private_Clean"):
+                kb[k] = int(v.split()[0])
+    file = kb.get("Rss", 0) - kb.get("Anonymous", 0)
+    return f"anonymous {kb.get('Anonymous', 0) / 1024:.0f} MB, file-backed {file / 1024:.0f} MB"
+
 def get(host, path, ua, conn=None):
     # A crawler's polls come from a new loopback address each, so robotgate's
     # rate limit (per client address) never answers them in place of the rule.
@@ -85,7 +96,7 @@ while True:
     time.sleep(0.01)
 start = time.monotonic() - t0
 time.sleep(1)
-print(f"sites {n}: start {start:.2f} s, RSS {rss_mb():.0f} MB", flush=True)
+print(f"sites {n}: start {start:.2f} s, RSS {rss_mb():.0f} MB ({split()}), load average {os.getloadavg()[0]:.1f}", flush=True)
 
 rng = random.Random(7)
 edit_no = [0]

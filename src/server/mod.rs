@@ -37,7 +37,7 @@ use self::http::gate::Gate;
 use self::http::tls;
 use self::ops::crowd::{self, Crowd};
 use self::ops::reload::{self, Reloader};
-use self::ops::{status, violations, violations::ViolationLog};
+use self::ops::{memory, status, violations, violations::ViolationLog};
 use self::store::reads::{self, Reads};
 use self::store::redis;
 use self::verify::{dns, feeds, wba};
@@ -234,6 +234,8 @@ pub fn serve_with(
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);
     reload::persist_traps(&snap, None);
+    // What the load parsed on the way is freed: give it back.
+    memory::give_back();
     let config = snap.settings.clone();
     let n_sites = snap.sites.len();
     // robotgate's own feeds directory is made now, before the watches are

@@ -34,6 +34,7 @@ use tracing::{error, info, warn};
 
 use crate::load::watch::{watch_dirs, Burst, Event, Sources, DEBOUNCE};
 use crate::load::{traps, Problem, Reason};
+use crate::server::ops::memory;
 use crate::server::snapshot::{self, Snapshot};
 use crate::server::telemetry::metrics;
 
@@ -175,7 +176,16 @@ impl Reloader {
         // Off the runtime's threads: at 10,000 sites the versions file is
         // megabytes, written after every robots.txt edit.
         let (kept, before) = (Arc::clone(&new), Arc::clone(&old));
-        if let Err(e) = tokio::task::spawn_blocking(move || persist_traps(&kept, Some(&before))).await {
+        drop(old);
+        let done = tokio::task::spawn_blocking(move || {
+            persist_traps(&kept, Some(&before));
+            // The replaced snapshot's own parts (the sites that changed) go
+            // with it, unless a request still holds it; then once per reload
+            // the freed memory goes back (issue 55).
+            drop(before);
+            memory::give_back();
+        });
+        if let Err(e) = done.await {
             error!(target: "robotgate::reload", error = %e, "keeping the reload's state failed");
         }
         metrics().reloads.inc();
