@@ -153,3 +153,70 @@ fn sighup_reloads() {
     );
     assert_eq!(get(&gate.url("/a/x"), &[("User-Agent", GOOGLEBOT)]).status, 403);
 }
+
+/// Issue 55: an edit at many sites is read from what the watcher named.
+/// Each of 1,000 sites has its robots.txt in a directory of its own; an
+/// edit saved by rename, then one written in place, are in force, and the
+/// whole process makes a handful of `stat` calls for them, not one per
+/// site's file (a reload that looked at every file made 1,000 or more).
+/// Needs strace (.ci/run installs it).
+#[test]
+fn an_edit_at_many_sites_looks_at_the_files_it_named() {
+    use std::process::{Command, Stdio};
+    if Command::new("strace").arg("-V").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "strace is missing");
+        eprintln!("*** SKIPPED: no strace ***");
+        return;
+    }
+    let origin = Origin::start();
+    const SITES: usize = 1000;
+    let mut config = config(&origin);
+    let mut sites = String::new();
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for i in 0..SITES {
+        let robots = format!("sites/s{i}/robots.txt");
+        files.push((robots.clone(), format!("User-agent: *\nDisallow: /{i}/\n").into_bytes()));
+        sites.push_str(&format!(
+            "  - name: s{i}\n    hosts: [\"s{i}.test\"]\n    upstream: \"{}\"\n    robots: \"{{dir}}/{robots}\"\n",
+            origin.addr
+        ));
+    }
+    let at = config.find("\nsites:\n").expect("the test config has sites") + "\nsites:\n".len();
+    config.insert_str(at, &sites);
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let gate = Gate::start(&config, &files);
+    let status = |host: &str, path: &str| get(&gate.url(path), &[("Host", host), ("User-Agent", GOOGLEBOT)]).status;
+    assert_eq!(status("s7.test", "/7/x"), 403, "{}", gate.stderr());
+    assert_eq!(status("s8.test", "/edited/x"), 200);
+    let strace = Command::new("strace")
+        .args(["-f", "-c", "-e", "trace=%stat", "-p", &gate.child.id().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // Saved by rename, then written in place.
+    let tmp = gate.path("sites/s7/.robots.txt.tmp");
+    std::fs::write(&tmp, "User-agent: *\nDisallow: /edited/\n").unwrap();
+    std::fs::rename(&tmp, gate.path("sites/s7/robots.txt")).unwrap();
+    let t = within(Duration::from_secs(5), || status("s7.test", "/edited/x") == 403);
+    assert!(t.is_some(), "the renamed edit is not in force\n{}", gate.stderr());
+    std::fs::write(gate.path("sites/s8/robots.txt"), "User-agent: *\nDisallow: /edited/\n").unwrap();
+    let t = within(Duration::from_secs(5), || status("s8.test", "/edited/x") == 403);
+    assert!(t.is_some(), "the edit in place is not in force\n{}", gate.stderr());
+    assert_eq!(status("s9.test", "/9/x"), 403, "another site is as it was");
+    let _ = Command::new("kill").args(["-INT", &strace.id().to_string()]).status();
+    let out = strace.wait_with_output().unwrap();
+    let table = String::from_utf8_lossy(&out.stderr);
+    // strace -c's table: "% time  seconds  usecs/call  calls  errors  syscall".
+    let calls: u64 = table
+        .lines()
+        .filter(|l| l.split_whitespace().last().is_some_and(|s| s.contains("stat")))
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.get(3)?.parse::<u64>().ok()
+        })
+        .sum();
+    assert!(table.contains("syscall"), "no strace table:\n{table}");
+    assert!(calls < 100, "{calls} stat calls for two edits at {SITES} sites:\n{table}");
+}

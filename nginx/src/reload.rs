@@ -5,7 +5,9 @@
 //! directories of the snapshot's sources ([`crate::watch`]), whose
 //! descriptor nginx's loop watches as it watches a socket: an event that
 //! names a source starts (or extends) a burst, and [`DEBOUNCE`] after its
-//! last event a helper thread reloads ([`robotgate::load::reload_whole`]:
+//! last event a helper thread reloads, below the priority of nginx's own
+//! threads ([`robotgate::load::watch::spawn_below`];
+//! [`robotgate::load::reload_whole`]:
 //! a site whose files did not change is shared with the old snapshot, the
 //! classifier is built again only when the bot database changed, a file
 //! renamed into place is read at once, one written in place once it
@@ -40,7 +42,7 @@ use ngx::ffi::{ngx_connection_t, ngx_event_t, ngx_log_t, ngx_msec_t, NGX_LOG_ERR
 use ngx::ngx_log_error;
 
 use robotgate::load::file::Reader;
-use robotgate::load::watch::{watch_dirs, Burst, Event, Sources, Sweep, DEBOUNCE};
+use robotgate::load::watch::{same_sources, spawn_below, watch_dirs, Burst, Event, Sources, Sweep, DEBOUNCE};
 use robotgate::load::{Problem, Snapshot};
 use robotgate::metric;
 use robotgate::state::series::Series;
@@ -230,7 +232,7 @@ impl Watch {
         let named = named.filter(|_| self.inotify.is_some() && !self.unwatched && !self.unsure);
         self.unsure = true;
         let (config, previous, waker) = (self.config.clone(), self.current.clone(), self.waker.clone());
-        let spawned = std::thread::Builder::new().name("robotgate-reload".into()).spawn(move || {
+        let spawned = spawn_below("robotgate-reload", move || {
             let outcome = match &named {
                 Some(named) => robotgate::load::reload_named(&config, Some(&previous), &whole, named, Reader::Caller),
                 None => robotgate::load::reload_whole(&config, Some(&previous), &whole, Reader::Caller),
@@ -270,12 +272,6 @@ impl Watch {
 }
 
 type Outcome = Result<Snapshot, Vec<Problem>>;
-
-/// Whether two snapshots' sources are the same paths (byte for byte: both
-/// are sorted so, [`Snapshot::sources`]).
-fn same_sources(a: &[PathBuf], b: &[PathBuf]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.as_os_str() == b.as_os_str())
-}
 
 /// Count a reload as the proxy counts one: `robotgate_reloads_total` when
 /// it was put in force, `robotgate_reload_failures_total` when it was
@@ -327,9 +323,7 @@ fn finished(outcome: Outcome, watch: Option<Option<(Sources, BTreeSet<PathBuf>)>
                         let old = (old, std::mem::replace(&mut w.current, new.clone()));
                         // Freeing what only the old snapshot held (a
                         // classifier, sites) is not nginx's thread's work.
-                        if let Err(e) =
-                            std::thread::Builder::new().name("robotgate-drop".into()).spawn(move || drop(old))
-                        {
+                        if let Err(e) = spawn_below("robotgate-drop", move || drop(old)) {
                             ngx_log_error!(NGX_LOG_WARN, w.log, "robotgate: no thread to free the old snapshot: {}", e);
                         }
                         // The same sources, every directory still watched

@@ -5,8 +5,17 @@
 //! hours; to judge a request by the copy a crawler holds, robotgate needs
 //! that copy ([`crate::policy::EarlierRobots`]). The file sits beside the
 //! traps' state ([`super::traps::state_path`]) as
-//! `robotgate-robots-versions.json`: `{"site": [{"hash", "replaced_at",
-//! "body"}, ...]}`, the served text (with the managed lines) of each version.
+//! `robotgate-robots-versions.json`, one line a site (JSON Lines):
+//! `{"site": "name", "kept": [{"hash", "replaced_at", "body"}, ...]}`, the
+//! served text (with the managed lines) of each version.
+//!
+//! A reload that changed a few sites appends their lines ([`append`]); a
+//! later line of a site replaces the earlier ones, and one with nothing
+//! kept removes the site. When the appended lines outgrow the sites'
+//! own, the file is written whole again ([`write`]). At 10,000 sites the
+//! whole file is megabytes: written on every robots.txt edit, it was a
+//! third of an edit's reload (issue 55). A file of the earlier form (one
+//! JSON object, by site) is read too.
 //!
 //! Bounded: per site, the current version and at most [`MAX_EARLIER`]
 //! earlier ones of at most [`MAX_EARLIER_BYTES`] together; a version
@@ -67,15 +76,38 @@ pub fn state_path(traps_state: &Path) -> PathBuf {
 }
 
 /// Read the file; a missing, refused or unreadable one is empty (crawlers
-/// holding an earlier version then get no grace).
+/// holding an earlier version then get no grace), and so is a line that is
+/// not one (a line cut short when the process stopped mid-append).
 pub fn read(path: &Path, reader: super::file::Reader) -> Versions {
-    super::file::read_with(path, super::file::VERSIONS_MAX, &super::file::Timing { reader, ..Default::default() })
-        .ok()
-        .and_then(|c| serde_json::from_slice(&c.body).ok())
-        .unwrap_or_default()
+    let Ok(contents) =
+        super::file::read_with(path, super::file::VERSIONS_MAX, &super::file::Timing { reader, ..Default::default() })
+    else {
+        return Versions::new();
+    };
+    // The earlier form: one object, by site.
+    if let Ok(whole) = serde_json::from_slice::<Versions>(&contents.body) {
+        return whole;
+    }
+    let mut versions = Versions::new();
+    for line in contents.body.split(|&b| b == b'\n') {
+        let Ok(Line { site, kept }) = serde_json::from_slice::<Line<String, Vec<Kept>>>(line) else { continue };
+        match kept.is_empty() {
+            true => versions.remove(&site),
+            false => versions.insert(site, kept),
+        };
+    }
+    versions
 }
 
-/// Write the file (through a temporary file and a rename).
+/// One line of the file: a site's kept versions (none: the site is gone).
+#[derive(Serialize, Deserialize)]
+struct Line<S, K> {
+    site: S,
+    kept: K,
+}
+
+/// Write the file whole, one line a site (through a temporary file and a
+/// rename).
 ///
 /// # Errors
 /// The file cannot be written.
@@ -83,13 +115,57 @@ pub fn write(path: &Path, versions: &Versions) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("json.tmp");
     // Streamed through a small buffer: at 10,000 sites the file is
-    // megabytes, and a whole copy of it in memory on every reload was a
-    // large allocation and free per edit.
+    // megabytes.
     let mut out = std::io::BufWriter::with_capacity(64 << 10, std::fs::File::create(&tmp)?);
-    serde_json::to_writer(&mut out, versions).map_err(std::io::Error::other)?;
+    for (site, kept) in versions {
+        line(&mut out, site, kept)?;
+    }
     out.flush()?;
     drop(out);
     std::fs::rename(&tmp, path)
+}
+
+/// Write one site's line.
+fn line(out: &mut impl std::io::Write, site: &str, kept: &[Kept]) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &Line { site, kept }).map_err(std::io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+/// Keep `now` in the file, which holds `before`: append the lines of the
+/// sites whose versions differ (a removed site's with nothing kept), or,
+/// when the file would then be more than twice what its sites need (or
+/// does not exist), write it whole. Cost: a pass over both maps comparing
+/// hashes and times, and the changed sites' bodies written.
+///
+/// # Errors
+/// The file cannot be written.
+pub fn keep(path: &Path, before: &Versions, now: &Versions) -> std::io::Result<()> {
+    use std::io::Write;
+    let same = |a: &[Kept], b: &[Kept]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| (a.hash, a.replaced_at) == (b.hash, b.replaced_at))
+    };
+    let changed: Vec<(&str, &[Kept])> = now
+        .iter()
+        .filter(|(site, kept)| before.get(*site).is_none_or(|b| !same(b, kept)))
+        .map(|(site, kept)| (site.as_str(), kept.as_slice()))
+        .chain(before.keys().filter(|site| !now.contains_key(*site)).map(|site| (site.as_str(), &[][..])))
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    // What the sites' own lines take, about: their bodies and a line's frame.
+    let need = |v: &Versions| v.values().flatten().map(|k| k.body.len() + 64).sum::<usize>() as u64;
+    let adds = changed.iter().flat_map(|(_, kept)| kept.iter()).map(|k| k.body.len() as u64 + 64).sum::<u64>();
+    let size = std::fs::metadata(path).map(|m| m.len()).ok();
+    if size.is_none_or(|size| size + adds > 2 * need(now) + (64 << 10)) {
+        return write(path, now);
+    }
+    let mut out = Vec::new();
+    for (site, kept) in changed {
+        line(&mut out, site, kept)?;
+    }
+    // One write of whole lines: a stop in the middle cuts at most the last.
+    std::fs::OpenOptions::new().append(true).open(path)?.write_all(&out)
 }
 
 /// Bring a site's kept versions up to `now`, with `current` (hash and
@@ -176,5 +252,63 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(r#""body":"User-agent: *\nDisallow: /\"x\"/\n""#), "{text}");
         assert_eq!(read(&path, crate::load::file::Reader::Helper), versions);
+        // The earlier form, one object by site, reads as it did.
+        std::fs::write(&path, serde_json::to_vec(&versions).unwrap()).unwrap();
+        assert_eq!(read(&path, crate::load::file::Reader::Helper), versions);
+    }
+
+    /// `n` sites of one version each, site `i` with hash `i`.
+    fn sites(n: u64) -> Versions {
+        (0..n)
+            .map(|i| (format!("s{i}"), vec![Kept { hash: i, replaced_at: None, body: Bytes::from(vec![b'x'; 100]) }]))
+            .collect()
+    }
+
+    #[test]
+    fn a_few_changed_sites_are_appended_and_read_back_as_the_whole() {
+        use crate::load::file::Reader::Helper;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("robotgate-robots-versions.json");
+        let first = sites(1000);
+        keep(&path, &Versions::new(), &first).unwrap();
+        let whole = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(read(&path, Helper), first);
+        // One site edited, one removed, one added: three lines appended.
+        let mut second = first.clone();
+        update(second.get_mut("s7").unwrap(), Some((70_000, &Bytes::from_static(b"User-agent: *\n"))), 5);
+        second.remove("s8");
+        second.insert("new".into(), vec![Kept { hash: 1, replaced_at: None, body: Bytes::from_static(b"x") }]);
+        keep(&path, &first, &second).unwrap();
+        let grown = std::fs::metadata(&path).unwrap().len() - whole;
+        assert!(grown < 1000, "appended {grown} bytes for three sites");
+        assert_eq!(read(&path, Helper), second);
+        // Nothing changed: nothing written.
+        keep(&path, &second, &second).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole + grown);
+        // A line cut short (a stop mid-append) loses that line alone.
+        let mut third = second.clone();
+        update(third.get_mut("s9").unwrap(), Some((90_000, &Bytes::from_static(b"User-agent: *\n"))), 6);
+        keep(&path, &second, &third).unwrap();
+        let text = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 10]).unwrap();
+        assert_eq!(read(&path, Helper), second);
+        // Past twice what the sites need, the file is written whole again.
+        write(&path, &third).unwrap();
+        let mut now = third.clone();
+        let (mut size, mut rewritten) = (std::fs::metadata(&path).unwrap().len(), 0);
+        for round in 0..40u64 {
+            let before = now.clone();
+            for i in 10..110 {
+                let kept = now.get_mut(&format!("s{i}")).unwrap();
+                update(kept, Some((1_000_000 + round * 1000 + i, &Bytes::from(vec![b'y'; 100]))), 100 + round);
+            }
+            keep(&path, &before, &now).unwrap();
+            assert_eq!(read(&path, Helper), now, "round {round}");
+            let was = std::mem::replace(&mut size, std::fs::metadata(&path).unwrap().len());
+            rewritten += usize::from(size < was);
+        }
+        assert!(rewritten > 0, "the file was never written whole again");
+        let need: usize = now.values().flatten().map(|k| k.body.len() + 64).sum();
+        assert!(std::fs::metadata(&path).unwrap().len() <= 2 * need as u64 + (64 << 10) + 20_000);
     }
 }

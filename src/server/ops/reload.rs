@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -32,7 +33,7 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tracing::{error, info, warn};
 
-use crate::load::watch::{watch_dirs, Burst, Event, Sources, DEBOUNCE};
+use crate::load::watch::{same_sources, spawn_below, watch_dirs, Burst, Event, Sources, DEBOUNCE};
 use crate::load::{traps, Problem, Reason};
 use crate::server::ops::memory;
 use crate::server::snapshot::{self, Snapshot};
@@ -107,15 +108,22 @@ fn forget_in<T: prometheus::core::MetricVecBuilder>(family: &prometheus::core::M
 /// (arming then restarts with the process, which only delays bans; a
 /// crawler holding an earlier robots.txt then gets no grace). After a
 /// reload, each file is written only when what it keeps differs from
-/// `before`'s: at 10,000 sites the versions file is megabytes, and an edit
-/// of one site's humans.txt need not write it again.
+/// `before`'s, and the versions file only for the sites that changed
+/// ([`crate::load::versions::keep`]): at 10,000 sites it is megabytes.
+/// At start, and after a write that failed, the versions file is written
+/// whole.
 pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
-    let versions = crate::load::versions::state_path(&snap.traps_state);
-    let same = before.is_some_and(|b| b.robots_versions == snap.robots_versions);
-    if !same {
-        if let Err(e) = crate::load::versions::write(&versions, &snap.robots_versions) {
-            tracing::warn!(target: "robotgate::robots", file = %versions.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
-        }
+    use crate::load::versions;
+    /// The last write of the versions file failed: the file may lack a change.
+    static BEHIND: AtomicBool = AtomicBool::new(false);
+    let path = versions::state_path(&snap.traps_state);
+    let kept = match before.filter(|_| !BEHIND.load(Ordering::Relaxed)) {
+        Some(b) => versions::keep(&path, &b.robots_versions, &snap.robots_versions),
+        None => versions::write(&path, &snap.robots_versions),
+    };
+    BEHIND.store(kept.is_err(), Ordering::Relaxed);
+    if let Err(e) = kept {
+        tracing::warn!(target: "robotgate::robots", file = %path.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
     }
     if snap.sites.iter().all(|s| s.conf.traps.is_none())
         || before.is_some_and(|b| b.traps_first_served == snap.traps_first_served)
@@ -127,22 +135,57 @@ pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
     }
 }
 
+/// What a reload put in force asks of the watch: `None` when the new
+/// snapshot's sources are the old one's (an edit), else the new ones as
+/// the watch reads them (worked out on the reload's thread).
+type NewWatch = Option<(Sources, BTreeSet<PathBuf>)>;
+
+/// Run `work` on a reload thread ([`spawn_below`]) and wait for its result
+/// without holding a runtime thread; `None` if it could not run or did not
+/// finish (a panic).
+async fn below<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if let Err(e) = spawn_below("robotgate-reload", move || {
+        let _ = tx.send(work());
+    }) {
+        error!(target: "robotgate::reload", error = %e, "no thread for the reload");
+        return None;
+    }
+    rx.await.ok()
+}
+
 impl Reloader {
-    /// Reload now. Returns whether the new snapshot is in force.
+    /// Reload now, looking at every file. Returns whether the new snapshot
+    /// is in force.
     pub async fn reload(&self, why: &str) -> bool {
-        self.reload_whole(why, HashSet::new()).await
+        self.reload_seen(why, HashSet::new(), None).await.is_some()
     }
 
-    /// [`Reloader::reload`], with the files known to have been renamed
-    /// into place whole ([`crate::load::reload_whole`]).
-    async fn reload_whole(&self, why: &str, whole: HashSet<PathBuf>) -> bool {
+    /// [`Reloader::reload`], after what the watcher saw: the files renamed
+    /// into place whole ([`crate::load::reload_whole`]) and, when it lost
+    /// nothing, every source it named ([`crate::load::reload_named`]).
+    /// `Some` when the new snapshot is in force, with what the watch needs.
+    async fn reload_seen(
+        &self,
+        why: &str,
+        whole: HashSet<PathBuf>,
+        named: Option<HashSet<PathBuf>>,
+    ) -> Option<NewWatch> {
         let path = self.config_path.clone();
         let previous = self.snapshot.load_full();
-        let loaded = tokio::task::spawn_blocking(move || snapshot::reload_whole(&path, Some(&previous), &whole)).await;
-        let new = match loaded {
-            Ok(Ok(s)) => s,
+        let loaded = below(move || {
+            let loaded = snapshot::reload_seen(&path, Some(&previous), &whole, named.as_ref());
+            loaded.map(|s| {
+                let watch = (!same_sources(&s.sources, &previous.sources))
+                    .then(|| (Sources::of(&s.sources), watch_dirs(&s.sources)));
+                (s, watch)
+            })
+        })
+        .await;
+        let (new, watch) = match loaded {
+            Some(Ok(s)) => s,
             // Log before counting: whoever sees the counter move can read why.
-            Ok(Err(problems)) => {
+            Some(Err(problems)) => {
                 for p in &problems {
                     error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, reason = p.reason.map(Reason::as_str), problem = %p.message, "reload refused; the last good configuration stays in force");
                 }
@@ -150,13 +193,13 @@ impl Reloader {
                 let why: Vec<String> = problems.iter().map(ToString::to_string).collect();
                 crate::server::ops::status::board().reloaded(false, why.join("; "));
                 metrics().reload_failures.inc();
-                return false;
+                return None;
             }
-            Err(e) => {
-                error!(target: "robotgate::reload", error = %e, "reload task failed; the last good configuration stays in force");
-                crate::server::ops::status::board().reloaded(false, format!("reload task failed: {e}"));
+            None => {
+                error!(target: "robotgate::reload", "reload task failed; the last good configuration stays in force");
+                crate::server::ops::status::board().reloaded(false, "reload task failed".to_owned());
                 metrics().reload_failures.inc();
-                return false;
+                return None;
             }
         };
         let old = self.snapshot.load();
@@ -177,7 +220,7 @@ impl Reloader {
         // megabytes, written after every robots.txt edit.
         let (kept, before) = (Arc::clone(&new), Arc::clone(&old));
         drop(old);
-        let done = tokio::task::spawn_blocking(move || {
+        let done = below(move || {
             persist_traps(&kept, Some(&before));
             // The replaced snapshot's own parts (the sites that changed) go
             // with it, unless a request still holds it; then once per reload
@@ -185,8 +228,8 @@ impl Reloader {
             drop(before);
             memory::give_back();
         });
-        if let Err(e) = done.await {
-            error!(target: "robotgate::reload", error = %e, "keeping the reload's state failed");
+        if done.await.is_none() {
+            error!(target: "robotgate::reload", "keeping the reload's state failed");
         }
         metrics().reloads.inc();
         if refused.is_empty() {
@@ -200,7 +243,7 @@ impl Reloader {
             crate::server::ops::status::board().reloaded(false, message);
             info!(target: "robotgate::reload", reason = why, sites = summary.sites, added = summary.added, rebuilt = summary.rebuilt, removed = summary.removed, changed = %summary.changed, kept = refused.len(), "reloaded, keeping the last good version of refused files");
         }
-        true
+        Some(watch)
     }
 }
 
@@ -283,9 +326,15 @@ fn event(ev: &notify::Result<notify::Event>) -> Event<'_> {
 impl BackgroundService for Reloader {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<notify::Result<notify::Event>>(1024);
+        // An event dropped because the queue was full: the events that get
+        // through no longer name every change.
+        let dropped = Arc::new(AtomicBool::new(false));
+        let dropping = Arc::clone(&dropped);
         let watcher = notify::recommended_watcher(move |ev| {
-            // Never block notify's thread; a full queue already means "reload".
-            let _ = tx.try_send(ev);
+            // Never block notify's thread.
+            if tx.try_send(ev).is_err() {
+                dropping.store(true, Ordering::Relaxed);
+            }
         });
         let mut watcher = match watcher {
             Ok(w) => Some(w),
@@ -294,27 +343,18 @@ impl BackgroundService for Reloader {
                 None
             }
         };
-        let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
-        let rewatch =
-            |watcher: &mut Option<notify::RecommendedWatcher>, snap: &Snapshot, watched: &mut BTreeSet<PathBuf>| {
-                let Some(w) = watcher.as_mut() else { return };
-                let want = watch_dirs(&snap.sources);
-                for gone in watched.difference(&want) {
-                    let _ = w.unwatch(gone);
-                }
-                for dir in want.difference(watched) {
-                    if let Err(e) = w.watch(dir, RecursiveMode::NonRecursive) {
-                        warn!(target: "robotgate::reload", dir = %dir.display(), error = %e, "cannot watch directory");
-                    }
-                }
-                *watched = want;
-            };
-        rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+        let mut watch = Watch::default();
+        let snap = self.snapshot.load_full();
+        watch.set(&mut watcher, Sources::of(&snap.sources), watch_dirs(&snap.sources));
         // A file edited after the first load but before the watches were in
         // place raised no event: catch up once, now that they are.
-        if self.snapshot.load().stale() && self.reload("changed while starting").await {
-            rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
+        if snap.stale() {
+            if let Some(Some((sources, dirs))) = self.reload_seen("changed while starting", HashSet::new(), None).await
+            {
+                watch.set(&mut watcher, sources, dirs);
+            }
         }
+        drop(snap);
 
         let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
@@ -323,34 +363,86 @@ impl BackgroundService for Reloader {
                 None
             }
         };
-        let mut sources = Sources::of(&self.snapshot.load().sources);
-        let mut whole = HashSet::new();
+        let mut burst = Burst::default();
         loop {
             let why = tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = async { match hup.as_mut() { Some(h) => { h.recv().await; } None => std::future::pending::<()>().await } } => "SIGHUP",
                 ev = rx.recv() => {
                     let Some(ev) = ev else { return };
-                    let mut burst = Burst::default();
-                    if !burst.note(event(&ev), &sources) {
+                    let lost = |burst: &mut Burst, sources: &Sources| {
+                        dropped.swap(false, Ordering::Relaxed) && burst.note(Event::Lost, sources)
+                    };
+                    if !(burst.note(event(&ev), &watch.sources) | lost(&mut burst, &watch.sources)) {
                         continue;
                     }
                     // Debounce: wait until the burst of relevant events is over
                     // (other files in the same directories, such as a log, do not count).
                     let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                     while let Ok(Some(ev)) = tokio::time::timeout_at(quiet_until, rx.recv()).await {
-                        if burst.note(event(&ev), &sources) {
+                        if burst.note(event(&ev), &watch.sources) | lost(&mut burst, &watch.sources) {
                             quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                         }
                     }
-                    whole = burst.take_whole();
                     "file changed"
                 }
             };
-            if self.reload_whole(why, std::mem::take(&mut whole)).await {
-                rewatch(&mut watcher, &self.snapshot.load(), &mut watched);
-                sources = Sources::of(&self.snapshot.load().sources);
+            let (whole, named) = burst.take();
+            // The events name every change only when every directory is
+            // watched and none was lost since the snapshot in force was
+            // read (a refused reload's changes are not in force: the next
+            // one looks at every file). Then a site none of whose files
+            // they named is kept without a `stat` (issue 55: 20,000 a
+            // reload at 10,000 sites). A SIGHUP looks at every file.
+            let trusted = why != "SIGHUP" && watcher.is_some() && !watch.unwatched && !watch.unsure;
+            let named = named.filter(|_| trusted);
+            watch.unsure = true;
+            if let Some(new) = self.reload_seen(why, whole, named).await {
+                if let Some((sources, dirs)) = new {
+                    watch.set(&mut watcher, sources, dirs);
+                }
+                watch.unsure = false;
             }
+        }
+    }
+}
+
+/// What the reloader watches.
+#[derive(Default)]
+struct Watch {
+    /// The sources of the snapshot in force, as events name them.
+    sources: Sources,
+    /// The directories watched.
+    dirs: BTreeSet<PathBuf>,
+    /// Some directory of a source could not be watched: an edit there
+    /// raises no event.
+    unwatched: bool,
+    /// A burst's changes are not in force (its reload was refused).
+    unsure: bool,
+}
+
+impl Watch {
+    /// Watch `want` (the directories of `sources`), leaving the others.
+    fn set(&mut self, watcher: &mut Option<notify::RecommendedWatcher>, sources: Sources, want: BTreeSet<PathBuf>) {
+        self.sources = sources;
+        let Some(w) = watcher.as_mut() else { return };
+        for gone in self.dirs.difference(&want) {
+            let _ = w.unwatch(gone);
+        }
+        let mut failed = Vec::new();
+        for dir in want.difference(&self.dirs) {
+            if let Err(e) = w.watch(dir, RecursiveMode::NonRecursive) {
+                failed.push((dir.clone(), e));
+            }
+        }
+        if let Some((dir, e)) = failed.first() {
+            warn!(target: "robotgate::reload", directories = failed.len(), dir = %dir.display(), error = %e, "cannot watch directories: their files' edits are seen at the next reload (SIGHUP, or an edit elsewhere)");
+        }
+        self.unwatched = !failed.is_empty();
+        self.dirs = want;
+        for (dir, _) in failed {
+            // Tried again when the sources next change.
+            self.dirs.remove(&dir);
         }
     }
 }

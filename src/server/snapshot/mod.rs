@@ -88,7 +88,7 @@ pub fn load(config_path: &Path) -> Result<Snapshot, Vec<Problem>> {
 /// # Errors
 /// As [`load`].
 pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapshot, Vec<Problem>> {
-    let files = load::reload_for(config_path, None, &std::collections::HashSet::new(), host, Reader::Helper)?;
+    let files = load::reload_for(config_path, None, &std::collections::HashSet::new(), None, host, Reader::Helper)?;
     build_for(files, config_path, None, host)
 }
 
@@ -97,21 +97,24 @@ pub fn load_for(config_path: &Path, host: crate::config::Host) -> Result<Snapsho
 /// # Errors
 /// As [`load`].
 pub fn reload(config_path: &Path, previous: Option<&Snapshot>) -> Result<Snapshot, Vec<Problem>> {
-    reload_whole(config_path, previous, &std::collections::HashSet::new())
+    reload_seen(config_path, previous, &std::collections::HashSet::new(), None)
 }
 
-/// [`reload`], with the files known to have been put in place whole
-/// ([`load::reload_whole`]).
+/// [`reload`], after what the reloader's watcher saw: the files known to
+/// have been put in place whole ([`load::reload_whole`]) and, when it lost
+/// no event, every source it named ([`load::reload_named`]: the sites none
+/// of whose files is named are kept without a `stat`).
 ///
 /// # Errors
 /// As [`load`].
-pub fn reload_whole(
+pub fn reload_seen(
     config_path: &Path,
     previous: Option<&Snapshot>,
     whole: &std::collections::HashSet<std::path::PathBuf>,
+    named: Option<&std::collections::HashSet<std::path::PathBuf>>,
 ) -> Result<Snapshot, Vec<Problem>> {
-    let files =
-        load::reload_for(config_path, previous.map(|p| &p.files), whole, crate::config::Host::Serve, Reader::Helper)?;
+    let (host, reader) = (crate::config::Host::Serve, Reader::Helper);
+    let files = load::reload_for(config_path, previous.map(|p| &p.files), whole, named, host, reader)?;
     build(files, config_path, previous)
 }
 
