@@ -411,16 +411,20 @@ pub struct Site {
     pub robots: Option<PathBuf>,
     /// humans.txt path.
     pub humans: Option<PathBuf>,
-    /// The policy.
-    pub policy: PolicyConfig,
+    /// The policy: one shared by the sites of a file whose policies are
+    /// alike (nearly all, as a hosting provider's are: 240 bytes and a few
+    /// strings fewer per site, issue 55).
+    pub policy: std::sync::Arc<PolicyConfig>,
     /// How request-targets are read.
     pub target: TargetOptions,
-    /// Trap paths, when set.
-    pub traps: Option<Traps>,
+    /// Trap paths, when set (boxed: rarely set, 144 bytes each site would
+    /// carry inline).
+    pub traps: Option<Box<Traps>>,
     /// What robotgate adds to the site's robots.txt.
     pub managed: Managed,
-    /// The site's certificate and key, chosen by SNI on HTTPS listeners.
-    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The site's certificate and key, chosen by SNI on HTTPS listeners
+    /// (boxed: rarely set).
+    pub tls: Option<Box<(PathBuf, PathBuf)>>,
     /// Indexing rules (`X-Robots-Tag` by path and robot).
     pub indexing: crate::indexing::Indexing,
     /// The site answers requests for hosts no site has (`default: true`).
@@ -541,7 +545,7 @@ mod tests {
         let site_tls = listen("listen:\n  - { address: \"127.0.0.1:8443\", tls: true }")
             .replace("    upstream:", "    tls: { cert: s.pem, key: s.key }\n    upstream:");
         let c = parse(&site_tls).unwrap();
-        assert_eq!(c.sites[0].tls, Some(("s.pem".into(), "s.key".into())));
+        assert_eq!(c.sites[0].tls, Some(Box::new(("s.pem".into(), "s.key".into()))));
         assert_eq!(c.settings.boot.listen[0].tls, None);
         // Shared state.
         let state = |s: &str| format!("{MINIMAL}state: {s}\n");

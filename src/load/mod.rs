@@ -105,13 +105,9 @@ pub struct LiveSite {
     pub trap_link: Option<Bytes>,
     /// Versions of robots.txt served in the last 24 hours before the current one.
     pub earlier: Vec<crate::policy::EarlierRobots>,
-    /// The files the site was built from, each with its stamp taken before
-    /// it was read: a reload keeps the site while none has moved.
-    read: Vec<(PathBuf, file::Stamp)>,
-    /// The robots.txt, humans.txt and alternate-content files as read, by
-    /// path: what a later reload keeps when it refuses a new version. Kept
-    /// with the site, so a reload that keeps the site copies nothing.
-    originals: Vec<(PathBuf, Original)>,
+    /// The files the site was built from (a boxed slice: a vector's
+    /// spare room was most of what it held, issue 55).
+    files: Box<[SiteFile]>,
     /// The files from `site_template` that did not exist: the site is kept
     /// while they still do not.
     absent: Vec<PathBuf>,
@@ -130,7 +126,7 @@ impl LiveSite {
             policy: &self.conf.policy,
             robots: self.robots.as_ref().map(|r| &r.compiled),
             humans: self.humans.is_some(),
-            traps: self.conf.traps.as_ref(),
+            traps: self.conf.traps.as_deref(),
             armed_at: &self.armed_at,
             earlier: &self.earlier,
         }
@@ -159,14 +155,27 @@ impl LiveSite {
                         true => named.contains(path),
                         false => std::path::absolute(path).map_or(true, |abs| named.contains(&abs)),
                     };
-                    !self.read.iter().any(|(path, _)| hit(path)) && !self.absent.iter().any(hit)
+                    !self.files.iter().any(|f| hit(&f.path)) && !self.absent.iter().any(hit)
                 }
                 None => {
-                    self.read.iter().all(|(path, was)| file::stamp(path) == Some(*was))
+                    self.files.iter().all(|f| f.stamp.is_some_and(|was| file::stamp(&f.path) == Some(was)))
                         && self.absent.iter().all(|path| absent(path))
                 }
             }
     }
+}
+
+/// A file a site was built from.
+#[derive(Debug)]
+struct SiteFile {
+    path: PathBuf,
+    /// Its stamp, taken before it was read: a reload keeps the site while
+    /// no file has moved. `None`: it had none (the site is not reusable).
+    stamp: Option<file::Stamp>,
+    /// The robots.txt, humans.txt or alternate-content file as read: what a
+    /// later reload keeps when it refuses a new version. Kept with the site,
+    /// so a reload that keeps the site copies nothing.
+    original: Option<Original>,
 }
 
 /// What a reload changed among the sites: the reload log's summary.
@@ -238,8 +247,7 @@ struct SiteReader<'a> {
 struct Reading<'b> {
     /// The previous snapshot's site of the same name: its last good files.
     before: Option<&'b LiveSite>,
-    read: Vec<(PathBuf, file::Stamp)>,
-    originals: Vec<(PathBuf, Original)>,
+    files: Vec<SiteFile>,
     /// See [`LiveSite::reusable`].
     reusable: bool,
 }
@@ -256,20 +264,19 @@ impl SiteReader<'_> {
         r: &mut Reading<'_>,
     ) -> Option<Original> {
         self.sources.push(path.to_path_buf());
-        match file::stamp(path) {
-            Some(stamp) => r.read.push((path.to_path_buf(), stamp)),
-            None => r.reusable = false,
+        let stamp = file::stamp(path);
+        if stamp.is_none() {
+            r.reusable = false;
         }
         let (refused, problems) = (self.refused.len(), self.problems.len());
         let timing = self.reads.timing(path);
-        let last_good = r.before.and_then(|b| b.originals.iter().find(|(p, _)| p == path)).map(|(_, o)| o);
+        let last_good =
+            r.before.and_then(|b| b.files.iter().find_map(|f| f.original.as_ref().filter(|_| f.path == path)));
         let got = read_served(path, what, limit, check, &timing, last_good, self.refused, self.problems);
         if self.refused.len() != refused || self.problems.len() != problems {
             r.reusable = false;
         }
-        if let Some(original) = &got {
-            r.originals.push((path.to_path_buf(), original.clone()));
-        }
+        r.files.push(SiteFile { path: path.to_path_buf(), stamp, original: got.clone() });
         got
     }
 
@@ -317,7 +324,7 @@ impl SiteReader<'_> {
             .filter(|t| t.inject_link)
             .and_then(|t| t.paths.first())
             .map(|p| Bytes::from(crate::managed::trap_link(p)));
-        let mut r = Reading { before: before.map(|b| &**b), read: Vec::new(), originals: Vec::new(), reusable };
+        let mut r = Reading { before: before.map(|b| &**b), files: Vec::new(), reusable };
         let mut missing = Vec::new();
         let (mut robots_file, mut humans_file, mut alternates) = (None, None, HashMap::new());
         // A file of the template's that does not exist (yet) is no file:
@@ -410,8 +417,7 @@ impl SiteReader<'_> {
             armed_at,
             trap_link,
             earlier,
-            read: r.read,
-            originals: r.originals,
+            files: r.files.into_boxed_slice(),
             absent: missing,
             reusable: r.reusable,
         }
@@ -814,7 +820,7 @@ fn load_config_whole(
     };
     // Certificates and keys are watched like every other file.
     let pairs = settings.boot.listen.iter().filter(|l| l.https).filter_map(|l| l.tls.as_ref());
-    let site_pairs = site_confs.iter().filter_map(|s| s.tls.as_ref());
+    let site_pairs = site_confs.iter().filter_map(|s| s.tls.as_deref());
     for (cert, key) in pairs.chain(site_pairs) {
         sources.push(cert.clone());
         sources.push(key.clone());
@@ -881,7 +887,7 @@ fn load_config_whole(
             let old = before.get(site.name.as_str()).copied();
             let kept = old.filter(|old| same_classifier && old.unchanged(&site, reads.named));
             if let Some(old) = kept {
-                sources.extend(old.read.iter().map(|(p, _)| p.clone()));
+                sources.extend(old.files.iter().map(|f| f.path.clone()));
                 sources.extend(old.absent.iter().cloned());
                 sites.push(Arc::clone(old));
                 continue;
@@ -1181,7 +1187,7 @@ mod tests {
         let served = &site.robots.as_ref().unwrap().file.body;
         assert_eq!(&served[..], b"User-agent: *\nDisallow: /a/\n", "served past its BOM");
         // The served body, the last good copy and the kept version are one buffer.
-        let (_, original) = site.originals.iter().find(|(p, _)| p.ends_with("robots.txt")).unwrap();
+        let original = site.files.iter().find(|f| f.path.ends_with("robots.txt")).unwrap().original.as_ref().unwrap();
         assert_eq!(served.as_ptr(), original.body[3..].as_ptr());
         let kept = &snap.robots_versions[site.conf.name.as_str()][0];
         assert_eq!(kept.body.as_ptr(), served.as_ptr());

@@ -79,7 +79,7 @@ pub fn in_force(robots: &RobotsTxt, selection: &Selection, target: &[u8]) -> Opt
     let mut signal = UsagePref::default();
     let mut signal_line = 0;
     for g in robots.selected_groups(&global) {
-        for s in &g.content_signal {
+        for s in &g.ext().content_signal {
             let (key, yes) = (&s.value.0, s.value.1);
             let slot = match key.as_str() {
                 "ai-train" => &mut signal.train_ai,

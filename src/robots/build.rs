@@ -85,6 +85,16 @@ pub struct Group {
     pub agents: Vec<AgentLine>,
     /// Indices into [`RobotsTxt::rules`].
     pub rules: Vec<u32>,
+    /// The extension records, when the group has any: boxed, since nearly
+    /// no group has and inline they took 100 bytes of each (a proxy keeps a
+    /// compiled robots.txt per site, issue 55). See [`Group::ext`].
+    ext: Option<Box<GroupExt>>,
+}
+
+/// A group's extension records (`Crawl-delay`, `Request-rate`,
+/// `Visit-time`, `Content-Signal`, `Content-Usage`).
+#[derive(Debug, Clone, Default)]
+pub struct GroupExt {
     /// `Crawl-delay`, seconds.
     pub crawl_delay: Option<Located<f64>>,
     /// `Request-rate`.
@@ -95,6 +105,27 @@ pub struct Group {
     pub content_signal: Vec<Located<(String, bool)>>,
     /// `Content-Usage` rules (draft-ietf-aipref-attach), in file order.
     pub content_usage: Vec<UsageRule>,
+}
+
+/// The records of a group without any.
+static NO_EXT: GroupExt = GroupExt {
+    crawl_delay: None,
+    request_rate: None,
+    visit_time: None,
+    content_signal: Vec::new(),
+    content_usage: Vec::new(),
+};
+
+impl Group {
+    /// The group's extension records (all empty for a group without any).
+    pub fn ext(&self) -> &GroupExt {
+        self.ext.as_deref().unwrap_or(&NO_EXT)
+    }
+
+    /// The records, to add one.
+    fn ext_mut(&mut self) -> &mut GroupExt {
+        self.ext.get_or_insert_with(Box::default)
+    }
 }
 
 /// One `Content-Usage: [path] usage-pref` rule.
@@ -237,7 +268,8 @@ impl RobotsTxt {
             truncated_at: truncated.then_some(used.len()),
             states_usage: false,
         };
-        robots.states_usage = robots.groups.iter().any(|g| !g.content_usage.is_empty() || !g.content_signal.is_empty());
+        robots.states_usage =
+            robots.groups.iter().any(|g| !g.ext().content_usage.is_empty() || !g.ext().content_signal.is_empty());
         robots.index();
         robots.shrink();
         robots
@@ -323,7 +355,7 @@ impl RobotsTxt {
         // (`group_allows`): those stay.
         let mut used = vec![false; self.sets.len()];
         for (used, g) in used.iter_mut().zip(&self.groups) {
-            *used = !g.content_usage.is_empty();
+            *used = !g.ext().content_usage.is_empty();
         }
         for t in &self.targets {
             for &s in &t.sets[..] {
@@ -524,22 +556,22 @@ impl ParseHandler for Builder {
             }
             Key::CrawlDelay => {
                 if let (Some(v), Some(g)) = (ext::parse_crawl_delay(&text), self.groups.last_mut()) {
-                    g.crawl_delay.get_or_insert(Located { line, value: v });
+                    g.ext_mut().crawl_delay.get_or_insert(Located { line, value: v });
                 }
             }
             Key::RequestRate => {
                 if let (Some(v), Some(g)) = (ext::parse_request_rate(&text), self.groups.last_mut()) {
-                    g.request_rate.get_or_insert(Located { line, value: v });
+                    g.ext_mut().request_rate.get_or_insert(Located { line, value: v });
                 }
             }
             Key::VisitTime => {
                 if let (Some(v), Some(g)) = (ext::parse_visit_time(&text), self.groups.last_mut()) {
-                    g.visit_time.get_or_insert(Located { line, value: v });
+                    g.ext_mut().visit_time.get_or_insert(Located { line, value: v });
                 }
             }
             Key::ContentSignal => {
                 if let (Some(v), Some(g)) = (ext::parse_content_signal(&text), self.groups.last_mut()) {
-                    g.content_signal.extend(v.into_iter().map(|value| Located { line, value }));
+                    g.ext_mut().content_signal.extend(v.into_iter().map(|value| Located { line, value }));
                 }
             }
             Key::ContentUsage => {
@@ -552,7 +584,7 @@ impl ParseHandler for Builder {
                         (Some(p), None) => p.as_bytes().into(),
                     };
                     let path = path.map(str::to_owned);
-                    g.content_usage.push(UsageRule { line, path, pref: parsed.pref, raw });
+                    g.ext_mut().content_usage.push(UsageRule { line, path, pref: parsed.pref, raw });
                 }
             }
             Key::Unknown => {}

@@ -18,7 +18,8 @@ pub mod usage;
 mod usage_lint;
 
 pub use build::{
-    fingerprint, short_hash, AgentLine, Group, Located, Options, RobotsTxt, Rule, UsageRule, DEFAULT_MAX_BYTES,
+    fingerprint, short_hash, AgentLine, Group, GroupExt, Located, Options, RobotsTxt, Rule, UsageRule,
+    DEFAULT_MAX_BYTES,
 };
 pub use lines::LineMap;
 pub use pattern::RuleKind;

@@ -151,7 +151,7 @@ impl RobotsTxt {
         let mut best: Option<(usize, UsageMatch)> = None;
         let mut path = None;
         for g in self.selected_groups(selection) {
-            for r in &g.content_usage {
+            for r in &g.ext().content_usage {
                 let len = r.raw.len();
                 if best.as_ref().is_some_and(|(l, _)| *l > len) {
                     continue;
@@ -193,17 +193,17 @@ impl RobotsTxt {
 
     /// The first `Crawl-delay` among the selected groups.
     pub fn crawl_delay(&self, selection: &Selection) -> Option<&Located<f64>> {
-        self.selected_groups(selection).find_map(|g| g.crawl_delay.as_ref())
+        self.selected_groups(selection).find_map(|g| g.ext().crawl_delay.as_ref())
     }
 
     /// The first `Request-rate` among the selected groups.
     pub fn request_rate(&self, selection: &Selection) -> Option<&Located<RequestRate>> {
-        self.selected_groups(selection).find_map(|g| g.request_rate.as_ref())
+        self.selected_groups(selection).find_map(|g| g.ext().request_rate.as_ref())
     }
 
     /// The first `Visit-time` among the selected groups.
     pub fn visit_time(&self, selection: &Selection) -> Option<&Located<VisitTime>> {
-        self.selected_groups(selection).find_map(|g| g.visit_time.as_ref())
+        self.selected_groups(selection).find_map(|g| g.ext().visit_time.as_ref())
     }
 
     /// A human name for the selection: the first agent line's token, or `*`.

@@ -52,7 +52,7 @@ pub(super) fn line(text: &str, seen_agent: bool) -> Vec<(Severity, &'static str,
 /// states nothing).
 pub(super) fn contradictions(robots: &RobotsTxt, out: &mut Vec<Diagnostic>) {
     for (gi, g) in robots.groups().iter().enumerate() {
-        for r in &g.content_usage {
+        for r in &g.ext().content_usage {
             // The literal part of the pattern stands for the paths it covers.
             let literal: &[u8] = match r.raw.iter().position(|&b| b == b'*') {
                 Some(i) => &r.raw[..i],

@@ -36,10 +36,7 @@ impl RawConfig {
         let site_template = settings::site_template(self.site_template.as_ref(), &mut errors);
         let site::Sites { mut sites, default_site, hosts: seen_hosts } =
             site::sites(&self, &site_template, &mut errors);
-        // One limit for every site: the sites share the state tables.
-        for site in &mut sites {
-            site.policy.ipv6_prefix = self.limits.ipv6_prefix;
-        }
+        site::share_policies(&mut sites, self.limits.ipv6_prefix);
         let trusted_proxies = settings::trusted_proxies(&self.trusted_proxies, &mut errors);
         let client_header = match self.client_header.as_deref().map(str::trim) {
             None => ClientHeader::default(),

@@ -2,6 +2,7 @@
 //! options, traps and managed robots.txt lines.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::{
@@ -10,6 +11,7 @@ use super::super::{
 };
 use super::action::{action, policy};
 use super::fields::{header_value, no_crlf, seconds};
+use crate::policy::PolicyConfig;
 use crate::target::{EncodedSlash, TargetOptions};
 
 /// The sites, and what the process needs to route to them.
@@ -113,12 +115,12 @@ pub(super) fn site(
     Site {
         hosts,
         upstream,
-        tls: s.tls.as_ref().map(|t| (t.cert.clone(), t.key.clone())),
+        tls: s.tls.as_ref().map(|t| Box::new((t.cert.clone(), t.key.clone()))),
         robots,
         humans,
-        policy,
+        policy: Arc::new(policy),
         target: target(&format!("{field}.target"), &s.target, errors),
-        traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, errors)),
+        traps: s.traps.as_ref().and_then(|t| traps(&format!("{field}.traps"), t, errors)).map(Box::new),
         managed: managed(&format!("{field}.managed"), &s.managed, errors),
         indexing: indexing(&format!("{field}.indexing"), s.indexing.as_ref(), errors),
         default: s.default,
@@ -145,14 +147,34 @@ pub(super) fn site_file(
             true => (format!("sites[{j}]"), format!("{stem}-{j}")),
             false => ("site".to_owned(), stem.to_owned()),
         };
-        let mut site = site(&field, raw, &settings.site_template, &fallback, errors);
-        site.policy.ipv6_prefix = settings.ipv6_prefix;
+        let site = site(&field, raw, &settings.site_template, &fallback, errors);
         errors.extend(host.missing_in(&field, &site));
         unique(&field, j, &site, &mut seen_hosts, &mut default_site, errors);
         sites.push(site);
     }
+    share_policies(&mut sites, settings.ipv6_prefix);
     sites
 }
+
+/// Sets every site's `ipv6_prefix` (one for all: the sites share the state
+/// tables) and makes sites whose policies are alike share one: a hosting
+/// provider's thousands of sites have a few policies between them (issue 55).
+/// Up to [`SHARED_POLICIES`] distinct ones are shared, so the comparisons
+/// stay bounded at any number of sites.
+pub(super) fn share_policies(sites: &mut [Site], ipv6_prefix: u8) {
+    let mut distinct: Vec<Arc<PolicyConfig>> = Vec::new();
+    for site in sites {
+        Arc::make_mut(&mut site.policy).ipv6_prefix = ipv6_prefix;
+        match distinct.iter().find(|p| **p == site.policy) {
+            Some(p) => site.policy = Arc::clone(p),
+            None if distinct.len() < SHARED_POLICIES => distinct.push(Arc::clone(&site.policy)),
+            None => {}
+        }
+    }
+}
+
+/// At most this many distinct policies are shared among the sites of a file.
+const SHARED_POLICIES: usize = 16;
 
 fn target(field: &str, raw: &RawTarget, errors: &mut Vec<ConfigError>) -> TargetOptions {
     let default = TargetOptions::default();

@@ -94,7 +94,7 @@ impl CertSet {
             return Ok(set);
         }
         for site in sites {
-            let Some((cert, key)) = &site.tls else { continue };
+            let Some((cert, key)) = site.tls.as_deref() else { continue };
             match load_pair(cert, key, &format!("site `{}`", site.name)) {
                 Ok((ck, info)) => {
                     for host in &site.hosts {
