@@ -1164,29 +1164,45 @@ fn a_worker_makes_no_stat_call_at_many_sites() {
     let up = within(Duration::from_secs(10), || workers(&n).len() == 2);
     assert!(up.is_some(), "{:?}", workers(&n));
     let pids = workers(&n);
-    let mut strace = Command::new("strace");
-    strace.args(["-f", "-c", "-e", "trace=%stat"]);
-    for pid in &pids {
-        strace.args(["-p", &pid.to_string()]);
+    // Windows of 1.5 s each while requests are served: a worker that looks
+    // at every file once a second shows in every window. Each worker looks
+    // at every file once at its start (for an edit made meanwhile), which
+    // on a loaded machine can fall in the first windows: one window
+    // without a call is the answer.
+    let mut table = String::new();
+    for _ in 0..8 {
+        let mut strace = Command::new("strace");
+        // `%%stat`: every call that asks a file's status (newfstatat, statx,
+        // fstat...). `%stat` is the `stat` call proper, which nothing here
+        // makes: with it this test passed whatever a worker did.
+        strace.args(["-f", "-c", "-e", "trace=%%stat"]);
+        for pid in &pids {
+            strace.args(["-p", &pid.to_string()]);
+        }
+        let strace = strace.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // Requests the module answers itself (nginx looks at no file for them).
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_millis(1500) {
+            assert_eq!(n.from("192.0.2.90", FIREFOX, "/robots.txt").status, 200);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill").args(["-INT", &strace.id().to_string()]).status();
+        let out = strace.wait_with_output().unwrap();
+        table = String::from_utf8_lossy(&out.stderr).into_owned();
+        let calls = table
+            .lines()
+            .any(|l| l.split_whitespace().last().is_some_and(|s| s.contains("stat")) && !l.contains("attached"));
+        if !calls {
+            break;
+        }
     }
-    let strace = strace.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    // Requests the module answers itself (nginx looks at no file for them),
-    // over more than 3 s: before, each worker looked at every file once a
-    // second on a request.
-    let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_millis(3500) {
-        assert_eq!(n.from("192.0.2.90", FIREFOX, "/robots.txt").status, 200);
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = Command::new("kill").args(["-INT", &strace.id().to_string()]).status();
-    let out = strace.wait_with_output().unwrap();
-    let table = String::from_utf8_lossy(&out.stderr);
-    let calls: Vec<&str> = table
-        .lines()
-        .filter(|l| l.split_whitespace().last().is_some_and(|s| s.contains("stat")) && !l.contains("attached"))
-        .collect();
-    assert!(calls.is_empty(), "stat calls while serving:\n{table}");
+    assert!(
+        !table
+            .lines()
+            .any(|l| l.split_whitespace().last().is_some_and(|s| s.contains("stat")) && !l.contains("attached")),
+        "stat calls while serving, in every window:\n{table}"
+    );
     // And an edit is still noticed at this size.
     std::fs::write(dir.path().join("sites/s7/robots.txt"), "User-agent: *\nDisallow: /\n").unwrap();
     let taken = within(Duration::from_secs(3), || {

@@ -172,7 +172,7 @@ fn an_edit_at_many_sites_looks_at_the_files_it_named() {
     const SITES: usize = 1000;
     let mut config = config(&origin);
     let mut sites = String::new();
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut files: Vec<(String, Vec<u8>)> = vec![("robots.txt".into(), b"User-agent: *\nDisallow:\n".to_vec())];
     for i in 0..SITES {
         let robots = format!("sites/s{i}/robots.txt");
         files.push((robots.clone(), format!("User-agent: *\nDisallow: /{i}/\n").into_bytes()));
@@ -188,8 +188,13 @@ fn an_edit_at_many_sites_looks_at_the_files_it_named() {
     let status = |host: &str, path: &str| get(&gate.url(path), &[("Host", host), ("User-Agent", GOOGLEBOT)]).status;
     assert_eq!(status("s7.test", "/7/x"), 403, "{}", gate.stderr());
     assert_eq!(status("s8.test", "/edited/x"), 200);
+    // A first edit in force: the reloader is past its start (which looks at
+    // every file once, for an edit made while it was starting).
+    std::fs::write(gate.path("sites/s5/robots.txt"), "User-agent: *\nDisallow: /edited/\n").unwrap();
+    let t = within(Duration::from_secs(10), || status("s5.test", "/edited/x") == 403);
+    assert!(t.is_some(), "the first edit is not in force\n{}", gate.stderr());
     let strace = Command::new("strace")
-        .args(["-f", "-c", "-e", "trace=%stat", "-p", &gate.child.id().to_string()])
+        .args(["-f", "-c", "-e", "trace=%%stat", "-p", &gate.child.id().to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

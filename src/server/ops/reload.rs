@@ -24,7 +24,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -325,15 +325,19 @@ fn event(ev: &notify::Result<notify::Event>) -> Event<'_> {
 #[async_trait]
 impl BackgroundService for Reloader {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<notify::Result<notify::Event>>(1024);
-        // An event dropped because the queue was full: the events that get
-        // through no longer name every change.
-        let dropped = Arc::new(AtomicBool::new(false));
-        let dropping = Arc::clone(&dropped);
+        // The watcher's events are noted into the burst on notify's own
+        // thread as they come (a lookup each), so none waits in a queue
+        // that could overflow: a busy violation log beside robots.txt
+        // raises an event a request.
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let (noting, waking) = (Arc::clone(&seen), Arc::clone(&wake));
         let watcher = notify::recommended_watcher(move |ev| {
-            // Never block notify's thread.
-            if tx.try_send(ev).is_err() {
-                dropping.store(true, Ordering::Relaxed);
+            let mut seen = noting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Seen { burst, sources, last } = &mut *seen;
+            if burst.note(event(&ev), sources) {
+                *last = tokio::time::Instant::now();
+                waking.notify_one();
             }
         });
         let mut watcher = match watcher {
@@ -343,7 +347,7 @@ impl BackgroundService for Reloader {
                 None
             }
         };
-        let mut watch = Watch::default();
+        let mut watch = Watch { seen: Arc::clone(&seen), ..Watch::default() };
         let snap = self.snapshot.load_full();
         watch.set(&mut watcher, Sources::of(&snap.sources), watch_dirs(&snap.sources));
         // A file edited after the first load but before the watches were in
@@ -363,31 +367,29 @@ impl BackgroundService for Reloader {
                 None
             }
         };
-        let mut burst = Burst::default();
         loop {
             let why = tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = async { match hup.as_mut() { Some(h) => { h.recv().await; } None => std::future::pending::<()>().await } } => "SIGHUP",
-                ev = rx.recv() => {
-                    let Some(ev) = ev else { return };
-                    let lost = |burst: &mut Burst, sources: &Sources| {
-                        dropped.swap(false, Ordering::Relaxed) && burst.note(Event::Lost, sources)
-                    };
-                    if !(burst.note(event(&ev), &watch.sources) | lost(&mut burst, &watch.sources)) {
-                        continue;
-                    }
-                    // Debounce: wait until the burst of relevant events is over
-                    // (other files in the same directories, such as a log, do not count).
-                    let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
-                    while let Ok(Some(ev)) = tokio::time::timeout_at(quiet_until, rx.recv()).await {
-                        if burst.note(event(&ev), &watch.sources) | lost(&mut burst, &watch.sources) {
-                            quiet_until = tokio::time::Instant::now() + DEBOUNCE;
+                _ = wake.notified() => {
+                    // Debounce: wait until the burst of relevant events is
+                    // over (other files in the same directories, such as a
+                    // log, do not count).
+                    loop {
+                        let until = watch.seen().last + DEBOUNCE;
+                        if tokio::time::Instant::now() >= until {
+                            break;
                         }
+                        tokio::time::sleep_until(until).await;
+                    }
+                    // A wake left by an event of a burst already taken.
+                    if !watch.seen().burst.changed() {
+                        continue;
                     }
                     "file changed"
                 }
             };
-            let (whole, named) = burst.take();
+            let (whole, named) = watch.seen().burst.take();
             // The events name every change only when every directory is
             // watched and none was lost since the snapshot in force was
             // read (a refused reload's changes are not in force: the next
@@ -407,11 +409,26 @@ impl BackgroundService for Reloader {
     }
 }
 
+/// What the watcher saw since the last reload began.
+struct Seen {
+    burst: Burst,
+    /// The sources of the snapshot in force, as events name them.
+    sources: Sources,
+    /// When the last event that may change a source came.
+    last: tokio::time::Instant,
+}
+
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen { burst: Burst::default(), sources: Sources::default(), last: tokio::time::Instant::now() }
+    }
+}
+
 /// What the reloader watches.
 #[derive(Default)]
 struct Watch {
-    /// The sources of the snapshot in force, as events name them.
-    sources: Sources,
+    /// What the watcher saw, and the sources it looks for.
+    seen: Arc<Mutex<Seen>>,
     /// The directories watched.
     dirs: BTreeSet<PathBuf>,
     /// Some directory of a source could not be watched: an edit there
@@ -422,9 +439,14 @@ struct Watch {
 }
 
 impl Watch {
+    /// What the watcher saw.
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Watch `want` (the directories of `sources`), leaving the others.
     fn set(&mut self, watcher: &mut Option<notify::RecommendedWatcher>, sources: Sources, want: BTreeSet<PathBuf>) {
-        self.sources = sources;
+        self.seen().sources = sources;
         let Some(w) = watcher.as_mut() else { return };
         for gone in self.dirs.difference(&want) {
             let _ = w.unwatch(gone);
