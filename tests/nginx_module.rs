@@ -1100,6 +1100,43 @@ fn an_edit_is_in_force_with_no_request_in_between() {
     n.stop_clean();
 }
 
+/// A robots.txt in a directory the workers cannot watch (they may open
+/// files in it by name, but not read it, so inotify refuses it): the error
+/// log says so, and its edits are found by the sweep, a timer going round
+/// such files, in every worker.
+#[test]
+fn an_edit_where_no_watch_can_be_made_is_found_by_the_sweep() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    site(dir.path());
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let robots = locked.join("robots.txt");
+    std::fs::rename(dir.path().join("robots.txt"), &robots).unwrap();
+    // `-wx` for the owner, `--x` for the others: as root's workers run as
+    // another user, and an unprivileged test's as the owner, neither reads it.
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o311)).unwrap();
+    let yaml = dir.path().join("robotgate.yaml");
+    let d = dir.path().display();
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    std::fs::write(&yaml, text.replace(&format!("{d}/robots.txt"), &robots.display().to_string())).unwrap();
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    assert_eq!(n.from("192.0.2.81", crawler, "/index.html").status, 200);
+    let warned = within(Duration::from_secs(5), || {
+        let log = error_log(&n);
+        log.contains("robotgate: cannot watch") && log.contains("locked: Permission denied")
+    });
+    assert!(warned.is_some(), "no warning that a directory is not watched\n{}", error_log(&n));
+    std::fs::write(&robots, format!("{ROBOTS}\nUser-agent: FooCrawler\nDisallow: /index\n")).unwrap();
+    let in_force = within(Duration::from_secs(10), || {
+        let (statuses, workers) = n.many(24, "192.0.2.81", crawler, "/index.html");
+        statuses.iter().all(|s| *s == 403) && workers.len() == 2
+    });
+    assert!(in_force.is_some(), "the edit is not in force in both workers\n{}", error_log(&n));
+    n.stop_clean();
+}
+
 /// A robotgate.yaml that no longer loads keeps the rules in force, and
 /// nginx's error log says why (file, line, setting), with no request
 /// needed; fixed, it is taken again.

@@ -225,3 +225,70 @@ fn an_edit_at_many_sites_looks_at_the_files_it_named() {
     assert!(table.contains("syscall"), "no strace table:\n{table}");
     assert!(calls < 100, "{calls} stat calls for two edits at {SITES} sites:\n{table}");
 }
+
+/// Robotgate as a process that cannot watch a directory it can read files
+/// in: the directory is `-wx` for its owner, and as root robotgate runs
+/// without the capabilities that pass over permissions. `None` where that
+/// cannot be arranged (no `setpriv` outside CI).
+fn without_dac_override() -> Option<Vec<&'static str>> {
+    // SAFETY: `geteuid` takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(Vec::new());
+    }
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "setpriv is missing");
+        return None;
+    }
+    Some(vec!["setpriv", "--bounding-set=-dac_override,-dac_read_search"])
+}
+
+#[test]
+fn an_edit_where_no_watch_can_be_made_is_found_by_the_sweep() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(wrap) = without_dac_override() else {
+        eprintln!("*** SKIPPED: no setpriv ***");
+        return;
+    };
+    let origin = Origin::start();
+    let outer = tempfile::tempdir().unwrap();
+    let locked = outer.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let robots = locked.join("robots.txt");
+    std::fs::write(&robots, "User-agent: *\nDisallow: /first/\n").unwrap();
+    // Files in it can be opened by name; the directory cannot be read, so
+    // inotify refuses to watch it (EACCES).
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o311)).unwrap();
+    let mut config = config(&origin);
+    let at = config.find("\nsites:\n").expect("the test config has sites") + "\nsites:\n".len();
+    config.insert_str(
+        at,
+        &format!(
+            "  - name: locked\n    hosts: [\"locked.test\"]\n    upstream: \"{}\"\n    robots: \"{}\"\n",
+            origin.addr,
+            robots.display()
+        ),
+    );
+    let gate = Gate::start_under(&wrap, &config, &[("robots.txt", b"User-agent: *\nDisallow:\n")]);
+    let status = |path: &str| get(&gate.url(path), &[("Host", "locked.test"), ("User-Agent", GOOGLEBOT)]).status;
+    assert_eq!(status("/first/x"), 403, "{}", gate.stderr());
+    let warned = within(Duration::from_secs(5), || gate.stderr().contains("cannot watch directories"));
+    assert!(warned.is_some(), "no warning that a directory is not watched\n{}", gate.stderr());
+    // Written in place, then saved by rename: no event comes for either.
+    std::fs::write(&robots, "User-agent: *\nDisallow: /second/\n").unwrap();
+    let t = within(Duration::from_secs(10), || status("/second/x") == 403);
+    assert!(t.is_some(), "the edit in place is not in force\n{}", gate.stderr());
+    assert_eq!(status("/first/x"), 200);
+    let tmp = locked.join(".robots.txt.tmp");
+    std::fs::write(&tmp, "User-agent: *\nDisallow: /third/\n").unwrap();
+    std::fs::rename(&tmp, &robots).unwrap();
+    let t = within(Duration::from_secs(10), || status("/third/x") == 403);
+    assert!(t.is_some(), "the renamed edit is not in force\n{}", gate.stderr());
+    // A refused edit keeps the last good version; the fix after it is found.
+    std::fs::write(&robots, "<!DOCTYPE html>\n<html><body>Error</body></html>\n").unwrap();
+    let refused = within(Duration::from_secs(10), || gate.stderr().contains("file refused"));
+    assert!(refused.is_some(), "the HTML page is not refused\n{}", gate.stderr());
+    assert_eq!(status("/third/x"), 403, "the last good version stays");
+    std::fs::write(&robots, "User-agent: *\nDisallow: /fourth/\n").unwrap();
+    let t = within(Duration::from_secs(10), || status("/fourth/x") == 403);
+    assert!(t.is_some(), "the fix after a refused edit is not in force\n{}", gate.stderr());
+}

@@ -42,7 +42,9 @@ use ngx::ffi::{ngx_connection_t, ngx_event_t, ngx_log_t, ngx_msec_t, NGX_LOG_ERR
 use ngx::ngx_log_error;
 
 use robotgate::load::file::Reader;
-use robotgate::load::watch::{same_sources, spawn_below, watch_dirs, Burst, Event, Sources, Sweep, DEBOUNCE};
+use robotgate::load::watch::{
+    same_sources, spawn_below, watch_dirs, Burst, Event, Sources, Sweep, DEBOUNCE, SWEEP_EVERY, SWEEP_FILES,
+};
 use robotgate::load::{Problem, Snapshot};
 use robotgate::metric;
 use robotgate::state::series::Series;
@@ -50,11 +52,8 @@ use robotgate::state::series::Series;
 use crate::park::Waker;
 use crate::watch::Inotify;
 
-/// Files the sweep looks at each second, at most (only those no watch covers).
-pub const SWEEP_FILES: usize = 64;
-
-/// How often the sweep looks, in milliseconds.
-const SWEEP_EVERY: ngx_msec_t = 1000;
+/// How often the sweep looks, in milliseconds ([`SWEEP_EVERY`]).
+const SWEEP_MSEC: ngx_msec_t = SWEEP_EVERY.as_millis() as ngx_msec_t;
 
 /// Puts a new snapshot in force in the worker; gives back what it replaced
 /// (to be dropped off nginx's thread), or `None` when it could not.
@@ -213,7 +212,7 @@ impl Watch {
         unsafe {
             let ev = (&raw mut SWEEP).cast::<ngx_event_t>();
             if !self.sweep.is_empty() && (*ev).timer_set() == 0 {
-                ngx::ffi::ngx_add_timer(ev, SWEEP_EVERY);
+                ngx::ffi::ngx_add_timer(ev, SWEEP_MSEC);
             }
         }
     }
@@ -408,15 +407,17 @@ extern "C" fn on_sweep(ev: *mut ngx_event_t) {
     WATCH.with_borrow_mut(|w| {
         let Some(w) = w.as_mut() else { return };
         if w.sweep.look(SWEEP_FILES) {
-            // Found once: the reload builds a new sweep. No event named it.
+            // No event named it. The reload, once in force, builds a new
+            // sweep; till then it goes round finding what changes from
+            // now (should the reload be refused, the fix that follows).
             w.burst.note(Event::Lost, &w.sources);
-            w.sweep = Sweep::default();
+            w.sweep.again(std::time::SystemTime::now());
             w.begin();
         }
         // SAFETY: nginx's globals, read on its thread; the event is ours.
         unsafe {
             if !w.sweep.is_empty() && ngx::ffi::ngx_exiting == 0 && ngx::ffi::ngx_quit == 0 {
-                ngx::ffi::ngx_add_timer(ev, SWEEP_EVERY);
+                ngx::ffi::ngx_add_timer(ev, SWEEP_MSEC);
             }
         }
     });

@@ -182,6 +182,14 @@ pub fn modified_since(path: &Path, since: SystemTime) -> bool {
     std::fs::metadata(path).and_then(|m| m.modified()).map_or(true, |t| t >= since)
 }
 
+/// Files a [`Sweep`] looks at a tick, at most: 64 `stat`s a second find an
+/// edit among 20,000 unwatched files within about five minutes, and cost
+/// well under a millisecond a second.
+pub const SWEEP_FILES: usize = 64;
+
+/// How often a [`Sweep`] looks.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 /// A look at the sources no watch covers, at most a given number of files
 /// each time, going round: what finds an edit there without a `stat` of
 /// every file at once. Empty (and free) when every directory is watched.
@@ -200,6 +208,14 @@ impl Sweep {
         // `read_at` (as [`crate::load::Snapshot::stale`] allows).
         let since = read_at.checked_sub(Duration::from_millis(10)).unwrap_or(read_at);
         Sweep { files, since: Some(since), next: 0 }
+    }
+
+    /// Go round again from the first file, finding what changes at or after
+    /// `from` (when a reload it set off began: should that reload be
+    /// refused, the fix that follows is still found).
+    pub fn again(&mut self, from: SystemTime) {
+        self.since = Some(from.checked_sub(Duration::from_millis(10)).unwrap_or(from));
+        self.next = 0;
     }
 
     /// Nothing to look at.
@@ -369,6 +385,13 @@ mod tests {
         // Two at a time: the edited file is the fifth, found on the third look.
         assert!(!sweep.look(2) && !sweep.look(2));
         assert!(sweep.look(2));
+        // Gone round again from after that edit: nothing until another.
+        std::thread::sleep(Duration::from_millis(30));
+        sweep.again(SystemTime::now());
+        assert!(!sweep.look(100), "the edit found is behind it");
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(&files[1], "User-agent: *\nDisallow: /b/\n").unwrap();
+        assert!(!sweep.look(1) && sweep.look(1), "the next edit, the second file");
         // A watched directory's files are not swept.
         let watched = BTreeSet::from([dir.path().to_path_buf()]);
         assert!(Sweep::new(s.outside(&watched), SystemTime::now()).is_empty());

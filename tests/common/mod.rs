@@ -131,6 +131,8 @@ pub struct Gate {
     pub metrics_port: u16,
     pub dir: tempfile::TempDir,
     pub stderr_path: PathBuf,
+    /// A command robotgate runs under (e.g. `setpriv ...`), empty for none.
+    wrap: Vec<String>,
 }
 
 impl Gate {
@@ -138,6 +140,13 @@ impl Gate {
     /// `{metrics}` and `{dir}` are replaced), after writing `files` into the
     /// temp dir. Waits until the proxy port (and the metrics port, if any) accept connections.
     pub fn start(config: &str, files: &[(&str, &[u8])]) -> Gate {
+        Gate::start_under(&[], config, files)
+    }
+
+    /// [`Gate::start`], robotgate run by the command `wrap` (its arguments
+    /// followed by robotgate's command line).
+    pub fn start_under(wrap: &[&str], config: &str, files: &[(&str, &[u8])]) -> Gate {
+        let wrap: Vec<String> = wrap.iter().map(|s| s.to_string()).collect();
         let dir = tempfile::tempdir().unwrap();
         for (name, body) in LOOPBACK_FEEDS.iter().chain(files) {
             let path = dir.path().join(name);
@@ -153,8 +162,8 @@ impl Gate {
         let config_path = dir.path().join("robotgate.yaml");
         std::fs::write(&config_path, text).unwrap();
         let stderr_path = dir.path().join("stderr.log");
-        let child = Gate::spawn(dir.path(), &stderr_path);
-        let gate = Gate { child, port, metrics_port, dir, stderr_path };
+        let child = Gate::spawn(&wrap, dir.path(), &stderr_path);
+        let gate = Gate { child, port, metrics_port, dir, stderr_path, wrap };
         gate.wait_listening(port);
         // The metrics listener is a service of its own and may come up a
         // moment after the proxy.
@@ -164,8 +173,17 @@ impl Gate {
         gate
     }
 
-    fn spawn(dir: &Path, stderr_path: &Path) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_robotgate"))
+    fn spawn(wrap: &[String], dir: &Path, stderr_path: &Path) -> Child {
+        let bin = env!("CARGO_BIN_EXE_robotgate");
+        let mut command = match wrap.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        command
             .args(["serve", "--config", dir.join("robotgate.yaml").to_str().unwrap()])
             .arg("--pid-file")
             .arg(dir.join("robotgate.pid"))
@@ -182,7 +200,7 @@ impl Gate {
         if self.child.try_wait().unwrap().is_none() {
             self.stop();
         }
-        self.child = Gate::spawn(self.dir.path(), &self.stderr_path);
+        self.child = Gate::spawn(&self.wrap, self.dir.path(), &self.stderr_path);
         self.wait_listening(self.port);
         // As in `start`: the metrics listener may come up a moment later.
         let config = std::fs::read_to_string(self.path("robotgate.yaml")).unwrap_or_default();

@@ -17,6 +17,10 @@
 //! failed reload, counts once in `robotgate_reload_refused_total{file,
 //! reason}`.
 //!
+//! The files of a directory that cannot be watched (inotify's limit of
+//! watches, a directory robotgate may not read) are looked at in turn, a
+//! few a second ([`crate::load::watch::Sweep`]), as in the nginx module.
+//!
 //! Settings that cannot change while running (listeners, threads, metrics
 //! address, the violation log, the rate table size) are reported as needing
 //! a restart.
@@ -33,7 +37,9 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use tracing::{error, info, warn};
 
-use crate::load::watch::{same_sources, spawn_below, watch_dirs, Burst, Event, Sources, DEBOUNCE};
+use crate::load::watch::{
+    same_sources, spawn_below, watch_dirs, Burst, Event, Sources, Sweep, DEBOUNCE, SWEEP_EVERY, SWEEP_FILES,
+};
 use crate::load::{traps, Problem, Reason};
 use crate::server::ops::memory;
 use crate::server::snapshot::{self, Snapshot};
@@ -158,25 +164,27 @@ impl Reloader {
     /// Reload now, looking at every file. Returns whether the new snapshot
     /// is in force.
     pub async fn reload(&self, why: &str) -> bool {
-        self.reload_seen(why, HashSet::new(), None).await.is_some()
+        self.reload_seen(why, HashSet::new(), None, false).await.is_some()
     }
 
     /// [`Reloader::reload`], after what the watcher saw: the files renamed
     /// into place whole ([`crate::load::reload_whole`]) and, when it lost
     /// nothing, every source it named ([`crate::load::reload_named`]).
-    /// `Some` when the new snapshot is in force, with what the watch needs.
+    /// `Some` when the new snapshot is in force, with what the watch needs
+    /// when its sources changed, or always with `rewatch`.
     async fn reload_seen(
         &self,
         why: &str,
         whole: HashSet<PathBuf>,
         named: Option<HashSet<PathBuf>>,
+        rewatch: bool,
     ) -> Option<NewWatch> {
         let path = self.config_path.clone();
         let previous = self.snapshot.load_full();
         let loaded = below(move || {
             let loaded = snapshot::reload_seen(&path, Some(&previous), &whole, named.as_ref());
             loaded.map(|s| {
-                let watch = (!same_sources(&s.sources, &previous.sources))
+                let watch = (rewatch || !same_sources(&s.sources, &previous.sources))
                     .then(|| (Sources::of(&s.sources), watch_dirs(&s.sources)));
                 (s, watch)
             })
@@ -349,16 +357,21 @@ impl BackgroundService for Reloader {
         };
         let mut watch = Watch { seen: Arc::clone(&seen), ..Watch::default() };
         let snap = self.snapshot.load_full();
-        watch.set(&mut watcher, Sources::of(&snap.sources), watch_dirs(&snap.sources));
+        watch.set(&mut watcher, Sources::of(&snap.sources), watch_dirs(&snap.sources), snap.read_at);
         // A file edited after the first load but before the watches were in
         // place raised no event: catch up once, now that they are.
         if snap.stale() {
-            if let Some(Some((sources, dirs))) = self.reload_seen("changed while starting", HashSet::new(), None).await
+            let rewatch = watch.rewatch(&watcher);
+            if let Some(Some((sources, dirs))) =
+                self.reload_seen("changed while starting", HashSet::new(), None, rewatch).await
             {
-                watch.set(&mut watcher, sources, dirs);
+                watch.set(&mut watcher, sources, dirs, self.snapshot.load().read_at);
             }
         }
         drop(snap);
+        // The files no watch covers are looked at in turn, a few a tick.
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
         let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
@@ -388,6 +401,20 @@ impl BackgroundService for Reloader {
                     }
                     "file changed"
                 }
+                _ = tick.tick(), if !watch.sweep.is_empty() => {
+                    if !watch.sweep.look(SWEEP_FILES) {
+                        continue;
+                    }
+                    // No event named it. A reload in force builds a new
+                    // sweep; till then it finds what changes from now
+                    // (should this reload be refused, the fix that follows).
+                    let mut seen = watch.seen();
+                    let Seen { burst, sources, .. } = &mut *seen;
+                    burst.note(Event::Lost, sources);
+                    drop(seen);
+                    watch.sweep.again(std::time::SystemTime::now());
+                    "file changed (found by the sweep of unwatched files)"
+                }
             };
             let (whole, named) = watch.seen().burst.take();
             // The events name every change only when every directory is
@@ -399,9 +426,10 @@ impl BackgroundService for Reloader {
             let trusted = why != "SIGHUP" && watcher.is_some() && !watch.unwatched && !watch.unsure;
             let named = named.filter(|_| trusted);
             watch.unsure = true;
-            if let Some(new) = self.reload_seen(why, whole, named).await {
+            let rewatch = watch.rewatch(&watcher);
+            if let Some(new) = self.reload_seen(why, whole, named, rewatch).await {
                 if let Some((sources, dirs)) = new {
-                    watch.set(&mut watcher, sources, dirs);
+                    watch.set(&mut watcher, sources, dirs, self.snapshot.load().read_at);
                 }
                 watch.unsure = false;
             }
@@ -434,6 +462,9 @@ struct Watch {
     /// Some directory of a source could not be watched: an edit there
     /// raises no event.
     unwatched: bool,
+    /// The sources no watch covers (every one without a watcher), looked
+    /// at in turn.
+    sweep: Sweep,
     /// A burst's changes are not in force (its reload was refused).
     unsure: bool,
 }
@@ -444,10 +475,31 @@ impl Watch {
         self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Watch `want` (the directories of `sources`), leaving the others.
-    fn set(&mut self, watcher: &mut Option<notify::RecommendedWatcher>, sources: Sources, want: BTreeSet<PathBuf>) {
+    /// Whether a reload in force should set the watch again though its
+    /// sources are the same: some are swept, and a directory that could not
+    /// be watched may be now.
+    fn rewatch(&self, watcher: &Option<notify::RecommendedWatcher>) -> bool {
+        watcher.is_none() || self.unwatched
+    }
+
+    /// Watch `want` (the directories of `sources`), leaving the others;
+    /// sweep the sources none covers, for edits at or after `read_at`
+    /// (when the snapshot in force was read).
+    fn set(
+        &mut self,
+        watcher: &mut Option<notify::RecommendedWatcher>,
+        sources: Sources,
+        want: BTreeSet<PathBuf>,
+        read_at: std::time::SystemTime,
+    ) {
+        if let Some(w) = watcher.as_mut() {
+            self.watch(w, want);
+        }
+        self.sweep = Sweep::new(sources.outside(&self.dirs), read_at);
         self.seen().sources = sources;
-        let Some(w) = watcher.as_mut() else { return };
+    }
+
+    fn watch(&mut self, w: &mut notify::RecommendedWatcher, want: BTreeSet<PathBuf>) {
         for gone in self.dirs.difference(&want) {
             let _ = w.unwatch(gone);
         }
@@ -458,7 +510,7 @@ impl Watch {
             }
         }
         if let Some((dir, e)) = failed.first() {
-            warn!(target: "robotgate::reload", directories = failed.len(), dir = %dir.display(), error = %e, "cannot watch directories: their files' edits are seen at the next reload (SIGHUP, or an edit elsewhere)");
+            warn!(target: "robotgate::reload", directories = failed.len(), dir = %dir.display(), error = %e, files_a_second = SWEEP_FILES, "cannot watch directories: their files are looked at in turn");
         }
         self.unwatched = !failed.is_empty();
         self.dirs = want;
