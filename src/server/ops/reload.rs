@@ -351,7 +351,7 @@ impl BackgroundService for Reloader {
         let mut watcher = match watcher {
             Ok(w) => Some(w),
             Err(e) => {
-                error!(target: "robotgate::reload", error = %e, "cannot watch files; reload with SIGHUP");
+                error!(target: "robotgate::reload", error = %e, files_a_second = SWEEP_FILES, "cannot watch files: they are looked at in turn (SIGHUP reloads at once)");
                 None
             }
         };
