@@ -63,7 +63,9 @@ measure() { # name user-agent command...
   valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")
-  for _ in $(seq 1 240); do
+  # Up to 5 minutes: robotgate's start (the classifier's automata, a
+  # second natively) takes about two under callgrind.
+  for _ in $(seq 1 600); do
     curl -s -o /dev/null -m 2 "http://127.0.0.1:$PROXY/page.html" && break
     sleep 0.5
   done
