@@ -81,7 +81,12 @@ fn a_hundred_rewrites_under_load_fail_no_request() {
     // must not itself look like an edit (it once did, and reloaded forever).
     std::thread::sleep(Duration::from_secs(1));
     let later = metric(&gate, "robotgate_reloads_total");
-    assert_eq!(later, reloads, "reloads went on without edits");
+    if later != reloads {
+        // What set off the last reloads, for whoever reads the failure.
+        let log = gate.stderr();
+        let tail: Vec<&str> = log.lines().filter(|l| l.contains("reload")).rev().take(4).collect();
+        panic!("reloads went on without edits: {reloads} then {later}\n{}", tail.join("\n"));
+    }
     assert!(reloads <= 110.0, "{reloads} reloads for 100 edits");
 }
 

@@ -204,16 +204,18 @@ impl Sweep {
     /// A sweep of `files`, read into the snapshot at `read_at`
     /// ([`crate::load::Snapshot::read_at`]).
     pub fn new(files: Vec<PathBuf>, read_at: SystemTime) -> Sweep {
-        // The kernel's coarse clock may stamp a file up to a tick before
-        // `read_at` (as [`crate::load::Snapshot::stale`] allows).
-        let since = read_at.checked_sub(Duration::from_millis(10)).unwrap_or(read_at);
-        Sweep { files, since: Some(since), next: 0 }
+        let mut sweep = Sweep { files, since: None, next: 0 };
+        sweep.again(read_at);
+        sweep
     }
 
     /// Go round again from the first file, finding what changes at or after
-    /// `from` (when a reload it set off began: should that reload be
-    /// refused, the fix that follows is still found).
+    /// `from` (when the snapshot was read, or when a reload the sweep set
+    /// off began: should that reload be refused, the fix that follows is
+    /// still found).
     pub fn again(&mut self, from: SystemTime) {
+        // The kernel's coarse clock may stamp a file up to a tick before
+        // `from` (as [`crate::load::Snapshot::stale`] allows).
         self.since = Some(from.checked_sub(Duration::from_millis(10)).unwrap_or(from));
         self.next = 0;
     }

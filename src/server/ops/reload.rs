@@ -499,6 +499,8 @@ impl Watch {
         self.seen().sources = sources;
     }
 
+    /// Watch the directories of `want` not yet watched, and no others; a
+    /// directory that fails is tried again at the next [`Watch::set`].
     fn watch(&mut self, w: &mut notify::RecommendedWatcher, want: BTreeSet<PathBuf>) {
         for gone in self.dirs.difference(&want) {
             let _ = w.unwatch(gone);
