@@ -17,7 +17,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::dns_server::{self, Answer};
 use common::edge::{get_from, shipped, wait_port, EdgeGate, Running};
+use common::signer::{new_key, sign, Directory};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n\n\
@@ -27,11 +29,18 @@ const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\n
 /// believing HAProxy on 127.0.0.1. GPTBot's and ChatGPT-User's test feeds
 /// put them on loopback (`common::LOOPBACK_FEEDS`).
 fn start_gate(origin: &Origin, spoe: u16) -> Gate {
+    start_gate_with(origin, spoe, "", "", &[])
+}
+
+/// [`start_gate`] with more top-level lines, lines under `verify:`, and files.
+fn start_gate_with(origin: &Origin, spoe: u16, more: &str, verify: &str, files: &[(&str, &[u8])]) -> Gate {
     let head = format!(
-        "spoe: {{ listen: [\"127.0.0.1:{spoe}\"] }}\ntrusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For"
+        "spoe: {{ listen: [\"127.0.0.1:{spoe}\"] }}\ntrusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For\n{more}"
     );
-    let edge = EdgeGate { head: &head, traps: "      arm_after: 0", rules: "", verify: "" };
-    edge.start(origin, &[("robots.txt", ROBOTS.as_bytes())], spoe, "robotgate's SPOE agent")
+    let edge = EdgeGate { head: &head, traps: "      arm_after: 0", rules: "", verify };
+    let mut all = vec![("robots.txt", ROBOTS.as_bytes())];
+    all.extend_from_slice(files);
+    edge.start(origin, &all, spoe, "robotgate's SPOE agent")
 }
 
 /// The real HAProxy on `port` (and a PROXY-protocol bind on `proxied`),
@@ -217,6 +226,76 @@ fn haproxy_asks_robotgate_over_spoe() {
     );
 }
 
+/// A robot that signs as the loopback agent and publishes ranges (none on
+/// loopback): unsigned it is a spoofed claim, signed it is itself.
+const SIGNED_BOT: &str = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: ai-crawler\n    robots_tokens: [SignedBot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
+
+const APPLEBOT: &str = "Mozilla/5.0 (compatible; Applebot/0.3; +http://www.apple.com/go/applebot)";
+
+/// Issue 66 (1): HAProxy waits `timeout processing` (1 s in the shipped
+/// file) and then lets the request pass undecided (`{1}` in its log). A
+/// robot that makes the decision slow, by a signature whose key directory
+/// answers after 1.8 s or by a claim whose reverse DNS answers after 1.8 s,
+/// is decided before that with what robotgate knows then: unsigned (here a
+/// spoofed claim, 403), unverifiable (held to the claimed robot's group:
+/// /private/ is disallowed, 403). The directory's fetch goes on and is
+/// cached, so the robot's next signed request is verified.
+#[test]
+fn a_slow_lookup_is_decided_before_haproxys_timeout() {
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let spoe = free_port();
+    let key = new_key("slow directory");
+    let directory = Directory::slow(&key, Duration::from_millis(1800));
+    let dns = dns_server::Server::start(
+        &[
+            ("9.113.0.203.in-addr.arpa", Answer::Ptr(vec!["crawl-203-0-113-9", "applebot", "apple", "com"])),
+            ("crawl-203-0-113-9.applebot.apple.com", Answer::A("203.0.113.9".parse().unwrap())),
+        ],
+        false,
+        Duration::from_millis(1800),
+    );
+    // A DNS bound longer than HAProxy waits (`config check` warns of it).
+    let verify =
+        format!("  allow_private_directories: true\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 3000 }}", dns.addr);
+    let files = [("bots.yaml", SIGNED_BOT.as_bytes())];
+    let gate = start_gate_with(&origin, spoe, "bots: \"{dir}/bots.yaml\"", &verify, &files);
+    let dir = tempfile::tempdir().unwrap();
+    let (port, proxied) = (free_port(), free_port());
+    let _haproxy = start_haproxy(dir.path(), port, proxied, &gate, spoe, &origin);
+    let asked = within(Duration::from_secs(15), || {
+        get_from(port, "127.0.0.2", "/private/warmup", &[("User-Agent", GPTBOT)]).status == 403
+    });
+    assert!(asked.is_some(), "HAProxy never asked robotgate");
+
+    let signed = sign(&key, &directory.url, &format!("127.0.0.1:{port}"));
+    let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    headers.push(("User-Agent", "SignedBot/1.0"));
+    let started = std::time::Instant::now();
+    let r = get_from(port, "127.0.0.7", "/page", &headers);
+    assert_eq!(r.status, 403, "a slow key directory let an unverified claim through: {}\n{}", r.head, r.body);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(metric(&gate, "robotgate_edge_deadline_total{listener=\"spoe\",lookup=\"key-directory\"}") >= 1.0);
+    // The fetch went on: once it is in, the same robot is itself.
+    let verified = within(Duration::from_secs(10), || get_from(port, "127.0.0.7", "/page", &headers).status == 200);
+    assert!(verified.is_some(), "the slow directory's keys were never used");
+    assert_eq!(directory.hits(), 1, "one fetch");
+
+    // Applebot from a public address (a load balancer's PROXY header names
+    // it): only reverse DNS can confirm it, and it answers after HAProxy's
+    // timeout. Judged unverifiable, in its own group: /private/ is not for it.
+    let started = std::time::Instant::now();
+    assert_eq!(get_as(proxied, "203.0.113.9", "/private/x", APPLEBOT), 403, "a slow resolver let a robot through");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(metric(&gate, "robotgate_edge_deadline_total{listener=\"spoe\",lookup=\"dns\"}") >= 1.0);
+    assert!(metric(&gate, "robotgate_identity_unchecked_total{bot=\"Applebot\",reason=\"deadline\"}") >= 1.0);
+    let log = std::fs::read_to_string(dir.path().join("haproxy.log")).unwrap_or_default();
+    let gave_up = log.lines().any(|l| l.contains("{1}") && (l.contains("/page") || l.contains("/private/x")));
+    assert!(!gave_up, "HAProxy gave up on robotgate:\n{log}");
+}
+
 /// A frame: its length, then type, flags (FIN), stream and frame ids (each
 /// below 240: one byte), then `payload`.
 fn frame(kind: u8, stream: u8, id: u8, payload: &[u8]) -> Vec<u8> {
@@ -323,4 +402,102 @@ fn the_agent_speaks_spop_and_refuses_what_is_not() {
     assert_eq!(metric(&gate, "robotgate_spoe_notifications_total{result=\"refused\"}"), 1.0);
     assert!(metric(&gate, "robotgate_spoe_failures_total") >= 4.0);
     assert_eq!(origin.hits(), 0);
+}
+
+/// The agent alone, with `limits` (a flow mapping), run under `wrap`.
+fn start_agent(origin: &Origin, spoe: u16, limits: &str, wrap: &[&str]) -> Gate {
+    let config = format!(
+        "listen: [\"127.0.0.1:{{port}}\"]\nmetrics: {{ listen: \"127.0.0.1:{{metrics}}\" }}\ngrace_period: 1\nspoe: {{ listen: [\"127.0.0.1:{spoe}\"] }}\nlimits: {limits}\n\
+         sites:\n  - name: s\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"{}\"\n    robots: \"{{dir}}/robots.txt\"\n\
+         log:\n  violations: \"{{dir}}/violations.jsonl\"\n  level: warn\n",
+        origin.addr
+    );
+    let gate = Gate::start_under(wrap, &config, &[("robots.txt", ROBOTS.as_bytes())]);
+    wait_port(spoe, "robotgate's SPOE agent", &gate.stderr_path);
+    gate
+}
+
+/// How long until the peer ends `s` (EOF or reset; an AGENT-DISCONNECT
+/// first is read past), or `None` if it is still open after `limit`.
+fn closed_within(s: &mut std::net::TcpStream, started: std::time::Instant, limit: Duration) -> Option<Duration> {
+    s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let mut buf = [0u8; 256];
+    while started.elapsed() < limit {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return Some(started.elapsed()),
+        }
+    }
+    None
+}
+
+/// Issue 66 (4): a HELLO has one `request_head_timeout` from the accept,
+/// for its first byte and the whole frame alike. Its first byte just
+/// before the deadline and the rest trickled after: closed at the
+/// deadline, not a second deadline later.
+#[test]
+fn a_trickled_hello_gets_one_deadline() {
+    let origin = Origin::start();
+    let spoe = free_port();
+    let gate = start_agent(&origin, spoe, "{ request_head_timeout: 3 }", &[]);
+    let mut s = connect(spoe);
+    let started = std::time::Instant::now();
+    let mut writer = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2700));
+        for b in hello("2.0") {
+            if writer.write_all(&[b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let closed = closed_within(&mut s, started, Duration::from_secs(10));
+    let closed = closed.expect("the trickled HELLO's connection stayed open");
+    assert!(closed < Duration::from_millis(4500), "closed after {closed:?}: more than one 3 s deadline");
+    trickle.join().unwrap();
+    assert!(metric(&gate, "robotgate_connections_timed_out_total{listener=\"spoe\",phase=\"head\"}") >= 1.0);
+}
+
+/// The CPU time (user + system) of process `pid` so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the command's closing parenthesis: fields 3 on; utime and stime are 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<u64> = rest.split(' ').skip(11).take(2).map(|f| f.parse().unwrap()).collect();
+    // SC_CLK_TCK is 100 on Linux.
+    Duration::from_millis((fields[0] + fields[1]) * 10)
+}
+
+/// Issue 66 (3): the SPOE agent's accept loop, out of file descriptors
+/// (`prlimit --nofile=256`, 300 connections), waits instead of spinning on
+/// `EMFILE`, and serves again once connections close.
+#[test]
+fn the_agent_waits_out_a_descriptor_shortage() {
+    if std::process::Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("\n*** SKIPPED: `prlimit` (util-linux) is not installed ***\n");
+        return;
+    }
+    let origin = Origin::start();
+    let spoe = free_port();
+    let gate = start_agent(&origin, spoe, "{ request_head_timeout: 60 }", &["prlimit", "--nofile=256:256", "--"]);
+    let pid = gate.child.id();
+    let held: Vec<std::net::TcpStream> =
+        (0..300).filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", spoe)).ok()).collect();
+    assert!(held.len() >= 256, "only {} connections", held.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let (cpu, wall) = (cpu_time(pid), std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs(3));
+    let share = (cpu_time(pid) - cpu).as_secs_f64() / wall.elapsed().as_secs_f64();
+    assert!(share < 0.3, "{:.0}% of a core while out of descriptors", share * 100.0);
+    drop(held);
+    // Served again: a HELLO is answered.
+    let served = within(Duration::from_secs(15), || {
+        let mut s = connect(spoe);
+        s.write_all(&hello("2.0")).is_ok() && read_frame(&mut s).is_some_and(|(kind, _)| kind == 101)
+    });
+    assert!(served.is_some(), "the agent did not recover");
+    assert!(metric(&gate, "robotgate_accept_backoff_total{listener=\"spoe\"}") >= 1.0);
 }

@@ -11,6 +11,7 @@
 //! reads no files and resolves no names: reading the named files and resolving
 //! addresses is the loader's job (`server::snapshot`).
 
+pub mod deadlines;
 mod host;
 mod raw;
 mod validate;
@@ -180,6 +181,8 @@ boot! {
     spoe: Vec<String> => "spoe.listen",
     /// Envoy ext_authz gRPC listeners, `host:port` (empty: none).
     ext_authz: Vec<String> => "ext_authz.listen",
+    /// The deadline of each edge that asks robotgate ([`deadlines`]).
+    edge_timeouts: deadlines::EdgeTimeouts => "auth.edge_timeout_ms, spoe.edge_timeout_ms, ext_authz.edge_timeout_ms",
     /// Clients tracked for rate limits.
     max_clients: usize => "limits.max_clients",
     /// The longest a client may take to send a whole request head

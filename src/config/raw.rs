@@ -381,6 +381,11 @@ pub struct RawAuth {
     /// shipped nginx, Caddy and Traefik files write them).
     #[serde(default)]
     pub headers: RawEdgeHeaders,
+    /// How long the edge waits for an answer (its own timeout: nginx's
+    /// `proxy_read_timeout` in the subrequest's location), in milliseconds;
+    /// robotgate decides before it (docs/edge.md, "Deadlines"). Default 3000.
+    #[serde(default)]
+    pub edge_timeout_ms: Option<u64>,
 }
 
 /// `spoe:`: the SPOE agent HAProxy's `filter spoe` asks about each request
@@ -390,6 +395,10 @@ pub struct RawAuth {
 pub struct RawSpoe {
     /// Addresses to listen on, `host:port` (where HAProxy runs).
     pub listen: Vec<String>,
+    /// HAProxy's `timeout processing` in milliseconds; robotgate decides
+    /// before it (docs/edge.md, "Deadlines"). Default 1000, the shipped file's.
+    #[serde(default)]
+    pub edge_timeout_ms: Option<u64>,
 }
 
 /// `ext_authz:`: the gRPC listener that answers Envoy's `ext_authz` filter
@@ -399,6 +408,11 @@ pub struct RawSpoe {
 pub struct RawExtAuthz {
     /// Addresses to listen on, `host:port` (loopback, where Envoy runs).
     pub listen: Vec<String>,
+    /// The `timeout` of Envoy's ext_authz `grpc_service` in milliseconds;
+    /// robotgate decides before it (docs/edge.md, "Deadlines"). Default
+    /// 3000, the shipped file's.
+    #[serde(default)]
+    pub edge_timeout_ms: Option<u64>,
 }
 
 /// `auth.headers:`: which header names each fact of the original request.

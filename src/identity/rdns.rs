@@ -281,6 +281,9 @@ pub enum Trouble {
     /// The resolver failed (SERVFAIL, REFUSED, network error).
     #[error("DNS failed: {0}")]
     Resolver(String),
+    /// The deadline of the edge that asked came first (docs/edge.md, "Deadlines").
+    #[error("the edge's deadline came before DNS answered")]
+    Deadline,
 }
 
 impl Trouble {
@@ -290,6 +293,7 @@ impl Trouble {
             Trouble::Timeout => "timeout",
             Trouble::Busy => "busy",
             Trouble::Resolver(_) => "resolver",
+            Trouble::Deadline => "deadline",
         }
     }
 }

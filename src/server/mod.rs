@@ -352,6 +352,8 @@ pub fn serve_with(
             service: Arc::new(http::ext_authz::ExtAuthz { gate: gate.clone() }),
             addresses: config.boot.ext_authz.clone(),
             max_connections: config.boot.max_connections,
+            head_timeout: config.boot.request_head_timeout,
+            idle_timeout: config.boot.keepalive_timeout,
         };
         server.add_service(GenBackgroundService::new("robotgate ext_authz".into(), Arc::new(listener)));
     }

@@ -104,6 +104,19 @@ pub struct Metrics {
     /// `robotgate_connections_refused_total{listener}`: connections closed at
     /// once because their listener had `max_connections` open.
     pub connections_refused: IntCounterVec,
+    /// `robotgate_connections_timed_out_total{listener,phase}`: connections
+    /// closed by robotgate's own deadlines: `head` (a request head, an
+    /// HTTP/2 handshake or header block, an SPOE frame not whole in time),
+    /// `idle` (nothing asked for too long).
+    pub connections_timed_out: IntCounterVec,
+    /// `robotgate_accept_backoff_total{listener}`: times a listener of
+    /// robotgate's own (SPOE, ext_authz) paused accepting because the
+    /// process or the system had no file descriptor left ([`crate::server::http::listen`]).
+    pub accept_backoff: IntCounterVec,
+    /// `robotgate_edge_deadline_total{listener,lookup}`: lookups not waited
+    /// for because the edge's deadline came first (`key-directory`, `dns`,
+    /// `store`): judged as failed (docs/edge.md, "Deadlines").
+    pub edge_deadline: IntCounterVec,
     /// `robotgate_spoe_notifications_total{result}`: HAProxy's
     /// `robotgate-check` messages answered by the SPOE agent: `pass`,
     /// `answer` (robotgate's own answer: a refusal, a 429, a redirect),
@@ -264,6 +277,24 @@ pub fn metrics() -> &'static Metrics {
             "robotgate_connections_refused_total",
             "Connections closed at once because their listener had max_connections open",
             &["listener"]
+        )
+        .expect("metric registers once"),
+        connections_timed_out: register_int_counter_vec!(
+            "robotgate_connections_timed_out_total",
+            "Connections closed by robotgate's deadlines: head (a head, handshake or frame not whole in time), idle",
+            &["listener", "phase"]
+        )
+        .expect("metric registers once"),
+        accept_backoff: register_int_counter_vec!(
+            "robotgate_accept_backoff_total",
+            "Pauses of a listener's accepting because no file descriptor was left",
+            &["listener"]
+        )
+        .expect("metric registers once"),
+        edge_deadline: register_int_counter_vec!(
+            "robotgate_edge_deadline_total",
+            "Lookups not waited for because the edge's deadline came first, judged as failed",
+            &["listener", "lookup"]
         )
         .expect("metric registers once"),
         request_head_timeouts: register_int_counter!(

@@ -68,6 +68,36 @@ impl Directory {
         Directory::start(None)
     }
 
+    /// `key`'s directory, each answer sent `delay` after its request came
+    /// (each connection on a thread of its own).
+    pub fn slow(key: &SigningKey, delay: std::time::Duration) -> Directory {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        let response = ok(&directory(key));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(64) {
+                let Ok(mut stream) = stream else { continue };
+                let (counter, response) = (counter.clone(), response.clone());
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(delay);
+                    let _ = stream.write_all(&response);
+                });
+            }
+        });
+        Directory { url, hits }
+    }
+
     fn start(response: Option<Vec<u8>>) -> Directory {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

@@ -87,6 +87,7 @@ impl RawConfig {
             &[&auth, &spoe],
             &mut errors,
         );
+        let edge_timeouts = settings::edge_timeouts(&self, &mut errors);
         if self.limits.max_clients == 0 {
             errors.push(ConfigError::new("limits.max_clients", "must be at least 1"));
         }
@@ -122,6 +123,7 @@ impl RawConfig {
             auth,
             spoe,
             ext_authz,
+            edge_timeouts,
             max_clients: self.limits.max_clients,
             request_head_timeout,
             keepalive_timeout,

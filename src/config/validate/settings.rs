@@ -11,6 +11,7 @@ use super::super::{
     DEFAULT_STATE_TIMEOUT_MS,
 };
 use super::fields::{duration, host_port, size};
+use crate::config::deadlines::EdgeTimeouts;
 use crate::net::edge::{EdgeHeaders, Fact};
 use crate::net::Cidr;
 
@@ -161,6 +162,32 @@ pub(super) fn edge_listeners(
         }
     }
     out
+}
+
+/// `auth.edge_timeout_ms`, `spoe.edge_timeout_ms`, `ext_authz.edge_timeout_ms`:
+/// each edge's deadline, its shipped file's by default
+/// ([`crate::config::deadlines`]).
+pub(super) fn edge_timeouts(raw: &RawConfig, errors: &mut Vec<ConfigError>) -> EdgeTimeouts {
+    use crate::config::deadlines::EDGE_TIMEOUT_MS;
+    let defaults = EdgeTimeouts::default();
+    let mut each = |key: &str, ms: Option<u64>, default: Duration| match ms {
+        None => default,
+        Some(ms) if EDGE_TIMEOUT_MS.contains(&ms) => Duration::from_millis(ms),
+        Some(ms) => {
+            let (lo, hi) = (EDGE_TIMEOUT_MS.start(), EDGE_TIMEOUT_MS.end());
+            errors.push(ConfigError::new(key, format!("must be between {lo} and {hi} milliseconds, not {ms}")));
+            default
+        }
+    };
+    EdgeTimeouts {
+        auth: each("auth.edge_timeout_ms", raw.auth.as_ref().and_then(|a| a.edge_timeout_ms), defaults.auth),
+        spoe: each("spoe.edge_timeout_ms", raw.spoe.as_ref().and_then(|a| a.edge_timeout_ms), defaults.spoe),
+        ext_authz: each(
+            "ext_authz.edge_timeout_ms",
+            raw.ext_authz.as_ref().and_then(|a| a.edge_timeout_ms),
+            defaults.ext_authz,
+        ),
+    }
 }
 
 /// `trusted_proxies:`, each a CIDR.

@@ -20,9 +20,10 @@
 use pingora::proxy::Session;
 use pingora::Result;
 
-use super::decide::Incoming;
+use super::decide::{Due, Incoming};
 use super::gate::{Ctx, Gate};
 use super::respond::{self, Reader};
+use crate::config::deadlines::decide_by;
 use crate::net::edge::{read_original, EdgeError, EdgeHeaders};
 use crate::pipeline::answer::{edge_pass, pass_headers};
 use crate::server::snapshot::answer::head;
@@ -37,7 +38,11 @@ use crate::server::telemetry::metrics;
 /// # Errors
 /// The reason, for a `400`: a fact missing, doubled, malformed, or
 /// contradicted by another header that names it.
-pub(super) fn original<'s>(session: &'s Session, names: &EdgeHeaders) -> Result<Incoming<'s>, EdgeError> {
+pub(super) fn original<'s>(
+    session: &'s Session,
+    names: &EdgeHeaders,
+    due: Option<Due>,
+) -> Result<Incoming<'s>, EdgeError> {
     let req = session.req_header();
     let headers = &req.headers;
     let o = read_original(names, || headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes())))?;
@@ -49,6 +54,7 @@ pub(super) fn original<'s>(session: &'s Session, names: &EdgeHeaders) -> Result<
         headers,
         peer: crate::pipeline::Peer::Socket(session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
         unreadable: super::conn::unreadable(session),
+        due,
     })
 }
 
@@ -58,7 +64,9 @@ impl Gate {
     pub(super) async fn authorise(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let snap = self.snapshot.load_full();
         ctx.snap = Some(snap.clone());
-        let req = match original(session, &snap.settings.auth_headers) {
+        // Decided before the edge's own timeout (`auth.edge_timeout_ms`).
+        let by = std::time::Instant::now() + decide_by(snap.settings.boot.edge_timeouts.auth);
+        let req = match original(session, &snap.settings.auth_headers, Some(Due { by, listener: "auth" })) {
             Ok(req) => req,
             Err(why) => {
                 metrics().edge_refused.inc();

@@ -69,8 +69,9 @@ use pingora::protocols::{
 use pingora::proxy::Session;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
-use tokio::sync::Semaphore;
 use tokio::time::Sleep;
+
+use super::room::{Room, Seat};
 
 use crate::deadline::{HeadClock, H2_PREFACE};
 use crate::head::{HeadScrub, Unreadable, HOLD_MAX};
@@ -91,9 +92,11 @@ pub struct Edge<A> {
     app: Arc<A>,
     head_timeout: Duration,
     proxy_protocol: Option<Arc<ProxyProtocol>>,
-    /// One permit per open connection; a connection that finds none is
-    /// closed at once, so one listener cannot take every file descriptor.
-    permits: Arc<Semaphore>,
+    /// One place per open connection; a connection that finds none, and no
+    /// connection without a first head to close for it ([`Room`]), is
+    /// closed at once, so one listener cannot take every file descriptor
+    /// and silent connections cannot hold it shut.
+    room: Room,
     /// The listener's name in `robotgate_connections_refused_total`.
     listener: &'static str,
 }
@@ -110,8 +113,7 @@ impl<A> Edge<A> {
         head_timeout: Duration,
         proxy_protocol: Option<Arc<ProxyProtocol>>,
     ) -> Edge<A> {
-        let permits = Arc::new(Semaphore::new(max_connections.min(Semaphore::MAX_PERMITS)));
-        Edge { app: Arc::new(app), head_timeout, proxy_protocol, permits, listener }
+        Edge { app: Arc::new(app), head_timeout, proxy_protocol, room: Room::new(max_connections), listener }
     }
 }
 
@@ -120,7 +122,7 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Edge<A> {
     async fn process_new(self: &Arc<Self>, mut stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
         // Held for the connection's life: the app serves every request of a
         // connection (keep-alive included) inside one call.
-        let Ok(_permit) = self.permits.clone().try_acquire_owned() else {
+        let Some(place) = self.room.enter().await else {
             metrics().connections_refused.with_label_values(&[self.listener]).inc();
             return None;
         };
@@ -130,7 +132,7 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Edge<A> {
                 pp.accept(&mut *stream).await.ok()?;
             }
         }
-        let guarded: Stream = Box::new(Guarded::new(stream, self.head_timeout));
+        let guarded: Stream = Box::new(Guarded::new(stream, self.head_timeout, self.listener, place.seat.clone()));
         ServerApp::process_new(&self.app, guarded, shutdown).await
     }
 
@@ -177,6 +179,8 @@ fn signal(session: &ServerSession, what: u8) {
     let guarded = session.stream().and_then(|s| s.as_any().downcast_ref::<Guarded>());
     if let Some(g) = guarded {
         g.signal.store(what, Ordering::Relaxed);
+        // A head came whole: the connection keeps its place from now on.
+        g.seat.seated();
     }
 }
 
@@ -202,10 +206,14 @@ pub struct Guarded {
     /// Wakes the connection's task at the deadline while a read waits.
     timer: Option<Pin<Box<Sleep>>>,
     expired: bool,
+    /// The listener's name in the metrics.
+    listener: &'static str,
+    /// Its place's standing: asked to go while it has sent no head ([`Room`]).
+    seat: Arc<Seat>,
 }
 
 impl Guarded {
-    fn new(inner: Stream, limit: Duration) -> Guarded {
+    fn new(inner: Stream, limit: Duration, listener: &'static str, seat: Arc<Seat>) -> Guarded {
         // Pingora stamps the connection when it accepts it; time spent since
         // (a TLS handshake) counts against the first head.
         let accepted = inner
@@ -229,6 +237,8 @@ impl Guarded {
             signal: AtomicU8::new(NO_SIGNAL),
             timer: None,
             expired: false,
+            listener,
+            seat,
         }
     }
 
@@ -266,10 +276,20 @@ impl Guarded {
         end - hold > from
     }
 
+    /// Closed to make room for a newcomer ([`Room`]), its head not begun or not whole.
+    fn evicted(&mut self) -> io::Error {
+        if !self.expired {
+            self.expired = true;
+            metrics().connections_timed_out.with_label_values(&[self.listener, "evicted"]).inc();
+        }
+        io::Error::new(io::ErrorKind::TimedOut, "closed for a newcomer: no request head yet, the listener full")
+    }
+
     fn expire(&mut self) -> io::Error {
         if !self.expired {
             self.expired = true;
             metrics().request_head_timeouts.inc();
+            metrics().connections_timed_out.with_label_values(&[self.listener, "head"]).inc();
             let peer = self.inner.get_socket_digest().and_then(|d| d.peer_addr().map(ToString::to_string));
             tracing::debug!(target: "robotgate", peer = peer.as_deref().unwrap_or("-"), "request head too slow: connection closed");
         }
@@ -283,6 +303,11 @@ impl AsyncRead for Guarded {
         this.take_signal();
         if this.expired || this.clock.is_expired(Instant::now()) {
             return Poll::Ready(Err(this.expire()));
+        }
+        if this.clock.deadline().is_none() {
+            this.seat.seated();
+        } else if this.seat.is_evicted(cx.waker()) {
+            return Poll::Ready(Err(this.evicted()));
         }
         let before = buf.filled().len();
         loop {

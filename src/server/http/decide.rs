@@ -77,6 +77,33 @@ pub(super) struct Incoming<'r> {
     /// What its head held that could not be read as sent ([`crate::head`]):
     /// refused whatever else it is, with a record.
     pub unreadable: Option<Unreadable>,
+    /// By when the edge that asks must have its answer (none for the
+    /// proxy's own requests: each lookup is bounded on its own).
+    pub due: Option<Due>,
+}
+
+/// When an edge's question must be decided ([`crate::config::deadlines::decide_by`]
+/// after it came), and the listener it came to, for the counts.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Due {
+    /// The instant.
+    pub by: Instant,
+    /// The listener's name (`spoe`, `ext_authz`, `auth`).
+    pub listener: &'static str,
+}
+
+/// `lookup`'s answer, unless `due` comes first (then `None`, counted as
+/// `lookup` in `robotgate_edge_deadline_total`). Without a deadline, the
+/// lookup's own bound is the only one.
+async fn within<T>(due: Option<Due>, lookup: &'static str, f: impl std::future::Future<Output = T>) -> Option<T> {
+    let Some(due) = due else { return Some(f.await) };
+    match tokio::time::timeout_at(tokio::time::Instant::from_std(due.by), f).await {
+        Ok(answer) => Some(answer),
+        Err(_) => {
+            metrics().edge_deadline.with_label_values(&[due.listener, lookup]).inc();
+            None
+        }
+    }
 }
 
 impl<'r> Incoming<'r> {
@@ -94,6 +121,7 @@ impl<'r> Incoming<'r> {
             headers: &req.headers,
             peer: Peer::Socket(session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
             unreadable: super::conn::unreadable(session),
+            due: None,
         })
     }
 }
@@ -220,16 +248,33 @@ impl Gate {
             }
             match next {
                 Next::Done(verdict) => break verdict,
+                // Past an edge's deadline each lookup is answered as one
+                // that failed (docs/edge.md, "Deadlines"): a signature as
+                // unverified, reverse DNS as unverifiable (the claimed
+                // robot's group), the store as unreachable (the local table).
                 Next::Need(Need::KeyDirectory(inspection)) => {
-                    p.answer_signature(Box::pin(self.signed_by(&inspection)).await);
+                    let signed = match req.due {
+                        None => Some(Box::pin(self.signed_by(&inspection)).await),
+                        Some(_) => {
+                            Box::pin(within(req.due, "key-directory", self.signed_by_detached(inspection))).await
+                        }
+                    };
+                    p.answer_signature(signed.flatten());
                 }
                 Next::Need(Need::Dns { bot, client }) => {
-                    p.answer_dns(bot, Box::pin(self.look_up(snap, bot, client)).await);
+                    let identity = Box::pin(within(req.due, "dns", self.look_up(snap, bot, client))).await;
+                    p.answer_dns(
+                        bot,
+                        identity.unwrap_or_else(|| {
+                            unchecked(&snap.classifier.bot(bot).name, client, &Trouble::Deadline);
+                            Identity::Unverifiable
+                        }),
+                    );
                 }
                 // Bounded by `state.timeout_ms`; only robots whose group sets a pace get here.
                 Next::Need(Need::Store(question)) => {
                     let answer = match &self.shared {
-                        Some(store) => Box::pin(store.admit(&question)).await,
+                        Some(store) => Box::pin(within(req.due, "store", store.admit(&question))).await.flatten(),
                         None => None,
                     };
                     p.answer_store(answer);
@@ -371,6 +416,20 @@ impl Gate {
             Signed::Verified { agent, .. } => pipeline::agent_host(&agent),
             _ => None,
         }
+    }
+
+    /// [`Gate::signed_by`] in a task of its own, for an edge's deadline: a
+    /// directory slower than the deadline is still fetched (bounded by its
+    /// own limits) and cached, so the robot's next request finds its keys.
+    async fn signed_by_detached(&self, inspection: Inspection) -> Option<String> {
+        let cache = self.wba.clone();
+        let task = tokio::spawn(async move {
+            match wba::verify_inspection(&cache, &inspection).await {
+                Signed::Verified { agent, .. } => pipeline::agent_host(&agent),
+                _ => None,
+            }
+        });
+        task.await.ok().flatten()
     }
 
     /// Whether `ip` is database robot `bot`, by forward-confirmed reverse

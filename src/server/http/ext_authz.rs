@@ -22,8 +22,12 @@
 //!
 //! Bounds: connections at once (`limits.max_connections`, past it a
 //! connection is closed at once and counted), streams per connection
-//! ([`MAX_STREAMS`]), and a deadline per check ([`CHECK_DEADLINE`]; past it
-//! Envoy gets an error and does what its `failure_mode_allow` says).
+//! ([`MAX_STREAMS`]); a connection's handshake and each header block within
+//! `limits.request_head_timeout`, and no longer than
+//! `limits.keepalive_timeout` without a check ([`Watched`]), so silent
+//! sockets cannot hold the connections; and a deadline per check: decided
+//! by [`decide_by`] of `ext_authz.edge_timeout_ms` with what is known then
+//! (a lookup still running is judged as failed: docs/edge.md, "Deadlines").
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -44,20 +48,16 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::decide::Incoming;
+use super::decide::{Due, Incoming};
 use super::gate::{Ctx, Gate};
+use super::listen::Watched;
 use super::proxy::Reply;
+use crate::config::deadlines::decide_by;
 use crate::pipeline::answer::{pass_headers, Plan};
 use crate::pipeline::Peer;
 use crate::server::ops::violations::now_rfc3339;
 use crate::server::snapshot::answer::{body_bytes, Prebuilt};
 use crate::server::telemetry::metrics;
-
-/// The longest one check may take (a key-directory fetch, a reverse-DNS
-/// lookup and a store question, each bounded on its own, fit well inside).
-/// Envoy's own `timeout` on the filter is usually shorter (its default is
-/// 200 ms); this bound is for a caller that sets none.
-pub const CHECK_DEADLINE: Duration = Duration::from_secs(10);
 
 /// HTTP/2 streams (checks) in flight on one connection.
 pub const MAX_STREAMS: u32 = 256;
@@ -254,7 +254,7 @@ pub struct ExtAuthz {
 
 impl ExtAuthz {
     /// Decide one check and say what Envoy is to do; the result's label.
-    async fn decide(&self, check: &CheckRequest) -> (CheckResponse, &'static str) {
+    async fn decide(&self, check: &CheckRequest, due: Due) -> (CheckResponse, &'static str) {
         let snap = self.gate.snapshot.load_full();
         let mut ctx = Ctx { snap: Some(snap.clone()), ..Ctx::default() };
         let o = match original(check) {
@@ -271,6 +271,7 @@ impl ExtAuthz {
             headers: &o.headers,
             peer: Peer::Logged(Some(o.client)),
             unreadable: None,
+            due: Some(due),
         };
         let Some(site) = self.gate.site_for(&snap, &req, &mut ctx) else {
             return (denied(Plan::no_site()), "denied");
@@ -311,7 +312,10 @@ impl Authorization for ExtAuthz {
         request: tonic::Request<CheckRequest>,
     ) -> Result<tonic::Response<CheckResponse>, tonic::Status> {
         let check = request.into_inner();
-        match tokio::time::timeout(CHECK_DEADLINE, self.decide(&check)).await {
+        // Decided before Envoy's own timeout; the check as a whole is cut at it.
+        let edge = self.gate.snapshot.load().settings.boot.edge_timeouts.ext_authz;
+        let due = Due { by: std::time::Instant::now() + decide_by(edge), listener: "ext_authz" };
+        match tokio::time::timeout(edge, self.decide(&check, due)).await {
             Ok((answer, result)) => {
                 metrics().ext_authz_checks.with_label_values(&[result]).inc();
                 Ok(tonic::Response::new(answer))
@@ -324,9 +328,10 @@ impl Authorization for ExtAuthz {
     }
 }
 
-/// A connection, holding its place among `limits.max_connections`.
+/// A connection, holding its place among `limits.max_connections`, with
+/// its head and idle deadlines.
 struct Counted {
-    stream: TcpStream,
+    stream: Watched<TcpStream>,
     _place: OwnedSemaphorePermit,
 }
 
@@ -334,7 +339,7 @@ impl tonic::transport::server::Connected for Counted {
     type ConnectInfo = tonic::transport::server::TcpConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.stream.connect_info()
+        self.stream.get_ref().connect_info()
     }
 }
 
@@ -367,6 +372,10 @@ pub struct Listener {
     pub addresses: Vec<String>,
     /// Connections open at once (`limits.max_connections`).
     pub max_connections: usize,
+    /// The longest the handshake and a header block may take (`limits.request_head_timeout`).
+    pub head_timeout: Duration,
+    /// The longest a connection may go without a check (`limits.keepalive_timeout`).
+    pub idle_timeout: Duration,
 }
 
 impl Listener {
@@ -380,22 +389,16 @@ impl Listener {
             }
         };
         let places = Arc::new(Semaphore::new(self.max_connections));
-        let incoming = futures_util::stream::unfold((listener, places), |(listener, places)| async move {
+        let (head, idle) = (self.head_timeout, self.idle_timeout);
+        let incoming = futures_util::stream::unfold((listener, places), move |(listener, places)| async move {
             loop {
-                let (stream, _) = match listener.accept().await {
-                    Ok(s) => s,
-                    // A descriptor shortage passes; try again shortly.
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
+                let stream = super::listen::accept(&listener, "ext_authz").await;
                 let Ok(place) = places.clone().try_acquire_owned() else {
                     metrics().connections_refused.with_label_values(&["ext_authz"]).inc();
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let counted = Counted { stream, _place: place };
+                let counted = Counted { stream: Watched::new(stream, "ext_authz", head, idle), _place: place };
                 return Some((Ok::<_, std::io::Error>(counted), (listener, places)));
             }
         });

@@ -5,7 +5,8 @@
 //! itself ([`respond`]), the client address behind trusted proxies
 //! ([`forwarded`]), certificates per handshake ([`tls`]), and each
 //! connection beneath HTTP: the PROXY protocol and the request-head
-//! deadline ([`conn`]).
+//! deadline ([`conn`]); robotgate's own listeners' accepting and deadlines ([`listen`]); a
+//! listener's places for connections ([`room`]).
 
 pub mod auth;
 pub mod conn;
@@ -13,7 +14,9 @@ pub mod decide;
 pub mod ext_authz;
 pub mod forwarded;
 pub mod gate;
+pub mod listen;
 pub mod proxy;
 pub mod respond;
+pub mod room;
 pub mod spoe;
 pub mod tls;

@@ -22,14 +22,19 @@
 //!
 //! A message that lacks a fact is answered `400`, as the auth listener
 //! answers a subrequest that lacks one. An agent that does not answer in
-//! time leaves the variables unset: HAProxy's choice, pass by default
-//! (docs/edge.md).
+//! time leaves the variables unset, and the shipped `haproxy.cfg` then lets
+//! the request pass; so each message is decided within
+//! [`decide_by`] of `spoe.edge_timeout_ms` (HAProxy's `timeout processing`)
+//! after it came, with what is known by then: a lookup still running is
+//! judged as failed (docs/edge.md, "Deadlines").
 //!
 //! Limits, as the other listeners': `limits.max_connections` connections,
-//! `limits.request_head_timeout` for HELLO and for the rest of each frame
-//! once its length came, `limits.keepalive_timeout` idle between frames,
-//! frames up to the size agreed (at most [`spop::MAX_FRAME_SIZE`]), and
-//! [`IN_FLIGHT`] NOTIFY frames decided at once per connection.
+//! `limits.request_head_timeout` for the whole HELLO from the accept (first
+//! byte and frame alike) and for the rest of each later frame once its
+//! first byte came, `limits.keepalive_timeout` idle between frames, frames
+//! up to the size agreed (at most [`spop::MAX_FRAME_SIZE`]), and
+//! [`IN_FLIGHT`] NOTIFY frames decided at once per connection. The accept
+//! loop pauses when descriptors run out ([`super::listen::accept`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -43,9 +48,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
+use tokio::time::Instant;
 
-use super::decide::{Incoming, Step};
+use super::decide::{Due, Incoming, Step};
 use super::gate::{Ctx, Gate};
+use crate::config::deadlines::decide_by;
 use crate::head::Unreadable;
 use crate::net::spop::{self, kind, Frame, Scope, Status, Value};
 use crate::pipeline::answer::{pass_headers, Conditional, Plan};
@@ -66,7 +73,8 @@ pub struct Agent {
     pub listen: Vec<String>,
     /// Connections open at once, over all listeners.
     pub max_connections: usize,
-    /// The longest HELLO, and the rest of a frame once its length came, may take.
+    /// The longest HELLO (from the accept), and the rest of a later frame
+    /// once its first byte came, may take.
     pub frame_timeout: Duration,
     /// The longest a connection may wait for its next frame.
     pub idle_timeout: Duration,
@@ -89,7 +97,7 @@ impl BackgroundService for Agent {
             let limits = Limits { frame: self.frame_timeout, idle: self.idle_timeout };
             accepting.push(tokio::spawn(async move {
                 loop {
-                    let Ok((stream, _)) = listener.accept().await else { continue };
+                    let stream = super::listen::accept(&listener, "spoe").await;
                     let Ok(slot) = slots.clone().try_acquire_owned() else {
                         metrics().connections_refused.with_label_values(&["spoe"]).inc();
                         drop(stream);
@@ -119,16 +127,29 @@ struct Limits {
     idle: Duration,
 }
 
-/// Read one frame: its length within `idle` (`None` at a clean end of the
-/// connection), the rest within `frame`, no longer than `max`.
-async fn read_frame(rd: &mut OwnedReadHalf, max: u32, limits: Limits) -> Result<Option<Vec<u8>>, Status> {
+/// Read one frame: its first byte by `first_by` (`None` at a clean end of
+/// the connection), the whole frame by `whole_by` when given (HELLO: one
+/// deadline from the accept), else within `limits.frame` of its first byte;
+/// no longer than `max`. A deadline passed is counted and is `Timeout`.
+async fn read_frame(
+    rd: &mut OwnedReadHalf,
+    max: u32,
+    first_by: Instant,
+    whole_by: Option<Instant>,
+    limits: Limits,
+) -> Result<Option<Vec<u8>>, Status> {
+    let timed_out = |phase: &str| {
+        metrics().connections_timed_out.with_label_values(&["spoe", phase]).inc();
+        Status::Timeout
+    };
     let mut head = [0u8; 4];
-    let first = match tokio::time::timeout(limits.idle, rd.read(&mut head)).await {
-        Err(_) => return Err(Status::Timeout),
+    let first = match tokio::time::timeout_at(first_by, rd.read(&mut head)).await {
+        Err(_) => return Err(timed_out(if whole_by.is_some() { "head" } else { "idle" })),
         Ok(Err(_)) => return Err(Status::Io),
         Ok(Ok(0)) => return Ok(None),
         Ok(Ok(n)) => n,
     };
+    let by = whole_by.unwrap_or_else(|| Instant::now() + limits.frame);
     let rest = async {
         rd.read_exact(&mut head[first..]).await.map_err(|_| Status::Io)?;
         let len = spop::frame_len(head, max)?;
@@ -136,9 +157,9 @@ async fn read_frame(rd: &mut OwnedReadHalf, max: u32, limits: Limits) -> Result<
         rd.read_exact(&mut buf).await.map_err(|_| Status::Io)?;
         Ok(buf)
     };
-    match tokio::time::timeout(limits.frame, rest).await {
+    match tokio::time::timeout_at(by, rest).await {
         Ok(r) => r.map(Some),
-        Err(_) => Err(Status::Timeout),
+        Err(_) => Err(timed_out("head")),
     }
 }
 
@@ -147,9 +168,10 @@ async fn read_frame(rd: &mut OwnedReadHalf, max: u32, limits: Limits) -> Result<
 async fn serve(gate: Arc<Gate>, stream: TcpStream, limits: Limits) -> Result<(), Status> {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
+    // Issue 66: the whole HELLO within one `request_head_timeout` of the accept.
+    let hello_by = Instant::now() + limits.frame;
     let hello = async {
-        let Some(buf) = read_frame(&mut rd, spop::MAX_FRAME_SIZE, Limits { idle: limits.frame, ..limits }).await?
-        else {
+        let Some(buf) = read_frame(&mut rd, spop::MAX_FRAME_SIZE, hello_by, Some(hello_by), limits).await? else {
             return Err(Status::Io);
         };
         let f = Frame::parse(&buf)?;
@@ -181,7 +203,7 @@ async fn serve(gate: Arc<Gate>, stream: TcpStream, limits: Limits) -> Result<(),
     });
     let in_flight = Arc::new(Semaphore::new(if hello.pipelining { IN_FLIGHT } else { 1 }));
     let ended = loop {
-        let buf = match read_frame(&mut rd, max, limits).await {
+        let buf = match read_frame(&mut rd, max, Instant::now() + limits.idle, None, limits).await {
             Ok(Some(buf)) => buf,
             Ok(None) => break Err(Status::Io),
             Err(status) => break Err(status),
@@ -199,12 +221,15 @@ async fn serve(gate: Arc<Gate>, stream: TcpStream, limits: Limits) -> Result<(),
                 if spop::messages(f.payload).is_err() {
                     break Err(Status::Invalid);
                 }
+                // HAProxy's `timeout processing` runs from before it sent the frame.
+                let edge = gate.snapshot.load().settings.boot.edge_timeouts.spoe;
+                let due = Due { by: std::time::Instant::now() + decide_by(edge), listener: "spoe" };
                 let Ok(slot) = in_flight.clone().acquire_owned().await else { break Err(Status::Resources) };
                 let (gate, tx) = (gate.clone(), tx.clone());
                 let (stream_id, frame_id) = (f.stream_id, f.frame_id);
                 let start = buf.len() - f.payload.len();
                 tokio::spawn(async move {
-                    let ack = notified(&gate, stream_id, frame_id, &buf[start..], max).await;
+                    let ack = notified(&gate, stream_id, frame_id, &buf[start..], max, due).await;
                     let _ = tx.send(ack).await;
                     drop(slot);
                 });
@@ -258,7 +283,7 @@ enum Told<'a> {
 
 /// The ACK of one NOTIFY: its `robotgate-check` message decided (no such
 /// message: an ACK without actions).
-async fn notified(gate: &Gate, stream_id: u64, frame_id: u64, payload: &[u8], max: u32) -> Vec<u8> {
+async fn notified(gate: &Gate, stream_id: u64, frame_id: u64, payload: &[u8], max: u32, due: Due) -> Vec<u8> {
     let mut out = Vec::new();
     let messages = spop::messages(payload).unwrap_or_default();
     let Some(message) = messages.iter().find(|m| m.name == spop::CHECK_MESSAGE) else {
@@ -282,6 +307,7 @@ async fn notified(gate: &Gate, stream_id: u64, frame_id: u64, payload: &[u8], ma
                 headers: &headers,
                 peer: crate::pipeline::Peer::Logged(Some(check.client)),
                 unreadable,
+                due: Some(due),
             };
             let told = match gate.site_for(&snap, &req, &mut ctx) {
                 None => Told::Answer(Plan::no_site()),

@@ -51,6 +51,10 @@ pub fn check(config_path: &Path, host: Host) -> (Vec<Problem>, Vec<Problem>, Vec
             if let Some(why) = edge_untrusted(&snapshot.settings) {
                 warnings.push(Problem::new(config_path, None, why));
             }
+            // A lookup bound an edge's deadline cuts short (docs/edge.md, "Deadlines").
+            for why in crate::config::deadlines::warnings(&snapshot.settings.boot) {
+                warnings.push(Problem::new(config_path, None, why));
+            }
             // A shared store that cannot be reached is an error: instances
             // would silently stop sharing.
             // A refused file of `sites_dir` (the others are served).
