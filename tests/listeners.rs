@@ -75,7 +75,8 @@ fn silent_connections_cannot_hold_the_ext_authz_listener() {
     s.read_exact(&mut head).expect("the server's SETTINGS");
     assert_eq!(head[3], 0x4, "not a SETTINGS frame: {head:?}");
     let timed_out = metric(&gate, "robotgate_connections_timed_out_total{listener=\"ext_authz\",phase=\"head\"}");
-    assert!(timed_out >= 10.0, "{timed_out}");
+    // The nine silent ones at least (the one that spoke may be ended by HTTP/2 itself).
+    assert!(timed_out >= 9.0, "{timed_out}");
 }
 
 /// Issue 66 (12): 200 idle connections to the metrics listener (it takes
