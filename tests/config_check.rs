@@ -184,3 +184,19 @@ fn the_ext_authz_listener_is_checked() {
     let (code, out) = check(&with("ext_authz: { lisen: [] }"), FILES);
     assert!(code == 1 && out.contains("lisen"), "{out}");
 }
+
+/// Issue 66: a lookup bound longer than an edge gives robotgate to answer
+/// is a warning, naming both keys; the defaults give none.
+#[test]
+fn a_lookup_longer_than_an_edge_allows_is_a_warning() {
+    let spoe = "spoe: { listen: [\"127.0.0.1:12399\"] }\n";
+    assert_eq!(check(&format!("{VALID}{spoe}"), FILES), (0, "ok\n".to_owned()), "the shipped timeouts leave room");
+    let slow = format!("{VALID}{spoe}verify: {{ dns: {{ timeout_ms: 900 }} }}\n");
+    let (code, out) = check(&slow, FILES);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("verify.dns.timeout_ms (900 ms)") && out.contains("spoe.edge_timeout_ms (1000 ms)"),
+        "{out}"
+    );
+    assert!(out.contains("(warning)"), "{out}");
+}

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::edge::{get_from, shipped, wait_port, EdgeGate, Running};
+use common::signer::{new_key, sign, Directory};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
@@ -90,6 +91,43 @@ fn start_envoy(bin: &Path, dir: &Path, port: u16, config: &str) -> Running {
     let running = Running(child);
     wait_port(port, "envoy", &log);
     running
+}
+
+/// A robot that signs as the loopback agent and publishes ranges (none on
+/// loopback): unsigned it is a spoofed claim, signed it is itself.
+const SIGNED_BOT: &str = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: ai-crawler\n    robots_tokens: [SignedBot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
+
+/// Issue 66 (1), through Envoy: with the filter's `timeout` at 1 s (and
+/// robotgate told so, `ext_authz.edge_timeout_ms: 1000`), a signature whose
+/// key directory answers after 1.8 s is decided before Envoy gives up
+/// (which, with the shipped `failure_mode_allow: true`, lets it pass):
+/// unsigned, a spoofed claim, 403. The fetch goes on and is cached: the
+/// next signed request is the robot itself.
+#[test]
+fn a_slow_key_directory_is_decided_before_envoys_timeout() {
+    let Some(bin) = envoy() else { return };
+    let (origin, ext_authz, port) = (Origin::start(), free_port(), free_port());
+    let key = new_key("slow directory, envoy");
+    let directory = Directory::slow(&key, std::time::Duration::from_millis(1800));
+    let head = format!(
+        "ext_authz: {{ listen: [\"127.0.0.1:{ext_authz}\"], edge_timeout_ms: 1000 }}\nbots: \"{{dir}}/bots.yaml\""
+    );
+    let edge = EdgeGate { head: &head, traps: "", rules: "", verify: "  allow_private_directories: true" };
+    let files = [("robots.txt", ROBOTS.as_bytes()), ("bots.yaml", SIGNED_BOT.as_bytes())];
+    let gate = edge.start(&origin, &files, ext_authz, "robotgate's ext_authz listener");
+    let config = retarget(&shipped("envoy.yaml"), port, ext_authz, &origin);
+    assert_eq!(config.matches("timeout: 3s").count(), 1, "the example's filter timeout changed");
+    let dir = tempfile::tempdir().unwrap();
+    let _envoy = start_envoy(&bin, dir.path(), port, &config.replace("timeout: 3s", "timeout: 1s"));
+
+    let signed = sign(&key, &directory.url, &format!("127.0.0.1:{port}"));
+    let mut headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    headers.push(("User-Agent", "SignedBot/1.0"));
+    let r = get_from(port, "127.0.0.7", "/page", &headers);
+    assert_eq!(r.status, 403, "a slow key directory let an unverified claim through: {}\n{}", r.head, r.body);
+    assert!(metric(&gate, "robotgate_edge_deadline_total{listener=\"ext_authz\",lookup=\"key-directory\"}") >= 1.0);
+    let verified = within(std::time::Duration::from_secs(10), || get_from(port, "127.0.0.7", "/page", &headers).status == 200);
+    assert!(verified.is_some(), "the slow directory's keys were never used");
 }
 
 #[test]
