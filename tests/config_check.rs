@@ -194,9 +194,6 @@ fn a_lookup_longer_than_an_edge_allows_is_a_warning() {
     let slow = format!("{VALID}{spoe}verify: {{ dns: {{ timeout_ms: 900 }} }}\n");
     let (code, out) = check(&slow, FILES);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("verify.dns.timeout_ms (900 ms)") && out.contains("spoe.edge_timeout_ms (1000 ms)"),
-        "{out}"
-    );
+    assert!(out.contains("verify.dns.timeout_ms (900 ms)") && out.contains("spoe.edge_timeout_ms (1000 ms)"), "{out}");
     assert!(out.contains("(warning)"), "{out}");
 }

@@ -126,7 +126,8 @@ fn a_slow_key_directory_is_decided_before_envoys_timeout() {
     let r = get_from(port, "127.0.0.7", "/page", &headers);
     assert_eq!(r.status, 403, "a slow key directory let an unverified claim through: {}\n{}", r.head, r.body);
     assert!(metric(&gate, "robotgate_edge_deadline_total{listener=\"ext_authz\",lookup=\"key-directory\"}") >= 1.0);
-    let verified = within(std::time::Duration::from_secs(10), || get_from(port, "127.0.0.7", "/page", &headers).status == 200);
+    let verified =
+        within(std::time::Duration::from_secs(10), || get_from(port, "127.0.0.7", "/page", &headers).status == 200);
     assert!(verified.is_some(), "the slow directory's keys were never used");
 }
 

@@ -92,10 +92,8 @@ pub struct Edge<A> {
     app: Arc<A>,
     head_timeout: Duration,
     proxy_protocol: Option<Arc<ProxyProtocol>>,
-    /// One place per open connection; a connection that finds none, and no
-    /// connection without a first head to close for it ([`Room`]), is
-    /// closed at once, so one listener cannot take every file descriptor
-    /// and silent connections cannot hold it shut.
+    /// A place per open connection ([`Room`]): one listener cannot take
+    /// every descriptor, nor silent connections hold it shut.
     room: Room,
     /// The listener's name in `robotgate_connections_refused_total`.
     listener: &'static str,
@@ -179,8 +177,7 @@ fn signal(session: &ServerSession, what: u8) {
     let guarded = session.stream().and_then(|s| s.as_any().downcast_ref::<Guarded>());
     if let Some(g) = guarded {
         g.signal.store(what, Ordering::Relaxed);
-        // A head came whole: the connection keeps its place from now on.
-        g.seat.seated();
+        g.seat.seated(); // A head came whole: its place is kept.
     }
 }
 
@@ -276,22 +273,16 @@ impl Guarded {
         end - hold > from
     }
 
-    /// Closed to make room for a newcomer ([`Room`]), its head not begun or not whole.
-    fn evicted(&mut self) -> io::Error {
+    /// Close: past the head deadline (`head`), or headless for a newcomer (`evicted`, [`Room`]).
+    fn expire(&mut self, phase: &'static str) -> io::Error {
         if !self.expired {
             self.expired = true;
-            metrics().connections_timed_out.with_label_values(&[self.listener, "evicted"]).inc();
-        }
-        io::Error::new(io::ErrorKind::TimedOut, "closed for a newcomer: no request head yet, the listener full")
-    }
-
-    fn expire(&mut self) -> io::Error {
-        if !self.expired {
-            self.expired = true;
-            metrics().request_head_timeouts.inc();
-            metrics().connections_timed_out.with_label_values(&[self.listener, "head"]).inc();
+            if phase == "head" {
+                metrics().request_head_timeouts.inc();
+            }
+            metrics().connections_timed_out.with_label_values(&[self.listener, phase]).inc();
             let peer = self.inner.get_socket_digest().and_then(|d| d.peer_addr().map(ToString::to_string));
-            tracing::debug!(target: "robotgate", peer = peer.as_deref().unwrap_or("-"), "request head too slow: connection closed");
+            tracing::debug!(target: "robotgate", peer = peer.as_deref().unwrap_or("-"), phase, "request head too slow: connection closed");
         }
         io::Error::new(io::ErrorKind::TimedOut, "request head not complete within limits.request_head_timeout")
     }
@@ -302,12 +293,12 @@ impl AsyncRead for Guarded {
         let this = self.get_mut();
         this.take_signal();
         if this.expired || this.clock.is_expired(Instant::now()) {
-            return Poll::Ready(Err(this.expire()));
+            return Poll::Ready(Err(this.expire("head")));
         }
         if this.clock.deadline().is_none() {
             this.seat.seated();
         } else if this.seat.is_evicted(cx.waker()) {
-            return Poll::Ready(Err(this.evicted()));
+            return Poll::Ready(Err(this.expire("evicted")));
         }
         let before = buf.filled().len();
         loop {
@@ -358,7 +349,7 @@ impl AsyncRead for Guarded {
             timer.as_mut().reset(deadline);
         }
         match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(this.expire())),
+            Poll::Ready(()) => Poll::Ready(Err(this.expire("head"))),
             Poll::Pending => Poll::Pending,
         }
     }
