@@ -67,6 +67,7 @@ fn silent_connections_cannot_hold_the_ext_authz_listener() {
     for (i, s) in silent.iter_mut().enumerate() {
         assert!(ended_by(s, deadline), "connection {i} still open after {:?}", started.elapsed());
     }
+    println!("ten silent connections closed within {:?}", started.elapsed());
     // The places are free: a client that speaks is answered.
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -104,6 +105,7 @@ fn idle_connections_cannot_hold_the_metrics_listener() {
         text.starts_with("HTTP/1.1 200")
     });
     assert!(served.is_some(), "no scrape answered with 200 idle connections open");
+    println!("a scrape answered after {:?} with 200 idle connections open", served.unwrap());
     assert!(text.contains("robotgate_connections_timed_out_total{listener=\"metrics\",phase=\"evicted\"}"), "{text}");
     // Twenty scrapes in a row, the idle connections still there: each answered.
     for i in 0..20 {

@@ -456,6 +456,7 @@ fn a_trickled_hello_gets_one_deadline() {
     });
     let closed = closed_within(&mut s, started, Duration::from_secs(10));
     let closed = closed.expect("the trickled HELLO's connection stayed open");
+    println!("the trickled HELLO's connection closed after {closed:?}");
     assert!(closed < Duration::from_millis(4500), "closed after {closed:?}: more than one 3 s deadline");
     trickle.join().unwrap();
     assert!(metric(&gate, "robotgate_connections_timed_out_total{listener=\"spoe\",phase=\"head\"}") >= 1.0);
@@ -491,6 +492,7 @@ fn the_agent_waits_out_a_descriptor_shortage() {
     let (cpu, wall) = (cpu_time(pid), std::time::Instant::now());
     std::thread::sleep(Duration::from_secs(3));
     let share = (cpu_time(pid) - cpu).as_secs_f64() / wall.elapsed().as_secs_f64();
+    println!("{} connections held; {:.1}% of a core over 3 s", held.len(), share * 100.0);
     assert!(share < 0.3, "{:.0}% of a core while out of descriptors", share * 100.0);
     drop(held);
     // Served again: a HELLO is answered.
