@@ -228,7 +228,10 @@ fn idle_and_trickling_connections_to_the_metrics_listener_do_not_starve_the_prox
     // for a newcomer: issue 66), and is itself answering again.
     let refused = || {
         try_metric(gate.metrics_port, "robotgate_connections_refused_total{listener=\"metrics\"}")
-            + try_metric(gate.metrics_port, "robotgate_connections_timed_out_total{listener=\"metrics\",phase=\"evicted\"}")
+            + try_metric(
+                gate.metrics_port,
+                "robotgate_connections_timed_out_total{listener=\"metrics\",phase=\"evicted\"}",
+            )
             > 0.0
     };
     assert!(within(Duration::from_secs(15), refused).is_some(), "no connection was turned away");
