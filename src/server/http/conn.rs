@@ -454,7 +454,7 @@ impl Peek for Guarded {
                 let deadline = tokio::time::Instant::from_std(deadline);
                 match tokio::time::timeout_at(deadline, self.inner.try_peek(buf)).await {
                     Ok(peeked) => peeked?,
-                    Err(_) => return Err(self.expire()),
+                    Err(_) => return Err(self.expire("head")),
                 }
             }
             None => self.inner.try_peek(buf).await?,
