@@ -12,6 +12,14 @@
 //!   followed, and the *opened handle* is checked, so a swap between a check
 //!   and the open cannot slip past: a FIFO, a device, a socket or a directory
 //!   is refused.
+//! - **Inside a customer's directory** ([`Confine`], issue 66). A file of a
+//!   customer's document root is theirs to make a link of: such a file is
+//!   read only if the links to it stay inside their directory, or only
+//!   through links whose owner owns their target, as the operator chooses
+//!   ([`crate::config::CustomerLinks`]). The check is of the opened handle
+//!   again: the path is resolved after the open and the file at the
+//!   resolved path must be the one opened, so a link swapped in between
+//!   is refused too.
 //! - **At most `limit + 1` bytes.** One byte more than the limit is enough to
 //!   know the file is too large; a longer file is never read into memory.
 //! - **A time bound.** Each open-and-read runs on a helper thread (one kept
@@ -76,11 +84,14 @@ pub enum Reason {
     Changing,
     /// robots.txt whose content is not a robots.txt (HTML, UTF-16, binary).
     NotRobotsTxt,
+    /// A file in a customer's directory reached through a link the
+    /// operator's `customer_links` does not follow.
+    CustomerLink,
 }
 
 impl Reason {
     /// The label value: `unreadable`, `not-regular`, `too-large`, `timeout`,
-    /// `changing` or `not-robots-txt`.
+    /// `changing`, `not-robots-txt` or `customer-link`.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Unreadable => "unreadable",
@@ -89,6 +100,7 @@ impl Reason {
             Reason::Timeout => "timeout",
             Reason::Changing => "changing",
             Reason::NotRobotsTxt => "not-robots-txt",
+            Reason::CustomerLink => "customer-link",
         }
     }
 }
@@ -122,6 +134,10 @@ pub enum Refusal {
     /// The content is not a robots.txt ([`super::check_robots_body`]).
     #[error("{0}")]
     NotRobotsTxt(String),
+    /// A link out of a customer's directory ([`Confine`]): what it leads to
+    /// and the rule.
+    #[error("{0}")]
+    CustomerLink(String),
 }
 
 impl Refusal {
@@ -134,6 +150,7 @@ impl Refusal {
             Refusal::Timeout(_) | Refusal::Stuck(_) => Reason::Timeout,
             Refusal::Changing(_) => Reason::Changing,
             Refusal::NotRobotsTxt(_) => Reason::NotRobotsTxt,
+            Refusal::CustomerLink(_) => Reason::CustomerLink,
         }
     }
 }
@@ -225,13 +242,35 @@ pub fn read(path: &Path, limit: u64) -> Result<Contents, Refusal> {
 /// # Errors
 /// As [`read`].
 pub fn read_with(path: &Path, limit: u64, timing: &Timing) -> Result<Contents, Refusal> {
+    read_in(path, limit, timing, None)
+}
+
+/// A customer's directory, and which links to follow in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confine {
+    /// The directory ([`crate::config::customer_dir`]).
+    pub dir: std::path::PathBuf,
+    /// The operator's rule.
+    pub links: crate::config::CustomerLinks,
+}
+
+/// [`read_with`] of a file in a customer's directory, when `confine` says
+/// which: the file opened must be reached as [`Confine::links`] allows.
+///
+/// Cost: with `confine`, a `realpath` of the file and of its directory, or
+/// an `lstat` a component below the directory, per look.
+///
+/// # Errors
+/// As [`read`], and [`Refusal::CustomerLink`].
+pub fn read_in(path: &Path, limit: u64, timing: &Timing, confine: Option<&Confine>) -> Result<Contents, Refusal> {
     let deadline = Instant::now() + timing.settle_limit;
     // A file whose times say nothing useful (modified "in the future") counts
     // as settled once it is unchanged over a whole settle time.
     let mut unchanged_since: Option<Stamp> = None;
     loop {
         let (owned, settle, known) = (path.to_path_buf(), timing.settle, unchanged_since);
-        let wait = match bounded(timing, move || look(&owned, limit, settle, known))? {
+        let confine = confine.cloned();
+        let wait = match bounded(timing, move || look(&owned, limit, settle, known, confine.as_ref()))? {
             Look::Read(contents) => return Ok(contents),
             Look::Young { age: Some(age), .. } => {
                 unchanged_since = None;
@@ -311,9 +350,18 @@ enum Look {
 /// Open `path`, check what it is, and read it if it has settled: its last
 /// change is `settle` old, or it is still `known` (unchanged over a whole
 /// settle time). Runs on a helper thread ([`bounded`]).
-fn look(path: &Path, limit: u64, settle: Duration, known: Option<Stamp>) -> Result<Look, Refusal> {
+fn look(
+    path: &Path,
+    limit: u64,
+    settle: Duration,
+    known: Option<Stamp>,
+    confine: Option<&Confine>,
+) -> Result<Look, Refusal> {
     let mut file = open(path).map_err(|e| Refusal::Unreadable(e.to_string()))?;
     let meta = file.metadata().map_err(|e| Refusal::Unreadable(e.to_string()))?;
+    if let Some(confine) = confine {
+        confined(path, &meta, confine)?;
+    }
     if !meta.is_file() {
         return Err(Refusal::NotRegular(kind(&meta)));
     }
@@ -353,6 +401,80 @@ fn open(path: &Path) -> std::io::Result<File> {
         options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
     options.open(path)
+}
+
+/// Whether the file opened at `path` (`opened`: its handle's metadata) was
+/// reached as `confine` allows. Checked after the open, so what is checked
+/// is what was opened: the path is resolved again and the file there must
+/// be the opened one (same device and inode), else a link was swapped in
+/// between.
+fn confined(path: &Path, opened: &Metadata, confine: &Confine) -> Result<(), Refusal> {
+    use crate::config::CustomerLinks;
+    let unreadable = |e: std::io::Error| Refusal::Unreadable(e.to_string());
+    let dir = &confine.dir;
+    let reached = match confine.links {
+        CustomerLinks::Inside => {
+            let root = std::fs::canonicalize(dir).map_err(unreadable)?;
+            let real = std::fs::canonicalize(path).map_err(unreadable)?;
+            if !real.starts_with(&root) {
+                return Err(Refusal::CustomerLink(format!(
+                    "it leads out of the customer's directory {} (to {}), and `customer_links: inside` follows no link out of it",
+                    dir.display(),
+                    real.display()
+                )));
+            }
+            real
+        }
+        CustomerLinks::Owner => {
+            let below = path.strip_prefix(dir).map_err(|_| {
+                Refusal::CustomerLink(format!("it is not below the customer's directory {}", dir.display()))
+            })?;
+            let mut at = dir.clone();
+            for part in below.components() {
+                at.push(part);
+                let link = std::fs::symlink_metadata(&at).map_err(unreadable)?;
+                if !link.file_type().is_symlink() {
+                    continue;
+                }
+                let target = std::fs::metadata(&at).map_err(unreadable)?;
+                let (by, of) = (owner(&link), owner(&target));
+                if by != of {
+                    return Err(Refusal::CustomerLink(format!(
+                        "{} is a link (owner uid {by}) to a file of another owner (uid {of}), and `customer_links: owner` follows a link only to its owner's files",
+                        at.display()
+                    )));
+                }
+            }
+            path.to_path_buf()
+        }
+    };
+    let now = std::fs::metadata(&reached).map_err(unreadable)?;
+    if node(&now) != node(opened) {
+        return Err(Refusal::CustomerLink(format!(
+            "{} changed while it was being checked (a link swapped in?)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// A file's owner (uid).
+fn owner(meta: &Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.uid()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        0
+    }
+}
+
+/// A file's device and inode.
+fn node(meta: &Metadata) -> (u64, u64) {
+    Stamp::of(meta).node
 }
 
 /// What a file that is not a regular file is, for the message.
