@@ -43,6 +43,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::robots;
 
+use super::confine::confined;
+pub use super::confine::Confine;
+
 /// The most robots.txt may hold: what crawlers must read (RFC 9309 2.5,
 /// 500 KiB). A longer file is refused rather than cut, since the rules past
 /// the cut would silently not be enforced.
@@ -245,15 +248,6 @@ pub fn read_with(path: &Path, limit: u64, timing: &Timing) -> Result<Contents, R
     read_in(path, limit, timing, None)
 }
 
-/// A customer's directory, and which links to follow in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Confine {
-    /// The directory ([`crate::config::customer_dir`]).
-    pub dir: std::path::PathBuf,
-    /// The operator's rule.
-    pub links: crate::config::CustomerLinks,
-}
-
 /// [`read_with`] of a file in a customer's directory, when `confine` says
 /// which: the file opened must be reached as [`Confine::links`] allows.
 ///
@@ -301,11 +295,11 @@ pub struct Stamp {
     /// back, unlike the modification time (`touch -d`, `cp -p`).
     changed: (i64, i64),
     /// Device and inode: a rename over the file is a new version.
-    node: (u64, u64),
+    pub(super) node: (u64, u64),
 }
 
 impl Stamp {
-    fn of(meta: &Metadata) -> Stamp {
+    pub(super) fn of(meta: &Metadata) -> Stamp {
         #[cfg(unix)]
         let (changed, node) = {
             use std::os::unix::fs::MetadataExt;
@@ -401,80 +395,6 @@ fn open(path: &Path) -> std::io::Result<File> {
         options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
     options.open(path)
-}
-
-/// Whether the file opened at `path` (`opened`: its handle's metadata) was
-/// reached as `confine` allows. Checked after the open, so what is checked
-/// is what was opened: the path is resolved again and the file there must
-/// be the opened one (same device and inode), else a link was swapped in
-/// between.
-fn confined(path: &Path, opened: &Metadata, confine: &Confine) -> Result<(), Refusal> {
-    use crate::config::CustomerLinks;
-    let unreadable = |e: std::io::Error| Refusal::Unreadable(e.to_string());
-    let dir = &confine.dir;
-    let reached = match confine.links {
-        CustomerLinks::Inside => {
-            let root = std::fs::canonicalize(dir).map_err(unreadable)?;
-            let real = std::fs::canonicalize(path).map_err(unreadable)?;
-            if !real.starts_with(&root) {
-                return Err(Refusal::CustomerLink(format!(
-                    "it leads out of the customer's directory {} (to {}), and `customer_links: inside` follows no link out of it",
-                    dir.display(),
-                    real.display()
-                )));
-            }
-            real
-        }
-        CustomerLinks::Owner => {
-            let below = path.strip_prefix(dir).map_err(|_| {
-                Refusal::CustomerLink(format!("it is not below the customer's directory {}", dir.display()))
-            })?;
-            let mut at = dir.clone();
-            for part in below.components() {
-                at.push(part);
-                let link = std::fs::symlink_metadata(&at).map_err(unreadable)?;
-                if !link.file_type().is_symlink() {
-                    continue;
-                }
-                let target = std::fs::metadata(&at).map_err(unreadable)?;
-                let (by, of) = (owner(&link), owner(&target));
-                if by != of {
-                    return Err(Refusal::CustomerLink(format!(
-                        "{} is a link (owner uid {by}) to a file of another owner (uid {of}), and `customer_links: owner` follows a link only to its owner's files",
-                        at.display()
-                    )));
-                }
-            }
-            path.to_path_buf()
-        }
-    };
-    let now = std::fs::metadata(&reached).map_err(unreadable)?;
-    if node(&now) != node(opened) {
-        return Err(Refusal::CustomerLink(format!(
-            "{} changed while it was being checked (a link swapped in?)",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
-/// A file's owner (uid).
-fn owner(meta: &Metadata) -> u32 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        meta.uid()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        0
-    }
-}
-
-/// A file's device and inode.
-fn node(meta: &Metadata) -> (u64, u64) {
-    Stamp::of(meta).node
 }
 
 /// What a file that is not a regular file is, for the message.

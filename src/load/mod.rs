@@ -24,6 +24,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+mod confine;
 mod content;
 pub mod file;
 pub mod sites_dir;
