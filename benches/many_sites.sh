@@ -26,7 +26,11 @@
 # - the longest reload log line, in bytes.
 #
 # With SITES_DIR=1 the sites come from a `sites_dir` of one file per 100
-# sites instead (the edits are the same). The sites are benches/sites.py's.
+# sites instead (the edits are the same). With BIG_HOSTS=N (issue 66: try
+# 100000) one more site file beside them holds a site of N hosts; the start
+# waits for its last host too, and every edit is another site's, so the
+# edit times say what the big file costs each reload. The sites are
+# benches/sites.py's.
 #
 # Loopback only; stops what it started. Each edit waits for the one before.
 set -euo pipefail
@@ -43,14 +47,15 @@ mkdir -p "$WORK/www" "$WORK/state"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/page.html"
 start_origin "$WORK" "$ORIGIN"
 
-python3 benches/sites.py "$WORK" "$SITES" --listen "127.0.0.1:$PORT" --upstream "127.0.0.1:$ORIGIN" ${SITES_DIR:+--sites-dir}
+python3 benches/sites.py "$WORK" "$SITES" --listen "127.0.0.1:$PORT" --upstream "127.0.0.1:$ORIGIN" ${SITES_DIR:+--sites-dir} --big-hosts "${BIG_HOSTS:-0}"
 
 "$BIN" serve --config "$WORK/robotgate.yaml" > "$WORK/serve.log" 2>&1 &
 PID=$!
 PIDS+=("$PID")
-python3 - "$WORK" "$SITES" "$PORT" "$PID" "$QUIET_EDITS" "$LOADED_EDITS" <<'PY'
+python3 - "$WORK" "$SITES" "$PORT" "$PID" "$QUIET_EDITS" "$LOADED_EDITS" "${BIG_HOSTS:-0}" <<'PY'
 import http.client, os, random, statistics, sys, threading, time
 work, n, port, pid, quiet_edits, loaded_edits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+big_hosts = int(sys.argv[7])
 t0 = time.monotonic()
 CRAWLER = "FooCrawler/1.0 (+https://crawler.example/bot)"
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -86,9 +91,10 @@ def get(host, path, ua, conn=None):
     return r.status
 
 last = f"s{n - 1}.example"
+big_last = f"h{big_hosts - 1}.big.example"
 while True:
     try:
-        if get(last, "/robots.txt", BROWSER) == 200:
+        if get(last, "/robots.txt", BROWSER) == 200 and (not big_hosts or get(big_last, "/big/x", CRAWLER) == 403):
             break
     except OSError:
         pass
@@ -97,7 +103,7 @@ while True:
     time.sleep(0.01)
 start = time.monotonic() - t0
 time.sleep(1)
-print(f"sites {n}: start {start:.2f} s, RSS {rss_mb():.0f} MB ({split()}), load average {os.getloadavg()[0]:.1f}", flush=True)
+print(f"sites {n}{f' + one of {big_hosts} hosts' if big_hosts else ''}: start {start:.2f} s, RSS {rss_mb():.0f} MB ({split()}), load average {os.getloadavg()[0]:.1f}", flush=True)
 
 rng = random.Random(7)
 edit_no = [0]

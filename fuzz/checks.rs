@@ -162,6 +162,42 @@ pub fn load_config(data: &[u8]) {
     }
 }
 
+/// Read arbitrary text as a file of `sites_dir` (issue 66), with the
+/// settings of a hosting config. Invariants: it returns, each failure
+/// explains itself, and what it accepts is bounded and canonical: at most
+/// `MAX_SITES_PER_FILE` sites of at most `MAX_HOSTS_PER_SITE` hosts, each
+/// host its own canonical form (`net::canonical_host` is idempotent) and
+/// none twice in the file.
+pub fn site_file(data: &[u8]) {
+    use robotgate::config::{Host, Settings, MAX_HOSTS_PER_SITE, MAX_SITES_PER_FILE};
+    static SETTINGS: OnceLock<Settings> = OnceLock::new();
+    let settings = SETTINGS.get_or_init(|| {
+        let config = "sites_dir: /etc/robotgate/sites.d
+site_template:
+  robots: /srv/www/{host}/robots.txt
+";
+        robotgate::config::parse(config).expect("the hosting config parses").settings
+    });
+    let text = String::from_utf8_lossy(data);
+    match robotgate::config::parse_site_file(&text, settings, "fuzz", Host::Nginx) {
+        Err(problems) => {
+            assert!(!problems.is_empty());
+            assert!(problems.iter().all(|p| !p.to_string().is_empty()));
+        }
+        Ok(sites) => {
+            assert!(sites.len() <= MAX_SITES_PER_FILE);
+            let mut seen = std::collections::HashSet::new();
+            for site in &sites {
+                assert!(site.hosts.len() <= MAX_HOSTS_PER_SITE);
+                for h in &site.hosts {
+                    assert_eq!(robotgate::net::canonical_host(h).as_deref(), Ok(h.as_str()), "not canonical");
+                    assert!(seen.insert(h.clone()), "`{h}` twice in one file");
+                }
+            }
+        }
+    }
+}
+
 /// Normalise arbitrary bytes as a request-target. The first byte chooses the
 /// method and options; the rest is the target. A normal form starts with `/`,
 /// is its own normal form (borrowed, under any `max_len`), and is left alone by

@@ -148,6 +148,28 @@ fn issue_32_binary_data_is_refused() {
 }
 
 #[test]
+fn issue_66_bytes_with_no_line_a_parser_reads_are_refused() {
+    // 4 KB of bytes 0x80 to 0xFF: no NUL, no line end, no field.
+    let high: Vec<u8> = (0x80..=0xFFu8).cycle().take(4096).collect();
+    refused_content(&high, "none of its 1 line(s) of text is a robots.txt field");
+}
+
+#[test]
+fn issue_66_a_legacy_single_byte_file_with_lines_is_read() {
+    let origin = Origin::start();
+    let gate = start(&origin);
+    last_good_in_force(&gate);
+    // Latin-1, as a legacy editor saves it: `é` is the byte 0xE9.
+    replace_robots(&gate, |tmp| std::fs::write(tmp, b"# \xe9t\xe9\nUser-agent: *\nDisallow: /caf\xe9/\n").unwrap());
+    let taken = within(Duration::from_secs(5), || {
+        get(&gate.url("/caf%E9/x"), &[("User-Agent", GOOGLEBOT)]).status == 403
+            && get(&gate.url("/private/x"), &[("User-Agent", GOOGLEBOT)]).status == 200
+    });
+    assert!(taken.is_some(), "the Latin-1 robots.txt is in force\n{}", gate.stderr());
+    assert_eq!(refused(&gate, "not-robots-txt"), 0.0);
+}
+
+#[test]
 fn issue_32_a_slow_in_place_write_is_never_served_half_written() {
     let origin = Origin::start();
     let gate = start(&origin);

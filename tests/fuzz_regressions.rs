@@ -120,6 +120,23 @@ fn load_config_inputs() {
 }
 
 #[test]
+fn site_file_inputs() {
+    let bomb = format!("a: &a [{}]\nb: [{}]\n", vec!["x"; 1000].join(","), vec!["*a"; 10_000].join(","));
+    let n = replay(
+        "site_file",
+        checks::site_file,
+        &[
+            b"",
+            b"hosts: [\"b\xc3\xbccher.example\", \"xn--bcher-kva.example\"]\n",
+            b"- hosts: [a.example, A.EXAMPLE.]\n- hosts: [xn--a.example]\n",
+            b"hosts: [\"\xef\xbc\xa1.example\"]\n",
+            bomb.as_bytes(),
+        ],
+    );
+    assert!(n >= 5);
+}
+
+#[test]
 fn normalise_target_inputs() {
     let n = replay(
         "normalise_target",

@@ -11,6 +11,7 @@
 //! reads no files and resolves no names: reading the named files and resolving
 //! addresses is the loader's job (`server::snapshot`).
 
+mod customer;
 pub mod deadlines;
 mod host;
 mod raw;
@@ -19,9 +20,10 @@ mod validate;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use self::customer::{customer_dir, CustomerLinks};
 pub use self::host::Host;
 pub use self::raw::*;
-pub use self::validate::{parse_duration, parse_site_file};
+pub use self::validate::{parse_duration, parse_site_file, MAX_HOSTS_PER_SITE, MAX_SITES_PER_FILE};
 use crate::net::{site_host_str, Cidr, ClientHeader};
 use crate::policy::PolicyConfig;
 pub use crate::policy::{Traps, DEFAULT_TRAP};
@@ -99,6 +101,9 @@ pub struct Settings {
     pub sites_dir: Option<PathBuf>,
     /// Where a site that names no robots.txt or humans.txt finds them.
     pub site_template: SiteTemplate,
+    /// Which links robotgate follows in a customer's directory
+    /// (`customer_links`, [`customer_dir`]).
+    pub customer_links: CustomerLinks,
     /// `limits.ipv6_prefix`, which every site's policy carries.
     pub ipv6_prefix: u8,
 }

@@ -520,6 +520,10 @@ pub struct RawConfig {
     /// pattern (`/srv/www/{host}/robots.txt`).
     #[serde(default)]
     pub site_template: Option<RawSiteTemplate>,
+    /// Which links robotgate follows in a customer's directory: `inside`
+    /// (default: none out of it) or `owner` (only to the link's owner's files).
+    #[serde(default)]
+    pub customer_links: Option<String>,
     /// CIDRs whose client-address header is believed.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,

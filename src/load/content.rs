@@ -9,6 +9,12 @@
 //! instead: on reload the last good one stays, at start and in
 //! `config check` it is an error. An empty file stays legal: it allows
 //! everything, and says so plainly.
+//!
+//! So is a file with text in it of which no line is a field a crawler
+//! knows (issue 66: 4 KB of bytes 0x80 to 0xFF, no NUL and no line end,
+//! passed every check above and dropped every rule). A file in a legacy
+//! single-byte encoding (Latin-1 paths) still has its `User-agent:` and
+//! `Disallow:` lines in ASCII, and is read as before.
 
 use super::file::Refusal;
 
@@ -25,11 +31,14 @@ const FOREIGN_BOMS: &[(&[u8], &str)] = &[
 const HTML_STARTS: &[&[u8]] = &[b"<!doctype", b"<html"];
 
 /// Check that `body` can be a robots.txt: no byte-order mark of UTF-16 or
-/// UTF-32, no NUL byte, and not an HTML document (its first non-blank bytes,
-/// after a UTF-8 byte-order mark, are `<!doctype` or `<html`, in any case).
-/// An empty body passes.
+/// UTF-32, no NUL byte, not an HTML document (its first non-blank bytes,
+/// after a UTF-8 byte-order mark, are `<!doctype` or `<html`, in any case),
+/// and, when it has any text outside comments, at least one line that the
+/// parser reads as a field it knows ([`readable_lines`]). An empty body, or
+/// one of blanks and comments, passes.
 ///
-/// Cost: one pass over the body (a NUL search), at most 500 KiB.
+/// Cost: one pass over the body (a NUL search), at most 500 KiB, and the
+/// lines up to the first field (the first line, in nearly every file).
 ///
 /// # Errors
 /// [`Refusal::NotRobotsTxt`], saying what the file looks like instead.
@@ -62,7 +71,43 @@ pub fn check_robots_body(body: &[u8]) -> Result<(), Refusal> {
             String::from_utf8_lossy(&head[..tag.len()])
         )));
     }
+    if let Some(lines) = readable_lines(text).err() {
+        return Err(Refusal::NotRobotsTxt(format!(
+            "none of its {lines} line(s) of text is a robots.txt field (user-agent, allow, disallow, sitemap ...): \
+             binary data, or text in an encoding other than UTF-8 (RFC 9309 2.3); crawlers would find no rules in it"
+        )));
+    }
     Ok(())
+}
+
+/// Whether `body` has a line a crawler can read: `Ok` at the first field
+/// whose key the parser knows ([`robots::parse::classify_key`]: user-agent,
+/// allow, disallow, sitemap and the extensions), or when no line has text
+/// outside a comment; `Err` with how many lines have text otherwise. A line
+/// is split as the parser splits it (LF, CR, CRLF; `#` starts a comment;
+/// `key: value`, or `key value` without the colon).
+fn readable_lines(body: &[u8]) -> Result<(), usize> {
+    use crate::robots::parse::{classify_key, trim, Key};
+    let mut text_lines = 0;
+    for line in body.split(|&b| b == b'\n' || b == b'\r') {
+        let line = line.iter().position(|&b| b == b'#').map_or(line, |hash| &line[..hash]);
+        let line = trim(line);
+        if line.is_empty() {
+            continue;
+        }
+        text_lines += 1;
+        let key = match line.iter().position(|&b| b == b':') {
+            Some(colon) => &line[..colon],
+            None => line.split(|&b| b == b' ' || b == b'\t').next().unwrap_or(line),
+        };
+        if classify_key(trim(key)).0 != Key::Unknown {
+            return Ok(());
+        }
+    }
+    match text_lines {
+        0 => Ok(()),
+        n => Err(n),
+    }
 }
 
 #[cfg(test)]
@@ -86,8 +131,11 @@ mod tests {
             b"# <html> in a comment\nUser-agent: *\n",
             b"User-agent: *\nDisallow: /\n<html>later</html>\n",
             b"Disalow: /typo\n\x01\x7f\xff\xfe garbage",
-            b"<htm",
-            b"<!doctyp",
+            b"# only a comment\n\n",
+            // Latin-1, as a legacy editor saves it: its fields are ASCII.
+            b"User-agent: *\r\nDisallow: /caf\xe9/\r\n",
+            b"\xe9t\xe9\nSitemap: https://example.com/s.xml\n",
+            b"user-agent foo\n",
         ] {
             assert_eq!(check_robots_body(body), Ok(()), "{:?}", String::from_utf8_lossy(body));
         }
@@ -102,6 +150,14 @@ mod tests {
         // The encodings' own marks, not just their bytes.
         let utf16: Vec<u8> = "\u{feff}User-agent: *".encode_utf16().flat_map(u16::to_le_bytes).collect();
         assert!(refused(&utf16).contains("UTF-16"));
+    }
+
+    #[test]
+    fn text_with_no_field_a_crawler_knows_is_refused() {
+        let high: Vec<u8> = (0x80..=0xFFu8).cycle().take(4096).collect();
+        assert!(refused(&high).contains("none of its 1 line(s) of text is a robots.txt field"), "issue 66");
+        assert!(refused(b"<htm").contains("none of its 1 line"));
+        assert!(refused(b"hello world\nfoo: bar\n\xff\xfe\n").contains("none of its 3 line(s)"));
     }
 
     #[test]

@@ -12,6 +12,14 @@
 //!   followed, and the *opened handle* is checked, so a swap between a check
 //!   and the open cannot slip past: a FIFO, a device, a socket or a directory
 //!   is refused.
+//! - **Inside a customer's directory** ([`Confine`], issue 66). A file of a
+//!   customer's document root is theirs to make a link of: such a file is
+//!   read only if the links to it stay inside their directory, or only
+//!   through links whose owner owns their target, as the operator chooses
+//!   ([`crate::config::CustomerLinks`]). The check is of the opened handle
+//!   again: the path is resolved after the open and the file at the
+//!   resolved path must be the one opened, so a link swapped in between
+//!   is refused too.
 //! - **At most `limit + 1` bytes.** One byte more than the limit is enough to
 //!   know the file is too large; a longer file is never read into memory.
 //! - **A time bound.** Each open-and-read runs on a helper thread (one kept
@@ -34,6 +42,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::robots;
+
+use super::confine::confined;
+pub use super::confine::Confine;
 
 /// The most robots.txt may hold: what crawlers must read (RFC 9309 2.5,
 /// 500 KiB). A longer file is refused rather than cut, since the rules past
@@ -76,11 +87,14 @@ pub enum Reason {
     Changing,
     /// robots.txt whose content is not a robots.txt (HTML, UTF-16, binary).
     NotRobotsTxt,
+    /// A file in a customer's directory reached through a link the
+    /// operator's `customer_links` does not follow.
+    CustomerLink,
 }
 
 impl Reason {
     /// The label value: `unreadable`, `not-regular`, `too-large`, `timeout`,
-    /// `changing` or `not-robots-txt`.
+    /// `changing`, `not-robots-txt` or `customer-link`.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Unreadable => "unreadable",
@@ -89,6 +103,7 @@ impl Reason {
             Reason::Timeout => "timeout",
             Reason::Changing => "changing",
             Reason::NotRobotsTxt => "not-robots-txt",
+            Reason::CustomerLink => "customer-link",
         }
     }
 }
@@ -122,6 +137,10 @@ pub enum Refusal {
     /// The content is not a robots.txt ([`super::check_robots_body`]).
     #[error("{0}")]
     NotRobotsTxt(String),
+    /// A link out of a customer's directory ([`Confine`]): what it leads to
+    /// and the rule.
+    #[error("{0}")]
+    CustomerLink(String),
 }
 
 impl Refusal {
@@ -134,6 +153,7 @@ impl Refusal {
             Refusal::Timeout(_) | Refusal::Stuck(_) => Reason::Timeout,
             Refusal::Changing(_) => Reason::Changing,
             Refusal::NotRobotsTxt(_) => Reason::NotRobotsTxt,
+            Refusal::CustomerLink(_) => Reason::CustomerLink,
         }
     }
 }
@@ -225,13 +245,26 @@ pub fn read(path: &Path, limit: u64) -> Result<Contents, Refusal> {
 /// # Errors
 /// As [`read`].
 pub fn read_with(path: &Path, limit: u64, timing: &Timing) -> Result<Contents, Refusal> {
+    read_in(path, limit, timing, None)
+}
+
+/// [`read_with`] of a file in a customer's directory, when `confine` says
+/// which: the file opened must be reached as [`Confine::links`] allows.
+///
+/// Cost: with `confine`, a `realpath` of the file and of its directory, or
+/// an `lstat` a component below the directory, per look.
+///
+/// # Errors
+/// As [`read`], and [`Refusal::CustomerLink`].
+pub fn read_in(path: &Path, limit: u64, timing: &Timing, confine: Option<&Confine>) -> Result<Contents, Refusal> {
     let deadline = Instant::now() + timing.settle_limit;
     // A file whose times say nothing useful (modified "in the future") counts
     // as settled once it is unchanged over a whole settle time.
     let mut unchanged_since: Option<Stamp> = None;
     loop {
         let (owned, settle, known) = (path.to_path_buf(), timing.settle, unchanged_since);
-        let wait = match bounded(timing, move || look(&owned, limit, settle, known))? {
+        let confine = confine.cloned();
+        let wait = match bounded(timing, move || look(&owned, limit, settle, known, confine.as_ref()))? {
             Look::Read(contents) => return Ok(contents),
             Look::Young { age: Some(age), .. } => {
                 unchanged_since = None;
@@ -262,11 +295,11 @@ pub struct Stamp {
     /// back, unlike the modification time (`touch -d`, `cp -p`).
     changed: (i64, i64),
     /// Device and inode: a rename over the file is a new version.
-    node: (u64, u64),
+    pub(super) node: (u64, u64),
 }
 
 impl Stamp {
-    fn of(meta: &Metadata) -> Stamp {
+    pub(super) fn of(meta: &Metadata) -> Stamp {
         #[cfg(unix)]
         let (changed, node) = {
             use std::os::unix::fs::MetadataExt;
@@ -311,9 +344,18 @@ enum Look {
 /// Open `path`, check what it is, and read it if it has settled: its last
 /// change is `settle` old, or it is still `known` (unchanged over a whole
 /// settle time). Runs on a helper thread ([`bounded`]).
-fn look(path: &Path, limit: u64, settle: Duration, known: Option<Stamp>) -> Result<Look, Refusal> {
+fn look(
+    path: &Path,
+    limit: u64,
+    settle: Duration,
+    known: Option<Stamp>,
+    confine: Option<&Confine>,
+) -> Result<Look, Refusal> {
     let mut file = open(path).map_err(|e| Refusal::Unreadable(e.to_string()))?;
     let meta = file.metadata().map_err(|e| Refusal::Unreadable(e.to_string()))?;
+    if let Some(confine) = confine {
+        confined(path, &meta, confine)?;
+    }
     if !meta.is_file() {
         return Err(Refusal::NotRegular(kind(&meta)));
     }

@@ -24,6 +24,7 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+mod confine;
 mod content;
 pub mod file;
 pub mod sites_dir;
@@ -241,6 +242,9 @@ struct SiteReader<'a> {
     sources: &'a mut Vec<PathBuf>,
     config_path: &'a Path,
     reads: Reads<'a>,
+    /// The template and the rule for a customer's files ([`file::Confine`]).
+    template: &'a config::SiteTemplate,
+    links: config::CustomerLinks,
 }
 
 /// What one site's build read: each file's stamp and its contents as read.
@@ -254,10 +258,16 @@ struct Reading<'b> {
 
 impl SiteReader<'_> {
     /// [`read_served`], stamping the file first (in `read`); a refused file
-    /// makes the site one a later reload builds again (`reusable`).
+    /// makes the site one a later reload builds again (`reusable`). `from`:
+    /// the template's pattern, when the file is the template's; a file in a
+    /// customer's directory ([`config::customer_dir`]) is read confined
+    /// to it ([`file::read_in`]).
+    #[allow(clippy::too_many_arguments)]
     fn served(
         &mut self,
+        site: &Site,
         path: &Path,
+        from: Option<&str>,
         what: &str,
         limit: u64,
         check: fn(&[u8]) -> Result<(), Refusal>,
@@ -272,7 +282,10 @@ impl SiteReader<'_> {
         let timing = self.reads.timing(path);
         let last_good =
             r.before.and_then(|b| b.files.iter().find_map(|f| f.original.as_ref().filter(|_| f.path == path)));
-        let got = read_served(path, what, limit, check, &timing, last_good, self.refused, self.problems);
+        let confine =
+            config::customer_dir(site, path, from, from.is_some()).map(|dir| file::Confine { dir, links: self.links });
+        let read = Served { what, limit, check, confine: confine.as_ref() };
+        let got = read_served(path, &read, &timing, last_good, self.refused, self.problems);
         if self.refused.len() != refused || self.problems.len() != problems {
             r.reusable = false;
         }
@@ -340,7 +353,9 @@ impl SiteReader<'_> {
         let robots_path = templated(&site.robots, site.from_template.robots);
         let humans_path = templated(&site.humans, site.from_template.humans);
         if let Some(path) = &robots_path {
-            let got = self.served(path, "robots.txt", file::ROBOTS_MAX, check_robots_body, &mut r);
+            let template = self.template;
+            let from = template.robots.as_deref().filter(|_| site.from_template.robots);
+            let got = self.served(&site, path, from, "robots.txt", file::ROBOTS_MAX, check_robots_body, &mut r);
             if let Some(original) = got {
                 let trap_paths = site.traps.as_ref().map_or(&[][..], |t| &t.paths[..]);
                 // Without managed lines the served body is the file's own
@@ -383,7 +398,9 @@ impl SiteReader<'_> {
             }
         }
         if let Some(path) = &humans_path {
-            let got = self.served(path, "humans.txt", file::HUMANS_MAX, any_body, &mut r);
+            let template = self.template;
+            let from = template.humans.as_deref().filter(|_| site.from_template.humans);
+            let got = self.served(&site, path, from, "humans.txt", file::HUMANS_MAX, any_body, &mut r);
             if let Some(original) = got {
                 humans_file = Some(ServedFile::from_bytes(original.body, original.mtime));
             }
@@ -398,7 +415,7 @@ impl SiteReader<'_> {
                     continue;
                 }
                 let what = "the alternate-content file";
-                let got = self.served(file, what, file::ALTERNATE_MAX, any_body, &mut r);
+                let got = self.served(&site, file, None, what, file::ALTERNATE_MAX, any_body, &mut r);
                 if let Some(original) = got {
                     alternates.insert(file.clone(), ServedFile::from_bytes(original.body, original.mtime));
                 }
@@ -463,6 +480,10 @@ pub struct Snapshot {
     pub config_sites: usize,
     /// The files of `sites_dir` as this load took them.
     site_files: sites_dir::SiteFiles,
+    /// Which file of `sites_dir` holds each host: what the host keeps in
+    /// [`sites_dir::held_path`] once this snapshot is in force, so that a
+    /// start decides a clash as a reload does.
+    pub site_hosts: sites_dir::Held,
     /// Files of `site_template` that did not exist when read: not a change
     /// while they still do not ([`Snapshot::changed_since`]).
     absent: HashSet<PathBuf>,
@@ -621,33 +642,47 @@ fn read(path: &Path, what: &str, limit: u64, reads: Reads<'_>, problems: &mut Ve
         .ok()
 }
 
-/// Read a served file (robots.txt, humans.txt, alternate content) that
-/// `check` accepts. Refused on a reload whose `previous` snapshot has the
-/// file, the previous version is kept and the refusal goes to `refused`;
-/// otherwise it goes to `problems`, which refuses the load.
-#[allow(clippy::too_many_arguments)]
-fn read_served(
-    path: &Path,
-    what: &str,
+/// How one served file is read: as what, at most how many bytes, what its
+/// body must pass, and the customer's directory it must stay in.
+struct Served<'c> {
+    what: &'c str,
     limit: u64,
     check: fn(&[u8]) -> Result<(), Refusal>,
+    confine: Option<&'c file::Confine>,
+}
+
+/// Read a served file (robots.txt, humans.txt, alternate content) as
+/// `how` says. Refused on a reload whose `previous` snapshot has the file,
+/// the previous version is kept and the refusal goes to `refused`. A
+/// customer's file refused with no last good version (at start) goes to
+/// `refused` too, and its site is served without it: a customer's file
+/// never stops robotgate (issue 66). Otherwise it goes to `problems`,
+/// which refuses the load.
+fn read_served(
+    path: &Path,
+    how: &Served<'_>,
     timing: &file::Timing,
     last_good: Option<&Original>,
     refused: &mut Vec<Problem>,
     problems: &mut Vec<Problem>,
 ) -> Option<Original> {
-    let read = file::read_with(path, limit, timing).and_then(|c| check(&c.body).map(|()| c));
+    let read = file::read_in(path, how.limit, timing, how.confine).and_then(|c| (how.check)(&c.body).map(|()| c));
     match read {
         Ok(c) => Some(Original { body: Bytes::from(c.body), mtime: c.mtime }),
         Err(refusal) => {
-            let mut problem = Problem::refused(path, what, &refusal);
-            match last_good {
-                Some(kept) => {
+            let mut problem = Problem::refused(path, how.what, &refusal);
+            match (last_good, how.confine) {
+                (Some(kept), _) => {
                     problem.message.push_str("; the last good version stays in force");
                     refused.push(problem);
                     Some(kept.clone())
                 }
-                None => {
+                (None, Some(_)) => {
+                    problem.message.push_str("; the site is served without it until it is fixed");
+                    refused.push(problem);
+                    None
+                }
+                (None, None) => {
                     problems.push(problem);
                     None
                 }
@@ -807,15 +842,27 @@ fn load_config_whole(
     let mut sources = vec![config_path.to_path_buf()];
     let mut refused = Vec::new();
     let config_sites = site_confs.len();
-    let site_files = match settings.sites_dir.clone() {
-        None => sites_dir::SiteFiles::new(),
+    // Where the state is kept is settled at start (`state_dir` and
+    // `log.violations` take effect on restart; the reads' file is opened once).
+    let traps_state = previous.map_or_else(|| traps::state_path(&settings, config_path), |p| p.traps_state.clone());
+    let (site_files, site_hosts) = match settings.sites_dir.clone() {
+        None => (sites_dir::SiteFiles::new(), sites_dir::Held::new()),
         Some(dir) => {
             let found = sites_dir::Found { sources: &mut sources, refused: &mut refused, problems };
             let before = previous.map(|p| &p.site_files);
-            let (more, files) = sites_dir::read(&dir, &settings, &site_confs, config_path, host, before, reads, found);
+            let record;
+            let held = match previous {
+                Some(p) => &p.site_hosts,
+                None => {
+                    record = sites_dir::read_held(&sites_dir::held_path(&traps_state), reads.reader);
+                    &record
+                }
+            };
+            let (more, files, hosts) =
+                sites_dir::read(&dir, &settings, &site_confs, config_path, host, before, reads, held, found);
             site_confs.extend(more);
             settings.route(&site_confs);
-            files
+            (files, hosts)
         }
     };
     // Certificates and keys are watched like every other file.
@@ -850,9 +897,6 @@ fn load_config_whole(
             _ => BotDb::builtin(),
         }),
     };
-    // Where the state is kept is settled at start (`state_dir` and
-    // `log.violations` take effect on restart; the reads' file is opened once).
-    let traps_state = previous.map_or_else(|| traps::state_path(&settings, config_path), |p| p.traps_state.clone());
     let mut traps_first_served = traps::read(&traps_state, reads.reader);
     let mut robots_versions = previous.map_or_else(
         || versions::read(&versions::state_path(&traps_state), reads.reader),
@@ -893,7 +937,15 @@ fn load_config_whole(
                 continue;
             }
             changed.note(&site.name, old.is_some());
-            let mut reader = SiteReader { refused: &mut refused, problems, sources: &mut sources, config_path, reads };
+            let mut reader = SiteReader {
+                refused: &mut refused,
+                problems,
+                sources: &mut sources,
+                config_path,
+                reads,
+                template: &settings.site_template,
+                links: settings.customer_links,
+            };
             let live = reader.build(site, db, &mut traps_first_served, &mut robots_versions, now_unix, old);
             sites.push(Arc::new(live));
         }
@@ -954,6 +1006,7 @@ fn load_config_whole(
         sites,
         config_sites,
         site_files,
+        site_hosts,
         sources,
         bots_key,
         read_at,

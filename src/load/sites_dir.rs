@@ -11,7 +11,17 @@
 //!
 //! A file whose stamp has not moved since the previous load is not read
 //! again: its sites are that load's (a reload of 10,000 files costs 10,000
-//! `stat` calls, and the clash checks).
+//! `stat` calls, and the clash checks, one set look-up a host).
+//!
+//! Which file holds each host survives a restart (issue 66): the host
+//! writes the record ([`Held`], [`write_held`]) beside its other state
+//! files ([`held_path`]) after each load it puts in force, and a start
+//! reads it, so a start decides a clash as a reload does. A file that
+//! held a host before is taken before one that did not, whatever their
+//! names; one refused at start (no last good sites to serve) keeps its
+//! hosts held all the same, until it is fixed or removed. Before, a start
+//! took the files in name order: `000.yaml` naming another file's host,
+//! refused while running, took that host at the next restart.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -39,6 +49,51 @@ pub(super) struct SiteFile {
     refused: bool,
 }
 
+/// Which site file held each host (canonical, [`crate::net::canonical_host`])
+/// when the last load was put in force: the hosts of the sites each file
+/// served, and those a refused file still holds.
+pub type Held = HashMap<String, PathBuf>;
+
+/// The record's file name, beside robotgate's other state files.
+pub const HELD_FILE: &str = "robotgate-site-hosts.json";
+
+/// The most the record may hold (a host and a path a line: 100,000 hosts
+/// take a few megabytes).
+const HELD_MAX: u64 = 64 << 20;
+
+/// Where the record lives: beside the traps state file `traps_state`
+/// ([`super::traps::state_path`]).
+pub fn held_path(traps_state: &Path) -> PathBuf {
+    traps_state.with_file_name(HELD_FILE)
+}
+
+/// Read the record; a missing, refused or unreadable one holds nothing
+/// (the files are then taken in name order, as at a first start).
+pub fn read_held(path: &Path, reader: file::Reader) -> Held {
+    let read = file::read_with(path, HELD_MAX, &file::Timing { reader, ..file::Timing::default() });
+    let by_file: BTreeMap<PathBuf, Vec<String>> =
+        read.ok().and_then(|c| serde_json::from_slice(&c.body).ok()).unwrap_or_default();
+    by_file.into_iter().flat_map(|(file, hosts)| hosts.into_iter().map(move |h| (h, file.clone()))).collect()
+}
+
+/// Write the record, `{"file": ["host", ...], ...}`, through a temporary
+/// file and a rename, so a crash never leaves half a file.
+///
+/// # Errors
+/// The file cannot be written.
+pub fn write_held(path: &Path, held: &Held) -> std::io::Result<()> {
+    let mut by_file: BTreeMap<&Path, Vec<&str>> = BTreeMap::new();
+    for (host, file) in held {
+        by_file.entry(file).or_default().push(host);
+    }
+    for hosts in by_file.values_mut() {
+        hosts.sort_unstable();
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(&by_file).map_err(std::io::Error::other)?)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Which file (or the config) has each host, site name and the default.
 struct Owners {
     hosts: HashMap<String, PathBuf>,
@@ -47,24 +102,36 @@ struct Owners {
 }
 
 impl Owners {
-    /// What in `sites` someone else already has, one sentence each.
+    /// What in `sites` someone else already has, one sentence each, the
+    /// first [`Owners::SAID`] of them (and how many more).
     fn clashes(&self, sites: &[Arc<Site>]) -> Vec<String> {
         let mut out = Vec::new();
+        let mut more = 0usize;
+        let mut say = |out: &mut Vec<String>, line: String| match out.len() < Owners::SAID {
+            true => out.push(line),
+            false => more += 1,
+        };
         for s in sites {
             if let Some(other) = self.names.get(&s.name) {
-                out.push(format!("site `{}` is also a site of {}", s.name, other.display()));
+                say(&mut out, format!("site `{}` is also a site of {}", s.name, other.display()));
             }
             for h in &s.hosts {
                 if let Some(other) = self.hosts.get(h) {
-                    out.push(format!("site `{}`: host `{h}` is also a host in {}", s.name, other.display()));
+                    say(&mut out, format!("site `{}`: host `{h}` is also a host in {}", s.name, other.display()));
                 }
             }
             if let (true, Some(other)) = (s.default, &self.default) {
-                out.push(format!("site `{}` is a default site, and so is one in {}", s.name, other.display()));
+                say(&mut out, format!("site `{}` is a default site, and so is one in {}", s.name, other.display()));
             }
+        }
+        if more > 0 {
+            out.push(format!("and {more} more hosts or names another file has"));
         }
         out
     }
+
+    /// How many clashes of one file are said one by one.
+    const SAID: usize = 20;
 
     fn take(&mut self, sites: &[Arc<Site>], owner: &Path) {
         for s in sites {
@@ -94,8 +161,10 @@ pub(super) struct Found<'a> {
 /// `config_path`), reusing `previous`'s for each file whose stamp has not
 /// moved, reading each file as `reads` says (one put in place whole
 /// without waiting for it to settle); `host`
-/// says what each site needs ([`Host::missing_in`]). Returns the sites in file
-/// order and the files as taken.
+/// says what each site needs ([`Host::missing_in`]); `held`: which file
+/// held each host when the last load was put in force (the record, at
+/// start). Returns the sites in file order, the files as taken, and which
+/// file holds each host now.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn read(
     dir: &Path,
@@ -105,14 +174,15 @@ pub(super) fn read(
     host: Host,
     previous: Option<&SiteFiles>,
     reads: super::Reads<'_>,
+    held: &Held,
     found: Found<'_>,
-) -> (Vec<Arc<Site>>, SiteFiles) {
+) -> (Vec<Arc<Site>>, SiteFiles, Held) {
     let Found { sources, refused, problems } = found;
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
             problems.push(Problem::new(dir, None, format!("cannot read the sites directory: {e}")));
-            return (Vec::new(), SiteFiles::new());
+            return (Vec::new(), SiteFiles::new(), Held::new());
         }
     };
     sources.push(dir.to_path_buf());
@@ -130,7 +200,8 @@ pub(super) fn read(
     let empty = SiteFiles::new();
     let previous = previous.unwrap_or(&empty);
     // Files good before and unchanged are taken first: a new file cannot
-    // push out a site already served; among the others, by name.
+    // push out a site already served; then those that held a host (at
+    // start, by the record); among the others, by name.
     let stamps: Vec<(PathBuf, Option<file::Stamp>)> = paths
         .into_iter()
         .map(|p| {
@@ -141,9 +212,14 @@ pub(super) fn read(
     let kept = |(p, s): &(PathBuf, Option<file::Stamp>)| {
         previous.get(p).is_some_and(|f| !f.refused && s.is_some() && f.stamp == *s)
     };
-    let (first, then): (Vec<_>, Vec<_>) = stamps.iter().partition(|e| kept(e));
+    let holders: HashMap<&Path, Vec<&str>> = held.iter().fold(HashMap::new(), |mut by, (host, file)| {
+        by.entry(file.as_path()).or_default().push(host.as_str());
+        by
+    });
+    let (first, rest): (Vec<_>, Vec<_>) = stamps.iter().partition(|e| kept(e));
+    let (then, last): (Vec<_>, Vec<_>) = rest.into_iter().partition(|(p, _)| holders.contains_key(p.as_path()));
     let mut files = SiteFiles::new();
-    for (path, stamp) in first.into_iter().chain(then) {
+    for (path, stamp) in first.into_iter().chain(then).chain(last) {
         sources.push(path.clone());
         let before = previous.get(path);
         let parsed = match before.filter(|f| !f.refused && stamp.is_some() && f.stamp == *stamp) {
@@ -175,12 +251,21 @@ pub(super) fn read(
                 refused.append(&mut said);
                 let sites = last.cloned().unwrap_or_default();
                 owners.take(&sites, path);
+                if sites.is_empty() {
+                    // Nothing to serve: what it held stays its own, so no
+                    // other file takes it while this one is being fixed.
+                    for &host in holders.get(path.as_path()).into_iter().flatten() {
+                        owners.hosts.entry(host.to_owned()).or_insert_with(|| path.clone());
+                    }
+                }
                 files.insert(path.clone(), SiteFile { stamp: *stamp, sites, refused: true });
             }
         }
     }
     let sites = files.values().flat_map(|f| f.sites.iter().cloned()).collect();
-    (sites, files)
+    let mut now = owners.hosts;
+    now.retain(|_, owner| owner.as_path() != config_path);
+    (sites, files, now)
 }
 
 /// The last components of a site file's path, as sources: the watcher

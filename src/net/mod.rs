@@ -5,6 +5,7 @@
 
 mod client;
 pub mod edge;
+mod host_name;
 pub mod spop;
 
 use std::net::IpAddr;
@@ -12,6 +13,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 pub use self::client::{canonical, client_address, client_key, ClientHeader, Unknown, BAN_PREFIX_V6};
+pub use self::host_name::canonical_host;
 
 /// An IPv4 or IPv6 network: an [`IpNet`] read the way a configuration
 /// writes it, and matched the way a dual-stack socket reports addresses.

@@ -227,9 +227,10 @@ pub fn serve_with(
         anyhow::anyhow!("{}", lines.join("\n"))
     })?;
     telemetry::init_logging(&snap.settings.boot.log_level);
-    // At start, only a file of `sites_dir` is refused alone (any other is an error).
+    // At start, only a file of `sites_dir`, or a customer's file (issue 66),
+    // is refused alone (any other is an error).
     for p in &snap.refused {
-        tracing::error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "site file refused; the other sites are served");
+        tracing::error!(target: "robotgate::reload", file = %p.file.display(), line = p.line, problem = %p.message, "file refused alone; the other sites are served");
     }
     preflight(&snap.settings, options.upgrade)?;
     reload::publish_info(&snap);

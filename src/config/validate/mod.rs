@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use self::fields::host_port;
 pub use self::fields::parse_duration;
+pub use self::site::{MAX_HOSTS_PER_SITE, MAX_SITES_PER_FILE};
 use super::{Boot, Config, ConfigError, LogTarget, Settings, Verify};
 use super::{RawConfig, RawSite, Site};
 use crate::net::ClientHeader;
@@ -34,6 +35,13 @@ impl RawConfig {
             errors.push(ConfigError::new("threads", format!("must be between 1 and 1024, not {threads}")));
         }
         let site_template = settings::site_template(self.site_template.as_ref(), &mut errors);
+        let customer_links = match self.customer_links.as_deref().map(str::trim) {
+            None => super::CustomerLinks::default(),
+            Some(name) => super::CustomerLinks::from_name(name).unwrap_or_else(|| {
+                errors.push(ConfigError::new("customer_links", format!("`{name}` is not one of inside, owner")));
+                super::CustomerLinks::default()
+            }),
+        };
         let site::Sites { mut sites, default_site, hosts: seen_hosts } =
             site::sites(&self, &site_template, &mut errors);
         site::share_policies(&mut sites, self.limits.ipv6_prefix);
@@ -151,6 +159,7 @@ impl RawConfig {
             verify_feeds: self.verify.feeds.clone(),
             sites_dir: self.sites_dir.clone(),
             site_template,
+            customer_links,
             ipv6_prefix: self.limits.ipv6_prefix,
         };
         Ok(Config { settings, sites })

@@ -131,6 +131,7 @@ pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
     if let Err(e) = kept {
         tracing::warn!(target: "robotgate::robots", file = %path.display(), error = %e, "cannot keep the robots.txt versions of the last 24 hours");
     }
+    persist_site_hosts(snap, before);
     if snap.sites.iter().all(|s| s.conf.traps.is_none())
         || before.is_some_and(|b| b.traps_first_served == snap.traps_first_served)
     {
@@ -138,6 +139,25 @@ pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
     }
     if let Err(e) = traps::write(&snap.traps_state, &snap.traps_first_served) {
         tracing::warn!(target: "robotgate::traps", file = %snap.traps_state.display(), error = %e, "cannot keep when traps were first served; arming restarts with the process");
+    }
+}
+
+/// Keep which file of `sites_dir` holds each host (issue 66), when it
+/// differs from `before`'s (at start, when it differs from the record the
+/// start read, or there is none): the next start then decides a clash as
+/// a reload does. A failure is logged; the next start then reads the
+/// record it finds.
+fn persist_site_hosts(snap: &Snapshot, before: Option<&Snapshot>) {
+    use crate::load::sites_dir;
+    if snap.settings.sites_dir.is_none() || before.is_some_and(|b| b.site_hosts == snap.site_hosts) {
+        return;
+    }
+    let path = sites_dir::held_path(&snap.traps_state);
+    if before.is_none() && sites_dir::read_held(&path, crate::load::file::Reader::Helper) == snap.site_hosts {
+        return;
+    }
+    if let Err(e) = sites_dir::write_held(&path, &snap.site_hosts) {
+        tracing::warn!(target: "robotgate::reload", file = %path.display(), error = %e, "cannot keep which site file holds each host; a restart takes the files in name order");
     }
 }
 
