@@ -252,3 +252,32 @@ async fn every_ptr_name_is_read_and_a_truncated_answer_is_asked_again_over_tcp()
     );
     assert!(server.count_tcp() >= 1, "the truncated answer was not asked again over TCP");
 }
+
+/// Issue 66, defect 10: a server that sends a long answer whole in one
+/// datagram, far past the 1,232 bytes the question announced, and never
+/// sets TC. hickory reads only what it announced, fails to parse the rest,
+/// and the check ended unverifiable; it is asked again over TCP now and
+/// judged: 50 names inside Google's domains that resolve elsewhere are
+/// spoofed, and Google's real name after 24 others is verified.
+#[tokio::test]
+async fn an_answer_longer_than_announced_is_read_over_tcp_and_judged() {
+    let mut table = Vec::new();
+    for i in 0..50 {
+        let label: &'static str = Box::leak(format!("crawl-{i:02}-of-fifty-names-for-one-address").into_boxed_str());
+        table.push(("9.2.0.192.in-addr.arpa", Answer::Ptr(vec![label, "googlebot", "com"])));
+        let name: &'static str = Box::leak(format!("{label}.googlebot.com").into_boxed_str());
+        table.push((name, Answer::A(v4(&format!("203.0.113.{}", i + 1)))));
+    }
+    table.extend(long_ptr_set());
+    let server = Server::whole_over_udp(&table);
+    let dns = verifier(&server, 2000, 16);
+    assert!(matches!(
+        dns.verify("192.0.2.9".parse().unwrap(), &google()).await,
+        DnsVerdict::Spoofed { reason: robotgate::identity::rdns::Failure::ForwardMismatch { .. } }
+    ));
+    assert_eq!(
+        dns.verify("66.249.66.1".parse().unwrap(), &google()).await,
+        DnsVerdict::Verified { ptr: GOOGLEBOT_NAME.into() }
+    );
+    assert!(server.count_tcp() >= 2, "the unreadable answers were not asked again over TCP");
+}

@@ -762,6 +762,98 @@ fn every_ptr_name_counts_and_a_truncated_answer_is_read_over_tcp() {
     n.stop_clean();
 }
 
+/// Issue 66, defect 10: a reverse zone that answers 50 PTR names, every
+/// one inside YandexBot's domains, none resolving back to the client (each
+/// to an address of its own). From a server that cuts a long answer (TC)
+/// the set is whole only over TCP; from one that ignores the size the
+/// question announced, whole in one datagram longer than that size. Either
+/// way the claim is spoofed, refused even where robots.txt lets any robot
+/// in, inside nginx as through `robotgate serve` (the same answer, the same
+/// record). On main the module read no more of a datagram than 1,744
+/// bytes, took the rest for no answer, and judged the claim unverifiable
+/// (held to Yandex's group: 200). Beside it: 49 names outside Yandex's
+/// domains and a 50th that resolves back is verified; 49 of Yandex's that
+/// do not and a 50th that does is spoofed, as only the first
+/// `rdns::MAX_FORWARD` names inside the domains are looked up forward.
+#[test]
+fn fifty_ptr_names_none_of_which_resolves_back_are_spoofed_in_both_hosts() {
+    let Some(module) = module() else { return };
+    let table = fifty_ptr_names();
+    for dns in [DnsServer::answering(&table), DnsServer::whole_over_udp(&table)] {
+        let dir = tempfile::tempdir().unwrap();
+        let verify = format!("verify: {{ dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }} }}\n", dns.addr);
+        site_with(dir.path(), &verify);
+        let n = start(dir.path(), &module);
+        let origin = Origin::start();
+        let proxy = Gate::start(
+            &format!(
+                "listen: [\"127.0.0.1:{{port}}\"]\ntrusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For\nsites:\n  - name: shop\n    hosts: [\"127.0.0.1\"]\n    default: true\n    upstream: \"{}\"\n    robots: \"{{dir}}/robots.txt\"\n    traps: {{ paths: [\"/trap/\"], ban: 60, arm_after: 0 }}\n    policy: {{ enforce_ai_user: true }}\n{verify}log:\n  violations: \"{{dir}}/violations.jsonl\"\n  aggregate_window: 0\n  level: warn\n",
+                origin.addr
+            ),
+            &[("robots.txt", ROBOTS.as_bytes())],
+        );
+        let at_proxy =
+            |ip: &str, path: &str| get(&proxy.url(path), &[("X-Forwarded-For", ip), ("User-Agent", YANDEX)]).status;
+        // (client, its answer on a page any robot may fetch, on one none may).
+        for (ip, open, closed) in [(FIFTY_NONE, 403, 403), (FIFTY_LAST, 200, 403), (FIFTY_OVER, 403, 403)] {
+            assert_eq!(n.from(ip, YANDEX, "/index.html").status, open, "nginx, {ip}");
+            assert_eq!(n.from(ip, YANDEX, "/private/a.html").status, closed, "nginx, {ip}");
+            assert_eq!(at_proxy(ip, "/index.html"), open, "the proxy, {ip}");
+            assert_eq!(at_proxy(ip, "/private/a.html"), closed, "the proxy, {ip}");
+        }
+        // The same record from both: a spoofed YandexBot, the client named.
+        let spoofed = |r: &serde_json::Value| {
+            r["directive"] == "spoofed-identity"
+                && r["client"].as_str() == Some(FIFTY_NONE)
+                && r["path"] == "/index.html"
+        };
+        let key =
+            |r: &serde_json::Value| ["directive", "identity", "bot", "client", "path", "status"].map(|k| r[k].clone());
+        let from_proxy = proxy.record("the proxy's spoofed YandexBot", spoofed);
+        let from_nginx =
+            n.records(6).into_iter().find(|r| spoofed(r)).expect("nginx's record of the spoofed YandexBot");
+        assert_eq!(key(&from_nginx), key(&from_proxy), "nginx {from_nginx} against the proxy {from_proxy}");
+        // No more names looked up forward than the bound: for each of the
+        // three clients and each host, at most MAX_FORWARD names, each at
+        // most twice (two rounds), and per nginx worker.
+        let forward = dns.count_type(common::dns_server::A);
+        assert!(forward <= 3 * 3 * 2 * robotgate::identity::rdns::MAX_FORWARD, "{forward} forward questions");
+        n.stop_clean();
+    }
+}
+
+/// The client whose 50 PTR names, all in Yandex's domains, resolve elsewhere.
+const FIFTY_NONE: &str = "198.51.100.45";
+/// The client with 49 PTR names outside Yandex's domains and a 50th inside
+/// that resolves back.
+const FIFTY_LAST: &str = "198.51.100.46";
+/// The client with 49 names in Yandex's domains that resolve elsewhere and
+/// a 50th that resolves back: past the bound.
+const FIFTY_OVER: &str = "198.51.100.47";
+
+/// The reverse zones of [`FIFTY_NONE`], [`FIFTY_LAST`] and [`FIFTY_OVER`],
+/// 50 long names each (about 3 KB an answer: more than a UDP answer of 512
+/// or 1,232 bytes holds), and their forward zones.
+fn fifty_ptr_names() -> Vec<(&'static str, Answer)> {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let mut table = Vec::new();
+    for client in [FIFTY_NONE, FIFTY_LAST, FIFTY_OVER] {
+        let last = client.rsplit('.').next().unwrap();
+        let ptr = leak(format!("{last}.100.51.198.in-addr.arpa"));
+        for i in 0..50 {
+            let (domain, tld) = match client {
+                FIFTY_LAST if i < 49 => ("hosting", "example"),
+                _ => ("yandex", ["ru", "net", "com"][i % 3]),
+            };
+            let label = leak(format!("spider-{last}-{i:02}-of-fifty-names-for-one-address"));
+            table.push((ptr, Answer::Ptr(vec![label, domain, tld])));
+            let back = if i == 49 && client != FIFTY_NONE { client.to_owned() } else { format!("203.0.113.{}", i + 1) };
+            table.push((leak(format!("{label}.{domain}.{tld}")), Answer::A(back.parse().unwrap())));
+        }
+    }
+    table
+}
+
 /// `rediss://` inside nginx: the workers reach a TLS-only `redis-server`
 /// (started here, its certificate signed by a CA made here), trusting the
 /// CA through `SSL_CERT_FILE`, which nginx hands its workers by `env`.

@@ -4,8 +4,12 @@
 //!
 //! * The questions go to `verify.dns.nameservers` (or, when none are named,
 //!   the `nameserver`s of `/etc/resolv.conf`), over UDP with EDNS0, and
-//!   again over TCP when an answer comes back truncated (RFC 7766), so every
-//!   PTR name of an address is read, as the proxy reads them. nginx's own
+//!   again over TCP when an answer comes back truncated (RFC 7766) or
+//!   cannot be read whole, so every PTR name of an address is read, as the
+//!   proxy reads them. A datagram is read whole, however much longer than
+//!   the size the question announced (a server may ignore it): a long PTR
+//!   set cut short and taken for no answer at all left a spoofed claim
+//!   unverifiable (issue 66). nginx's own
 //!   resolver cannot serve here: it keeps one PTR name per address, and it
 //!   reports a truncated PTR answer as "no such name" without asking again.
 //! * A check is a PTR lookup of the client address, then an A or AAAA
@@ -52,6 +56,9 @@ pub const IN_FLIGHT_MAX: usize = 256;
 pub const THREADS: usize = 4;
 /// The UDP payload announced in EDNS0 (the DNS flag day's 1232).
 const UDP_PAYLOAD: u16 = 1232;
+/// The room a datagram is read into: the largest UDP payload, so that no
+/// answer is cut by the kernel, whatever size the server chose to send.
+const DATAGRAM_MAX: usize = 65_535;
 
 /// The name servers of the configuration, in its pool (plain data, alive
 /// as long as the cycle); none: no check can be made.
@@ -364,9 +371,12 @@ fn ask<T>(
         }
         let until = Instant::now() + left.min(per_try);
         let reply = match udp(*server, name, rtype, until) {
-            // Truncated: the whole answer over TCP, in the check's time.
-            Ok(m) if m.metadata.truncation => tcp(*server, name, rtype, deadline),
-            other => other,
+            // Truncated, or not readable as a whole message: the whole
+            // answer over TCP, in the check's time.
+            Ok(Datagram::Unreadable) => tcp(*server, name, rtype, deadline),
+            Ok(Datagram::Reply(m)) if m.metadata.truncation => tcp(*server, name, rtype, deadline),
+            Ok(Datagram::Reply(m)) => Ok(m),
+            Err(t) => Err(t),
         };
         match reply {
             Ok(m) => match m.metadata.response_code {
@@ -433,20 +443,45 @@ fn left(until: Instant) -> Result<Duration, Trouble> {
     }
 }
 
+/// What a UDP question got back.
+enum Datagram {
+    /// The reply, read whole.
+    Reply(Message),
+    /// A reply to the question (its id, the response bit, from the server)
+    /// that is no message one can read: cut short (a truncated answer
+    /// whose end is missing) or malformed. Over TCP it may be whole.
+    Unreadable,
+}
+
+/// Whether `bytes` start as a reply to question `id`: its id, and the
+/// response bit (RFC 1035 4.1.1).
+fn answers_id(bytes: &[u8], id: u16) -> bool {
+    bytes.len() >= 3 && u16::from_be_bytes([bytes[0], bytes[1]]) == id && bytes[2] & 0x80 != 0
+}
+
 /// One question over UDP, from a fresh socket (a fresh port), until `until`.
-fn udp(server: SocketAddr, name: &Name, rtype: RecordType, until: Instant) -> Result<Message, Trouble> {
+fn udp(server: SocketAddr, name: &Name, rtype: RecordType, until: Instant) -> Result<Datagram, Trouble> {
     let (id, bytes) = question(name, rtype)?;
     let local: SocketAddr = if server.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
     let socket = UdpSocket::bind(local).map_err(|e| io_trouble(server, &e))?;
     // Connected: replies from any other address are not read.
     socket.connect(server).map_err(|e| io_trouble(server, &e))?;
     socket.send(&bytes).map_err(|e| io_trouble(server, &e))?;
-    let mut buf = vec![0u8; usize::from(UDP_PAYLOAD) + 512];
+    // Room for the largest datagram: a server that sends more than the
+    // question announced is still read to the end.
+    let mut buf = vec![0u8; DATAGRAM_MAX];
     loop {
         socket.set_read_timeout(Some(left(until)?)).map_err(|e| io_trouble(server, &e))?;
         let n = socket.recv(&mut buf).map_err(|e| io_trouble(server, &e))?;
         if let Some(m) = reply_to(&buf[..n], id, name, rtype) {
-            return Ok(m);
+            return Ok(Datagram::Reply(m));
+        }
+        // The connected socket reads only the server's datagrams; one
+        // with the question's id that does not parse is its answer, cut
+        // or mangled, not someone else's: ask again over TCP rather than
+        // wait out the deadline for an answer that will not come.
+        if answers_id(&buf[..n], id) && Message::from_vec(&buf[..n]).is_err() {
+            return Ok(Datagram::Unreadable);
         }
     }
 }

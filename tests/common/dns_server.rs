@@ -2,7 +2,9 @@
 //! on the same port: answers from a table, stays silent or slow on demand,
 //! counts what it is asked. Over UDP an answer is cut at 512 bytes (the
 //! table's replies carry no EDNS0), with the TC bit set, as a real server
-//! cuts one, so a long PTR set is whole only over TCP.
+//! cuts one, so a long PTR set is whole only over TCP; or, as a server
+//! that ignores the size a question announces, whole in one datagram
+//! ([`Server::whole_over_udp`]).
 //!
 //! hickory does the wire format and the socket; the request handler is ours
 //! rather than its in-memory zone, because the tests want what a zone does
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use hickory_server::net::runtime::Time;
 use hickory_server::net::xfer::Protocol;
-use hickory_server::proto::op::{Header, HeaderCounts, Metadata, ResponseCode};
+use hickory_server::proto::op::{Edns, Header, HeaderCounts, Metadata, ResponseCode};
 use hickory_server::proto::rr::{rdata, Name, RData, Record, RecordType};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::zone_handler::MessageResponseBuilder;
@@ -54,6 +56,19 @@ pub struct Server {
 
 impl Server {
     pub fn start(table: &[(&str, Answer)], silent: bool, delay: Duration) -> Server {
+        Server::start_with(table, silent, delay, false)
+    }
+
+    /// A server that sends every answer whole over UDP, however long (up
+    /// to 65,535 bytes), whatever size the question announced, and never
+    /// sets TC: what a hand-rolled server or a misconfigured one does. A
+    /// resolver that reads only the size it announced loses the end of a
+    /// long answer.
+    pub fn whole_over_udp(table: &[(&str, Answer)]) -> Server {
+        Server::start_with(table, false, Duration::ZERO, true)
+    }
+
+    fn start_with(table: &[(&str, Answer)], silent: bool, delay: Duration, whole: bool) -> Server {
         // Bound here, so queries sent as soon as `start` returns are queued;
         // TCP on the UDP socket's port (another may hold it: try again).
         let (socket, listener) = (0..50)
@@ -72,7 +87,7 @@ impl Server {
         }
         let queries = Arc::new(Mutex::new(Vec::new()));
         let tcp = Arc::new(Mutex::new(0));
-        let handler = Table { map, queries: queries.clone(), tcp: tcp.clone(), silent, delay };
+        let handler = Table { map, queries: queries.clone(), tcp: tcp.clone(), silent, delay, whole };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -132,6 +147,9 @@ struct Table {
     tcp: Arc<Mutex<usize>>,
     silent: bool,
     delay: Duration,
+    /// Answers carry EDNS0 announcing 65,535 bytes, so that hickory sends
+    /// them whole over UDP.
+    whole: bool,
 }
 
 #[async_trait::async_trait]
@@ -176,7 +194,13 @@ impl RequestHandler for Table {
             };
             records.push(Record::from_rdata(qname.clone(), 3600, rdata));
         }
-        let reply = MessageResponseBuilder::from_message_request(request).build(meta, &records, [], [], []);
+        let mut edns = Edns::new();
+        edns.set_max_payload(u16::MAX);
+        let mut builder = MessageResponseBuilder::from_message_request(request);
+        if self.whole {
+            builder.edns(&edns);
+        }
+        let reply = builder.build(meta, &records, [], [], []);
         match response.send_response(reply).await {
             Ok(sent) => sent,
             Err(_) => ResponseInfo::from(Header { metadata: meta, counts: HeaderCounts::default() }),

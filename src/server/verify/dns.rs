@@ -26,6 +26,13 @@
 //! * `Unverifiable` because every slot is busy: not cached (it says nothing
 //!   about the address).
 //!
+//! An answer over UDP that hickory cannot read (a server that ignores the
+//! size the question announced sends more than hickory reads, 1,232
+//! bytes: a long PTR set is cut, and fails to parse) is asked again of the
+//! same servers over TCP, as a truncated one is; before, the check ended
+//! unverifiable, and a spoofed claim with 50 PTR names was held to the
+//! robot's group (issue 66).
+//!
 //! hickory's own response cache is off (`cache_size: 0`): this cache holds
 //! verdicts, which are smaller, and one cache keeps the TTLs above the only
 //! ones in force. `/etc/hosts` is not consulted: only DNS is evidence.
@@ -83,6 +90,10 @@ type Key = (IpAddr, u64);
 /// see the module documentation. Cheap to share behind an `Arc`.
 pub struct DnsVerifier {
     resolver: TokioResolver,
+    /// The same servers over TCP only, for an answer over UDP that could
+    /// not be read; `None`: no server is known to ask (the system's
+    /// configuration names none that `/etc/resolv.conf` lists).
+    tcp: Option<TokioResolver>,
     timeout: Duration,
     slots: Semaphore,
     cache: Mutex<Cache>,
@@ -98,7 +109,7 @@ impl DnsVerifier {
     /// `cfg.nameservers` is empty), or the resolver cannot be built.
     pub fn new(cfg: &DnsConfig) -> Result<DnsVerifier, DnsSetupError> {
         let provider = TokioRuntimeProvider::default();
-        let mut builder = if cfg.nameservers.is_empty() {
+        let builder = if cfg.nameservers.is_empty() {
             TokioResolver::builder_tokio().map_err(|e| DnsSetupError(format!("system configuration: {e}")))?
         } else {
             let servers = cfg
@@ -114,17 +125,35 @@ impl DnsVerifier {
                     ns
                 })
                 .collect();
-            Resolver::builder_with_config(ResolverConfig::from_name_servers(servers), provider)
+            Resolver::builder_with_config(ResolverConfig::from_name_servers(servers), provider.clone())
         };
-        let opts: &mut ResolverOpts = builder.options_mut();
-        // Two tries per query fit in the budget; the whole check is cut at `timeout` anyway.
-        opts.timeout = (cfg.timeout / 2).max(Duration::from_millis(5));
-        opts.attempts = 2;
-        opts.cache_size = 0;
-        opts.use_hosts_file = ResolveHosts::Never;
-        let resolver = builder.build().map_err(|e| DnsSetupError(e.to_string()))?;
+        let resolver = finish(builder, cfg.timeout)?;
+        // The TCP-only twin: the servers named, else resolv.conf's.
+        let named = if cfg.nameservers.is_empty() {
+            let conf = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+            rdns::resolv_conf_nameservers(&conf)
+        } else {
+            cfg.nameservers.clone()
+        };
+        let tcp = if named.is_empty() {
+            None
+        } else {
+            let servers = named
+                .iter()
+                .map(|a| {
+                    let mut ns = NameServerConfig::tcp(a.ip());
+                    for c in &mut ns.connections {
+                        c.port = a.port();
+                    }
+                    ns
+                })
+                .collect();
+            let builder = Resolver::builder_with_config(ResolverConfig::from_name_servers(servers), provider);
+            Some(finish(builder, cfg.timeout)?)
+        };
         Ok(DnsVerifier {
             resolver,
+            tcp,
             timeout: cfg.timeout,
             slots: Semaphore::new(cfg.max_in_flight.max(1)),
             cache: Mutex::new(Cache::new(cfg.cache_entries.max(1))),
@@ -215,7 +244,13 @@ impl DnsVerifier {
         loop {
             match check.step() {
                 Step::Ptr => {
-                    let found = self.resolver.reverse_lookup(check.ip()).await;
+                    let found = match self.resolver.reverse_lookup(check.ip()).await {
+                        // Unreadable over UDP (cut, or mangled): over TCP.
+                        Err(NetError::Proto(_)) if self.tcp.is_some() => {
+                            self.tcp.as_ref().expect("checked above").reverse_lookup(check.ip()).await
+                        }
+                        other => other,
+                    };
                     check.ptr(lookup(found.map(|l| l.answers().to_vec()), |d| match d {
                         // `to_ascii` escapes a dot inside a label (`\.`), which the
                         // judge refuses: no label boundary can be smuggled in.
@@ -225,9 +260,10 @@ impl DnsVerifier {
                 }
                 Step::Forward(name) => {
                     let fqdn = format!("{name}.");
-                    let found = match check.ip() {
-                        IpAddr::V4(_) => self.resolver.ipv4_lookup(fqdn.as_str()).await.map(|l| l.answers().to_vec()),
-                        IpAddr::V6(_) => self.resolver.ipv6_lookup(fqdn.as_str()).await.map(|l| l.answers().to_vec()),
+                    let found = match (forward(&self.resolver, check.ip(), &fqdn).await, &self.tcp) {
+                        // Unreadable over UDP (cut, or mangled): over TCP.
+                        (Err(NetError::Proto(_)), Some(tcp)) => forward(tcp, check.ip(), &fqdn).await,
+                        (other, _) => other,
                     };
                     check.forward(lookup(found, |d| match d {
                         RData::A(a) => Some(IpAddr::V4(a.0)),
@@ -244,6 +280,30 @@ impl DnsVerifier {
     pub fn cache_len(&self) -> usize {
         lock(&self.cache).map.len()
     }
+}
+
+/// The addresses of `fqdn` of `ip`'s family (A for IPv4, AAAA for IPv6).
+async fn forward(resolver: &TokioResolver, ip: IpAddr, fqdn: &str) -> Result<Vec<Record>, NetError> {
+    match ip {
+        IpAddr::V4(_) => resolver.ipv4_lookup(fqdn).await.map(|l| l.answers().to_vec()),
+        IpAddr::V6(_) => resolver.ipv6_lookup(fqdn).await.map(|l| l.answers().to_vec()),
+    }
+}
+
+/// The resolver `builder` makes, with the verifier's options: two tries
+/// per query within the check's `timeout`, no cache of hickory's own, no
+/// `/etc/hosts`.
+fn finish(
+    mut builder: hickory_resolver::ResolverBuilder<TokioRuntimeProvider>,
+    timeout: Duration,
+) -> Result<TokioResolver, DnsSetupError> {
+    let opts: &mut ResolverOpts = builder.options_mut();
+    // Two tries per query fit in the budget; the whole check is cut at `timeout` anyway.
+    opts.timeout = (timeout / 2).max(Duration::from_millis(5));
+    opts.attempts = 2;
+    opts.cache_size = 0;
+    opts.use_hosts_file = ResolveHosts::Never;
+    builder.build().map_err(|e| DnsSetupError(e.to_string()))
 }
 
 /// hickory's answer as the core's [`Lookup`]: the records `pick` keeps,
