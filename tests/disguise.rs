@@ -93,7 +93,7 @@ sites:
     policy:
       action: block
 {policy}
-log: {{ violations: {{dir}}/violations.jsonl, level: warn }}
+log: {{ violations: {{dir}}/violations.jsonl, level: warn, aggregate_window: 0 }}
 "#,
             cert = certs.path("cert.pem").display(),
             key = certs.path("key.pem").display(),
