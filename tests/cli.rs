@@ -129,7 +129,8 @@ fn classify_with_robots_names_the_group() {
 #[test]
 fn classify_headers_names_each_sign_against_the_claimed_browser() {
     let dir = tempfile::tempdir().unwrap();
-    let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+    let chrome =
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
     // python-requests with Chrome's User-Agent.
     let robot = dir.path().join("robot.txt");
     std::fs::write(

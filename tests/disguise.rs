@@ -46,15 +46,39 @@ impl Certs {
             .copied()
             .chain(["-keyout", "ca.key", "-out", "ca.pem"])
             .collect::<Vec<_>>());
-        run(&["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=shop.example", "-keyout", "key.pem", "-out", "leaf.csr"]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=shop.example",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "leaf.csr",
+        ]);
         std::fs::write(
             dir.path().join("leaf.ext"),
             "basicConstraints=critical,CA:FALSE\nsubjectAltName=DNS:shop.example,DNS:localhost\nextendedKeyUsage=serverAuth\n",
         )
         .unwrap();
         run(&[
-            "x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-            "-extfile", "leaf.ext", "-out", "cert.pem",
+            "x509",
+            "-req",
+            "-in",
+            "leaf.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "leaf.ext",
+            "-out",
+            "cert.pem",
         ]);
         Certs { dir }
     }
@@ -272,7 +296,8 @@ fn firefox(site: &Site, url: &str, path: &str, resist: bool) -> bool {
 fn real_browsers_are_people_on_every_page_over_https_and_http() {
     let site = Site::start("");
     // Headless Chromium: the page, the disallowed page, over both schemes.
-    for (scheme, path) in [("https", "/chromium/page"), ("https", "/private/chromium"), ("http", "/private/chromium-http")]
+    for (scheme, path) in
+        [("https", "/chromium/page"), ("https", "/private/chromium"), ("http", "/private/chromium-http")]
     {
         let dom = headless_chromium(&site.url(scheme, path));
         assert!(dom.contains(&format!("origin {path}")), "headless Chromium on {scheme} {path}: {dom}");

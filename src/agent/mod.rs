@@ -26,8 +26,8 @@
 
 mod automaton;
 mod classify;
-pub mod disguise;
 mod db;
+pub mod disguise;
 pub mod extensions;
 mod frozen;
 mod grammar;

@@ -99,7 +99,6 @@ pub fn request(head: &std::path::Path, scheme: &str) -> anyhow::Result<ExitCode>
         }
         presented.note(name, value);
     }
-    presented.intermediary |= presented.forwarded;
     let scheme = match scheme {
         "https" => Scheme::Https,
         "http" => Scheme::Http,
@@ -124,7 +123,8 @@ pub fn request(head: &std::path::Path, scheme: &str) -> anyhow::Result<ExitCode>
         .signs()
         .map(|(s, strong)| serde_json::json!({"sign": s.as_str(), "strength": if strong { "strong" } else { "weak" }}))
         .collect();
-    let mut line: serde_json::Value = serde_json::from_str(&robotgate::agent::to_json_line(ua.as_bytes(), &agent, None))?;
+    let mut line: serde_json::Value =
+        serde_json::from_str(&robotgate::agent::to_json_line(ua.as_bytes(), &agent, None))?;
     line["claim"] = serde_json::json!({"family": family, "version": claim.major, "mobile": claim.mobile, "embedded": claim.embedded});
     line["disguised"] = agent.disguised().into();
     line["refused_by_default"] = findings.strong().into();

@@ -288,9 +288,16 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         rates: Rates,
         clock: Clock,
     ) -> Pipeline<'s, 'r> {
-        // The scheme is the client's own only when nothing stands between.
+        // The scheme is the client's own only when nothing stands between:
+        // not a trusted proxy, and no forwarding header (nginx behind a
+        // balancer names the client after its realip module, and its
+        // scheme is the balancer's connection's).
         let direct = match req.peer {
-            Peer::Socket(Some(peer)) => !env.trusted.iter().any(|c| c.contains(peer)),
+            Peer::Socket(Some(peer)) => {
+                !env.trusted.iter().any(|c| c.contains(peer))
+                    && !req.headers.has(Header::XForwardedFor)
+                    && !req.headers.has(Header::Forwarded)
+            }
             _ => false,
         };
         let scheme = match (direct, req.https) {
@@ -549,12 +556,7 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
         return Some(Early::Refuse(400, "more than one User-Agent header".into()));
     }
     if matches!(req.method, "GET" | "HEAD") && site.rules.policy.disguised != policy::Disguised::Off {
-        facts.presented = req.headers.presented().map(|mut p| {
-            // A forwarding header the host did not take from a trusted proxy
-            // names a proxy on the client's side.
-            p.intermediary |= p.forwarded && facts.scheme != Scheme::Unknown;
-            p
-        });
+        facts.presented = req.headers.presented();
     }
     if let Some(crowd) = crowd {
         let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);

@@ -398,8 +398,11 @@ pub fn as_browser(url: &str, headers: &[(&str, &str)]) -> Vec<(&'static str, &'s
     }
     let host = find("host").unwrap_or_else(|| url.split("://").nth(1).unwrap_or("").split('/').next().unwrap_or(""));
     let name = host.rsplit_once(':').map_or(host, |(h, _)| h).trim_matches(['[', ']']);
-    let secure =
-        url.starts_with("https:") || name == "localhost" || name.ends_with(".localhost") || name.starts_with("127.") || name == "::1";
+    let secure = url.starts_with("https:")
+        || name == "localhost"
+        || name.ends_with(".localhost")
+        || name.starts_with("127.")
+        || name == "::1";
     let mut out = vec![
         ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
         ("Accept-Language", "en-US,en;q=0.5"),

@@ -57,9 +57,7 @@ impl Claim {
         };
         // An app's browser: Android's WebView mark, iOS with no `Safari/`
         // (WKWebView), or a token after the last one a browser ends with.
-        let embedded = find(ua, b"; wv)").is_some()
-            || ios && safari_at.is_none()
-            || app_after_browser(ua, family);
+        let embedded = find(ua, b"; wv)").is_some() || ios && safari_at.is_none() || app_after_browser(ua, family);
         Claim { family, major, mobile, embedded }
     }
 
@@ -118,7 +116,31 @@ fn app_after_browser(ua: &[u8], family: Family) -> bool {
 /// or `Firefox/` (the branded Chromiums' own tokens, as their vendors
 /// document them).
 const BROWSER_TAILS: &[&[u8]] = &[
-    b"Edg", b"EdgA", b"EdgiOS", b"OPR", b"YaBrowser", b"Vivaldi", b"Whale", b"Brave", b"Chrome", b"Safari",
-    b"Mobile", b"Firefox", b"SamsungBrowser", b"DuckDuckGo", b"Ddg", b"CriOS", b"FxiOS", b"Version", b"OPX",
-    b"Avast", b"AVG", b"Herring", b"Config", b"Sleipnir", b"UCBrowser", b"Quark", b"Silk",
+    b"Edg",
+    b"EdgA",
+    b"EdgiOS",
+    b"OPR",
+    b"YaBrowser",
+    b"Vivaldi",
+    b"Whale",
+    b"Brave",
+    b"Chrome",
+    b"Safari",
+    b"Mobile",
+    b"Firefox",
+    b"SamsungBrowser",
+    b"DuckDuckGo",
+    b"Ddg",
+    b"CriOS",
+    b"FxiOS",
+    b"Version",
+    b"OPX",
+    b"Avast",
+    b"AVG",
+    b"Herring",
+    b"Config",
+    b"Sleipnir",
+    b"UCBrowser",
+    b"Quark",
+    b"Silk",
 ];

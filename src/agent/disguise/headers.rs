@@ -3,7 +3,7 @@
 
 /// The lower-case names of the headers [`Presented`] reads (hosts that
 /// gather only named headers fetch these).
-pub const PRESENTED_HEADERS: [&str; 12] = [
+pub const PRESENTED_HEADERS: [&str; 10] = [
     "accept-language",
     "accept-encoding",
     "sec-fetch-site",
@@ -14,8 +14,6 @@ pub const PRESENTED_HEADERS: [&str; 12] = [
     "via",
     "x-bluecoat-via",
     "x-proxy-id",
-    "forwarded",
-    "x-forwarded-for",
 ];
 
 /// What a request presented (the first value of each header; borrowed).
@@ -35,13 +33,12 @@ pub struct Presented<'r> {
     pub sec_ch_ua: Option<&'r str>,
     /// `Sec-CH-UA-Mobile`.
     pub sec_ch_ua_mobile: Option<&'r str>,
-    /// The request names a forward proxy on the client's side (`Via`,
-    /// `X-BlueCoat-Via`, `X-Proxy-ID`; or `Forwarded` or `X-Forwarded-For`
-    /// from a client that is not a trusted proxy, which the pipeline adds):
-    /// headers may have been rewritten on the way.
+    /// The request names a forward proxy on the client's side (`Via`, which
+    /// RFC 9110 §7.6.3 asks every proxy to add; `X-BlueCoat-Via`,
+    /// `X-Proxy-ID`): headers may have been rewritten on the way. Not
+    /// `Forwarded` or `X-Forwarded-For`: the operator's own balancers and
+    /// edges add those.
     pub intermediary: bool,
-    /// It carried `Forwarded` or `X-Forwarded-For`.
-    pub forwarded: bool,
 }
 
 /// How much Fetch Metadata a request carried.
@@ -74,10 +71,6 @@ impl<'r> Presented<'r> {
             "sec-ch-ua-mobile" => &mut self.sec_ch_ua_mobile,
             "via" | "x-bluecoat-via" | "x-proxy-id" => {
                 self.intermediary = true;
-                return;
-            }
-            "forwarded" | "x-forwarded-for" => {
-                self.forwarded = true;
                 return;
             }
             _ => return,
@@ -125,9 +118,9 @@ impl<'r> Presented<'r> {
     /// Whether `Accept-Encoding` offers `br` or `zstd`.
     pub fn offers_br_or_zstd(&self) -> bool {
         self.accept_encoding.is_some_and(|v| {
-            v.split(',').map(|c| c.split(';').next().unwrap_or("").trim()).any(|c| {
-                c.eq_ignore_ascii_case("br") || c.eq_ignore_ascii_case("zstd")
-            })
+            v.split(',')
+                .map(|c| c.split(';').next().unwrap_or("").trim())
+                .any(|c| c.eq_ignore_ascii_case("br") || c.eq_ignore_ascii_case("zstd"))
         })
     }
 }

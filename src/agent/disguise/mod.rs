@@ -41,7 +41,7 @@ mod browser;
 mod headers;
 
 pub use browser::{Claim, Family};
-pub use headers::{Presented, PRESENTED_HEADERS};
+pub use headers::{brands, Brands, Presented, PRESENTED_HEADERS};
 
 /// One piece of evidence that a request did not come from the browser its
 /// User-Agent names.
@@ -182,10 +182,14 @@ pub enum Scheme {
 pub fn trustworthy_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host }),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host }),
     };
     let name = name.strip_suffix('.').unwrap_or(name);
-    if name.eq_ignore_ascii_case("localhost") || name.len() > 10 && name[name.len() - 10..].eq_ignore_ascii_case(".localhost") {
+    if name.eq_ignore_ascii_case("localhost")
+        || name.len() > 10 && name[name.len() - 10..].eq_ignore_ascii_case(".localhost")
+    {
         return true;
     }
     match name.parse::<std::net::IpAddr>() {
@@ -221,16 +225,16 @@ pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &st
             f.add(Sign::NoFetchMetadata, !soft && claim.sends_fetch_metadata() == Some(true))
         }
         (headers::Fetch::Partial, _) => f.add(Sign::PartialFetchMetadata, !presented.intermediary),
-        (headers::Fetch::Whole, Some(false)) => {
-            f.add(Sign::FetchMetadataOverHttp, !presented.intermediary)
-        }
+        (headers::Fetch::Whole, Some(false)) => f.add(Sign::FetchMetadataOverHttp, !presented.intermediary),
         _ => {}
     }
     if let Some(hints) = presented.sec_ch_ua {
         match headers::brands(hints) {
             None => f.add(Sign::MalformedClientHints, true),
             Some(brands) => {
-                if claim.family == Family::Chromium && !brands.matches(claim.major) || presented.mobile_contradicts(claim.mobile) {
+                if claim.family == Family::Chromium && !brands.matches(claim.major)
+                    || presented.mobile_contradicts(claim.mobile)
+                {
                     f.add(Sign::ClientHintsMismatch, false);
                 }
             }
@@ -242,7 +246,10 @@ pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &st
     {
         f.add(Sign::NoClientHints, false);
     }
-    if secure == Some(false) && matches!(claim.family, Family::Chromium | Family::Gecko) && presented.offers_br_or_zstd() {
+    if secure == Some(false)
+        && matches!(claim.family, Family::Chromium | Family::Gecko)
+        && presented.offers_br_or_zstd()
+    {
         f.add(Sign::CompressionOverHttp, !presented.intermediary);
     }
     f

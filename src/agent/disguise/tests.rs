@@ -2,11 +2,13 @@ use super::*;
 
 const CHROME: &[u8] =
     b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
-const CHROME_ANDROID: &[u8] = b"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Mobile Safari/537.36";
+const CHROME_ANDROID: &[u8] =
+    b"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Mobile Safari/537.36";
 const WEBVIEW: &[u8] = b"Mozilla/5.0 (Linux; Android 13; SM-A515F Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/140.0.7339.51 Mobile Safari/537.36";
 const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0";
 const SAFARI: &[u8] = b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.5 Safari/605.1.15";
-const IPHONE_APP: &[u8] = b"Mozilla/5.0 (iPhone; CPU iPhone OS 18_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148";
+const IPHONE_APP: &[u8] =
+    b"Mozilla/5.0 (iPhone; CPU iPhone OS 18_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148";
 const INSTAGRAM: &[u8] = b"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Mobile Safari/537.36 Instagram 380.0.0.0.0 Android";
 const OLD_CHROME: &[u8] =
     b"Mozilla/5.0 (Windows NT 6.1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.77 Safari/537.36";
@@ -102,12 +104,8 @@ fn a_library_with_a_browsers_user_agent_is_caught_on_every_scheme() {
     // python-requests' own headers.
     let requests = [("accept-encoding", "gzip, deflate"), ("accept", "*/*"), ("connection", "keep-alive")];
     // node's fetch (undici).
-    let node = [
-        ("accept", "*/*"),
-        ("accept-language", "*"),
-        ("sec-fetch-mode", "cors"),
-        ("accept-encoding", "gzip, deflate"),
-    ];
+    let node =
+        [("accept", "*/*"), ("accept-language", "*"), ("sec-fetch-mode", "cors"), ("accept-encoding", "gzip, deflate")];
     // Scrapy's defaults.
     let scrapy = [
         ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
@@ -193,7 +191,9 @@ fn brands_read_the_structured_list_and_nothing_else() {
     assert!(b.matches(90));
     assert!(brands("\"Not;A=Brand\";v=\"8\", \"Chromium\";v=\"129\"").unwrap().matches(129));
     assert!(brands("\"Chromium\";v=\"156.0.8078.73\"").unwrap().matches(156));
-    for bad in ["", "Chromium", "\"Chromium\"", "\"Chromium\";v=156", "\"a\";v=\"\"", "\"a\";v=\"1\" x", "\"a\u{7f}\";v=\"1\""] {
+    for bad in
+        ["", "Chromium", "\"Chromium\"", "\"Chromium\";v=156", "\"a\";v=\"\"", "\"a\";v=\"1\" x", "\"a\u{7f}\";v=\"1\""]
+    {
         assert!(brands(bad).is_none(), "{bad}");
     }
     let many = vec!["\"a\";v=\"1\""; 9].join(", ");

@@ -5,8 +5,8 @@ use super::super::{ConfigError, RawAction, RawPolicy, RawRobotsChange};
 use super::fields::header_value;
 use crate::agent::Category;
 use crate::policy::{
-    Action, ChangeAction, PolicyConfig, PreferenceMode, RobotsChange, Disguised, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY,
-    DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY, MAX_GRACE,
+    Action, ChangeAction, Disguised, PolicyConfig, PreferenceMode, RobotsChange, Unsupported, WeakEvidence,
+    DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY, MAX_GRACE,
 };
 
 pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
