@@ -196,6 +196,6 @@ fn brands_read_the_structured_list_and_nothing_else() {
     {
         assert!(brands(bad).is_none(), "{bad}");
     }
-    let many = vec!["\"a\";v=\"1\""; 9].join(", ");
+    let many = ["\"a\";v=\"1\""; 9].join(", ");
     assert!(brands(&many).is_none());
 }
