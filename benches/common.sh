@@ -4,6 +4,22 @@
 # The User-Agents of the three traffic kinds: a browser, a bot that the
 # benchmark robots.txt allows, and one it blocks.
 CHROME='Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36'
+# What Chrome 124 sends besides its User-Agent on a navigation to a secure
+# context (http://127.0.0.1 is one): a browser's request is more than its
+# User-Agent (issue #67), so browser traffic sends these (`wrk "${BROWSER_H[@]}"`).
+BROWSER_H=(
+  -H 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8'
+  -H 'Accept-Language: en-US,en;q=0.9'
+  -H 'Accept-Encoding: gzip, deflate, br, zstd'
+  -H 'Sec-CH-UA: "Chromium";v="124", "Google Chrome";v="124", "Not-A.Brand";v="99"'
+  -H 'Sec-CH-UA-Mobile: ?0'
+  -H 'Sec-CH-UA-Platform: "Windows"'
+  -H 'Sec-Fetch-Site: none'
+  -H 'Sec-Fetch-Mode: navigate'
+  -H 'Sec-Fetch-User: ?1'
+  -H 'Sec-Fetch-Dest: document'
+  -H 'Upgrade-Insecure-Requests: 1'
+)
 GOOGLEBOT='Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
 GPTBOT='Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 

@@ -28,7 +28,9 @@ CONNS=${2:-8}
 
 . benches/common.sh
 install_missing wrk:wrk nginx:nginx-light valgrind:valgrind curl:curl
-cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
+# NO_BUILD=1: measure the binaries in target/release as they are (the ones
+# the tests built, or another checkout's through a target symlink).
+[ -n "${NO_BUILD:-}" ] || cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
 
 start_work KILL
 
@@ -69,9 +71,11 @@ measure() { # name user-agent command...
     curl -s -o /dev/null -m 2 "http://127.0.0.1:$PROXY/page.html" && break
     sleep 0.5
   done
-  wrk -t1 -c"$CONNS" -d3s -H "User-Agent: $ua" "http://127.0.0.1:$PROXY/page.html" >/dev/null
+  local extra=()
+  if [ "$ua" = "$CHROME" ]; then extra=("${BROWSER_H[@]}"); fi
+  wrk -t1 -c"$CONNS" -d3s -H "User-Agent: $ua" "${extra[@]}" "http://127.0.0.1:$PROXY/page.html" >/dev/null
   callgrind_control -z "$pid" >/dev/null 2>&1
-  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" -H "User-Agent: $ua" "http://127.0.0.1:$PROXY/page.html")
+  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" -H "User-Agent: $ua" "${extra[@]}" "http://127.0.0.1:$PROXY/page.html")
   callgrind_control -d "$pid" >/dev/null 2>&1
   n=$(awk '/requests in/ {print $1}' <<<"$out")
   if [[ $name != *blocked && $name != *spoofed ]] && grep -q 'Non-2xx' <<<"$out"; then echo "$name: some answers were not 2xx/3xx" >&2; fi

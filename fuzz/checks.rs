@@ -599,3 +599,38 @@ pub fn spop_frame(data: &[u8]) {
         }
     }
 }
+
+/// The header-evidence reader (issue #67): the first line is a User-Agent,
+/// the rest `name: value` lines. Every scheme and host is judged; a request
+/// with no sign is never strong, a strong sign is one of the findings, and
+/// `Sec-CH-UA`'s reader accepts only what it can read back.
+pub fn disguise_headers(data: &[u8]) {
+    use robotgate::agent::disguise::{self, brands, Claim, Presented, Scheme};
+    let text = String::from_utf8_lossy(data);
+    let mut lines = text.split('\n');
+    let ua = lines.next().unwrap_or("");
+    let mut presented = Presented::default();
+    let mut values = Vec::new();
+    for line in lines {
+        if let Some((k, v)) = line.split_once(':') {
+            presented.note_any_case(k.trim(), v.trim());
+            values.push(v.trim());
+        }
+    }
+    let claim = Claim::of(ua.as_bytes());
+    for scheme in [Scheme::Https, Scheme::Http, Scheme::Unknown] {
+        for host in ["shop.example", "127.0.0.1:8080", ua] {
+            let f = disguise::judge(&claim, &presented, scheme, host);
+            assert!(!f.strong() || f.any());
+            assert_eq!(f.names().len(), f.signs().count());
+            if claim.family == disguise::Family::Other {
+                assert!(!f.any(), "only a claimed browser is judged");
+            }
+        }
+    }
+    for v in values {
+        if let Some(b) = brands(v) {
+            assert!(b.matches(0));
+        }
+    }
+}

@@ -123,3 +123,52 @@ fn classify_with_robots_names_the_group() {
     assert_eq!(lines[1]["group"], "*");
     assert!(lines[2]["group"].is_null(), "a browser obeys no group");
 }
+
+/// `classify --headers` (issue #67): a request head judged as a claimed
+/// browser, each sign named; a browser's own head shows none.
+#[test]
+fn classify_headers_names_each_sign_against_the_claimed_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let chrome =
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+    // python-requests with Chrome's User-Agent.
+    let robot = dir.path().join("robot.txt");
+    std::fs::write(
+        &robot,
+        format!("GET /private/ HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: {chrome}\r\nAccept-Encoding: gzip, deflate\r\nAccept: */*\r\nConnection: keep-alive\r\n\r\n"),
+    )
+    .unwrap();
+    let out = robotgate(&["classify", "--headers", robot.to_str().unwrap()]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["disguised"], true, "{v}");
+    assert_eq!(v["refused_by_default"], true, "{v}");
+    assert_eq!(v["category"], "disguised", "{v}");
+    assert_eq!(v["claim"]["family"], "chromium");
+    let signs: Vec<&str> = v["signs"].as_array().unwrap().iter().map(|s| s["sign"].as_str().unwrap()).collect();
+    assert!(signs.contains(&"no-accept-language") && signs.contains(&"no-fetch-metadata"), "{signs:?}");
+    // Over plain http, what depends on the scheme is not a sign.
+    let out = robotgate(&["classify", "--headers", robot.to_str().unwrap(), "--scheme", "http"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let signs: Vec<&str> = v["signs"].as_array().unwrap().iter().map(|s| s["sign"].as_str().unwrap()).collect();
+    assert_eq!(signs, ["no-accept-language"]);
+    // Chromium's own navigation, from stdin.
+    let browser = format!(
+        "user-agent: {chrome}\nsec-ch-ua: \"Chromium\";v=\"156\", \"Not/A)Brand\";v=\"24\"\nsec-ch-ua-mobile: ?0\n\
+         accept-language: en-US,en;q=0.9\nsec-fetch-site: none\nsec-fetch-mode: navigate\nsec-fetch-dest: document\n\
+         accept-encoding: gzip, deflate, br, zstd\n"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_robotgate"))
+        .args(["classify", "--headers", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(browser.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["disguised"], false, "{v}");
+    assert_eq!(v["is_bot"], false, "{v}");
+    assert!(v["signs"].as_array().unwrap().is_empty());
+}

@@ -377,3 +377,19 @@ fn store_reply_inputs() {
     );
     assert!(n >= 9);
 }
+
+#[test]
+fn disguise_headers_inputs() {
+    let n = replay(
+        "disguise_headers",
+        checks::disguise_headers,
+        &[
+            b"",
+            b"Mozilla/5.0 (X11) Chrome/156.0 Safari/537.36\nsec-ch-ua: \"a\\\";v=\"1\"\nSEC-FETCH-MODE: x",
+            b"Mozilla/5.0 (iPhone) Version/99999999999.9999999 Safari/1\naccept-language: *",
+            b"Mozilla/5.0 (\nsec-ch-ua: \"\xc3\xa9\";v=\"1\", ,",
+            b"Mozilla/5.0 (X) Firefox/\nvia: 1.1 x\nsec-fetch-site: none\nsec-fetch-mode: navigate\nsec-fetch-dest: document",
+        ],
+    );
+    assert!(n >= 5);
+}

@@ -239,6 +239,7 @@ impl Classifier {
                 also,
                 ignores: super::Ignored::of(&bot.extensions),
                 weak_evidence: false,
+                disguise: super::disguise::Findings::NONE,
             };
         }
         match unknown::analyze(ua, &sig) {
@@ -261,6 +262,7 @@ impl Classifier {
                     also: Vec::new(),
                     ignores: super::Ignored::NONE,
                     weak_evidence: robot.weak,
+                    disguise: super::disguise::Findings::NONE,
                 }
             }
         }

@@ -54,13 +54,16 @@ pub enum Category {
     Tool,
     /// Any other robot, including robots not in the database.
     OtherBot,
+    /// A robot that sends a browser's User-Agent, caught by the rest of its
+    /// request (issue #67; never used in the database itself).
+    Disguised,
     /// A human's browser (never used in the database itself).
     Browser,
 }
 
 impl Category {
     /// Every category, in declaration order.
-    pub const ALL: [Category; 12] = [
+    pub const ALL: [Category; 13] = [
         Category::Search,
         Category::AiCrawler,
         Category::AiSearch,
@@ -72,6 +75,7 @@ impl Category {
         Category::Feed,
         Category::Tool,
         Category::OtherBot,
+        Category::Disguised,
         Category::Browser,
     ];
 
@@ -89,6 +93,7 @@ impl Category {
             Category::Feed => "feed",
             Category::Tool => "tool",
             Category::OtherBot => "other-bot",
+            Category::Disguised => "disguised",
             Category::Browser => "browser",
         }
     }

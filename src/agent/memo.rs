@@ -129,6 +129,7 @@ impl Remembered {
             },
             ignores: entry.map_or(super::Ignored::NONE, |bot| super::Ignored::of(&bot.extensions)),
             weak_evidence: self.weak_evidence,
+            disguise: super::disguise::Findings::NONE,
         }
     }
 }

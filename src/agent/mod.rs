@@ -27,6 +27,7 @@
 mod automaton;
 mod classify;
 mod db;
+pub mod disguise;
 pub mod extensions;
 mod frozen;
 mod grammar;
@@ -129,6 +130,11 @@ pub struct Agent<'a> {
     /// `policy.weak_evidence` is `enforce`, neither refused nor paced.
     /// `false` for database robots and browsers.
     pub weak_evidence: bool,
+    /// What the rest of the request says against the browser its
+    /// User-Agent claims (issue #67): empty unless the pipeline judged it,
+    /// and then a browser with findings is a robot of category
+    /// [`Category::Disguised`] ([`Agent::disguised`]).
+    pub disguise: disguise::Findings,
 }
 
 /// One more database robot a User-Agent names ([`Agent::also`]).
@@ -172,6 +178,29 @@ impl<'a> Agent<'a> {
         }
     }
 
+    /// Whether this is a robot in a browser's clothes: a browser's
+    /// User-Agent that the rest of its request contradicts (issue #67).
+    pub fn disguised(&self) -> bool {
+        self.disguise.any()
+    }
+
+    /// This browser as the robot `findings` say it is: an unknown robot of
+    /// category [`Category::Disguised`], held to the `*` group (no token of
+    /// its own). A browser with no findings, and any robot, is returned as
+    /// it is.
+    pub fn unmasked(self, findings: disguise::Findings) -> Agent<'a> {
+        if self.kind != AgentKind::Browser || !findings.any() {
+            return self;
+        }
+        Agent {
+            kind: AgentKind::UnknownBot,
+            category: Category::Disguised,
+            weak_evidence: !findings.strong(),
+            disguise: findings,
+            ..self
+        }
+    }
+
     /// This agent as the one robot `index` it names (the chosen entry or
     /// one of [`Agent::also`]), with the others dropped: what a client
     /// verified as that robot is judged as.
@@ -193,6 +222,7 @@ impl<'a> Agent<'a> {
             also: Vec::new(),
             ignores: claim.ignores,
             weak_evidence: false,
+            disguise: disguise::Findings::NONE,
         }
     }
 }
@@ -307,6 +337,7 @@ impl Agent<'_> {
             also: Vec::new(),
             ignores: Ignored::NONE,
             weak_evidence: false,
+            disguise: disguise::Findings::NONE,
         }
     }
 

@@ -61,6 +61,78 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `classify --headers FILE`: one request's head judged as the pipeline
+/// judges a claimed browser (issue #67), as one JSON object.
+pub fn request(head: &std::path::Path, scheme: &str) -> anyhow::Result<ExitCode> {
+    use robotgate::agent::disguise::{self, Claim, Family, Presented, Scheme};
+    let bytes = if head == std::path::Path::new("-") {
+        let mut b = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).context("reading stdin")?;
+        b
+    } else {
+        std::fs::read(head).with_context(|| format!("reading {}", head.display()))?
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut fields: Vec<(String, &str)> = Vec::new();
+    for line in text.lines().map(|l| l.trim_end_matches('\r')) {
+        if line.is_empty() {
+            if fields.is_empty() {
+                continue;
+            }
+            break; // the end of the head
+        }
+        match line.split_once(':') {
+            Some((name, value)) if !name.contains(' ') && !name.is_empty() => {
+                fields.push((name.to_ascii_lowercase(), value.trim()))
+            }
+            // The request line (`GET / HTTP/1.1`), or HTTP/2's pseudo-fields.
+            _ => {}
+        }
+    }
+    let (mut ua, mut host) = ("", "");
+    let mut presented = Presented::default();
+    for (name, value) in &fields {
+        match name.as_str() {
+            "user-agent" => ua = value,
+            "host" | ":authority" => host = value,
+            _ => {}
+        }
+        presented.note(name, value);
+    }
+    let scheme = match scheme {
+        "https" => Scheme::Https,
+        "http" => Scheme::Http,
+        _ => Scheme::Unknown,
+    };
+    let classifier = robotgate::agent::Classifier::builtin();
+    let agent = classifier.classify(ua.as_bytes());
+    let claim = Claim::of(ua.as_bytes());
+    let findings = if agent.kind == robotgate::agent::AgentKind::Browser {
+        disguise::judge(&claim, &presented, scheme, host)
+    } else {
+        disguise::Findings::NONE
+    };
+    let agent = agent.unmasked(findings);
+    let family = match claim.family {
+        Family::Chromium => "chromium",
+        Family::Gecko => "gecko",
+        Family::WebKit => "webkit",
+        Family::Other => "other",
+    };
+    let signs: Vec<serde_json::Value> = findings
+        .signs()
+        .map(|(s, strong)| serde_json::json!({"sign": s.as_str(), "strength": if strong { "strong" } else { "weak" }}))
+        .collect();
+    let mut line: serde_json::Value =
+        serde_json::from_str(&robotgate::agent::to_json_line(ua.as_bytes(), &agent, None))?;
+    line["claim"] = serde_json::json!({"family": family, "version": claim.major, "mobile": claim.mobile, "embedded": claim.embedded});
+    line["disguised"] = agent.disguised().into();
+    line["refused_by_default"] = findings.strong().into();
+    line["signs"] = signs.into();
+    println!("{line}");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `classify --ip`: the identity the published ranges give (reverse DNS is
 /// `robotgate verify`'s).
 struct IdentityByRanges {

@@ -204,6 +204,14 @@ pub enum Command {
         /// Also choose the robots.txt group each agent obeys in this file.
         #[arg(long)]
         robots: Option<PathBuf>,
+        /// Judge a whole request instead: its raw head (request line
+        /// optional, then `Name: value` lines) from this file, `-` for
+        /// stdin; prints the claim and each sign against it (issue #67).
+        #[arg(long, value_name = "FILE")]
+        headers: Option<PathBuf>,
+        /// With `--headers`: the scheme the client's own connection used.
+        #[arg(long, default_value = "https", value_parser = ["https", "http", "unknown"])]
+        scheme: String,
         /// User-Agent strings; none means read stdin.
         user_agents: Vec<String>,
     },

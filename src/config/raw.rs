@@ -159,6 +159,8 @@ pub struct RawPolicy {
     /// recorded, not refused or paced) or `enforce` (issue #53).
     #[serde(default)]
     pub weak_evidence: Option<String>,
+    /// `enforce` (default), `log` or `off` (issue #67).
+    pub disguised: Option<String>,
 }
 
 /// `policy.robots_change`: `{grace: 24h, action: pass}` by default.

@@ -33,6 +33,7 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::agent::disguise::{self, Claim, Presented, Scheme};
 use crate::agent::Agent;
 use crate::agent::{classify_here, AgentKind, Classifier, Memo};
 use crate::identity::signature::{inspect, Inspection, Limits, RequestParts};
@@ -91,6 +92,16 @@ pub trait Headers<'r> {
     /// Calls `each` with every header whose value is text, name in lower
     /// case (what a signature covers).
     fn text(&self, each: &mut dyn FnMut(&'r str, &'r str));
+
+    /// The headers a claimed browser is judged by (issue #67), read from
+    /// [`Headers::text`]; `None` from a host that does not hold every
+    /// header of the request (replay holds a log line's few), so that what
+    /// it lacks is never taken for what the client did not send.
+    fn presented(&self) -> Option<Presented<'r>> {
+        let mut p = Presented::default();
+        self.text(&mut |name, value| p.note_any_case(name, value));
+        Some(p)
+    }
 
     /// Whether the request carries `header`.
     fn has(&self, header: Header) -> bool {
@@ -231,6 +242,13 @@ pub struct Facts<'r> {
     pub content_usage: Option<String>,
     /// The client is the crowd's address ([`crate::policy::RequestFacts::crowd`]).
     pub crowd: bool,
+    /// What the request presented, for judging a claimed browser (issue
+    /// #67): `None` when not judged (not a GET or HEAD, `policy.disguised:
+    /// off`, or a host that holds only some headers).
+    pub presented: Option<Presented<'r>>,
+    /// What is known of the client's own connection: its scheme when the
+    /// socket peer is the client (no trusted proxy in between).
+    pub scheme: Scheme,
     /// A signature to verify before deciding (Web Bot Auth).
     signature: Option<Inspection>,
 }
@@ -270,6 +288,23 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         rates: Rates,
         clock: Clock,
     ) -> Pipeline<'s, 'r> {
+        // The scheme is the client's own only when nothing stands between:
+        // not a trusted proxy, and no forwarding header (nginx behind a
+        // balancer names the client after its realip module, and its
+        // scheme is the balancer's connection's).
+        let direct = match req.peer {
+            Peer::Socket(Some(peer)) => {
+                !env.trusted.iter().any(|c| c.contains(peer))
+                    && !req.headers.has(Header::XForwardedFor)
+                    && !req.headers.has(Header::Forwarded)
+            }
+            _ => false,
+        };
+        let scheme = match (direct, req.https) {
+            (false, _) => Scheme::Unknown,
+            (true, true) => Scheme::Https,
+            (true, false) => Scheme::Http,
+        };
         let (client, client_unknown) = match req.peer {
             Peer::Logged(ip) => (ip.map(crate::net::canonical), None),
             Peer::Socket(None) => (None, None),
@@ -297,6 +332,8 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             target: None,
             content_usage: None,
             crowd: false,
+            presented: None,
+            scheme,
             signature: None,
         };
         let early = gather(env, site, req, crowd, clock, &mut facts);
@@ -391,11 +428,19 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         let identify = Knows { env: &self.env, signed_by: self.signed_by.as_deref(), dns: self.dns };
         let (classifier, ua) = (self.env.classifier, self.facts.user_agent);
         let classified = &mut self.classified;
+        let (presented, scheme, host) = (self.facts.presented.as_ref(), self.facts.scheme, self.facts.host);
         let classify = || {
             *classified += 1;
-            match memo {
+            let agent = match memo {
                 Some(memo) => memo.classify(classifier, ua),
                 None => classify_here(classifier, ua),
+            };
+            // A browser is judged by the rest of its request (issue #67).
+            match presented {
+                Some(p) if agent.kind == AgentKind::Browser => {
+                    agent.unmasked(disguise::judge(&Claim::of(ua), p, scheme, host))
+                }
+                _ => agent,
             }
         };
         let step =
@@ -509,6 +554,9 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     });
     if uas > 1 {
         return Some(Early::Refuse(400, "more than one User-Agent header".into()));
+    }
+    if matches!(req.method, "GET" | "HEAD") && site.rules.policy.disguised != policy::Disguised::Off {
+        facts.presented = req.headers.presented();
     }
     if let Some(crowd) = crowd {
         let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::*;
+use crate::agent::Category;
 use crate::state::MemoryState;
 
 const ROBOTS: &str = "\
@@ -86,6 +87,23 @@ fn resolve(_bot: usize, ip: IpAddr) -> Identity {
 /// The request's headers: a name and a value each.
 struct List<'r>(Vec<(&'r str, &'r str)>);
 
+/// A log line's few headers, as replay holds them: not the request's whole set.
+struct Few<'r>(List<'r>);
+
+impl<'r> Headers<'r> for Few<'r> {
+    fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
+        self.0.each(header, each)
+    }
+
+    fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {
+        self.0.text(each)
+    }
+
+    fn presented(&self) -> Option<Presented<'r>> {
+        None
+    }
+}
+
 impl<'r> Headers<'r> for List<'r> {
     fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
         self.0.iter().filter(|(k, _)| *k == header.name()).for_each(|(_, v)| each(v.as_bytes()));
@@ -152,16 +170,30 @@ fn drive(
     let view = SiteView { rules: site.rules(), target: &site.conf.target };
     let (peer, headers) = match d.store {
         // The proxy: behind a trusted proxy that names the client.
+        // The browser sends what a browser sends (issue #67), which replay
+        // does not see.
         Some(_) => {
-            (Peer::Socket(Some("127.0.0.1".parse().unwrap())), vec![("user-agent", ua), ("x-forwarded-for", client)])
+            let mut h = vec![("user-agent", ua), ("x-forwarded-for", client)];
+            if ua.contains("Firefox/") {
+                h.extend([("accept-language", "en-US,en;q=0.5"), ("sec-fetch-site", "none")]);
+                h.extend([("sec-fetch-mode", "navigate"), ("sec-fetch-dest", "document")]);
+            }
+            (Peer::Socket(Some("127.0.0.1".parse().unwrap())), h)
         }
         // Replay: the logged client.
         None => (Peer::Logged(Some(ip)), vec![("user-agent", ua)]),
     };
     let headers = List(headers.into_iter().filter(|(_, v)| !v.is_empty()).collect());
-    let req = Request { method: "GET", target: path.as_bytes(), host: "localhost", https: false, peer, headers };
     let rates = if d.store.is_some() { Rates::Shared } else { Rates::Local };
-    let mut p = Pipeline::new(Env::of(snap), view, &req, None, rates, clock);
+    let (proxy, replay);
+    let mut p = if d.store.is_some() {
+        proxy = Request { method: "GET", target: path.as_bytes(), host: "localhost", https: false, peer, headers };
+        Pipeline::new(Env::of(snap), view, &proxy, None, rates, clock)
+    } else {
+        let headers = Few(headers);
+        replay = Request { method: "GET", target: path.as_bytes(), host: "localhost", https: false, peer, headers };
+        Pipeline::new(Env::of(snap), view, &replay, None, rates, clock)
+    };
     let mut lookups = 0;
     let verdict = loop {
         match p.run(d.memo.as_mut(), &d.state, clock) {
@@ -221,4 +253,66 @@ fn a_resumed_decision_classifies_once_and_gathers_nothing_again() {
     let (second, n) = drive(&snap, &mut proxy, "198.51.100.7", UAS[3], "/b", clock);
     assert_eq!(n, 1, "resumed after the store's answer without classifying again");
     assert!(second.starts_with("limited ") && second.contains("Some(429) crawl-delay"), "{second}");
+}
+
+/// Issue #67: a browser's User-Agent on a library's request is a robot held
+/// to `*`; with the browser's headers it is a person; behind a trusted
+/// proxy, or with a forwarding header, the scheme is not judged; replay,
+/// which holds no headers, judges none of it.
+#[test]
+fn a_browsers_user_agent_is_judged_by_the_rest_of_the_request() {
+    let (_dir, snap) = setup();
+    let site = &snap.sites[0];
+    let view = SiteView { rules: site.rules(), target: &site.conf.target };
+    let ff = UAS[0];
+    let state = MemoryState::new(64);
+    let decide = |peer: Peer, https: bool, headers: Vec<(&str, &str)>| {
+        let req =
+            Request { method: "GET", target: b"/private/a", host: "shop.example", https, peer, headers: List(headers) };
+        let mut p = Pipeline::new(Env::of(&snap), view, &req, None, Rates::Local, Clock::System);
+        let scheme = p.facts().scheme;
+        match p.run(None, &state, Clock::System) {
+            Next::Done(Verdict::Decided(d)) => {
+                (d.outcome.name(), d.agent.map(|a| (a.category, a.disguise.strong())), scheme)
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    let direct = Peer::Socket(Some("203.0.113.9".parse().unwrap()));
+    let browser = vec![
+        ("user-agent", ff),
+        ("accept-language", "en-US,en;q=0.5"),
+        ("sec-fetch-site", "none"),
+        ("sec-fetch-mode", "navigate"),
+        ("sec-fetch-dest", "document"),
+    ];
+    let (outcome, agent, scheme) = decide(direct, true, browser.clone());
+    assert_eq!((outcome, agent.map(|a| a.0), scheme), ("pass", Some(Category::Browser), Scheme::Https));
+    let (outcome, agent, _) = decide(direct, true, vec![("user-agent", ff), ("accept", "*/*")]);
+    assert_eq!((outcome, agent), ("violation", Some((Category::Disguised, true))));
+    // Fetch Metadata over plain http to a public name: no browser sends it.
+    let (outcome, _, scheme) = decide(direct, false, browser.clone());
+    assert_eq!((outcome, scheme), ("violation", Scheme::Http));
+    // Behind a balancer (a forwarding header) the scheme is the balancer's.
+    let mut forwarded = browser.clone();
+    forwarded.push(("x-forwarded-for", "198.51.100.1"));
+    let (outcome, _, scheme) = decide(direct, false, forwarded);
+    assert_eq!((outcome, scheme), ("pass", Scheme::Unknown));
+    // Through a forward proxy that says so, a missing header is only weak.
+    let (outcome, agent, _) = decide(direct, true, vec![("user-agent", ff), ("via", "1.1 proxy.corp.example")]);
+    assert_eq!((outcome, agent), ("violation", Some((Category::Disguised, false))));
+    // Replay holds no headers: a browser.
+    let req = Request {
+        method: "GET",
+        target: b"/private/a",
+        host: "shop.example",
+        https: true,
+        peer: Peer::Logged(Some("203.0.113.9".parse().unwrap())),
+        headers: Few(List(vec![("user-agent", ff)])),
+    };
+    let mut p = Pipeline::new(Env::of(&snap), view, &req, None, Rates::Local, Clock::System);
+    assert!(p.facts().presented.is_none());
+    assert!(
+        matches!(p.run(None, &state, Clock::System), Next::Done(Verdict::Decided(d)) if d.outcome.name() == "pass")
+    );
 }

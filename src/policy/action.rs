@@ -90,6 +90,34 @@ pub struct PolicyConfig {
     /// What an unknown robot named only by weak evidence gets
     /// (`policy.weak_evidence`, issue #53).
     pub weak_evidence: WeakEvidence,
+    /// What a robot in a browser's clothes gets (`policy.disguised`, issue #67).
+    pub disguised: Disguised,
+}
+
+/// `policy.disguised`: what a client gets whose User-Agent names a browser
+/// and whose request that browser cannot send (issue #67). Only strong
+/// findings ever refuse or pace; weak ones are recorded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Disguised {
+    /// Held to the `*` group like any unknown robot (the default).
+    #[default]
+    Enforce,
+    /// Judged and recorded, neither refused nor paced.
+    Log,
+    /// Not judged: a browser's User-Agent is a browser.
+    Off,
+}
+
+impl Disguised {
+    /// `enforce`, `log` or `off`.
+    pub fn from_name(name: &str) -> Option<Disguised> {
+        match name {
+            "enforce" => Some(Disguised::Enforce),
+            "log" => Some(Disguised::Log),
+            "off" => Some(Disguised::Off),
+            _ => None,
+        }
+    }
 }
 
 /// `policy.weak_evidence`: what an unknown robot named only by weak
@@ -124,6 +152,10 @@ impl PolicyConfig {
     /// verdicts ([`WeakEvidence::Log`]). An override of its own name in
     /// `policy.bots` is the operator's word and still applies.
     pub fn only_records(&self, agent: &crate::agent::Agent<'_>) -> bool {
+        if agent.disguised() {
+            // Never refused on evidence a person's setup can produce.
+            return !agent.disguise.strong() || self.disguised != Disguised::Enforce;
+        }
         agent.weak_evidence
             && self.weak_evidence == WeakEvidence::Log
             && !agent.name.is_some_and(|name| self.bots.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
@@ -191,6 +223,7 @@ impl Default for PolicyConfig {
             preferences: super::PreferenceMode::Enforce,
             robots_change: super::RobotsChange::default(),
             weak_evidence: WeakEvidence::Log,
+            disguised: Disguised::Enforce,
         }
     }
 }

@@ -27,7 +27,8 @@ mod stale;
 pub mod unsupported;
 
 pub use self::action::{
-    Action, PolicyConfig, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY,
+    Action, Disguised, PolicyConfig, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX,
+    DEFAULT_SPOOFED_BODY,
 };
 pub use self::enforce::Enforcement;
 use self::judge::LOG_ONLY;

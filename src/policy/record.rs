@@ -228,6 +228,8 @@ impl Decision<'_, '_> {
         };
         out.identity = (self.identity != Identity::NotClaimed).then(|| self.identity.as_str());
         out.evidence = agent.weak_evidence.then_some("weak");
+        out.signs.clear();
+        out.signs.extend(agent.disguise.signs().map(|(s, _)| s.as_str()));
         out.action = action;
         out.status = 0;
         out.count = 1;

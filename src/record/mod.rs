@@ -78,6 +78,11 @@ pub struct Record {
     /// (`policy.weak_evidence`). Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<&'static str>,
+    /// For a robot in a browser's clothes (category `disguised`, issue
+    /// #67): each sign its request showed against the browser it claimed,
+    /// strong ones first (docs/classifier.md). Absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signs: Vec<&'static str>,
     /// Action taken.
     pub action: &'static str,
     /// Status returned (for proxied actions, the upstream's).
@@ -175,6 +180,7 @@ pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time
         reason: None,
         identity: None,
         evidence: None,
+        signs: Vec::new(),
         action: "block",
         status: 403,
         count: 1,

@@ -73,6 +73,12 @@ impl<'r> crate::pipeline::Headers<'r> for Logged<'r> {
             each("user-agent", ua);
         }
     }
+
+    /// A log line holds a few fields, not the request's headers: what a
+    /// claimed browser did not send cannot be told (issue #67).
+    fn presented(&self) -> Option<crate::agent::disguise::Presented<'r>> {
+        None
+    }
 }
 
 /// One site as replay judges it.

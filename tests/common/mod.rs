@@ -47,6 +47,8 @@ pub fn free_port() -> u16 {
 pub struct Origin {
     pub addr: SocketAddr,
     pub hits: Arc<AtomicUsize>,
+    /// Every request-target it answered, in order.
+    pub paths: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Origin {
@@ -54,15 +56,21 @@ impl Origin {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let hits = Arc::new(AtomicUsize::new(0));
-        let counter = hits.clone();
+        let paths = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (counter, seen) = (hits.clone(), paths.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let hits = counter.clone();
-                std::thread::spawn(move || serve_connection(conn, &hits));
+                let (hits, seen) = (counter.clone(), seen.clone());
+                std::thread::spawn(move || serve_connection(conn, &hits, &seen));
             }
         });
-        Origin { addr, hits }
+        Origin { addr, hits, paths }
+    }
+
+    /// Whether it answered `path`.
+    pub fn saw(&self, path: &str) -> bool {
+        self.paths.lock().unwrap().iter().any(|p| p == path)
     }
 
     pub fn hits(&self) -> usize {
@@ -70,7 +78,7 @@ impl Origin {
     }
 }
 
-fn serve_connection(conn: TcpStream, hits: &AtomicUsize) {
+fn serve_connection(conn: TcpStream, hits: &AtomicUsize, seen: &std::sync::Mutex<Vec<String>>) {
     use std::io::{BufRead, BufReader, Write};
     let _ = conn.set_read_timeout(Some(Duration::from_secs(120)));
     let mut writer = match conn.try_clone() {
@@ -110,6 +118,7 @@ fn serve_connection(conn: TcpStream, hits: &AtomicUsize) {
             return;
         }
         hits.fetch_add(1, Ordering::SeqCst);
+        seen.lock().unwrap().push(path.clone());
         if path.starts_with("/slow") {
             std::thread::sleep(Duration::from_secs(3));
         }
@@ -353,6 +362,9 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)]) -> Resp {
     for (k, v) in headers {
         req = req.set(k, v);
     }
+    for (k, v) in as_browser(url, headers) {
+        req = req.set(k, v);
+    }
     let resp = match req.call() {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
@@ -369,6 +381,45 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)]) -> Resp {
         .collect();
     let body = resp.into_string().unwrap_or_default();
     Resp { status, headers, body }
+}
+
+/// What the browser a test's [`FIREFOX`] or [`CHROME`] User-Agent names
+/// sends besides (issue #67), unless the test sets `Accept-Language` itself:
+/// tests that send a browser's User-Agent stand for a browser, and a
+/// browser's request is more than its User-Agent. On a potentially
+/// trustworthy origin (`127.0.0.1`, the tests' URLs) the secure-context set;
+/// to a public name over plain http (a test's own `Host`), the plain one.
+pub fn as_browser(url: &str, headers: &[(&str, &str)]) -> Vec<(&'static str, &'static str)> {
+    let find = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+    let ua = find("user-agent");
+    let chrome = ua == Some(CHROME);
+    if !(chrome || ua == Some(FIREFOX)) || find("accept-language").is_some() {
+        return Vec::new();
+    }
+    let host = find("host").unwrap_or_else(|| url.split("://").nth(1).unwrap_or("").split('/').next().unwrap_or(""));
+    let name = host.rsplit_once(':').map_or(host, |(h, _)| h).trim_matches(['[', ']']);
+    let secure = url.starts_with("https:")
+        || name == "localhost"
+        || name.ends_with(".localhost")
+        || name.starts_with("127.")
+        || name == "::1";
+    let mut out = vec![
+        ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+        ("Accept-Language", "en-US,en;q=0.5"),
+    ];
+    if !secure {
+        out.push(("Accept-Encoding", "gzip, deflate"));
+        return out;
+    }
+    out.extend([("Sec-Fetch-Site", "none"), ("Sec-Fetch-Mode", "navigate"), ("Sec-Fetch-Dest", "document")]);
+    if chrome {
+        out.extend([
+            ("Sec-CH-UA", "\"Chromium\";v=\"124\", \"Google Chrome\";v=\"124\", \"Not-A.Brand\";v=\"99\""),
+            ("Sec-CH-UA-Mobile", "?0"),
+            ("Sec-CH-UA-Platform", "\"Windows\""),
+        ]);
+    }
+    out
 }
 
 /// The sum of the samples of metric `name` (a prefix: `name{label="x"` picks

@@ -5,8 +5,8 @@ use super::super::{ConfigError, RawAction, RawPolicy, RawRobotsChange};
 use super::fields::header_value;
 use crate::agent::Category;
 use crate::policy::{
-    Action, ChangeAction, PolicyConfig, PreferenceMode, RobotsChange, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY,
-    DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY, MAX_GRACE,
+    Action, ChangeAction, Disguised, PolicyConfig, PreferenceMode, RobotsChange, Unsupported, WeakEvidence,
+    DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY, MAX_GRACE,
 };
 
 pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
@@ -166,6 +166,16 @@ pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigE
             }),
         },
         robots_change: robots_change(&format!("{field}.robots_change"), &raw.robots_change, errors),
+        disguised: match raw.disguised.as_deref() {
+            None => Disguised::Enforce,
+            Some(name) => Disguised::from_name(name).unwrap_or_else(|| {
+                errors.push(ConfigError::new(
+                    format!("{field}.disguised"),
+                    format!("`{name}` is not one of enforce, log, off"),
+                ));
+                Disguised::Enforce
+            }),
+        },
         weak_evidence: match raw.weak_evidence.as_deref() {
             None => WeakEvidence::Log,
             Some(name) => WeakEvidence::from_name(name).unwrap_or_else(|| {

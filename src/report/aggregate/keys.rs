@@ -22,9 +22,13 @@ pub fn category_index(name: &str) -> usize {
 }
 
 /// Whether robots of slot `i` are not in the bot database: `other-bot`
-/// (an unknown robot), `browser`, or a category this build does not know.
+/// (an unknown robot), `disguised` (a browser's User-Agent on a robot's
+/// request), `browser`, or a category this build does not know.
 pub(super) fn is_unrecognised(i: usize) -> bool {
-    matches!(Category::ALL.get(i), None | Some(Category::OtherBot) | Some(Category::Browser))
+    matches!(
+        Category::ALL.get(i),
+        None | Some(Category::OtherBot) | Some(Category::Disguised) | Some(Category::Browser)
+    )
 }
 
 /// The identity outcomes counted, in [`BotStats::identity`](super::BotStats::identity) order; any other

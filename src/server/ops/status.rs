@@ -320,6 +320,7 @@ mod tests {
             reason: None,
             identity: None,
             evidence: None,
+            signs: Vec::new(),
             action: "block",
             status: 403,
             count: 1,

@@ -1,0 +1,259 @@
+//! A robot in a browser's clothes (issue #67): what the rest of a request
+//! says about a client whose User-Agent names a browser.
+//!
+//! A browser's User-Agent costs nothing to copy; the request around it does.
+//! Every current browser sends, on every request, headers that the HTTP
+//! libraries robots are written with do not send unless told to, and some
+//! that a browser sends only in a secure context. [`judge`] compares what a
+//! request presented ([`Presented`]) with what the browser its User-Agent
+//! claims ([`Claim`]) always sends, and returns the [`Findings`]: each
+//! [`Sign`] it saw, strong or weak.
+//!
+//! Strong means no release of the claimed browser, of that family and
+//! version, can send the request as it arrived, whatever its user set: only
+//! strong findings refuse. Anything that a person's setup can produce (an
+//! intermediary that strips headers, a WebView, a User-Agent switcher, an
+//! automation tool that drops client hints) is weak: recorded, never refused
+//! or paced. docs/classifier.md names each case.
+//!
+//! Sources, for every sign below:
+//! - Fetch Metadata (W3C Fetch Metadata Request Headers; Fetch §3.1 "append
+//!   a request `Sec-Fetch-*` header" runs only for a potentially trustworthy
+//!   URL): `Sec-Fetch-Site`, `-Mode` and `-Dest` on every request, since
+//!   Chrome 76 (`-Dest` 80), Firefox 90, Safari 16.4 (caniuse
+//!   "mdn-http_headers_sec-fetch-*", the browsers' release notes).
+//! - User-Agent Client Hints (WICG UA-CH; Chromium 89 sends `Sec-CH-UA` and
+//!   `Sec-CH-UA-Mobile` by default, 93 adds `Sec-CH-UA-Platform`), on secure
+//!   contexts only, as a structured-field list (RFC 8941) with a GREASE brand.
+//! - `Accept-Language` (RFC 9110 §12.5.4) is sent by Chromium, Firefox and
+//!   Safari on every request, built from the user's language list, never `*`
+//!   (Chromium's `net::HttpUtil::GenerateAcceptLanguageHeader`, Firefox's
+//!   `intl.accept_languages`, WebKit's `NetworkStorageSession`).
+//! - Brotli and Zstandard in `Accept-Encoding` only over HTTPS (Chromium:
+//!   "br" since 50 and "zstd" since 123 for secure URLs only; Firefox:
+//!   `network.http.accept-encoding.secure` vs `network.http.accept-encoding`).
+//! - Potentially trustworthy origins (W3C Secure Contexts §3.1): https, and
+//!   `localhost`, `*.localhost`, 127.0.0.0/8 and `::1` over plain http.
+//!
+//! Pure functions of bytes: no allocation, bounded by the header lengths.
+
+mod browser;
+mod headers;
+
+pub use browser::{Claim, Family};
+pub use headers::{brands, Brands, Presented, PRESENTED_HEADERS};
+
+/// One piece of evidence that a request did not come from the browser its
+/// User-Agent names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Sign {
+    /// No `Accept-Language`: every browser sends one.
+    NoAcceptLanguage = 0,
+    /// `Accept-Language: *`: a browser sends the user's languages (node's
+    /// fetch sends `*`).
+    WildcardAcceptLanguage,
+    /// No `Sec-Fetch-*` in a secure context from a version that sends them.
+    NoFetchMetadata,
+    /// Some `Sec-Fetch-*` but not `Site`, `Mode` and `Dest` all three, or
+    /// one of them with a value no browser sends.
+    PartialFetchMetadata,
+    /// `Sec-Fetch-*` over plain http to a public name: a browser sends them
+    /// only to a potentially trustworthy origin.
+    FetchMetadataOverHttp,
+    /// `Sec-CH-UA` that is not a structured-field list of brands.
+    MalformedClientHints,
+    /// Client hints whose brand version or mobile flag contradicts the
+    /// User-Agent (weak: a User-Agent switcher does this).
+    ClientHintsMismatch,
+    /// A Chromium that sends Fetch Metadata but no client hints (weak:
+    /// automation's User-Agent override drops them).
+    NoClientHints,
+    /// Brotli or Zstandard offered over plain http to a public name.
+    CompressionOverHttp,
+}
+
+impl Sign {
+    /// Every sign, in order.
+    pub const ALL: [Sign; 9] = [
+        Sign::NoAcceptLanguage,
+        Sign::WildcardAcceptLanguage,
+        Sign::NoFetchMetadata,
+        Sign::PartialFetchMetadata,
+        Sign::FetchMetadataOverHttp,
+        Sign::MalformedClientHints,
+        Sign::ClientHintsMismatch,
+        Sign::NoClientHints,
+        Sign::CompressionOverHttp,
+    ];
+
+    /// Its kebab-case name, in records, metrics and `robotgate classify`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Sign::NoAcceptLanguage => "no-accept-language",
+            Sign::WildcardAcceptLanguage => "wildcard-accept-language",
+            Sign::NoFetchMetadata => "no-fetch-metadata",
+            Sign::PartialFetchMetadata => "partial-fetch-metadata",
+            Sign::FetchMetadataOverHttp => "fetch-metadata-over-http",
+            Sign::MalformedClientHints => "malformed-client-hints",
+            Sign::ClientHintsMismatch => "client-hints-mismatch",
+            Sign::NoClientHints => "no-client-hints",
+            Sign::CompressionOverHttp => "compression-over-http",
+        }
+    }
+
+    const fn bit(self) -> u16 {
+        1 << self as u8
+    }
+}
+
+/// The signs a request showed, each strong or weak. `Copy`, two words: an
+/// agent carries it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Findings {
+    strong: u16,
+    weak: u16,
+}
+
+impl Findings {
+    /// None.
+    pub const NONE: Findings = Findings { strong: 0, weak: 0 };
+
+    /// Add `sign`, strong or weak (a sign seen strong stays strong).
+    pub fn add(&mut self, sign: Sign, strong: bool) {
+        if strong {
+            self.strong |= sign.bit();
+            self.weak &= !sign.bit();
+        } else if self.strong & sign.bit() == 0 {
+            self.weak |= sign.bit();
+        }
+    }
+
+    /// Whether any sign was seen.
+    pub const fn any(self) -> bool {
+        self.strong | self.weak != 0
+    }
+
+    /// Whether a sign no real browser can produce was seen: the only
+    /// findings that refuse.
+    pub const fn strong(self) -> bool {
+        self.strong != 0
+    }
+
+    /// Whether `sign` was seen, and whether strong.
+    pub fn has(self, sign: Sign) -> Option<bool> {
+        if self.strong & sign.bit() != 0 {
+            Some(true)
+        } else if self.weak & sign.bit() != 0 {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Each sign seen, strong ones first, in [`Sign::ALL`] order.
+    pub fn signs(self) -> impl Iterator<Item = (Sign, bool)> {
+        let strong = Sign::ALL.into_iter().filter(move |s| self.strong & s.bit() != 0).map(|s| (s, true));
+        let weak = Sign::ALL.into_iter().filter(move |s| self.weak & s.bit() != 0).map(|s| (s, false));
+        strong.chain(weak)
+    }
+
+    /// The signs' names, strong first (what a record lists).
+    pub fn names(self) -> Vec<&'static str> {
+        self.signs().map(|(s, _)| s.as_str()).collect()
+    }
+}
+
+/// What the host knows about the connection the request came on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// The client's own connection was TLS.
+    Https,
+    /// The client's own connection was plain http.
+    Http,
+    /// Not known (a proxy in front terminated it, or the host cannot tell):
+    /// no sign that depends on it is judged.
+    Unknown,
+}
+
+/// Whether `host` (a request's host, with or without a port) names a
+/// potentially trustworthy origin over plain http (W3C Secure Contexts
+/// §3.1): `localhost`, a name under `.localhost`, 127.0.0.0/8, `::1`.
+pub fn trustworthy_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host }),
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    if name.eq_ignore_ascii_case("localhost")
+        || name.len() > 10 && name[name.len() - 10..].eq_ignore_ascii_case(".localhost")
+    {
+        return true;
+    }
+    match name.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => false,
+    }
+}
+
+/// The findings of a request whose User-Agent made `claim`, that presented
+/// `presented`, on a connection of `scheme`, to `host`.
+pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &str) -> Findings {
+    let mut f = Findings::NONE;
+    if claim.family == Family::Other {
+        return f;
+    }
+    // What a person's setup can explain is weak: an intermediary that
+    // rewrites headers, an app's WebView.
+    let soft = presented.intermediary || claim.embedded;
+    let secure = match scheme {
+        _ if trustworthy_host(host) => Some(true),
+        Scheme::Https => Some(true),
+        Scheme::Http => Some(false),
+        Scheme::Unknown => None,
+    };
+    match presented.accept_language {
+        None => f.add(Sign::NoAcceptLanguage, !soft),
+        Some(v) if v.trim() == "*" => f.add(Sign::WildcardAcceptLanguage, !claim.embedded),
+        Some(_) => {}
+    }
+    let fetch = presented.fetch_metadata();
+    match (fetch, secure) {
+        (headers::Fetch::None, Some(true)) if claim.sends_fetch_metadata() != Some(false) => {
+            f.add(Sign::NoFetchMetadata, !soft && claim.sends_fetch_metadata() == Some(true))
+        }
+        (headers::Fetch::Partial, _) => f.add(Sign::PartialFetchMetadata, !presented.intermediary),
+        (headers::Fetch::Whole, Some(false)) => f.add(Sign::FetchMetadataOverHttp, !presented.intermediary),
+        _ => {}
+    }
+    if let Some(hints) = presented.sec_ch_ua {
+        match headers::brands(hints) {
+            None => f.add(Sign::MalformedClientHints, true),
+            Some(brands) => {
+                if claim.family == Family::Chromium && !brands.matches(claim.major)
+                    || presented.mobile_contradicts(claim.mobile)
+                {
+                    f.add(Sign::ClientHintsMismatch, false);
+                }
+            }
+        }
+    } else if claim.family == Family::Chromium
+        && claim.major >= 93
+        && secure == Some(true)
+        && fetch == headers::Fetch::Whole
+    {
+        f.add(Sign::NoClientHints, false);
+    }
+    if secure == Some(false)
+        && matches!(claim.family, Family::Chromium | Family::Gecko)
+        && presented.offers_br_or_zstd()
+    {
+        f.add(Sign::CompressionOverHttp, !presented.intermediary);
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,459 @@
+//! A robot in a browser's clothes (issue #67): real browsers, started here,
+//! are people on every page, disallowed ones included; the HTTP libraries
+//! robots are written with, sending a current browser's User-Agent, are
+//! refused a disallowed page and recorded as `disguised`, over https and
+//! over plain http, through `robotgate serve`.
+//!
+//! Needs Debian's chromium, firefox-esr, xvfb (xvfb-run), libnss3-tools
+//! (certutil), curl, wget, openssl, node, and the tests' venv with requests,
+//! httpx, aiohttp and Scrapy (tests/parsers/requirements.txt); `.ci/run`
+//! installs them all.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const ROBOTS: &[u8] = b"User-agent: *\nDisallow: /private/\n";
+/// The site's name: a public one, so that plain http is not a secure
+/// context (as `127.0.0.1` and `localhost` are, W3C Secure Contexts §3.1).
+const HOST: &str = "shop.example";
+
+const CHROME_UA: &str =
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
+const FIREFOX_UA: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:145.0) Gecko/20100101 Firefox/145.0";
+const SAFARI_UA: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Safari/605.1.15";
+
+/// A certificate authority and a certificate it signed for `shop.example`
+/// and `localhost`, made with openssl.
+struct Certs {
+    dir: tempfile::TempDir,
+}
+
+impl Certs {
+    fn make() -> Certs {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl").args(args).current_dir(dir.path()).output().expect("openssl runs");
+            assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=robotgate test CA"]
+            .iter()
+            .copied()
+            .chain(["-keyout", "ca.key", "-out", "ca.pem"])
+            .collect::<Vec<_>>());
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=shop.example",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "leaf.csr",
+        ]);
+        std::fs::write(
+            dir.path().join("leaf.ext"),
+            "basicConstraints=critical,CA:FALSE\nsubjectAltName=DNS:shop.example,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "leaf.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "leaf.ext",
+            "-out",
+            "cert.pem",
+        ]);
+        Certs { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// robotgate with a plain and a TLS listener in front of an origin, the
+/// site's policy given `policy` (YAML lines under `policy:`).
+struct Site {
+    gate: Gate,
+    origin: Origin,
+    tls_port: u16,
+    certs: Certs,
+}
+
+impl Site {
+    fn start(policy: &str) -> Site {
+        let origin = Origin::start();
+        let certs = Certs::make();
+        let tls_port = free_port();
+        let config = format!(
+            r#"
+listen:
+  - "127.0.0.1:{{port}}"
+  - address: "127.0.0.1:{tls_port}"
+    tls: {{ cert: {cert}, key: {key} }}
+grace_period: 1
+sites:
+  - hosts: ["{HOST}"]
+    default: true
+    upstream: "{origin}"
+    robots: {{dir}}/robots.txt
+    policy:
+      action: block
+{policy}
+log: {{ violations: {{dir}}/violations.jsonl, level: warn, aggregate_window: 0 }}
+"#,
+            cert = certs.path("cert.pem").display(),
+            key = certs.path("key.pem").display(),
+            origin = origin.addr
+        );
+        let gate = Gate::start(&config, &[("robots.txt", ROBOTS)]);
+        Site { gate, origin, tls_port, certs }
+    }
+
+    /// The site's URL for `path` by name, over `scheme`.
+    fn url(&self, scheme: &str, path: &str) -> String {
+        let port = if scheme == "https" { self.tls_port } else { self.gate.port };
+        format!("{scheme}://{HOST}:{port}{path}")
+    }
+
+    /// The same by address, for clients that cannot be told where a name
+    /// is: `(url, host header)`.
+    fn by_address(&self, scheme: &str, path: &str) -> (String, String) {
+        let port = if scheme == "https" { self.tls_port } else { self.gate.port };
+        (format!("{scheme}://127.0.0.1:{port}{path}"), format!("{HOST}:{port}"))
+    }
+
+    /// The violation log's records now (after a moment for the writer).
+    fn records(&self) -> Vec<Value> {
+        std::thread::sleep(Duration::from_millis(300));
+        self.gate.records(0)
+    }
+}
+
+fn venv_python() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parsers/.venv/bin/python");
+    assert!(p.exists(), "{} is needed (.ci/run makes the venv)", p.display());
+    p
+}
+
+/// The first version number in `chromium --version` ("Chromium 156.0.…").
+fn chromium_major() -> u32 {
+    let out = Command::new("chromium").arg("--version").output().expect("chromium runs (.ci/run installs it)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.split_whitespace().find_map(|w| w.split('.').next()?.parse().ok()).expect("a version")
+}
+
+/// Chromium's flags for a run here: no network of its own, an empty
+/// profile, `shop.example` on loopback, the test's certificate accepted.
+fn chromium_args(profile: &Path, ua: &str) -> Vec<String> {
+    [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--ignore-certificate-errors",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        format!("--host-resolver-rules=MAP {HOST} 127.0.0.1"),
+        format!("--user-data-dir={}", profile.display()),
+        format!("--user-agent={ua}"),
+    ])
+    .collect()
+}
+
+/// Load `url` in headless Chromium (its User-Agent without "Headless", as
+/// a person's Chromium sends it) and return the page's text.
+fn headless_chromium(url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let ua = format!(
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{}.0.0.0 Safari/537.36",
+        chromium_major()
+    );
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg("chromium")
+        .arg("--headless")
+        .args(chromium_args(profile.path(), &ua))
+        .args(["--dump-dom", url])
+        .stderr(Stdio::null())
+        .output()
+        .expect("chromium runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Load `url` in Chromium with a window, under Xvfb, until the origin has
+/// answered `path` (bounded).
+fn headful_chromium(site: &Site, url: &str, path: &str) -> bool {
+    let profile = tempfile::tempdir().unwrap();
+    let ua = format!(
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{}.0.0.0 Safari/537.36",
+        chromium_major()
+    );
+    let mut child = Command::new("xvfb-run")
+        .args(["-a", "chromium"])
+        .args(chromium_args(profile.path(), &ua))
+        .arg(url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("xvfb-run runs (.ci/run installs xvfb)");
+    let seen = within(Duration::from_secs(60), || site.origin.saw(path)).is_some();
+    kill_group(&mut child);
+    seen
+}
+
+use std::os::unix::process::CommandExt;
+
+fn kill_group(child: &mut std::process::Child) {
+    let _ = Command::new("kill").args(["-s", "TERM", "--", &format!("-{}", child.id())]).status();
+    if within(Duration::from_secs(5), || child.try_wait().ok().flatten().is_some()).is_none() {
+        let _ = Command::new("kill").args(["-s", "KILL", "--", &format!("-{}", child.id())]).status();
+        let _ = child.wait();
+    }
+}
+
+/// A Firefox profile that trusts the test's authority and finds
+/// `shop.example` on loopback; `resist` turns on resistFingerprinting.
+fn firefox_profile(certs: &Certs, resist: bool) -> tempfile::TempDir {
+    let profile = tempfile::tempdir().unwrap();
+    let db = format!("sql:{}", profile.path().display());
+    let ok = Command::new("certutil").args(["-N", "-d", &db, "--empty-password"]).status().expect("certutil runs");
+    assert!(ok.success());
+    let ok = Command::new("certutil")
+        .args(["-A", "-d", &db, "-n", "robotgate-test-ca", "-t", "C,,", "-i"])
+        .arg(certs.path("ca.pem"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut prefs = format!(
+        "user_pref(\"network.dns.localDomains\", \"{HOST}\");\n\
+         user_pref(\"network.proxy.type\", 0);\n\
+         user_pref(\"app.update.enabled\", false);\n\
+         user_pref(\"browser.shell.checkDefaultBrowser\", false);\n\
+         user_pref(\"datareporting.policy.dataSubmissionEnabled\", false);\n\
+         user_pref(\"toolkit.telemetry.reportingpolicy.firstRun\", false);\n\
+         user_pref(\"browser.safebrowsing.malware.enabled\", false);\n\
+         user_pref(\"browser.safebrowsing.phishing.enabled\", false);\n\
+         user_pref(\"network.captive-portal-service.enabled\", false);\n\
+         user_pref(\"network.connectivity-service.enabled\", false);\n\
+         user_pref(\"dom.security.https_only_mode\", false);\n"
+    );
+    if resist {
+        prefs.push_str("user_pref(\"privacy.resistFingerprinting\", true);\n");
+    }
+    std::fs::write(profile.path().join("user.js"), prefs).unwrap();
+    profile
+}
+
+/// Load `url` in headless Firefox ESR until the origin answered `path`.
+fn firefox(site: &Site, url: &str, path: &str, resist: bool) -> bool {
+    let profile = firefox_profile(&site.certs, resist);
+    let shot = profile.path().join("shot.png");
+    let mut child = Command::new("firefox-esr")
+        .args(["--headless", "--no-remote", "--profile"])
+        .arg(profile.path())
+        .arg("--screenshot")
+        .arg(&shot)
+        .arg(url)
+        .env("HOME", profile.path())
+        .env("MOZ_HEADLESS", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("firefox-esr runs (.ci/run installs it)");
+    let seen = within(Duration::from_secs(90), || site.origin.saw(path)).is_some();
+    let _ = within(Duration::from_secs(30), || child.try_wait().ok().flatten().is_some());
+    kill_group(&mut child);
+    seen
+}
+
+#[test]
+fn real_browsers_are_people_on_every_page_over_https_and_http() {
+    let site = Site::start("");
+    // Headless Chromium: the page, the disallowed page, over both schemes.
+    for (scheme, path) in
+        [("https", "/chromium/page"), ("https", "/private/chromium"), ("http", "/private/chromium-http")]
+    {
+        let dom = headless_chromium(&site.url(scheme, path));
+        assert!(dom.contains(&format!("origin {path}")), "headless Chromium on {scheme} {path}: {dom}");
+    }
+    // Chromium with a window, under Xvfb.
+    for (scheme, path) in [("https", "/private/headful"), ("http", "/private/headful-http")] {
+        assert!(headful_chromium(&site, &site.url(scheme, path), path), "headful Chromium on {scheme} {path}");
+    }
+    // Firefox ESR, and with resistFingerprinting.
+    for (scheme, path, resist) in [
+        ("https", "/private/firefox", false),
+        ("http", "/private/firefox-http", false),
+        ("https", "/private/firefox-rfp", true),
+    ] {
+        assert!(firefox(&site, &site.url(scheme, path), path, resist), "Firefox on {scheme} {path} (rfp {resist})");
+    }
+    let records = site.records();
+    assert!(records.is_empty(), "no browser is recorded as a robot: {records:#?}");
+}
+
+/// One scripted fetch: a client, the User-Agent it sends, the scheme.
+struct Fetch {
+    client: &'static str,
+    ua: &'static str,
+    scheme: &'static str,
+    path: String,
+}
+
+/// Run `fetches` (their paths under `/private/` or not), each with its own
+/// client, and return each status.
+fn run_clients(site: &Site, fetches: &[Fetch]) -> Vec<u16> {
+    let mut out = vec![0; fetches.len()];
+    let mut python = Vec::new();
+    for (i, f) in fetches.iter().enumerate() {
+        match f.client {
+            "curl" => {
+                let port = if f.scheme == "https" { site.tls_port } else { site.gate.port };
+                let o = Command::new("curl")
+                    .args(["-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "-A", f.ua])
+                    .arg("--resolve")
+                    .arg(format!("{HOST}:{port}:127.0.0.1"))
+                    .arg(site.url(f.scheme, &f.path))
+                    .output()
+                    .expect("curl runs");
+                out[i] = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0);
+            }
+            "wget" => {
+                let (url, host) = site.by_address(f.scheme, &f.path);
+                let o = Command::new("wget")
+                    .args(["-q", "-S", "-O", "/dev/null", "--tries=1", "--timeout=10", "--no-check-certificate"])
+                    .arg(format!("--user-agent={}", f.ua))
+                    .arg(format!("--header=Host: {host}"))
+                    .arg(url)
+                    .output()
+                    .expect("wget runs");
+                let text = String::from_utf8_lossy(&o.stderr);
+                out[i] = text
+                    .lines()
+                    .filter_map(|l| l.trim().strip_prefix("HTTP/1.1 ").and_then(|r| r.split(' ').next()?.parse().ok()))
+                    .next_back()
+                    .unwrap_or(0);
+            }
+            "node" => {
+                let (url, _) = site.by_address(f.scheme, &f.path);
+                let script = format!(
+                    "fetch({url:?}, {{headers: {{'user-agent': {ua:?}}}, redirect: 'manual'}})\
+                     .then(r => console.log(r.status)).catch(e => {{ console.log(0); console.error(e); }})",
+                    ua = f.ua
+                );
+                let o = Command::new("node")
+                    .args(["-e", &script])
+                    .env("NODE_TLS_REJECT_UNAUTHORIZED", "0")
+                    .env("NODE_NO_WARNINGS", "1")
+                    .output()
+                    .expect("node runs");
+                out[i] = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0);
+            }
+            _ => python.push(i),
+        }
+    }
+    if !python.is_empty() {
+        let jobs: Vec<Value> = python
+            .iter()
+            .map(|&i| {
+                let f = &fetches[i];
+                let (url, host) = site.by_address(f.scheme, &f.path);
+                serde_json::json!({"client": f.client, "url": url, "host": host, "ua": f.ua})
+            })
+            .collect();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parsers/clients.py");
+        let o = Command::new(venv_python())
+            .arg(script)
+            .arg(serde_json::to_string(&jobs).unwrap())
+            .output()
+            .expect("the venv's python runs");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), python.len(), "one line per job: {text}\n{}", String::from_utf8_lossy(&o.stderr));
+        for (&i, line) in python.iter().zip(lines) {
+            out[i] = line.split(' ').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+            assert!(out[i] != 0, "{line}");
+        }
+    }
+    out
+}
+
+const CLIENTS: [&str; 9] = ["curl", "wget", "requests", "httpx", "httpx-h2", "aiohttp", "urllib", "node", "scrapy"];
+
+#[test]
+fn libraries_with_a_browsers_user_agent_are_refused_disallowed_pages_and_recorded() {
+    let site = Site::start("");
+    let mut fetches = Vec::new();
+    for client in CLIENTS {
+        for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA), ("safari", SAFARI_UA)] {
+            for scheme in ["https", "http"] {
+                fetches.push(Fetch { client, ua, scheme, path: format!("/private/{client}-{ua_name}-{scheme}") });
+                fetches.push(Fetch { client, ua, scheme, path: format!("/open/{client}-{ua_name}-{scheme}") });
+            }
+        }
+    }
+    let statuses = run_clients(&site, &fetches);
+    let mut missed_https = Vec::new();
+    let mut missed_http = Vec::new();
+    for (f, status) in fetches.iter().zip(&statuses) {
+        if f.path.starts_with("/open/") {
+            assert_eq!(*status, 200, "{} {} {}: an allowed page", f.client, f.ua, f.path);
+        } else if *status != 403 {
+            if f.scheme == "https" { &mut missed_https } else { &mut missed_http }.push(format!("{} {status}", f.path));
+        }
+    }
+    // Over https every one is caught; over http all but what the scheme
+    // hides (none of these today).
+    assert!(missed_https.is_empty(), "not refused over https: {missed_https:?}");
+    let http_total = fetches.iter().filter(|f| f.scheme == "http" && f.path.starts_with("/private/")).count();
+    assert!(missed_http.len() * 20 <= http_total, "over http, at least 95% refused: missed {missed_http:?}");
+    // Each refusal recorded as a disguised robot, with its signs.
+    let records = site.records();
+    for f in fetches.iter().filter(|f| f.path.starts_with("/private/") && f.scheme == "https") {
+        let r = records
+            .iter()
+            .find(|r| r["path"] == f.path.as_str())
+            .unwrap_or_else(|| panic!("no record of {}: {records:#?}", f.path));
+        assert_eq!(r["category"], "disguised", "{r}");
+        assert!(r["signs"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
+        assert!(r.get("evidence").is_none(), "strong evidence: {r}");
+    }
+    assert!(!site.origin.saw("/private/curl-chrome-https"));
+}
+
+#[test]
+fn log_records_without_refusing_and_off_judges_nothing() {
+    for (mode, status, recorded) in [("log", 200, true), ("off", 200, false)] {
+        let site = Site::start(&format!("      disguised: {mode}"));
+        let fetches = [Fetch { client: "curl", ua: CHROME_UA, scheme: "https", path: "/private/x".into() }];
+        assert_eq!(run_clients(&site, &fetches), vec![status], "{mode}");
+        let records = site.records();
+        assert_eq!(records.iter().any(|r| r["path"] == "/private/x"), recorded, "{mode}: {records:#?}");
+    }
+}
