@@ -275,7 +275,11 @@ pub(crate) fn is_app(ua: &[u8]) -> bool {
         pattern.push_str(r"\(khtml, like gecko\) mobile/[0-9a-z]+ [^s ]|");
         // Amazon's Fire TV models (`AFTT`, `AFTMM`), as a whole word.
         pattern.push_str("(?:^|[^a-z0-9])aft[a-z]{1,3}(?:[^a-z0-9]|$))");
-        regex_automata::meta::Regex::new(&pattern).expect("a fixed pattern of escaped literals compiles")
+        // Bytes, not text: `[^s ]` may match a byte of no UTF-8 character.
+        regex_automata::meta::Builder::new()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build(&pattern)
+            .expect("a fixed pattern of escaped literals and byte classes compiles")
     });
     app.is_match(ua)
 }
