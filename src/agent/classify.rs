@@ -23,7 +23,7 @@ use super::frozen;
 use super::grammar;
 use super::unknown::{self, Signals};
 use super::vocab::{first_word_is_browser, REFERENCE_BROWSERS};
-use super::words::{in_url, preceded_by_like};
+use super::words::{contains_ci, in_url, preceded_by_like};
 use super::{Agent, AgentKind, Claim};
 
 /// Only the first this many bytes of a User-Agent are examined.
@@ -113,6 +113,31 @@ fn announced_name<'a>(ua: &'a [u8], bot: &Bot, announced: &[&'a str], scan: &Sca
     }
     // Any other name a tool's user gives itself: `Ruby, Twurly v1.1`.
     name.filter(|n| !of_family(n))
+}
+
+/// Whether a database robot is named only by weak evidence (issue #68): a
+/// name that is no robot word (`Seekr`, `PocketCasts`) in a person's app
+/// (a WebView's string with an app's token after it, a podcast app giving
+/// its build, a TV, a mail client: [`grammar::is_app`]), with no
+/// `compatible;` and no robot's contact (`+http://...`, an e-mail address)
+/// to say a robot wrote it. An app may share its name with a robot, or
+/// a maintained list may name an app; such a match is recorded, not
+/// refused, unless the site enforces weak evidence. HTTP libraries and
+/// tools (`okhttp`, `Dalvik`-era clients) stay as they are: a library is
+/// what a tool runs on.
+///
+/// Cost: a few comparisons for a robot word name (most entries); else one
+/// scan for `compatible`/contact marks and the app matcher over the UA.
+fn known_weak(ua: &[u8], bot: &Bot) -> bool {
+    if bot.category == Category::Tool
+        || unknown::is_robot_name(&bot.name)
+        || bot.ua.iter().any(|l| unknown::is_robot_name(l.trim_end_matches('*')))
+    {
+        return false;
+    }
+    let robot_marks =
+        contains_ci(ua, "compatible") || contains_ci(ua, "+http") || contains_ci(ua, "+www.") || ua.contains(&b'@');
+    !robot_marks && grammar::is_app(ua)
 }
 
 /// What follows `token`'s `/` in `ua`, when `token` is a slice of `ua`
@@ -238,7 +263,7 @@ impl Classifier {
                 operator: Some(&bot.operator),
                 also,
                 ignores: super::Ignored::of(&bot.extensions),
-                weak_evidence: false,
+                weak_evidence: known_weak(ua, bot),
                 disguise: super::disguise::Findings::NONE,
             };
         }
@@ -577,6 +602,30 @@ bots:
         let text = "version: 1\nbots:\n  - name: Bad\n    operator: x\n    category: seo\n    robots_tokens: [Bad]\n    ua: [AppleWebKit]\n    obeys_robots: true\n";
         let err = Classifier::new(&BotDb::from_yaml(text).unwrap()).unwrap_err();
         assert!(matches!(err, DbError::MatchesBrowser { index: 0, .. }), "{err}");
+    }
+
+    /// Issue #68: a database name that is no robot word, in a person's app
+    /// (a WebView with the app's token after it, a podcast app that gives
+    /// its build), is weak evidence; a robot's contact, `compatible;` or a
+    /// robot word keeps it strong, and so does the same name elsewhere.
+    #[test]
+    fn issue_68_a_known_name_in_a_persons_app_is_weak() {
+        let c = Classifier::builtin();
+        let webview = "Mozilla/5.0 (Linux; Android 13; SM-A536B Build/TP1A.220624.014; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.6099.144 Mobile Safari/537.36";
+        for ua in [format!("{webview} Seekr/4.2"), "PocketCasts/7.57 build 9312/Android 29".to_owned()] {
+            let a = c.classify(ua.as_bytes());
+            assert!(a.is_known() && a.weak_evidence, "{ua}: {a:?}");
+        }
+        for ua in [
+            format!("{webview} Seekr/4.2 (+https://seekr.example/bot)"),
+            "Seekr/4.2".to_owned(),
+            "PocketCasts/1.0 (+http://pocketcasts.com/)".to_owned(),
+            "Mozilla/5.0 (compatible; SeekportBot; +https://bot.seekport.com)".to_owned(),
+            format!("{webview} (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+        ] {
+            let a = c.classify(ua.as_bytes());
+            assert!(a.is_known() && !a.weak_evidence, "{ua}: {a:?}");
+        }
     }
 
     #[test]

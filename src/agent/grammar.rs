@@ -68,12 +68,38 @@ fn vendor_product(name: &[u8]) -> bool {
 }
 
 /// A field like `Android 10`, `Android 8.1.0`, `Android`: the next device
-/// field names the model.
+/// field names the model. A misspelt platform word (`Andr0id 9`, `Andriod
+/// 9`, as some televisions' firmware writes it, issue #68) is read the same:
+/// a spelling mistake is no evidence of a robot.
 fn is_android_field(field: &[u8]) -> bool {
-    let Some(rest) = field.get(..7).filter(|p| p.eq_ignore_ascii_case(b"android")).map(|_| &field[7..]) else {
+    let Some(rest) = field.get(..7).filter(|p| is_android_word(p)).map(|_| &field[7..]) else {
         return false;
     };
     rest.is_empty() || (rest[0] == b' ' && rest[1..].iter().all(|b| b.is_ascii_digit() || *b == b'.'))
+}
+
+/// Whether a seven-byte word is `Android` (any case), or a misspelling of
+/// it: a digit for a like-looking letter (`Andr0id`, `Andro1d`) or two
+/// neighbouring letters swapped (`Andriod`, `Adnroid`). Cost: 7 bytes.
+pub(super) fn is_android_word(word: &[u8]) -> bool {
+    const ANDROID: &[u8; 7] = b"android";
+    if word.len() != 7 {
+        return false;
+    }
+    let mut w = [0u8; 7];
+    for (o, &b) in w.iter_mut().zip(word) {
+        *o = match b.to_ascii_lowercase() {
+            b'0' => b'o',
+            b'1' | b'l' => b'i',
+            c => c,
+        };
+    }
+    if &w == ANDROID {
+        return true;
+    }
+    // One swap of neighbours, the first letter kept (`Andriod`).
+    let Some(i) = (1..6).find(|&i| w[i] != ANDROID[i]) else { return false };
+    w[i] == ANDROID[i + 1] && w[i + 1] == ANDROID[i] && w[i + 2..] == ANDROID[i + 2..] && w[0] == b'a'
 }
 
 /// A field that comes between the Android version and the model without
@@ -158,16 +184,21 @@ fn appended_after_browser(head: &[u8]) -> bool {
 /// robot: an Apple app (`Podcasts/1555.2.1 CFNetwork/1237 Darwin/20.4.0`),
 /// an Electron app (`Notion/2.0.8 Chrome/... Electron/13.6.3`), a mobile app
 /// whose first comment opens with its reverse-DNS id (`CastBox/8.22.1
-/// (fm.castbox.audiobook.radio.podcast; build:166; Android 11)`), a
-/// television or console, an in-app browser, a feature phone's WAP
-/// browser (`Profile/MIDP-2.0`), a mail client.
+/// (fm.castbox.audiobook.radio.podcast; build:166; Android 11)`), an app
+/// that gives its build number (`Foo Podcasts/1.2 build 345/Android 29`,
+/// issue #68), Android's WebView (`; wv)`, `Version/4.0 Chrome/`: the
+/// shape Chrome's documentation gives for WebView, developer.chrome.com
+/// "User-Agent strings"), a television or console, an in-app browser, a
+/// feature phone's WAP browser (`Profile/MIDP-2.0`), a mail client.
 ///
-/// Not evidence of a person by itself: a robot's own evidence (a robot word
-/// such as `bot` or `crawler`, a contact address, a library) still makes a
-/// robot; only a weak robot word (`podcast`, `capture`, `mirror`) gives way
-/// to it ([`super::unknown`]). Cost: O(length) with a few short needles;
-/// runs for robots and for `robotgate classify`'s report, not for a
-/// browser's request.
+/// Not evidence of a person by itself: a robot's own evidence (a robot
+/// word such as `bot` or `crawler`, a contact address, a library) still
+/// makes a robot, though in such a string a robot word or a database name
+/// without a robot's contact or `compatible;` is weak evidence (issue #68,
+/// [`super::unknown`], [`super::Classifier::classify`]); a weak robot word
+/// alone (`podcast`, `capture`, `mirror`) gives way to it. Cost: one pass
+/// of a literal matcher over at most 1 KiB; runs for robots and for
+/// `robotgate classify`'s report, not for a browser's request.
 pub(crate) fn is_app(ua: &[u8]) -> bool {
     const NEEDLES: &[&str] = &[
         "cfnetwork/",
@@ -194,7 +225,6 @@ pub(crate) fn is_app(ua: &[u8]) -> bool {
         "outlook",
         "profile/midp",
         "appletv",
-        "aft",
         "roku",
         "kodi/",
         "libvlc/",
@@ -204,7 +234,10 @@ pub(crate) fn is_app(ua: &[u8]) -> bool {
         "stagefright",
         "applecoremedia",
         "tpapi",
+        // Android WebView's reduced and classic strings.
+        "version/4.0 chrome/",
     ];
+    static APP: std::sync::OnceLock<regex_automata::meta::Regex> = std::sync::OnceLock::new();
     let ua = &ua[..ua.len().min(1024)];
     if let Some(open) = ua.iter().position(|&b| b == b'(') {
         // `App/1.0 (com.example.app; ...)`: a reverse-DNS id first.
@@ -228,7 +261,27 @@ pub(crate) fn is_app(ua: &[u8]) -> bool {
             return true;
         }
     }
-    NEEDLES.iter().any(|n| ua.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n.as_bytes())))
+    let app = APP.get_or_init(|| {
+        let mut pattern = String::from("(?i-u)(?:");
+        for n in NEEDLES {
+            pattern.push_str(&regex_syntax::escape(n));
+            pattern.push('|');
+        }
+        // An app's build number: `build 345`, `build:166` (not `Build/`,
+        // Android's build id after a model).
+        pattern.push_str("(?:^|[^a-z0-9])build[ :][0-9]|");
+        // An iOS app's WKWebView: the engine and `Mobile/15E148`, then the
+        // app's own token where Safari's would stand.
+        pattern.push_str(r"\(khtml, like gecko\) mobile/[0-9a-z]+ [^s ]|");
+        // Amazon's Fire TV models (`AFTT`, `AFTMM`), as a whole word.
+        pattern.push_str("(?:^|[^a-z0-9])aft[a-z]{1,3}(?:[^a-z0-9]|$))");
+        // Bytes, not text: `[^s ]` may match a byte of no UTF-8 character.
+        regex_automata::meta::Builder::new()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build(&pattern)
+            .expect("a fixed pattern of escaped literals and byte classes compiles")
+    });
+    app.is_match(ua)
 }
 
 /// Whether a literal is a distinctive name rather than a word of a
@@ -320,7 +373,17 @@ fn field(ua: &[u8], start: usize, end: usize, vendor: bool, android: &mut bool, 
         // The model, up to `Build/` and the build id with it.
         r.push(start, end);
         *android = false;
+    } else if is_build_field(text) {
+        // `(Linux; U; Andr0id 4.4; CRAWLER-X Build/KOT49H)`: a field that
+        // ends in Android's build id is a device model wherever it stands.
+        r.push(start, end);
     }
+}
+
+/// Whether a comment field is a device model with Android's build id
+/// (`SM-G960F Build/PPR1.180610.011`): a model, a space, `Build/`.
+fn is_build_field(field: &[u8]) -> bool {
+    field.windows(7).position(|w| w.eq_ignore_ascii_case(b" build/")).is_some_and(|i| i > 0)
 }
 
 #[cfg(test)]
@@ -346,6 +409,51 @@ mod tests {
         ] {
             assert!(!is_app(ua.as_bytes()), "{ua}");
         }
+    }
+
+    /// Issue #68: a WebView's string with an app's token after it, an app
+    /// that gives its build, an iOS app's WKWebView, a Fire TV are people's
+    /// apps; a word with `aft` inside is not a Fire TV.
+    #[test]
+    fn issue_68_more_apps_by_shape() {
+        for ua in [
+            // developer.chrome.com "User-Agent strings": WebView's `Version/4.0 Chrome/`.
+            "Mozilla/5.0 (Linux; Android 10) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/120.0.0.0 Mobile Safari/537.36 QuuxApp/2.1",
+            "Quux Podcasts/1.2 build 345/Android 29",
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 QuuxApp/3.0",
+            "Mozilla/5.0 (Linux; Android 9; AFTMM Build/PS7242) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36",
+        ] {
+            assert!(is_app(ua.as_bytes()), "{ua}");
+        }
+        for ua in [
+            "CraftBot/1.0 (+https://craft.example/bot)",
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1",
+            "Quux/1.0 (Build/1.2)",
+        ] {
+            assert!(!is_app(ua.as_bytes()), "{ua}");
+        }
+    }
+
+    /// Issue #68: a misspelt platform word and a build field are read as
+    /// Android's: the model beside them is a slot, never evidence.
+    #[test]
+    fn issue_68_misspelt_android_and_build_fields() {
+        for w in ["Android", "ANDROID", "Andr0id", "Andro1d", "Andriod", "Adnroid", "Androdi"] {
+            assert!(is_android_word(w.as_bytes()), "{w}");
+        }
+        for w in ["Androids", "Andrxid", "Bndroid", "Android7", "nAdroid"] {
+            assert!(!is_android_word(w.as_bytes()), "{w}");
+        }
+        let chrome = "AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+        assert_eq!(slots(&format!("Mozilla/5.0 (Linux; Andr0id 9; SpiderTV 55) {chrome}")), ["SpiderTV 55"]);
+        assert_eq!(
+            slots(&format!("Mozilla/5.0 (Linux; U; Andriod 4.4; CrawlerX Build/KOT49H) {chrome}")),
+            ["CrawlerX Build/KOT49H"]
+        );
+        assert_eq!(
+            slots(&format!("Mozilla/5.0 (Linux; U; Linux 3.4; BotBox Build/KOT49H) {chrome}")),
+            ["BotBox Build/KOT49H"]
+        );
     }
 
     fn slots(ua: &str) -> Vec<&str> {

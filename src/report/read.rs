@@ -66,6 +66,10 @@ pub struct RecordView<'a> {
     pub identity: Option<Cow<'a, str>>,
     /// Action taken.
     pub action: Cow<'a, str>,
+    /// The record's `"evidence": "weak"`: an unknown robot named only by
+    /// weak evidence, only recorded under `policy.weak_evidence: log`
+    /// (issues #53, #68).
+    pub weak_evidence: bool,
     /// Status returned.
     pub status: u16,
     /// Violations this record stands for.
@@ -99,6 +103,7 @@ impl<'a> RecordView<'a> {
             robots_seen: r.robots_seen,
             identity: r.identity.map(b),
             action: b(r.action),
+            weak_evidence: r.evidence == Some("weak"),
             status: r.status,
             count: r.count,
             first: r.first.as_deref().map(b),
@@ -295,6 +300,8 @@ struct Raw<'a> {
     identity: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     action: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    evidence: Option<Cow<'a, str>>,
     #[serde(default)]
     status: u16,
     #[serde(default = "one")]
@@ -364,6 +371,7 @@ impl<'a> Raw<'a> {
             robots_seen: self.robots_seen,
             identity: self.identity,
             action: self.action,
+            weak_evidence: self.evidence.as_deref() == Some("weak"),
             status: self.status,
             count: self.count,
             first: self.first,
@@ -417,6 +425,34 @@ mod tests {
             })
             .unwrap();
         assert_eq!(n, 1);
+    }
+
+    /// Issue #68: the report says how many violations were only recorded
+    /// because their robot was named only by weak evidence, in all and
+    /// robot by robot.
+    #[test]
+    fn issue_68_weak_evidence_is_counted() {
+        let weak = Record {
+            bot: Some("Zorblax".into()),
+            evidence: Some("weak"),
+            action: "log",
+            count: 4,
+            ..sample("192.0.2.1", "Zorblax/3.1", "/private/a", 3, "2026-01-01T00:00:00Z".into())
+        };
+        let strong = sample("192.0.2.2", "GPTBot/1.0", "/private/b", 3, "2026-01-01T00:00:01Z".into());
+        let log = format!("{}\n{}\n", line(&weak), line(&strong));
+        let mut summary = crate::report::Summary::new(crate::report::Filter::default());
+        feed(log.as_bytes(), "log", &mut summary).unwrap();
+        let report = crate::report::Report::from_summary(&summary);
+        assert_eq!((report.violations, report.weak_evidence), (5, 4));
+        let bots = &report.sites[0].bots;
+        let of = |name: &str| bots.iter().find(|b| b.bot == name).map(|b| b.weak_evidence);
+        assert_eq!((of("Zorblax"), of("GPTBot")), (Some(4), Some(0)));
+        let mut text = Vec::new();
+        crate::report::render::render(&summary, crate::report::render::Format::Text, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("of which 4 only recorded"), "{text}");
+        assert!(text.contains("weak evidence 4 (only recorded)"), "{text}");
     }
 
     #[test]

@@ -32,6 +32,11 @@ pub struct Report {
     pub stale_robots: u64,
     /// Records and overflow lines skipped by the filter.
     pub filtered_out: u64,
+    /// Violations only recorded, not refused or paced, because their robot
+    /// was named only by weak evidence (`"evidence": "weak"`,
+    /// `policy.weak_evidence: log`, issue #68): what the default let
+    /// through. Each robot's share is its `weak_evidence`.
+    pub weak_evidence: u64,
     /// Violations the proxy could only count (overflow lines): in the total
     /// and the series over time, under no site or bot.
     pub overflow: u64,
@@ -158,6 +163,10 @@ pub struct BotReport {
     pub identity: Identity,
     /// Violations per action, most first.
     pub actions: Vec<NamedCount>,
+    /// Violations only recorded, not refused or paced, because the robot
+    /// was named only by weak evidence (`policy.weak_evidence: log`,
+    /// issue #68): what the default let through.
+    pub weak_evidence: u64,
     /// Rules broken, most violations first.
     pub rules: Vec<BotRule>,
     /// Violations of rules not listed.
@@ -311,6 +320,7 @@ impl Report {
             records: summary.records,
             stale_robots: summary.stale_robots,
             filtered_out: summary.filtered,
+            weak_evidence: summary.weak_evidence,
             overflow: summary.overflow,
             undated: summary.undated,
             other_hours: summary.other_hours,
@@ -436,6 +446,7 @@ fn bot(b: &BotStats, s: &SiteStats) -> BotReport {
             other: b.identity[3],
         },
         actions: named(&b.actions),
+        weak_evidence: b.weak_evidence,
         rules,
         other_rules: b.other_rules,
     }

@@ -32,11 +32,13 @@
 mod browser;
 mod evidence;
 mod name;
+mod strength;
 mod token;
 
 use self::browser::impossible_shape;
 use self::evidence::{evidence_if_hit, findings, has_evidence, Findings, WordEvidence};
 use self::name::pick_name;
+use self::strength::{named_tool, weak_evidence};
 use self::token::{as_str, is_robot_word, name_ok, trim_name};
 use super::vocab::{first_word_is_browser, is_browser_vocabulary};
 use super::words::{contains_ci, email_at, plus_domain_at, url_at, DeviceModel, Words};
@@ -84,36 +86,9 @@ impl Signals<'_> {
 pub(super) struct Unknown<'a> {
     /// The product name the robot announces, if one could be picked.
     pub name: Option<&'a str>,
-    /// Named only by weak evidence ([`weak_evidence`]): recorded, but not
-    /// refused or paced unless the site says so (issue #53).
+    /// Named only by weak evidence ([`strength`]): recorded, but not
+    /// refused or paced unless the site says so (issues #53, #68).
     pub weak: bool,
-}
-
-/// Whether what makes a UA a robot is only weak evidence (issue #53), so
-/// that a mistake costs a person nothing: a weak robot word (`podcast`,
-/// `capture`, `mirror`, `HeadlessChrome`), a generic one that is not where
-/// a robot names itself (`... Spider ...`), a bare URL (a home page), or
-/// no evidence at all, only a shape no browser sends.
-///
-/// Strong, as before: a distinctive strong robot word (`ExampleBot`,
-/// `FooCrawler`); an HTTP library or runtime (`python-requests`, `Java/`);
-/// a robot's contact (an e-mail address, `+http://...`, `+example.org`); a
-/// generic robot word first in the string or right after `compatible;`
-/// (`crawler/1.0`, `(compatible; Spider)`); a nameable word after
-/// `compatible;` beside any robot evidence (`(compatible; Cludo;
-/// http://...)`). A database robot's token is never weak (the classifier
-/// does not ask).
-fn weak_evidence(ua: &[u8], f: &Findings) -> bool {
-    let generic_named = f.generic_strong && f.generic.is_some_and(|g| g.start == 0 || after_compatible(ua, g.start));
-    let compat_named = f.compat.is_some() && f.evidence;
-    !(f.robot.is_some() || f.library.is_some() || f.lang.is_some() || f.contact_strong || generic_named || compat_named)
-}
-
-/// Whether the word at `start` comes right after `compatible;` (`(compatible;
-/// Spider)`).
-fn after_compatible(ua: &[u8], start: usize) -> bool {
-    let before = ua[..start].iter().rposition(|&b| !matches!(b, b' ' | b';' | b',' | b'+')).map_or(0, |i| i + 1);
-    before >= 10 && ua[before - 10..before].eq_ignore_ascii_case(b"compatible")
 }
 
 /// A browser that names itself so (`QtWeb Internet Browser/3.7
@@ -189,7 +164,9 @@ pub(super) fn analyze<'a>(ua: &'a [u8], sig: &Signals<'_>) -> Option<Unknown<'a>
     if is_plus_brand(ua, &f) {
         return None;
     }
-    Some(Unknown { name: pick_name(ua, &f), weak: true })
+    // Issue #68: a tool's product tokens alone, or an operator's family
+    // name, is what a robot says of itself.
+    Some(Unknown { name: pick_name(ua, &f), weak: !named_tool(ua, &f) })
 }
 
 /// Whether `name` is a robot word (`ExampleBot`, `FooCrawler`): a name a
@@ -272,8 +249,8 @@ pub(super) mod tests {
             "MirrorSync/2.0",
             "Mozilla/5.0 (X11; Linux x86_64) Web Spider Deluxe",
             "Foo/1.0 (http://foo.example/)",
-            // No evidence at all: a shape only.
-            "Zorblax/3.1",
+            // No evidence at all but a shape (issue #68: a product alone,
+            // `Zorblax/3.1`, is a tool's, and strong).
             "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 abuse.example.fr",
         ] {
             assert_eq!(weak(ua), Some(true), "{ua}");

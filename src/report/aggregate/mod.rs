@@ -161,6 +161,8 @@ pub struct Summary {
     pub(super) violations: u64,
     /// Records counted.
     pub(super) records: u64,
+    /// Violations of records with `"evidence": "weak"` (issue #68).
+    pub(super) weak_evidence: u64,
     /// `stale-robots` records' requests: not violations (RFC 9309 2.4).
     pub(super) stale_robots: u64,
     /// Records and overflow lines the filter skipped.
@@ -192,6 +194,7 @@ impl Summary {
             undated: 0,
             violations: 0,
             records: 0,
+            weak_evidence: 0,
             stale_robots: 0,
             filtered: 0,
             overflow: 0,
@@ -219,6 +222,9 @@ impl Summary {
             return;
         }
         self.violations = self.violations.saturating_add(n);
+        if r.weak_evidence {
+            self.weak_evidence = self.weak_evidence.saturating_add(n);
+        }
         widen(&mut self.first, &mut self.last, r);
         let cat = category_index(&r.category);
         self.add_hour(&r.time, cat, n);

@@ -55,6 +55,9 @@ pub struct BotStats {
     pub identity: [u64; 4],
     /// Violations per action taken.
     pub actions: NamedCounts,
+    /// Violations only recorded because the robot was named by weak
+    /// evidence (`"evidence": "weak"`, issue #68).
+    pub weak_evidence: u64,
     /// Violations per rule: `(index into the site's rules, count)`.
     pub rules: Vec<(u32, u64)>,
     /// Violations of rules past [`Limits::rules_per_bot`] or the site's caps.
@@ -73,6 +76,7 @@ impl BotStats {
             last: String::new(),
             identity: [0; 4],
             actions: NamedCounts::default(),
+            weak_evidence: 0,
             rules: Vec::new(),
             other_rules: 0,
         }
@@ -87,6 +91,9 @@ impl BotStats {
             add(&mut self.identity[slot], n);
         }
         self.actions.add(&r.action, n, limits.actions);
+        if r.weak_evidence {
+            add(&mut self.weak_evidence, n);
+        }
         match rule {
             Some(i) => {
                 if let Some(e) = self.rules.iter_mut().find(|e| e.0 == i) {

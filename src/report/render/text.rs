@@ -99,6 +99,13 @@ pub fn to_string(report: &Report) -> String {
             thousands(report.stale_robots)
         );
     }
+    if report.weak_evidence > 0 {
+        let _ = writeln!(
+            o,
+            "  of which {} only recorded: robots named only by weak evidence (policy.weak_evidence: log), marked weak below",
+            thousands(report.weak_evidence)
+        );
+    }
     if let Some(since) = &report.since {
         let _ = writeln!(o, "  since {}", clipped(since, 40));
     }
@@ -314,7 +321,11 @@ fn bot_row(o: &mut String, b: &BotReport) {
     );
     let actions: Vec<String> =
         b.actions.iter().take(3).map(|a| format!("{} {}", clipped(&a.name, 16), thousands(a.count))).collect();
-    let actions = actions.join(", ");
+    let mut actions = actions.join(", ");
+    if b.weak_evidence > 0 {
+        // Issue #68: what the default let through, robot by robot.
+        let _ = write!(actions, "; weak evidence {} (only recorded)", thousands(b.weak_evidence));
+    }
     match b.rules.first() {
         Some(r) => {
             let line = r.line.map_or("-".to_owned(), |l| l.to_string());

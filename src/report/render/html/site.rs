@@ -156,7 +156,7 @@ fn bot_table(s: &SiteReport, suffix: &str) -> Markup {
                                 ))),
                             }
                         }
-                        td { (Text(&action_counts(&b.actions))) }
+                        td { (Text(&action_counts(&b.actions))) @if b.weak_evidence > 0 { " (weak evidence: " (Text(&thousands(b.weak_evidence))) " only recorded)" } }
                     }
                 }
             }
