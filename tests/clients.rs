@@ -44,7 +44,11 @@ log:
 /// Send one GET with `headers` (name, raw value bytes) and return the status.
 fn raw_get(gate: &Gate, path: &str, headers: &[(&str, &[u8])]) -> u16 {
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n").into_bytes();
-    for (name, value) in headers {
+    let text: Vec<(&str, &str)> =
+        headers.iter().filter_map(|(k, v)| Some((*k, std::str::from_utf8(v).ok()?))).collect();
+    let browser: Vec<(&str, &[u8])> =
+        common::as_browser("http://127.0.0.1/", &text).into_iter().map(|(k, v)| (k, v.as_bytes())).collect();
+    for (name, value) in headers.iter().chain(&browser) {
         req.extend_from_slice(name.as_bytes());
         req.extend_from_slice(b": ");
         req.extend_from_slice(value);

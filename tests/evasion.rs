@@ -135,7 +135,7 @@ fn raw(port: u16, head: &str) -> (u16, String) {
 }
 
 fn get(port: u16, target: &str, ua: &str) -> (u16, String) {
-    raw(port, &format!("GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: {ua}"))
+    raw(port, &format!("GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: {ua}{}", common::browser_lines(ua)))
 }
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\nDisallow: /*.pdf$\nDisallow: /%7Euser/\n";

@@ -338,7 +338,10 @@ fn fetch_all(port: u16, targets: impl Iterator<Item = String>) -> usize {
     let mut conn = connect();
     let mut ok = 0;
     for target in targets {
-        let req = format!("GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {FIREFOX}\r\n\r\n");
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {FIREFOX}{}\r\n\r\n",
+            common::browser_lines(FIREFOX)
+        );
         let once = |conn: &mut BufReader<std::net::TcpStream>| -> Option<u16> {
             conn.get_mut().write_all(req.as_bytes()).ok()?;
             let mut status = String::new();

@@ -75,7 +75,7 @@ fn v1(source: SocketAddr, destination: SocketAddr) -> Vec<u8> {
 /// An HTTP/1.1 request for `/page` that closes the connection after its answer.
 fn request(headers: &[(&str, &str)]) -> Vec<u8> {
     let mut r = "GET /page HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n".to_owned();
-    for (k, v) in headers {
+    for (k, v) in headers.iter().copied().chain(as_browser("http://localhost/", headers)) {
         r.push_str(&format!("{k}: {v}\r\n"));
     }
     r.push_str("\r\n");
@@ -145,6 +145,11 @@ fn the_header_names_the_client_that_is_judged() {
     let out = Command::new("curl")
         .args(["-s", "--max-time", "10", "--haproxy-protocol", "-o", "/dev/null", "-w", "%{http_code}"])
         .args(["-H", &format!("User-Agent: {FIREFOX}")])
+        .args(
+            as_browser("http://127.0.0.1/", &[("User-Agent", FIREFOX)])
+                .iter()
+                .flat_map(|(k, v)| ["-H".to_owned(), format!("{k}: {v}")]),
+        )
         .arg(format!("http://127.0.0.1:{}/page", gate.port))
         .output()
         .expect("curl runs");
@@ -246,7 +251,7 @@ fn curl_from_127_0_0_2(url: &str, headers: &[(&str, &str)]) -> (String, String) 
     let mut cmd = Command::new("curl");
     cmd.args(["-s", "--max-time", "10", "--interface", "127.0.0.2", "-D", "-", "-o", "/dev/null"]);
     cmd.args(["-w", "%{http_code}"]);
-    for (k, v) in headers {
+    for (k, v) in headers.iter().copied().chain(as_browser(url, headers)) {
         cmd.args(["-H", &format!("{k}: {v}")]);
     }
     let out = cmd.arg(url).output().expect("curl runs");

@@ -36,8 +36,17 @@ fn make_cert(dir: &Path, name: &str, cn: &str, org: &str, days: u32) {
 /// `curl` over `--resolve`d names: (http version, status, subject of the
 /// server's certificate, headers and body).
 fn curl(args: &[&str]) -> (String, String, String) {
+    // A browser's User-Agent comes with the headers that browser sends (issue #67).
+    let ua = args.iter().position(|a| *a == "-A").and_then(|i| args.get(i + 1)).copied();
+    let browser: Vec<String> = ua
+        .map(|ua| as_browser("https://a.test/", &[("User-Agent", ua)]))
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|(k, v)| ["-H".to_owned(), format!("{k}: {v}")])
+        .collect();
     let out = Command::new("curl")
         .args(["-sSk", "-v", "--max-time", "10", "-o", "-", "-w", "\n%{http_version} %{http_code}"])
+        .args(&browser)
         .args(args)
         .output()
         .expect("curl runs");
@@ -242,7 +251,11 @@ fn h2_get(port: u16, host: &str, path: &str, headers: &[(&str, &str)]) -> (u16, 
 fn a_rust_http2_client_gets_the_same_answers() {
     let (_origin, _certs, tls_port, gate) = start();
     let get = |ua: &str, ip: &str, path: &str| {
-        h2_get(tls_port, "a.test", path, &[("user-agent", ua), ("x-forwarded-for", ip)])
+        let mut headers = vec![("user-agent", ua), ("x-forwarded-for", ip)];
+        headers.extend(as_browser("https://a.test/", &[("User-Agent", ua)]).into_iter().map(|(k, v)| (k, v)));
+        let headers: Vec<(String, &str)> = headers.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        h2_get(tls_port, "a.test", path, &headers)
     };
     assert_eq!(get(FIREFOX, "192.0.2.1", "/private/x"), (200, "origin /private/x".to_owned()));
     assert_eq!(get(GOOGLEBOT, "66.249.66.1", "/private/x").0, 200, "allowed bot");

@@ -383,19 +383,21 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)]) -> Resp {
     Resp { status, headers, body }
 }
 
-/// What the browser a test's [`FIREFOX`] or [`CHROME`] User-Agent names
-/// sends besides (issue #67), unless the test sets `Accept-Language` itself:
+/// What the browser a test's browser User-Agent ([`FIREFOX`], [`CHROME`],
+/// a person's phone…) names sends besides (issue #67), unless the test sets `Accept-Language` itself:
 /// tests that send a browser's User-Agent stand for a browser, and a
 /// browser's request is more than its User-Agent. On a potentially
 /// trustworthy origin (`127.0.0.1`, the tests' URLs) the secure-context set;
 /// to a public name over plain http (a test's own `Host`), the plain one.
 pub fn as_browser(url: &str, headers: &[(&str, &str)]) -> Vec<(&'static str, &'static str)> {
     let find = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
-    let ua = find("user-agent");
-    let chrome = ua == Some(CHROME);
-    if !(chrome || ua == Some(FIREFOX)) || find("accept-language").is_some() {
+    let Some(ua) = find("user-agent") else { return Vec::new() };
+    let browser = ua.starts_with("Mozilla/5.0 (") && ["Chrome/", "Firefox/", "Safari/"].iter().any(|t| ua.contains(t));
+    // A test that sets `Accept` or `Accept-Language` itself sends what it means to.
+    if !browser || find("accept-language").is_some() || find("accept").is_some() {
         return Vec::new();
     }
+    let chrome = ua.contains("Chrome/") && !ua.contains("iPhone") && !ua.contains("iPad");
     let host = find("host").unwrap_or_else(|| url.split("://").nth(1).unwrap_or("").split('/').next().unwrap_or(""));
     let name = host.rsplit_once(':').map_or(host, |(h, _)| h).trim_matches(['[', ']']);
     let secure = url.starts_with("https:")
@@ -413,13 +415,26 @@ pub fn as_browser(url: &str, headers: &[(&str, &str)]) -> Vec<(&'static str, &'s
     }
     out.extend([("Sec-Fetch-Site", "none"), ("Sec-Fetch-Mode", "navigate"), ("Sec-Fetch-Dest", "document")]);
     if chrome {
+        // Its brands carry its own major version, as Chromium's do.
+        let major = ua.split("Chrome/").nth(1).and_then(|v| v.split('.').next()).unwrap_or("0");
+        let brands: &'static str = Box::leak(
+            format!("\"Chromium\";v=\"{major}\", \"Google Chrome\";v=\"{major}\", \"Not-A.Brand\";v=\"99\"")
+                .into_boxed_str(),
+        );
         out.extend([
-            ("Sec-CH-UA", "\"Chromium\";v=\"124\", \"Google Chrome\";v=\"124\", \"Not-A.Brand\";v=\"99\""),
-            ("Sec-CH-UA-Mobile", "?0"),
+            ("Sec-CH-UA", brands),
+            ("Sec-CH-UA-Mobile", if ua.contains("Mobile") { "?1" } else { "?0" }),
             ("Sec-CH-UA-Platform", "\"Windows\""),
         ]);
     }
     out
+}
+
+/// [`as_browser`]'s headers for `ua` on loopback, as raw header lines each
+/// starting with `\r\n` (for requests written by hand); empty for a
+/// User-Agent that is not a browser's.
+pub fn browser_lines(ua: &str) -> String {
+    as_browser("http://127.0.0.1/", &[("User-Agent", ua)]).iter().map(|(k, v)| format!("\r\n{k}: {v}")).collect()
 }
 
 /// The sum of the samples of metric `name` (a prefix: `name{label="x"` picks

@@ -117,7 +117,19 @@ pub fn try_lines(port: u16) -> Vec<(String, u16, &'static str)> {
     };
     vec![
         (line(None, "/robots.txt"), 200, "robots.txt, served by robotgate"),
-        (line(Some(FIREFOX), "/private/report.html"), 200, "a browser: people are never blocked"),
+        (
+            format!(
+                "curl -si -A '{FIREFOX}' -H 'Accept-Language: en-US,en;q=0.5' -H 'Sec-Fetch-Site: none' \
+                 -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Dest: document' {base}/private/report.html"
+            ),
+            200,
+            "a browser (its User-Agent and the headers it sends): people are never blocked",
+        ),
+        (
+            line(Some(FIREFOX), "/private/report.html"),
+            403,
+            "a browser's User-Agent alone, without a browser's headers: a robot in disguise (policy.disguised)",
+        ),
         (line(Some(GOOGLEBOT), "/about.html"), 200, "Googlebot on an allowed page"),
         (line(Some(GOOGLEBOT), "/private/report.html"), 403, "Googlebot on a disallowed page (Disallow: /private/)"),
         (
