@@ -5,7 +5,15 @@
 use std::fs::Metadata;
 use std::path::Path;
 
-use super::file::Refusal;
+/// Why a file is refused by [`confined`]; the reader makes it a refusal of
+/// its own (`file::Refusal`), so this room needs nothing of the reader's.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// The system could not resolve or stat the path.
+    Unreadable(String),
+    /// The file lies outside what the customer's directory allows.
+    CustomerLink(String),
+}
 
 /// A customer's directory, and which links to follow in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,5 +95,6 @@ fn owner(meta: &Metadata) -> u32 {
 
 /// A file's device and inode.
 fn node(meta: &Metadata) -> (u64, u64) {
-    super::file::Stamp::of(meta).node
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }

@@ -354,7 +354,10 @@ fn look(
     let mut file = open(path).map_err(|e| Refusal::Unreadable(e.to_string()))?;
     let meta = file.metadata().map_err(|e| Refusal::Unreadable(e.to_string()))?;
     if let Some(confine) = confine {
-        confined(path, &meta, confine)?;
+        confined(path, &meta, confine).map_err(|r| match r {
+            super::confine::Refusal::Unreadable(why) => Refusal::Unreadable(why),
+            super::confine::Refusal::CustomerLink(why) => Refusal::CustomerLink(why),
+        })?;
     }
     if !meta.is_file() {
         return Err(Refusal::NotRegular(kind(&meta)));
