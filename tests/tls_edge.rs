@@ -252,7 +252,7 @@ fn a_rust_http2_client_gets_the_same_answers() {
     let (_origin, _certs, tls_port, gate) = start();
     let get = |ua: &str, ip: &str, path: &str| {
         let mut headers = vec![("user-agent", ua), ("x-forwarded-for", ip)];
-        headers.extend(as_browser("https://a.test/", &[("User-Agent", ua)]).into_iter().map(|(k, v)| (k, v)));
+        headers.extend(as_browser("https://a.test/", &[("User-Agent", ua)]));
         let headers: Vec<(String, &str)> = headers.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
         let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         h2_get(tls_port, "a.test", path, &headers)
