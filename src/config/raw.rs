@@ -533,6 +533,10 @@ pub struct RawConfig {
     /// `X-Forwarded-For` (default), `Forwarded` or `X-Real-IP`.
     #[serde(default)]
     pub client_header: Option<String>,
+    /// The header a trusted proxy writes the client's JA4 in (CloudFront's
+    /// `CloudFront-Viewer-JA4-Fingerprint`); absent: none is read.
+    #[serde(default)]
+    pub ja4_header: Option<String>,
     /// Logging.
     #[serde(default)]
     pub log: RawLog,
