@@ -538,6 +538,20 @@ fn libraries_sending_chromiums_whole_header_set_are_refused_by_their_client_hell
         assert!(signs.contains(&"tls-no-grease"), "{}: {signs:?}", f.path);
         assert!(r["ja4"].as_str().is_some_and(|j| j.len() == 36 && j.starts_with("t13")), "{r}");
     }
+    // `tls_evidence: weak` (a site behind a TLS-inspecting middlebox):
+    // recorded, not refused.
+    let site = Site::start("      tls_evidence: weak");
+    let fetches = [Fetch {
+        client: "curl",
+        ua: CHROME_UA,
+        scheme: "https",
+        path: "/private/weak".into(),
+        headers: CHROMIUM_HEADERS,
+    }];
+    assert_eq!(run_clients(&site, &fetches), vec![200]);
+    let records = site.records();
+    let r = records.iter().find(|r| r["path"] == "/private/weak").expect("recorded");
+    assert_eq!((r["category"].as_str(), r["action"].as_str()), (Some("disguised"), Some("log")), "{r}");
 }
 
 /// A JA4 is believed only from `trusted_proxies`, in the header named.

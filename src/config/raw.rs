@@ -161,6 +161,8 @@ pub struct RawPolicy {
     pub weak_evidence: Option<String>,
     /// `enforce` (default), `log` or `off` (issue #67).
     pub disguised: Option<String>,
+    /// `strong` (default) or `weak`: the ClientHello's signs (issue #67).
+    pub tls_evidence: Option<String>,
 }
 
 /// `policy.robots_change`: `{grace: 24h, action: pass}` by default.

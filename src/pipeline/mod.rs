@@ -440,6 +440,7 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         let classified = &mut self.classified;
         let (presented, scheme, host) = (self.facts.presented.as_ref(), self.facts.scheme, self.facts.host);
         let hello = self.facts.hello.as_ref();
+        let tls_weak = self.rules.policy.tls_evidence == policy::TlsEvidence::Weak;
         let classify = || {
             *classified += 1;
             let agent = match memo {
@@ -449,7 +450,8 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             // A browser is judged by the rest of its request (issue #67).
             match presented {
                 Some(p) if agent.kind == AgentKind::Browser => {
-                    agent.unmasked(disguise::judge(&Claim::of(ua), p, scheme, host, hello))
+                    let findings = disguise::judge(&Claim::of(ua), p, scheme, host, hello);
+                    agent.unmasked(if tls_weak { findings.tls_weak() } else { findings })
                 }
                 _ => agent,
             }

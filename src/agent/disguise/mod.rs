@@ -181,6 +181,12 @@ impl Findings {
         strong.chain(weak)
     }
 
+    /// The same, with the ClientHello's signs weak (`policy.tls_evidence: weak`).
+    pub fn tls_weak(self) -> Findings {
+        let tls = Sign::TlsNoGrease.bit() | Sign::TlsNoH2.bit() | Sign::TlsNoTls13.bit();
+        Findings { strong: self.strong & !tls, weak: self.weak | (self.strong & tls) }
+    }
+
     /// The signs' names, strong first (what a record lists).
     pub fn names(self) -> Vec<&'static str> {
         self.signs().map(|(s, _)| s.as_str()).collect()

@@ -267,3 +267,19 @@ fn tls_signs_from_an_app_or_through_a_named_proxy_are_weak() {
     let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Unknown, "a.example", Some(&edge));
     assert_eq!((f.names(), f.strong()), (vec!["tls-no-h2"], true));
 }
+
+#[test]
+fn tls_signs_can_be_made_weak_and_leave_the_others_as_they_are() {
+    let curl = tls(Some(false), Alpn::NotH2, true);
+    let mut lines = chromium_navigation();
+    lines.retain(|(k, _)| *k != "accept-language");
+    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "a.example", Some(&curl));
+    let w = f.tls_weak();
+    assert_eq!(f.signs().count(), w.signs().count());
+    assert_eq!(w.has(Sign::TlsNoGrease), Some(false));
+    assert_eq!(w.has(Sign::TlsNoH2), Some(false));
+    assert_eq!(w.has(Sign::NoAcceptLanguage), Some(true));
+    let only_tls =
+        judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&curl));
+    assert!(only_tls.strong() && !only_tls.tls_weak().strong() && only_tls.tls_weak().any());
+}
