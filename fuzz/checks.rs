@@ -618,19 +618,48 @@ pub fn disguise_headers(data: &[u8]) {
         }
     }
     let claim = Claim::of(ua.as_bytes());
+    // A JA4 an edge could send: any value that reads as one.
+    let edge = values.iter().find_map(|v| disguise::hello::from_edge(v));
     for scheme in [Scheme::Https, Scheme::Http, Scheme::Unknown] {
         for host in ["shop.example", "127.0.0.1:8080", ua] {
-            let f = disguise::judge(&claim, &presented, scheme, host);
+            let f = disguise::judge(&claim, &presented, scheme, host, None);
             assert!(!f.strong() || f.any());
             assert_eq!(f.names().len(), f.signs().count());
             if claim.family == disguise::Family::Other {
                 assert!(!f.any(), "only a claimed browser is judged");
+            }
+            if let Some(h) = &edge {
+                let g = disguise::judge(&claim, &presented, scheme, host, Some(h));
+                // The hello only adds signs.
+                assert!(f.signs().all(|(s, _)| g.has(s).is_some()));
+                assert!(g.has(disguise::Sign::TlsNoGrease).is_none(), "an edge's JA4 shows no GREASE");
             }
         }
     }
     for v in values {
         if let Some(b) = brands(v) {
             assert!(b.matches(0));
+        }
+    }
+}
+
+/// The ClientHello reader (issue #67): any bytes. It asks only for more
+/// than it has; what it reads is read the same with more bytes after it
+/// (it never takes a byte past the hello); a fingerprint is 36 ASCII bytes
+/// of JA4's shape, which the edge reader takes back with the same facts.
+pub fn client_hello(data: &[u8]) {
+    use robotgate::agent::disguise::hello::{from_edge, read, Read};
+    match read(data) {
+        Read::Need(n) => assert!(n > data.len(), "asked for {n} with {} there", data.len()),
+        Read::NotHello => {}
+        Read::Hello(h) => {
+            let text = h.ja4.as_str();
+            assert_eq!(text.len(), 36);
+            let back = from_edge(text).expect("its own JA4 reads back");
+            assert_eq!((back.tls13, back.alpn, back.ja4), (h.tls13, h.alpn, h.ja4));
+            let mut longer = data.to_vec();
+            longer.extend_from_slice(b"\x17\x03\x03 trailing bytes");
+            assert_eq!(read(&longer), Read::Hello(h));
         }
     }
 }

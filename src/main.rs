@@ -44,7 +44,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             cli::check::run(&robots_file, &user_agent, &urls, json, proxy, config.as_deref())
         }
         Command::Lint { format, config, files } => cli::lint::run(&files, format, config.as_deref()),
-        Command::Classify { headers: Some(head), scheme, .. } => cli::classify::request(&head, &scheme),
+        Command::Classify { headers: Some(head), scheme, ja4, .. } => {
+            cli::classify::request(&head, &scheme, ja4.as_deref())
+        }
         Command::Classify { robots, ip, user_agents, .. } => cli::classify::run(robots, ip, user_agents),
         Command::Verify { ip, user_agent, dns, feeds, json } => cli::verify::run(ip, &user_agent, dns, feeds, json),
         Command::Report { files, since, site, format, out } => {

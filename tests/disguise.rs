@@ -99,6 +99,11 @@ struct Site {
 
 impl Site {
     fn start(policy: &str) -> Site {
+        Site::start_with(policy, "")
+    }
+
+    /// With `top` (YAML lines) at the top of the configuration.
+    fn start_with(policy: &str, top: &str) -> Site {
         let origin = Origin::start();
         let certs = Certs::make();
         let tls_port = free_port();
@@ -109,6 +114,7 @@ listen:
   - address: "127.0.0.1:{tls_port}"
     tls: {{ cert: {cert}, key: {key} }}
 grace_period: 1
+{top}
 sites:
   - hosts: ["{HOST}"]
     default: true
@@ -324,7 +330,26 @@ struct Fetch {
     ua: &'static str,
     scheme: &'static str,
     path: String,
+    /// Sent besides the User-Agent (and Host).
+    headers: &'static [(&'static str, &'static str)],
 }
+
+/// What Chromium sends on a navigation over https besides its User-Agent
+/// (Debian's chromium 156 on this machine; the brand version is the
+/// User-Agent's, `CHROME_UA`).
+const CHROMIUM_HEADERS: &[(&str, &str)] = &[
+    ("sec-ch-ua", "\"Chromium\";v=\"142\", \"Google Chrome\";v=\"142\", \"Not_A Brand\";v=\"99\""),
+    ("sec-ch-ua-mobile", "?0"),
+    ("sec-ch-ua-platform", "\"Windows\""),
+    ("upgrade-insecure-requests", "1"),
+    ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
+    ("sec-fetch-site", "none"),
+    ("sec-fetch-mode", "navigate"),
+    ("sec-fetch-user", "?1"),
+    ("sec-fetch-dest", "document"),
+    ("accept-encoding", "gzip, deflate, br, zstd"),
+    ("accept-language", "en-US,en;q=0.9"),
+];
 
 /// Run `fetches` (their paths under `/private/` or not), each with its own
 /// client, and return each status.
@@ -337,6 +362,7 @@ fn run_clients(site: &Site, fetches: &[Fetch]) -> Vec<u16> {
                 let port = if f.scheme == "https" { site.tls_port } else { site.gate.port };
                 let o = Command::new("curl")
                     .args(["-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "-A", f.ua])
+                    .args(f.headers.iter().flat_map(|(k, v)| ["-H".to_owned(), format!("{k}: {v}")]))
                     .arg("--resolve")
                     .arg(format!("{HOST}:{port}:127.0.0.1"))
                     .arg(site.url(f.scheme, &f.path))
@@ -350,6 +376,7 @@ fn run_clients(site: &Site, fetches: &[Fetch]) -> Vec<u16> {
                     .args(["-q", "-S", "-O", "/dev/null", "--tries=1", "--timeout=10", "--no-check-certificate"])
                     .arg(format!("--user-agent={}", f.ua))
                     .arg(format!("--header=Host: {host}"))
+                    .args(f.headers.iter().map(|(k, v)| format!("--header={k}: {v}")))
                     .arg(url)
                     .output()
                     .expect("wget runs");
@@ -362,10 +389,15 @@ fn run_clients(site: &Site, fetches: &[Fetch]) -> Vec<u16> {
             }
             "node" => {
                 let (url, _) = site.by_address(f.scheme, &f.path);
+                let mut headers = serde_json::Map::new();
+                headers.insert("user-agent".into(), f.ua.into());
+                for (k, v) in f.headers {
+                    headers.insert((*k).into(), (*v).into());
+                }
                 let script = format!(
-                    "fetch({url:?}, {{headers: {{'user-agent': {ua:?}}}, redirect: 'manual'}})\
+                    "fetch({url:?}, {{headers: {headers}, redirect: 'manual'}})\
                      .then(r => console.log(r.status)).catch(e => {{ console.log(0); console.error(e); }})",
-                    ua = f.ua
+                    headers = Value::Object(headers)
                 );
                 let o = Command::new("node")
                     .args(["-e", &script])
@@ -384,7 +416,9 @@ fn run_clients(site: &Site, fetches: &[Fetch]) -> Vec<u16> {
             .map(|&i| {
                 let f = &fetches[i];
                 let (url, host) = site.by_address(f.scheme, &f.path);
-                serde_json::json!({"client": f.client, "url": url, "host": host, "ua": f.ua})
+                let headers: serde_json::Map<String, Value> =
+                    f.headers.iter().map(|(k, v)| ((*k).to_owned(), Value::from(*v))).collect();
+                serde_json::json!({"client": f.client, "url": url, "host": host, "ua": f.ua, "headers": headers})
             })
             .collect();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parsers/clients.py");
@@ -413,8 +447,20 @@ fn libraries_with_a_browsers_user_agent_are_refused_disallowed_pages_and_recorde
     for client in CLIENTS {
         for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA), ("safari", SAFARI_UA)] {
             for scheme in ["https", "http"] {
-                fetches.push(Fetch { client, ua, scheme, path: format!("/private/{client}-{ua_name}-{scheme}") });
-                fetches.push(Fetch { client, ua, scheme, path: format!("/open/{client}-{ua_name}-{scheme}") });
+                fetches.push(Fetch {
+                    client,
+                    ua,
+                    scheme,
+                    path: format!("/private/{client}-{ua_name}-{scheme}"),
+                    headers: &[],
+                });
+                fetches.push(Fetch {
+                    client,
+                    ua,
+                    scheme,
+                    path: format!("/open/{client}-{ua_name}-{scheme}"),
+                    headers: &[],
+                });
             }
         }
     }
@@ -451,9 +497,94 @@ fn libraries_with_a_browsers_user_agent_are_refused_disallowed_pages_and_recorde
 fn log_records_without_refusing_and_off_judges_nothing() {
     for (mode, status, recorded) in [("log", 200, true), ("off", 200, false)] {
         let site = Site::start(&format!("      disguised: {mode}"));
-        let fetches = [Fetch { client: "curl", ua: CHROME_UA, scheme: "https", path: "/private/x".into() }];
+        let fetches =
+            [Fetch { client: "curl", ua: CHROME_UA, scheme: "https", path: "/private/x".into(), headers: &[] }];
         assert_eq!(run_clients(&site, &fetches), vec![status], "{mode}");
         let records = site.records();
         assert_eq!(records.iter().any(|r| r["path"] == "/private/x"), recorded, "{mode}: {records:#?}");
+    }
+}
+
+/// Every scripted client that can be told which headers to send, each with
+/// Chromium's whole navigation header set over https: the headers show no
+/// sign, the ClientHello does (no GREASE; most offer `http/1.1` first).
+#[test]
+fn libraries_sending_chromiums_whole_header_set_are_refused_by_their_client_hello() {
+    let site = Site::start("");
+    let clients = ["curl", "wget", "requests", "httpx", "httpx-h2", "aiohttp", "urllib", "node"];
+    let mut fetches = Vec::new();
+    for client in clients {
+        for dir in ["private", "open"] {
+            let path = format!("/{dir}/copy-{client}");
+            fetches.push(Fetch { client, ua: CHROME_UA, scheme: "https", path, headers: CHROMIUM_HEADERS });
+        }
+    }
+    let statuses = run_clients(&site, &fetches);
+    let records = site.records();
+    for (f, status) in fetches.iter().zip(&statuses) {
+        if f.path.starts_with("/open/") {
+            assert_eq!(*status, 200, "{}: an allowed page", f.path);
+            continue;
+        }
+        assert_eq!(*status, 403, "{}: a disallowed page", f.path);
+        let r = records
+            .iter()
+            .find(|r| r["path"] == f.path.as_str())
+            .unwrap_or_else(|| panic!("no record of {}: {records:#?}", f.path));
+        assert_eq!(r["category"], "disguised", "{r}");
+        let signs: Vec<&str> = r["signs"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        // The header set itself is Chromium's: only the TLS stack tells.
+        assert!(signs.iter().all(|s| s.starts_with("tls-")), "{}: {signs:?}", f.path);
+        assert!(signs.contains(&"tls-no-grease"), "{}: {signs:?}", f.path);
+        assert!(r["ja4"].as_str().is_some_and(|j| j.len() == 36 && j.starts_with("t13")), "{r}");
+    }
+    // `tls_evidence: weak` (a site behind a TLS-inspecting middlebox):
+    // recorded, not refused.
+    let site = Site::start("      tls_evidence: weak");
+    let fetches = [Fetch {
+        client: "curl",
+        ua: CHROME_UA,
+        scheme: "https",
+        path: "/private/weak".into(),
+        headers: CHROMIUM_HEADERS,
+    }];
+    assert_eq!(run_clients(&site, &fetches), vec![200]);
+    let records = site.records();
+    let r = records.iter().find(|r| r["path"] == "/private/weak").expect("recorded");
+    assert_eq!((r["category"].as_str(), r["action"].as_str()), (Some("disguised"), Some("log")), "{r}");
+}
+
+/// A JA4 is believed only from `trusted_proxies`, in the header named.
+#[test]
+fn an_edges_fingerprint_counts_only_from_a_trusted_proxy() {
+    // requests' own fingerprint (tests/data/tls/requests.hello): http/1.1 first.
+    const REQUESTS_JA4: &str = "t13d1812h1_85036bcba153_b26ce05bbdd6";
+    for (trusted, status) in [("127.0.0.0/8", 403), ("10.0.0.0/8", 200)] {
+        let site = Site::start_with("", &format!("trusted_proxies: [\"{trusted}\"]\nja4_header: X-Client-JA4\n"));
+        let port = site.gate.port;
+        // What a browser sends over plain http, so that no header sign fires.
+        let o = Command::new("curl")
+            .args(["-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "-A", CHROME_UA])
+            .args([
+                "-H",
+                "Accept-Language: en-US,en;q=0.9",
+                "-H",
+                "Accept: text/html",
+                "-H",
+                "X-Forwarded-For: 198.51.100.7",
+            ])
+            .args(["-H", &format!("X-Client-JA4: {REQUESTS_JA4}")])
+            .args(["--resolve", &format!("{HOST}:{port}:127.0.0.1")])
+            .arg(format!("http://{HOST}:{port}/private/edge"))
+            .output()
+            .expect("curl runs");
+        let got: u16 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0);
+        assert_eq!(got, status, "trusted {trusted}");
+        if status == 403 {
+            let records = site.records();
+            let r = records.iter().find(|r| r["path"] == "/private/edge").expect("a record");
+            assert_eq!(r["signs"], serde_json::json!(["tls-no-h2"]), "{r}");
+            assert_eq!(r["ja4"], REQUESTS_JA4, "{r}");
+        }
     }
 }

@@ -393,3 +393,20 @@ fn disguise_headers_inputs() {
     );
     assert!(n >= 5);
 }
+
+#[test]
+fn client_hello_inputs() {
+    // The captured hellos (tests/data/tls), and shapes that end early.
+    let n = replay(
+        "client_hello",
+        checks::client_hello,
+        &[
+            b"",
+            b"\x16\x03\x01\x00\x04\x01\x00\x00\x00",
+            b"\x16\x03\x01\x40\x01",
+            b"\x16\x03\x01\x00\x05\x01\xff\xff\xff\x03",
+            b"GET / HTTP/1.1\r\n\r\n",
+        ],
+    );
+    assert!(n >= 13);
+}

@@ -78,6 +78,7 @@ pub(crate) fn record(b: &Books<'_>, d: &Decision<'_, '_>, hot: &mut Hot, scratch
         user_agent: &text(ua),
         robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
+        ja4: None,
     };
     // One record per worker, written over for each refusal: a repeat is
     // folded into the one its window keeps, and neither allocates once

@@ -106,6 +106,9 @@ pub(crate) fn decide<'s>(
         // ([`Fields`]): realip has walked it.
         peer: Peer::Socket(client_of(request)),
         headers: Fields::of(request),
+        // nginx's OpenSSL hides the ClientHello from a module: header
+        // evidence only (docs/edge.md).
+        hello: None,
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
     // A rate question goes to the shared store only while it answers (or

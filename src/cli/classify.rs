@@ -63,7 +63,7 @@ pub fn run(
 
 /// `classify --headers FILE`: one request's head judged as the pipeline
 /// judges a claimed browser (issue #67), as one JSON object.
-pub fn request(head: &std::path::Path, scheme: &str) -> anyhow::Result<ExitCode> {
+pub fn request(head: &std::path::Path, scheme: &str, ja4: Option<&str>) -> anyhow::Result<ExitCode> {
     use robotgate::agent::disguise::{self, Claim, Family, Presented, Scheme};
     let bytes = if head == std::path::Path::new("-") {
         let mut b = Vec::new();
@@ -104,11 +104,18 @@ pub fn request(head: &std::path::Path, scheme: &str) -> anyhow::Result<ExitCode>
         "http" => Scheme::Http,
         _ => Scheme::Unknown,
     };
+    let hello = match ja4 {
+        Some(text) => Some(
+            disguise::hello::from_edge(text)
+                .with_context(|| format!("`{text}` is not a JA4 fingerprint of a TLS connection"))?,
+        ),
+        None => None,
+    };
     let classifier = robotgate::agent::Classifier::builtin();
     let agent = classifier.classify(ua.as_bytes());
     let claim = Claim::of(ua.as_bytes());
     let findings = if agent.kind == robotgate::agent::AgentKind::Browser {
-        disguise::judge(&claim, &presented, scheme, host)
+        disguise::judge(&claim, &presented, scheme, host, hello.as_ref())
     } else {
         disguise::Findings::NONE
     };
@@ -129,6 +136,9 @@ pub fn request(head: &std::path::Path, scheme: &str) -> anyhow::Result<ExitCode>
     line["disguised"] = agent.disguised().into();
     line["refused_by_default"] = findings.strong().into();
     line["signs"] = signs.into();
+    if let Some(h) = hello {
+        line["ja4"] = h.ja4.as_str().into();
+    }
     println!("{line}");
     Ok(ExitCode::SUCCESS)
 }

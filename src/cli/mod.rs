@@ -212,6 +212,10 @@ pub enum Command {
         /// With `--headers`: the scheme the client's own connection used.
         #[arg(long, default_value = "https", value_parser = ["https", "http", "unknown"])]
         scheme: String,
+        /// With `--headers`: the JA4 fingerprint of the client's
+        /// ClientHello (as an edge computes it), judged with the headers.
+        #[arg(long, value_name = "FINGERPRINT", requires = "headers")]
+        ja4: Option<String>,
         /// User-Agent strings; none means read stdin.
         user_agents: Vec<String>,
     },

@@ -88,6 +88,9 @@ pub struct Settings {
     pub trusted_proxies: Vec<Cidr>,
     /// The header they write the client's address in.
     pub client_header: ClientHeader,
+    /// The header they write the client's JA4 fingerprint in, in lower
+    /// case (issue #67); `None`: no edge's fingerprint is read.
+    pub ja4_header: Option<String>,
     /// The header each fact of an edge's original request is read from.
     pub auth_headers: crate::net::edge::EdgeHeaders,
     /// Extra bot database.

@@ -161,6 +161,8 @@ pub struct RawPolicy {
     pub weak_evidence: Option<String>,
     /// `enforce` (default), `log` or `off` (issue #67).
     pub disguised: Option<String>,
+    /// `strong` (default) or `weak`: the ClientHello's signs (issue #67).
+    pub tls_evidence: Option<String>,
 }
 
 /// `policy.robots_change`: `{grace: 24h, action: pass}` by default.
@@ -533,6 +535,10 @@ pub struct RawConfig {
     /// `X-Forwarded-For` (default), `Forwarded` or `X-Real-IP`.
     #[serde(default)]
     pub client_header: Option<String>,
+    /// The header a trusted proxy writes the client's JA4 in (CloudFront's
+    /// `CloudFront-Viewer-JA4-Fingerprint`); absent: none is read.
+    #[serde(default)]
+    pub ja4_header: Option<String>,
     /// Logging.
     #[serde(default)]
     pub log: RawLog,

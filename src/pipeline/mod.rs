@@ -33,7 +33,7 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::agent::disguise::{self, Claim, Presented, Scheme};
+use crate::agent::disguise::{self, Claim, Hello, Presented, Scheme};
 use crate::agent::Agent;
 use crate::agent::{classify_here, AgentKind, Classifier, Memo};
 use crate::identity::signature::{inspect, Inspection, Limits, RequestParts};
@@ -140,6 +140,9 @@ pub struct Request<'r, H> {
     pub peer: Peer,
     /// Its headers.
     pub headers: H,
+    /// The ClientHello of its connection, when the host terminated TLS and
+    /// read it ([`crate::agent::disguise::hello`]).
+    pub hello: Option<&'r Hello>,
 }
 
 /// What every request of one snapshot is decided with.
@@ -153,6 +156,8 @@ pub struct Env<'s> {
     pub client_header: ClientHeader,
     /// The trusted proxies.
     pub trusted: &'s [Cidr],
+    /// The header they write the client's JA4 in (lower case), if any.
+    pub ja4_header: Option<&'s str>,
 }
 
 impl<'s> Env<'s> {
@@ -163,6 +168,7 @@ impl<'s> Env<'s> {
             ranges: snap.by_ranges(),
             client_header: snap.settings.client_header,
             trusted: &snap.settings.trusted_proxies,
+            ja4_header: snap.settings.ja4_header.as_deref(),
         }
     }
 }
@@ -249,6 +255,9 @@ pub struct Facts<'r> {
     /// What is known of the client's own connection: its scheme when the
     /// socket peer is the client (no trusted proxy in between).
     pub scheme: Scheme,
+    /// The client's ClientHello: read by the host when the socket peer is
+    /// the client, or the JA4 a trusted proxy computed (`ja4_header`).
+    pub hello: Option<Hello>,
     /// A signature to verify before deciding (Web Bot Auth).
     signature: Option<Inspection>,
 }
@@ -334,6 +343,7 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             crowd: false,
             presented: None,
             scheme,
+            hello: None,
             signature: None,
         };
         let early = gather(env, site, req, crowd, clock, &mut facts);
@@ -429,6 +439,8 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         let (classifier, ua) = (self.env.classifier, self.facts.user_agent);
         let classified = &mut self.classified;
         let (presented, scheme, host) = (self.facts.presented.as_ref(), self.facts.scheme, self.facts.host);
+        let hello = self.facts.hello.as_ref();
+        let tls_weak = self.rules.policy.tls_evidence == policy::TlsEvidence::Weak;
         let classify = || {
             *classified += 1;
             let agent = match memo {
@@ -438,7 +450,8 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             // A browser is judged by the rest of its request (issue #67).
             match presented {
                 Some(p) if agent.kind == AgentKind::Browser => {
-                    agent.unmasked(disguise::judge(&Claim::of(ua), p, scheme, host))
+                    let findings = disguise::judge(&Claim::of(ua), p, scheme, host, hello);
+                    agent.unmasked(if tls_weak { findings.tls_weak() } else { findings })
                 }
                 _ => agent,
             }
@@ -557,6 +570,7 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
     }
     if matches!(req.method, "GET" | "HEAD") && site.rules.policy.disguised != policy::Disguised::Off {
         facts.presented = req.headers.presented();
+        facts.hello = hello_of(env, req, facts.scheme);
     }
     if let Some(crowd) = crowd {
         let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
@@ -566,6 +580,26 @@ fn gather<'s: 'r, 'r, H: Headers<'r>>(
         facts.signature = signature_to_verify(env.classifier, req, clock);
     }
     None
+}
+
+/// The ClientHello a request's connection opened with: the host's own
+/// reading when the socket peer is the client, else the JA4 a trusted
+/// proxy wrote in `ja4_header` (never one from anyone else).
+fn hello_of<'r, H: Headers<'r>>(env: Env<'_>, req: &Request<'r, H>, scheme: Scheme) -> Option<Hello> {
+    if scheme == Scheme::Https {
+        return req.hello.copied();
+    }
+    let (Some(name), Peer::Socket(Some(peer))) = (env.ja4_header, req.peer) else { return None };
+    if !env.trusted.iter().any(|c| c.contains(peer)) {
+        return None;
+    }
+    let mut first = None;
+    req.headers.text(&mut |k, v| {
+        if first.is_none() && k.eq_ignore_ascii_case(name) {
+            first = Some(v);
+        }
+    });
+    first.and_then(disguise::hello::from_edge)
 }
 
 /// The signature of a request with `Signature-Input` to verify: only when

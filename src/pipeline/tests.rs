@@ -187,11 +187,27 @@ fn drive(
     let rates = if d.store.is_some() { Rates::Shared } else { Rates::Local };
     let (proxy, replay);
     let mut p = if d.store.is_some() {
-        proxy = Request { method: "GET", target: path.as_bytes(), host: "localhost", https: false, peer, headers };
+        proxy = Request {
+            method: "GET",
+            target: path.as_bytes(),
+            host: "localhost",
+            https: false,
+            peer,
+            headers,
+            hello: None,
+        };
         Pipeline::new(Env::of(snap), view, &proxy, None, rates, clock)
     } else {
         let headers = Few(headers);
-        replay = Request { method: "GET", target: path.as_bytes(), host: "localhost", https: false, peer, headers };
+        replay = Request {
+            method: "GET",
+            target: path.as_bytes(),
+            host: "localhost",
+            https: false,
+            peer,
+            headers,
+            hello: None,
+        };
         Pipeline::new(Env::of(snap), view, &replay, None, rates, clock)
     };
     let mut lookups = 0;
@@ -267,8 +283,15 @@ fn a_browsers_user_agent_is_judged_by_the_rest_of_the_request() {
     let ff = UAS[0];
     let state = MemoryState::new(64);
     let decide = |peer: Peer, https: bool, headers: Vec<(&str, &str)>| {
-        let req =
-            Request { method: "GET", target: b"/private/a", host: "shop.example", https, peer, headers: List(headers) };
+        let req = Request {
+            method: "GET",
+            target: b"/private/a",
+            host: "shop.example",
+            https,
+            peer,
+            headers: List(headers),
+            hello: None,
+        };
         let mut p = Pipeline::new(Env::of(&snap), view, &req, None, Rates::Local, Clock::System);
         let scheme = p.facts().scheme;
         match p.run(None, &state, Clock::System) {
@@ -309,6 +332,7 @@ fn a_browsers_user_agent_is_judged_by_the_rest_of_the_request() {
         https: true,
         peer: Peer::Logged(Some("203.0.113.9".parse().unwrap())),
         headers: Few(List(vec![("user-agent", ff)])),
+        hello: None,
     };
     let mut p = Pipeline::new(Env::of(&snap), view, &req, None, Rates::Local, Clock::System);
     assert!(p.facts().presented.is_none());

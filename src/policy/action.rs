@@ -92,6 +92,34 @@ pub struct PolicyConfig {
     pub weak_evidence: WeakEvidence,
     /// What a robot in a browser's clothes gets (`policy.disguised`, issue #67).
     pub disguised: Disguised,
+    /// Whether the ClientHello's signs refuse (`policy.tls_evidence`).
+    pub tls_evidence: TlsEvidence,
+}
+
+/// `policy.tls_evidence`: whether a ClientHello that the claimed browser's
+/// TLS stack cannot send is strong evidence (the default) or weak. A site
+/// whose visitors come through a TLS-inspecting middlebox that makes its
+/// own connection and names itself in no header (`Via`) sets `weak`: that
+/// middlebox's hello is not the browser's, and nothing tells it from a
+/// robot's (docs/classifier.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TlsEvidence {
+    /// Strong: refuses as the header signs do (the default).
+    #[default]
+    Strong,
+    /// Weak: recorded, never refused or paced.
+    Weak,
+}
+
+impl TlsEvidence {
+    /// `strong` or `weak`.
+    pub fn from_name(name: &str) -> Option<TlsEvidence> {
+        match name {
+            "strong" => Some(TlsEvidence::Strong),
+            "weak" => Some(TlsEvidence::Weak),
+            _ => None,
+        }
+    }
 }
 
 /// `policy.disguised`: what a client gets whose User-Agent names a browser
@@ -224,6 +252,7 @@ impl Default for PolicyConfig {
             robots_change: super::RobotsChange::default(),
             weak_evidence: WeakEvidence::Log,
             disguised: Disguised::Enforce,
+            tls_evidence: TlsEvidence::Strong,
         }
     }
 }

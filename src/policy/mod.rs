@@ -27,7 +27,7 @@ mod stale;
 pub mod unsupported;
 
 pub use self::action::{
-    Action, Disguised, PolicyConfig, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX,
+    Action, Disguised, PolicyConfig, TlsEvidence, Unsupported, WeakEvidence, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX,
     DEFAULT_SPOOFED_BODY,
 };
 pub use self::enforce::Enforcement;

@@ -30,6 +30,8 @@ pub struct Requested<'a> {
     /// managed group), and the site's file line of every other: records
     /// cite the site's own file.
     pub lines: &'a LineMap,
+    /// The JA4 of the client's ClientHello, when the host knows it.
+    pub ja4: Option<&'a str>,
 }
 
 /// The counter a recorded decision moves, with its label values: what the
@@ -230,6 +232,7 @@ impl Decision<'_, '_> {
         out.evidence = agent.weak_evidence.then_some("weak");
         out.signs.clear();
         out.signs.extend(agent.disguise.signs().map(|(s, _)| s.as_str()));
+        set_opt(&mut out.ja4, req.ja4.filter(|_| agent.disguise.any()));
         out.action = action;
         out.status = 0;
         out.count = 1;

@@ -83,6 +83,10 @@ pub struct Record {
     /// strong ones first (docs/classifier.md). Absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub signs: Vec<&'static str>,
+    /// With `signs`: the JA4 fingerprint of the client's ClientHello, when
+    /// robotgate read it or a trusted edge sent it (`ja4_header`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ja4: Option<String>,
     /// Action taken.
     pub action: &'static str,
     /// Status returned (for proxied actions, the upstream's).
@@ -181,6 +185,7 @@ pub(crate) fn sample(client: &str, user_agent: &str, path: &str, line: u32, time
         identity: None,
         evidence: None,
         signs: Vec::new(),
+        ja4: None,
         action: "block",
         status: 403,
         count: 1,

@@ -239,9 +239,15 @@ impl<'s> Worker<'s> {
             https: false,
             peer: Peer::Logged(client),
             headers: Logged { user_agent: entry.user_agent.as_deref() },
+            hello: None,
         };
-        let env =
-            Env { classifier: setup.classifier, ranges: setup.ranges, client_header: Default::default(), trusted: &[] };
+        let env = Env {
+            classifier: setup.classifier,
+            ranges: setup.ranges,
+            client_header: Default::default(),
+            trusted: &[],
+            ja4_header: None,
+        };
         let view = SiteView { rules: site.rules, target: site.target };
         // A log cannot tell a proxy's address (said in every report): no crowd.
         let mut pipeline = Pipeline::new(env, view, &req, None, Rates::Local, clock);
@@ -338,6 +344,7 @@ impl<'s> Worker<'s> {
             user_agent,
             robots_hash: site.robots_hash,
             lines: site.lines,
+            ja4: None,
         };
         let Some(mut record) = decision.record(&requested) else {
             return Verdict { verified_search, ..Verdict::PASS };

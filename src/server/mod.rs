@@ -179,9 +179,13 @@ fn proxy_service(
         reader.clone(),
     );
     let mut service = Service::new(name.to_owned(), edge);
-    if let Some(reader) = reader {
-        // Pingora runs it for TLS listeners only; `Edge` reads plain ones.
-        service.endpoints().set_pre_tls_callback(reader);
+    // Pingora runs it for TLS listeners only (`Edge` reads the PROXY
+    // header of plain ones): the PROXY header, or else the ClientHello.
+    match reader {
+        Some(reader) => service.endpoints().set_pre_tls_callback(reader),
+        None => service
+            .endpoints()
+            .set_pre_tls_callback(Arc::new(http::hello::BeforeTls { timeout: config.boot.request_head_timeout })),
     }
     for l in listen {
         let addr = &l.address;

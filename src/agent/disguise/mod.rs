@@ -34,14 +34,24 @@
 //!   `network.http.accept-encoding.secure` vs `network.http.accept-encoding`).
 //! - Potentially trustworthy origins (W3C Secure Contexts §3.1): https, and
 //!   `localhost`, `*.localhost`, 127.0.0.0/8 and `::1` over plain http.
+//! - The ClientHello ([`hello`]): GREASE (RFC 8701) on every connection of
+//!   Chromium since 55 (BoringSSL's `SSL_CTX_set_grease_enabled`, on by
+//!   default in Chrome since M55, Chromium's `ssl_client_socket_impl.cc`);
+//!   `h2` first in ALPN in Chromium, Firefox and Safari (each lists `h2`
+//!   before `http/1.1` since HTTP/2 shipped: Chrome 41 with ALPN-only h2
+//!   from 51, Firefox 36, Safari 9); TLS 1.3 in `supported_versions` since
+//!   Chrome 70, Firefox 63 and Safari 15 (Safari 12.1 and 14 behind a
+//!   setting on some systems, so from 15 only).
 //!
 //! Pure functions of bytes: no allocation, bounded by the header lengths.
 
 mod browser;
 mod headers;
+pub mod hello;
 
 pub use browser::{Claim, Family};
 pub use headers::{brands, Brands, Presented, PRESENTED_HEADERS};
+pub use hello::{Alpn, Hello, Ja4};
 
 /// One piece of evidence that a request did not come from the browser its
 /// User-Agent names.
@@ -71,11 +81,18 @@ pub enum Sign {
     NoClientHints,
     /// Brotli or Zstandard offered over plain http to a public name.
     CompressionOverHttp,
+    /// A Chromium whose ClientHello carries no GREASE value: another TLS
+    /// stack (OpenSSL, Go, Java, Python) sent it.
+    TlsNoGrease,
+    /// A browser whose ClientHello does not offer `h2` first in ALPN.
+    TlsNoH2,
+    /// A browser version that offers TLS 1.3 whose ClientHello does not.
+    TlsNoTls13,
 }
 
 impl Sign {
     /// Every sign, in order.
-    pub const ALL: [Sign; 9] = [
+    pub const ALL: [Sign; 12] = [
         Sign::NoAcceptLanguage,
         Sign::WildcardAcceptLanguage,
         Sign::NoFetchMetadata,
@@ -85,6 +102,9 @@ impl Sign {
         Sign::ClientHintsMismatch,
         Sign::NoClientHints,
         Sign::CompressionOverHttp,
+        Sign::TlsNoGrease,
+        Sign::TlsNoH2,
+        Sign::TlsNoTls13,
     ];
 
     /// Its kebab-case name, in records, metrics and `robotgate classify`.
@@ -99,6 +119,9 @@ impl Sign {
             Sign::ClientHintsMismatch => "client-hints-mismatch",
             Sign::NoClientHints => "no-client-hints",
             Sign::CompressionOverHttp => "compression-over-http",
+            Sign::TlsNoGrease => "tls-no-grease",
+            Sign::TlsNoH2 => "tls-no-h2",
+            Sign::TlsNoTls13 => "tls-no-tls13",
         }
     }
 
@@ -158,6 +181,12 @@ impl Findings {
         strong.chain(weak)
     }
 
+    /// The same, with the ClientHello's signs weak (`policy.tls_evidence: weak`).
+    pub fn tls_weak(self) -> Findings {
+        let tls = Sign::TlsNoGrease.bit() | Sign::TlsNoH2.bit() | Sign::TlsNoTls13.bit();
+        Findings { strong: self.strong & !tls, weak: self.weak | (self.strong & tls) }
+    }
+
     /// The signs' names, strong first (what a record lists).
     pub fn names(self) -> Vec<&'static str> {
         self.signs().map(|(s, _)| s.as_str()).collect()
@@ -199,8 +228,9 @@ pub fn trustworthy_host(host: &str) -> bool {
 }
 
 /// The findings of a request whose User-Agent made `claim`, that presented
-/// `presented`, on a connection of `scheme`, to `host`.
-pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &str) -> Findings {
+/// `presented`, on a connection of `scheme`, to `host`, whose ClientHello
+/// (read by robotgate, or the JA4 of a trusted edge) was `hello`.
+pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &str, hello: Option<&Hello>) -> Findings {
     let mut f = Findings::NONE;
     if claim.family == Family::Other {
         return f;
@@ -252,7 +282,44 @@ pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &st
     {
         f.add(Sign::CompressionOverHttp, !presented.intermediary);
     }
+    if let Some(h) = hello {
+        tls(&mut f, claim, h, soft);
+    }
     f
+}
+
+/// The ClientHello's signs. A version not read is weak evidence; so is any
+/// sign where something else may have made the connection: an app's own
+/// HTTP stack behind its WebView's User-Agent, an intermediary that names
+/// itself (`Via`). A TLS-intercepting middlebox that does not is the one
+/// case these signs cannot tell from a robot (docs/classifier.md).
+fn tls(f: &mut Findings, claim: &Claim, h: &Hello, soft: bool) {
+    let since = |chromium: u32, gecko: u32, webkit: u32| match claim.family {
+        Family::Chromium => Some(chromium),
+        Family::Gecko => Some(gecko),
+        Family::WebKit => Some(webkit),
+        Family::Other => None,
+    };
+    let judged = |from: Option<u32>| match from {
+        Some(v) if claim.major >= v => Some(!soft),
+        Some(_) if claim.major == 0 => Some(false),
+        _ => None,
+    };
+    if claim.family == Family::Chromium && h.grease == Some(false) {
+        if let Some(strong) = judged(Some(55)) {
+            f.add(Sign::TlsNoGrease, strong);
+        }
+    }
+    if h.alpn == Alpn::NotH2 {
+        if let Some(strong) = judged(since(51, 36, 900)) {
+            f.add(Sign::TlsNoH2, strong);
+        }
+    }
+    if !h.tls13 {
+        if let Some(strong) = judged(since(70, 63, 1500)) {
+            f.add(Sign::TlsNoTls13, strong);
+        }
+    }
 }
 
 #[cfg(test)]

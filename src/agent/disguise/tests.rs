@@ -87,14 +87,14 @@ fn claims_are_read_by_family_version_and_app() {
 fn real_browsers_show_no_sign_over_https_http_and_localhost() {
     for (ua, lines) in [(CHROME, chromium_navigation()), (FIREFOX, firefox_navigation())] {
         let claim = Claim::of(ua);
-        let f = judge(&claim, &presented(&lines), Scheme::Https, "shop.example");
+        let f = judge(&claim, &presented(&lines), Scheme::Https, "shop.example", None);
         assert!(!f.any(), "{f:?}");
-        let f = judge(&claim, &presented(&lines), Scheme::Http, "127.0.0.1:8080");
+        let f = judge(&claim, &presented(&lines), Scheme::Http, "127.0.0.1:8080", None);
         assert!(!f.any(), "{f:?}");
-        let f = judge(&claim, &presented(&over_http(lines.clone())), Scheme::Http, "shop.example");
+        let f = judge(&claim, &presented(&over_http(lines.clone())), Scheme::Http, "shop.example", None);
         assert!(!f.any(), "{f:?}");
         // Behind a proxy that terminated TLS, nothing that depends on it.
-        let f = judge(&claim, &presented(&lines), Scheme::Unknown, "shop.example");
+        let f = judge(&claim, &presented(&lines), Scheme::Unknown, "shop.example", None);
         assert!(!f.any(), "{f:?}");
     }
 }
@@ -116,14 +116,14 @@ fn a_library_with_a_browsers_user_agent_is_caught_on_every_scheme() {
         let claim = Claim::of(ua);
         for scheme in [Scheme::Https, Scheme::Http, Scheme::Unknown] {
             for lines in [&requests[..], &node[..]] {
-                let f = judge(&claim, &presented(lines), scheme, "shop.example");
+                let f = judge(&claim, &presented(lines), scheme, "shop.example", None);
                 assert!(f.strong(), "{scheme:?} {lines:?} {f:?}");
             }
         }
-        let f = judge(&claim, &presented(&scrapy), Scheme::Https, "shop.example");
+        let f = judge(&claim, &presented(&scrapy), Scheme::Https, "shop.example", None);
         assert_eq!(f.has(Sign::NoFetchMetadata), Some(true), "{f:?}");
         if claim.family != Family::WebKit {
-            let f = judge(&claim, &presented(&scrapy), Scheme::Http, "shop.example");
+            let f = judge(&claim, &presented(&scrapy), Scheme::Http, "shop.example", None);
             assert_eq!(f.has(Sign::CompressionOverHttp), Some(true), "{f:?}");
         }
     }
@@ -135,25 +135,26 @@ fn what_a_persons_setup_explains_is_weak() {
     let mut lines = over_http(chromium_navigation());
     lines.retain(|(k, _)| *k != "accept-language");
     lines.push(("via", "1.1 proxy.corp.example"));
-    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Http, "shop.example");
+    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Http, "shop.example", None);
     assert!(f.any() && !f.strong(), "{f:?}");
     // A WebView sets its app's headers.
-    let f = judge(&Claim::of(WEBVIEW), &presented(&[("accept", "*/*")]), Scheme::Https, "shop.example");
+    let f = judge(&Claim::of(WEBVIEW), &presented(&[("accept", "*/*")]), Scheme::Https, "shop.example", None);
     assert!(f.any() && !f.strong(), "{f:?}");
     // A User-Agent switcher: Firefox's string, Chromium's hints.
-    let f = judge(&Claim::of(FIREFOX), &presented(&chromium_navigation()), Scheme::Https, "shop.example");
+    let f = judge(&Claim::of(FIREFOX), &presented(&chromium_navigation()), Scheme::Https, "shop.example", None);
     assert!(!f.strong(), "{f:?}");
     // Chromium 156's hints under an older Chrome's string (an extension).
-    let f = judge(&Claim::of(OLD_CHROME), &presented(&chromium_navigation()), Scheme::Https, "shop.example");
+    let f = judge(&Claim::of(OLD_CHROME), &presented(&chromium_navigation()), Scheme::Https, "shop.example", None);
     assert!(!f.strong(), "{f:?}");
     // Puppeteer's User-Agent override drops the client hints.
     let mut lines = chromium_navigation();
     lines.retain(|(k, _)| !k.starts_with("sec-ch-"));
-    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "shop.example");
+    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "shop.example", None);
     assert_eq!(f.has(Sign::NoClientHints), Some(false));
     assert!(!f.strong());
     // An old Chrome sends no Fetch Metadata.
-    let f = judge(&Claim::of(OLD_CHROME), &presented(&over_http(chromium_navigation())), Scheme::Https, "a.example");
+    let f =
+        judge(&Claim::of(OLD_CHROME), &presented(&over_http(chromium_navigation())), Scheme::Https, "a.example", None);
     assert!(!f.any(), "{f:?}");
 }
 
@@ -161,13 +162,13 @@ fn what_a_persons_setup_explains_is_weak() {
 fn shapes_no_browser_sends_are_strong() {
     let mut lines = chromium_navigation();
     lines[0].1 = "Chromium v=156";
-    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "a.example");
+    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "a.example", None);
     assert_eq!(f.has(Sign::MalformedClientHints), Some(true));
     let mut lines = chromium_navigation();
     lines.retain(|(k, _)| *k != "sec-fetch-dest");
-    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "a.example");
+    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "a.example", None);
     assert_eq!(f.has(Sign::PartialFetchMetadata), Some(true));
-    let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Http, "a.example");
+    let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Http, "a.example", None);
     assert_eq!(f.has(Sign::FetchMetadataOverHttp), Some(true));
     assert_eq!(f.names()[0], "fetch-metadata-over-http");
 }
@@ -198,4 +199,87 @@ fn brands_read_the_structured_list_and_nothing_else() {
     }
     let many = ["\"a\";v=\"1\""; 9].join(", ");
     assert!(brands(&many).is_none());
+}
+
+/// A ClientHello's facts, as [`hello`] reads them.
+fn tls(grease: Option<bool>, alpn: Alpn, tls13: bool) -> Hello {
+    Hello { grease, tls13, alpn, ja4: Ja4([b'0'; 36]) }
+}
+
+#[test]
+fn a_browsers_own_tls_shows_no_sign() {
+    let chromium = tls(Some(true), Alpn::H2, true);
+    let firefox = tls(Some(false), Alpn::H2, true); // NSS sends no GREASE
+    for (ua, lines, h) in [(CHROME, chromium_navigation(), chromium), (FIREFOX, firefox_navigation(), firefox)] {
+        let f = judge(&Claim::of(ua), &presented(&lines), Scheme::Https, "shop.example", Some(&h));
+        assert!(!f.any(), "{}: {:?}", String::from_utf8_lossy(ua), f.names());
+    }
+    // Safari: GREASE is not judged, h2 and TLS 1.3 are.
+    let f = judge(&Claim::of(SAFARI), &presented(&firefox_navigation()), Scheme::Https, "a.example", Some(&firefox));
+    assert!(!f.any(), "{:?}", f.names());
+}
+
+#[test]
+fn chromiums_headers_from_another_tls_stack_are_strong_signs() {
+    // curl (OpenSSL): h2 and TLS 1.3, no GREASE.
+    let curl = tls(Some(false), Alpn::H2, true);
+    let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&curl));
+    assert_eq!(f.has(Sign::TlsNoGrease), Some(true));
+    assert!(f.strong() && f.names() == ["tls-no-grease"], "{:?}", f.names());
+    // python-requests (urllib3 2, OpenSSL): http/1.1 only.
+    let requests = tls(Some(false), Alpn::NotH2, true);
+    let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&requests));
+    assert_eq!(f.names(), ["tls-no-grease", "tls-no-h2"]);
+    // With Firefox's headers and User-Agent only ALPN can tell.
+    let f = judge(&Claim::of(FIREFOX), &presented(&firefox_navigation()), Scheme::Https, "a.example", Some(&requests));
+    assert_eq!((f.names(), f.strong()), (vec!["tls-no-h2"], true));
+    // TLS 1.2 only, from a version that offers 1.3.
+    let old = tls(Some(true), Alpn::H2, false);
+    let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&old));
+    assert_eq!(f.names(), ["tls-no-tls13"]);
+    let f = judge(
+        &Claim::of(OLD_CHROME),
+        &presented(&over_http(chromium_navigation())),
+        Scheme::Https,
+        "a.example",
+        Some(&old),
+    );
+    assert_eq!(f.has(Sign::TlsNoTls13), Some(true)); // 70 offers TLS 1.3
+}
+
+#[test]
+fn tls_signs_from_an_app_or_through_a_named_proxy_are_weak() {
+    let curl = tls(Some(false), Alpn::NotH2, true);
+    for ua in [WEBVIEW, INSTAGRAM] {
+        let f = judge(&Claim::of(ua), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&curl));
+        assert!(f.has(Sign::TlsNoGrease) == Some(false) && !f.strong(), "{:?}", f.names());
+    }
+    let mut via = chromium_navigation();
+    via.push(("via", "1.1 proxy.corp.example"));
+    let f = judge(&Claim::of(CHROME), &presented(&via), Scheme::Https, "a.example", Some(&curl));
+    assert!(f.has(Sign::TlsNoH2) == Some(false) && !f.strong(), "{:?}", f.names());
+    // A version not read is weak; an edge's JA4 says nothing of GREASE.
+    let unread =
+        b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Safari/605.1.15";
+    let f = judge(&Claim::of(unread), &presented(&firefox_navigation()), Scheme::Https, "a.example", Some(&curl));
+    assert!(f.has(Sign::TlsNoH2) == Some(false) && !f.strong(), "{:?}", f.names());
+    let edge = hello::from_edge("t13d1516h1_8daaf6152771_e5627efa2ab1").unwrap();
+    let f = judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Unknown, "a.example", Some(&edge));
+    assert_eq!((f.names(), f.strong()), (vec!["tls-no-h2"], true));
+}
+
+#[test]
+fn tls_signs_can_be_made_weak_and_leave_the_others_as_they_are() {
+    let curl = tls(Some(false), Alpn::NotH2, true);
+    let mut lines = chromium_navigation();
+    lines.retain(|(k, _)| *k != "accept-language");
+    let f = judge(&Claim::of(CHROME), &presented(&lines), Scheme::Https, "a.example", Some(&curl));
+    let w = f.tls_weak();
+    assert_eq!(f.signs().count(), w.signs().count());
+    assert_eq!(w.has(Sign::TlsNoGrease), Some(false));
+    assert_eq!(w.has(Sign::TlsNoH2), Some(false));
+    assert_eq!(w.has(Sign::NoAcceptLanguage), Some(true));
+    let only_tls =
+        judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&curl));
+    assert!(only_tls.strong() && !only_tls.tls_weak().strong() && only_tls.tls_weak().any());
 }

@@ -5,8 +5,8 @@ use super::super::{ConfigError, RawAction, RawPolicy, RawRobotsChange};
 use super::fields::header_value;
 use crate::agent::Category;
 use crate::policy::{
-    Action, ChangeAction, Disguised, PolicyConfig, PreferenceMode, RobotsChange, Unsupported, WeakEvidence,
-    DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY, MAX_GRACE,
+    Action, ChangeAction, Disguised, PolicyConfig, PreferenceMode, RobotsChange, TlsEvidence, Unsupported,
+    WeakEvidence, DEFAULT_BLOCK_BODY, DEFAULT_NOINDEX, DEFAULT_SPOOFED_BODY, MAX_GRACE,
 };
 
 pub(super) fn action(field: &str, raw: &RawAction, errors: &mut Vec<ConfigError>) -> Option<Action> {
@@ -174,6 +174,16 @@ pub(super) fn policy(site_field: &str, raw: &RawPolicy, errors: &mut Vec<ConfigE
                     format!("`{name}` is not one of enforce, log, off"),
                 ));
                 Disguised::Enforce
+            }),
+        },
+        tls_evidence: match raw.tls_evidence.as_deref() {
+            None => TlsEvidence::Strong,
+            Some(name) => TlsEvidence::from_name(name).unwrap_or_else(|| {
+                errors.push(ConfigError::new(
+                    format!("{field}.tls_evidence"),
+                    format!("`{name}` is not one of strong, weak"),
+                ));
+                TlsEvidence::Strong
             }),
         },
         weak_evidence: match raw.weak_evidence.as_deref() {

@@ -56,6 +56,17 @@ impl RawConfig {
                 ClientHeader::default()
             }),
         };
+        let ja4_header = self.ja4_header.as_deref().map(str::trim).and_then(|name| {
+            let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+            if name.is_empty() || name.len() > 64 || !name.bytes().all(token) {
+                errors.push(ConfigError::new("ja4_header", format!("`{name}` is not a header name")));
+                return None;
+            }
+            if trusted_proxies.is_empty() {
+                errors.push(ConfigError::new("ja4_header", "is read only from `trusted_proxies`, and none is listed"));
+            }
+            Some(name.to_ascii_lowercase())
+        });
         if !(8..=128).contains(&self.limits.ipv6_prefix) {
             errors.push(ConfigError::new(
                 "limits.ipv6_prefix",
@@ -153,6 +164,7 @@ impl RawConfig {
             default_site,
             trusted_proxies,
             client_header,
+            ja4_header,
             auth_headers,
             bots: self.bots,
             bots_replace: self.bots_replace,

@@ -55,6 +55,8 @@ pub(super) fn original<'s>(
         peer: crate::pipeline::Peer::Socket(session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
         unreadable: super::conn::unreadable(session),
         due,
+        // This connection's hello is the edge's, not the client's.
+        hello: None,
     })
 }
 

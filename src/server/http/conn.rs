@@ -130,8 +130,15 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Edge<A> {
                 pp.accept(&mut *stream).await.ok()?;
             }
         }
+        // The ClientHello read before the handshake is this connection's
+        // until it ends (`super::hello`).
+        let hello = stream.get_ssl_digest().and_then(|_| super::hello::live(stream.get_socket_digest()));
         let guarded: Stream = Box::new(Guarded::new(stream, self.head_timeout, self.listener, place.seat.clone()));
-        ServerApp::process_new(&self.app, guarded, shutdown).await
+        let reused = ServerApp::process_new(&self.app, guarded, shutdown).await;
+        if let Some(key) = hello {
+            super::hello::forget(key);
+        }
+        reused
     }
 
     async fn cleanup(&self) {

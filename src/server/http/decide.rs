@@ -17,6 +17,7 @@ use pingora::proxy::Session;
 use prometheus::{IntCounter, IntCounterVec};
 
 use super::gate::{Ctx, Gate};
+use crate::agent::disguise::Hello;
 use crate::agent::Category;
 use crate::head::Unreadable;
 use crate::identity::signature::Inspection;
@@ -80,6 +81,8 @@ pub(super) struct Incoming<'r> {
     /// By when the edge that asks must have its answer (none for the
     /// proxy's own requests: each lookup is bounded on its own).
     pub due: Option<Due>,
+    /// The ClientHello the proxy read before its TLS handshake.
+    pub hello: Option<Hello>,
 }
 
 /// When an edge's question must be decided ([`crate::config::deadlines::decide_by`]
@@ -122,6 +125,7 @@ impl<'r> Incoming<'r> {
             peer: Peer::Socket(session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
             unreadable: super::conn::unreadable(session),
             due: None,
+            hello: super::hello::of(session),
         })
     }
 }
@@ -224,6 +228,7 @@ impl Gate {
             https: req.https,
             peer: req.peer,
             headers: Fields(req.headers),
+            hello: req.hello.as_ref(),
         };
         let crowd = |client: Option<IpAddr>, forwarded: bool| self.crowd.note(client, forwarded);
         let mut p = Pipeline::new(Env::of(&snap.files), view, &request, Some(&crowd), rates, Clock::System);
@@ -303,7 +308,7 @@ impl Gate {
         ctx.accept_signature = p.asks_for_signature(&decision);
         // A robot's request, or one with an outcome: timed, and forwarded as
         // judged. A browser's pass goes on as sent (it was not judged).
-        if self.count(req, snap, site, ctx, &decision, p.facts().user_agent) {
+        if self.count(req, snap, site, ctx, &decision, p.facts()) {
             metrics().decision_seconds.observe((spent + segment.elapsed()).as_secs_f64());
             ctx.rewrite = p.take_rewrite();
         }
@@ -321,7 +326,7 @@ impl Gate {
         site: usize,
         ctx: &mut Ctx,
         d: &Decision<'_, '_>,
-        ua: &[u8],
+        facts: &pipeline::Facts<'_>,
     ) -> bool {
         let live = &snap.sites[site];
         let site_name = live.conf.name.as_str();
@@ -357,9 +362,10 @@ impl Gate {
             method: req.method,
             path: &String::from_utf8_lossy(req.target),
             host: req.host,
-            user_agent: &String::from_utf8_lossy(ua),
+            user_agent: &String::from_utf8_lossy(facts.user_agent),
             robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
             lines: live.robots.as_ref().map_or(crate::robots::LineMap::nothing_added(), |r| &r.lines),
+            ja4: facts.hello.as_ref().map(|h| h.ja4.as_str()),
         };
         ctx.pending = d.record(&requested).map(Box::new);
         let Some(r) = &ctx.pending else { return counts.timed };

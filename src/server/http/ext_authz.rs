@@ -272,6 +272,7 @@ impl ExtAuthz {
             peer: Peer::Logged(Some(o.client)),
             unreadable: None,
             due: Some(due),
+            hello: None,
         };
         let Some(site) = self.gate.site_for(&snap, &req, &mut ctx) else {
             return (denied(Plan::no_site()), "denied");

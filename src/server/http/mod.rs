@@ -14,6 +14,7 @@ pub mod decide;
 pub mod ext_authz;
 pub mod forwarded;
 pub mod gate;
+pub mod hello;
 pub mod listen;
 pub mod proxy;
 pub mod respond;

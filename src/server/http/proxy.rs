@@ -22,6 +22,7 @@ use super::forwarded::add_forwarded_headers;
 use super::gate::{Ctx, Gate, Observing};
 use super::respond::{self, Reader};
 use crate::pipeline::answer::Plan;
+use crate::pipeline::Peer;
 use crate::policy::Enforcement;
 use crate::server::ops::violations::{now_rfc3339, Finding, ViolationLog};
 use crate::server::snapshot::Snapshot;
@@ -231,10 +232,19 @@ impl ProxyHttp for Gate {
         }
         let snap = self.snapshot.load_full();
         ctx.snap = Some(snap.clone());
-        let req = match Incoming::of(session) {
+        let mut req = match Incoming::of(session) {
             Ok(req) => req,
             Err(why) => return respond::bad_request(session, ctx, why, Reader::Client).await,
         };
+        if self.proxy_protocol {
+            // The balancer named the client in a field of its own; the
+            // connection (its scheme, its ClientHello) is the balancer's,
+            // which may have made it anew (HTTP mode): neither is judged.
+            if let Peer::Socket(client) = req.peer {
+                req.peer = Peer::Logged(client);
+            }
+            req.hello = None;
+        }
         let Some(site) = self.site_for(&snap, &req, ctx) else {
             return respond::no_site(session, Reader::Client).await;
         };

@@ -308,6 +308,7 @@ async fn notified(gate: &Gate, stream_id: u64, frame_id: u64, payload: &[u8], ma
                 peer: crate::pipeline::Peer::Logged(Some(check.client)),
                 unreadable,
                 due: Some(due),
+                hello: None,
             };
             let told = match gate.site_for(&snap, &req, &mut ctx) {
                 None => Told::Answer(Plan::no_site()),

@@ -321,6 +321,7 @@ mod tests {
             identity: None,
             evidence: None,
             signs: Vec::new(),
+            ja4: None,
             action: "block",
             status: 403,
             count: 1,
