@@ -1,0 +1,176 @@
+//! One request decided: the facts read from Envoy's header map and stream
+//! attributes, the core pipeline run over them, and its answer planned.
+//! Nothing here words a body or picks a header: the core does
+//! ([`robotgate::pipeline::answer`]).
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::net::IpAddr;
+
+use robotgate::agent::Memo;
+use robotgate::load::Snapshot;
+use robotgate::pipeline::answer::{pass_headers, Conditional, Plan};
+use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
+use robotgate::policy::{Clock, Enforcement, Rates};
+use robotgate::state::State;
+
+/// Slots of a worker thread's [`Memo`] (the nginx module's size: the
+/// distinct User-Agents a busy site sees at once).
+const MEMO_SLOTS: usize = 512;
+
+thread_local! {
+    /// This worker thread's classifications, by User-Agent.
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::new(MEMO_SLOTS));
+}
+
+/// The request as Envoy holds it: every header of its map, pseudo-headers
+/// (`:method`, `:path`, `:authority`, `:scheme`) included, names in lower
+/// case (Envoy's header map keeps them so), values as sent.
+#[derive(Clone, Copy)]
+pub struct Fields<'r> {
+    pub all: &'r [(&'r [u8], &'r [u8])],
+}
+
+impl<'r> Fields<'r> {
+    /// The first value of `name`.
+    pub fn first(&self, name: &[u8]) -> Option<&'r [u8]> {
+        self.all.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+    }
+}
+
+impl<'r> Headers<'r> for Fields<'r> {
+    fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
+        let name = header.name().as_bytes();
+        for (k, v) in self.all {
+            if k.eq_ignore_ascii_case(name) {
+                each(v);
+            }
+        }
+    }
+
+    fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {
+        for (k, v) in self.all {
+            // Pseudo-headers are the request line's, not fields.
+            if k.first() == Some(&b':') {
+                continue;
+            }
+            if let (Ok(k), Ok(v)) = (std::str::from_utf8(k), std::str::from_utf8(v)) {
+                each(k, v);
+            }
+        }
+    }
+}
+
+/// What to do with the request.
+pub enum Answer<'s> {
+    /// Let it through to the origin, adding these to the origin's answer:
+    /// `X-Robots-Tag` values, and `Content-Usage` (unless the origin sets one).
+    Pass { robots_tags: Vec<String>, content_usage: Option<String> },
+    /// Answer it with this plan.
+    Plan(Plan<'s>),
+}
+
+/// Decide the request of `fields`, from client `client` (Envoy's
+/// `source.address`), with `snap` and the process's `state`.
+pub fn decide<'s>(snap: &'s Snapshot, state: &dyn State, fields: &Fields<'_>, client: Option<IpAddr>) -> Answer<'s> {
+    // The request line's parts, as Envoy's codec read them (HTTP/1 and
+    // HTTP/2 alike). A request without them (CONNECT has no `:path`) is
+    // refused, never passed undecided.
+    let (Some(method), Some(target)) = (fields.first(b":method"), fields.first(b":path")) else {
+        return Answer::Plan(Plan::refuse(400, "Bad Request: no method or path"));
+    };
+    let Ok(method) = std::str::from_utf8(method) else {
+        return Answer::Plan(Plan::refuse(400, "Bad Request: the method is not text"));
+    };
+    // The host as sent, port and all (HTTP/1's `Host` is `:authority` in
+    // Envoy's map). Bytes that are not UTF-8 read as a name no site has,
+    // never as "no host".
+    let host = fields.first(b":authority").or_else(|| fields.first(b"host")).unwrap_or(b"");
+    let host = std::str::from_utf8(host).unwrap_or("?");
+    let https = fields.first(b":scheme").is_some_and(|s| s.eq_ignore_ascii_case(b"https"));
+    let Some(site) = snap.settings.site_for_host(host) else {
+        return Answer::Plan(Plan::no_site());
+    };
+    let live = &snap.sites[site];
+    let req = Request {
+        method,
+        target,
+        host,
+        https,
+        // Envoy's own reading of the client, after its `xff_num_trusted_hops`:
+        // a field of Envoy's, never a header the client wrote, taken as it is.
+        peer: Peer::Logged(client),
+        headers: *fields,
+    };
+    let view = SiteView { rules: live.rules(), target: &live.conf.target };
+    let mut p = Pipeline::new(Env::of(snap), view, &req, None, Rates::Local, Clock::System);
+    let verdict = MEMO.with(|memo| {
+        // Only this thread borrows it, and nothing below calls back here.
+        let mut memo = memo.try_borrow_mut().ok();
+        loop {
+            match p.run(memo.as_deref_mut(), state, Clock::System) {
+                Next::Done(v) => break v,
+                // Preview: no helper threads yet (docs/edge.md). A claim only
+                // reverse DNS could settle is unverifiable; the store is
+                // this process's tables; a signature's key directory is
+                // not fetched, so the signature does not verify.
+                Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, robotgate::identity::Identity::Unverifiable),
+                Next::Need(Need::Store(_)) => p.answer_store(None),
+                Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
+            }
+        }
+    });
+    let decision = match verdict {
+        Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
+        Verdict::Decided(d) => d,
+    };
+    let enforcement = decision.outcome.enforcement();
+    let has = match enforcement {
+        Enforcement::File(_) => conditional(fields),
+        _ => Conditional::default(),
+    };
+    if let Some(plan) = Plan::of(enforcement, live, p.asks_for_signature(&decision), has) {
+        return Answer::Plan(plan);
+    }
+    // The site's indexing rules, beside whatever X-Robots-Tag the origin adds.
+    let rules = &live.conf.indexing.rules;
+    let indexing = match p.facts().target.as_deref() {
+        Some(target) if !rules.is_empty() => rules.header_values(target),
+        _ => Vec::new(),
+    };
+    let noindex = match enforcement {
+        Enforcement::Pass { noindex } => noindex,
+        _ => None,
+    };
+    let robots_tags = pass_headers(noindex, indexing).map(Cow::into_owned).collect();
+    Answer::Pass { robots_tags, content_usage: p.facts().content_usage.clone() }
+}
+
+/// What a conditional request says it has (only a site file asks).
+fn conditional<'r>(fields: &Fields<'r>) -> Conditional<'r> {
+    Conditional { if_none_match: fields.first(b"if-none-match"), if_modified_since: fields.first(b"if-modified-since") }
+}
+
+/// The address of Envoy's `source.address` (`ip:port`, `[ip6]:port`, or
+/// an address alone); `None` for anything else (a pipe).
+pub fn address_of(text: &[u8]) -> Option<IpAddr> {
+    let text = std::str::from_utf8(text).ok()?;
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    text.parse::<std::net::SocketAddr>().ok().map(|s| s.ip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_of;
+
+    #[test]
+    fn source_address_reads_with_and_without_port() {
+        assert_eq!(address_of(b"127.0.0.2:4711"), Some("127.0.0.2".parse().unwrap()));
+        assert_eq!(address_of(b"[::1]:80"), Some("::1".parse().unwrap()));
+        assert_eq!(address_of(b"10.0.0.1"), Some("10.0.0.1".parse().unwrap()));
+        assert_eq!(address_of(b"/run/envoy.sock"), None);
+        assert_eq!(address_of(b"\xff"), None);
+    }
+}
