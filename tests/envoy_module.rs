@@ -23,6 +23,9 @@ use common::*;
 /// GPTBot may read nothing; everyone else anything but /private/.
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
 
+/// The second site's (`slow.example`): GPTBot may read everything, slowly.
+const SLOW_ROBOTS: &str = "User-agent: GPTBot\nCrawl-delay: 30\n";
+
 /// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
 const FEEDS: &[(&str, &str)] = &[
     (
@@ -35,10 +38,13 @@ const FEEDS: &[(&str, &str)] = &[
     ),
 ];
 
-/// robotgate.yaml and the site's files in `dir`, the site in front of `origin`.
+/// robotgate.yaml and the sites' files in `dir`, both sites in front of
+/// `origin`: `s` (the default) with [`ROBOTS`], `slow` (`slow.example`) with
+/// [`SLOW_ROBOTS`].
 /// `extra`: more top-level YAML.
 fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    std::fs::write(dir.join("slow-robots.txt"), SLOW_ROBOTS).unwrap();
     for (name, body) in FEEDS {
         let path = dir.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -60,6 +66,10 @@ sites:
     indexing:
       rules:
         - {{ path: "/docs/", set: "noarchive" }}
+  - name: slow
+    hosts: ["slow.example"]
+    upstream: "{origin}"
+    robots: "{d}/slow-robots.txt"
 verify:
   refresh: "off"
   feeds: "{d}/feeds"
@@ -170,6 +180,39 @@ fn envoy_module_in_front() {
     assert!(r.body.contains("User-agent: GPTBot") && r.body.contains("Disallow: /"), "{}", r.body);
     assert!(r.header("etag").is_some(), "{}", r.head);
     assert_eq!(origin.hits(), before, "the origin served robots.txt");
+
+    // Over its Crawl-delay (the `slow` site): 429 with Retry-After and the
+    // RateLimit headers, counted in the one table of Envoy's threads.
+    let slow = [("User-Agent", GPTBOT), ("Host", "slow.example")];
+    let r = get_from(port, "127.0.0.3", "/a", &slow);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{}", r.head);
+    let r = get_from(port, "127.0.0.3", "/b", &slow);
+    assert_eq!(r.status, 429, "{}\n{}", r.head, r.body);
+    let retry: u64 = r.header("retry-after").unwrap_or_else(|| panic!("no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert!(r.header("ratelimit").is_some() && r.header("ratelimit-policy").is_some(), "{}", r.head);
+
+    // robots.txt edited (saved by rename, as editors do): in force within
+    // 2 s, with no reload of Envoy's.
+    let edited = dir.path().join("robots.txt.new");
+    std::fs::write(&edited, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nAllow: /\n").unwrap();
+    std::fs::rename(&edited, dir.path().join("robots.txt")).unwrap();
+    let allowed = within(Duration::from_secs(2), || {
+        get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status == 200
+    });
+    assert!(allowed.is_some(), "the edit was not in force within 2 s: {}", read());
+
+    // A robotgate.yaml that no longer loads: the rules in force stay, and
+    // Envoy's log says why.
+    let broken = dir.path().join("robotgate.yaml.new");
+    std::fs::write(&broken, std::fs::read_to_string(&yaml).unwrap() + "no_such_key: 1\n").unwrap();
+    std::fs::rename(&broken, &yaml).unwrap();
+    let said = within(Duration::from_secs(5), || read().contains("not reloaded, the rules in force stay"));
+    assert!(said.is_some(), "{}", read());
+    assert!(read().contains("no_such_key"), "{}", read());
+    assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);
+    let r = as_a_browser(port, "127.0.0.2", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
 }
 
 /// A robotgate.yaml that does not load: Envoy does not take the

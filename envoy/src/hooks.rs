@@ -11,12 +11,22 @@ use robotgate::pipeline::answer::Plan;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
 use crate::decide::{address_of, decide, Answer, Fields};
-use crate::Module;
+use crate::{Level, Module};
 
 /// A message in Envoy's log, under its `dynamic_modules` logger.
 fn log(level: abi::LogLevel, message: &str) {
     // SAFETY: Envoy's callback; the message is copied before it returns.
     unsafe { abi::envoy_dynamic_module_callback_log(level, ModuleBuffer::of(message.as_bytes())) }
+}
+
+/// [`log`] at a [`Level`] of the module's.
+fn log_at(level: Level, message: &str) {
+    let level = match level {
+        Level::Info => abi::LOG_INFO,
+        Level::Warn => abi::LOG_WARN,
+        Level::Error => abi::LOG_ERROR,
+    };
+    log(level, message);
 }
 
 /// One stream's filter: what a pass adds to the origin's answer.
@@ -46,7 +56,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
             return std::ptr::null();
         };
         let path = std::path::Path::new(path.trim());
-        match Module::load(path) {
+        match Module::load(path, log_at) {
             Ok(module) => {
                 for problem in &module.current().refused {
                     log(abi::LOG_WARN, &format!("robotgate: site file refused, the other sites are served: {problem}"));

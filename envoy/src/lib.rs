@@ -29,7 +29,9 @@
 //! and `Content-Usage` on the origin's answer. The client is Envoy's
 //! `source.address` (its downstream peer after `xff_num_trusted_hops`);
 //! rates, bans and robots.txt reads are in one table for all of Envoy's
-//! threads.
+//! threads. An edit of robotgate.yaml or of a file it names is in force
+//! within about [`RELOAD_EVERY`], loaded by a thread of the module's, never
+//! by Envoy's.
 //!
 //! Envoy's ABI is declared by hand in [`abi`]; the hooks Envoy calls are in
 //! [`hooks`].
@@ -39,8 +41,12 @@ pub mod decide;
 #[cfg(not(test))]
 mod hooks;
 
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
 
 use robotgate::load::file::Reader;
 use robotgate::load::Snapshot;
@@ -52,36 +58,116 @@ use robotgate::state::memory::MemoryState;
 /// `info` line "Dynamic module ABI version … matched".
 pub const ABI_VERSION: &[u8] = b"v0.2.0\0";
 
+/// How often the reload thread looks at the snapshot's files (a `stat` of
+/// each): an edit is in force within about this, plus its load.
+pub const RELOAD_EVERY: Duration = Duration::from_millis(250);
+
+/// The snapshot requests are decided with, replaced whole by a reload.
+type Current = Arc<RwLock<Arc<Snapshot>>>;
+
 /// One filter configuration of Envoy's (one `filter_config`): the snapshot
-/// its requests are decided with, and the state every thread of the
-/// process shares.
+/// its requests are decided with, kept current by a thread of its own, and
+/// the state every thread of the process shares.
 pub struct Module {
-    /// robotgate.yaml, as `filter_config` named it.
-    pub config: PathBuf,
-    /// The snapshot requests are decided with.
-    pub snapshot: RwLock<Arc<Snapshot>>,
+    snapshot: Current,
     /// Rates, bans and robots.txt reads, for every worker thread.
     pub state: MemoryState,
+    /// Set to stop the reload thread; it drops the other end on its way out.
+    stop: Arc<AtomicBool>,
+    stopped: Option<Receiver<()>>,
 }
 
 impl Module {
     /// Load robotgate.yaml at `path` (on the caller's thread: Envoy's main
-    /// thread, while it loads its configuration). A site file refused alone
-    /// is in `refused` of the snapshot: the other sites are served.
+    /// thread, while it loads its configuration), and start the thread that
+    /// keeps it current. A site file refused alone is in `refused` of the
+    /// snapshot: the other sites are served. `log` says what the reload
+    /// thread does (Envoy's log).
     ///
     /// # Errors
     /// Each problem, as `robotgate config check` words it (file, line, why).
-    pub fn load(path: &Path) -> Result<Module, Vec<String>> {
-        let whole = std::collections::HashSet::new();
+    pub fn load(path: &Path, log: fn(Level, &str)) -> Result<Module, Vec<String>> {
+        let whole = HashSet::new();
         let snapshot = robotgate::load::reload_whole(path, None, &whole, Reader::Caller)
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
         let state = MemoryState::new(snapshot.settings.boot.max_clients);
-        Ok(Module { config: path.to_owned(), snapshot: RwLock::new(Arc::new(snapshot)), state })
+        let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done, stopped) = std::sync::mpsc::channel();
+        let (current, halt, config) = (snapshot.clone(), stop.clone(), path.to_owned());
+        let started = robotgate::load::watch::spawn_below("robotgate-reload", move || {
+            reload(&config, &current, &halt, log);
+            drop(done);
+        });
+        let stopped = match started {
+            Ok(()) => Some(stopped),
+            Err(e) => {
+                log(Level::Warn, &format!("robotgate: edits are in force only when Envoy loads the filter again: {e}"));
+                None
+            }
+        };
+        Ok(Module { snapshot, state, stop, stopped })
     }
 
     /// The snapshot to decide a request with.
     pub fn current(&self) -> Arc<Snapshot> {
-        // A writer that panicked left a whole snapshot: it is still good.
-        self.snapshot.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        read(&self.snapshot)
+    }
+}
+
+impl Drop for Module {
+    /// The reload thread stops (within [`RELOAD_EVERY`]) before the module
+    /// goes: Envoy may unload the library after this.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(stopped) = self.stopped.take() {
+            let _ = stopped.recv();
+        }
+    }
+}
+
+/// Levels of what the module logs.
+#[derive(Debug, Clone, Copy)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+fn read(current: &Current) -> Arc<Snapshot> {
+    // A writer that panicked left a whole snapshot: it is still good.
+    current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
+/// The reload thread: each [`RELOAD_EVERY`], whether a file of the snapshot
+/// changed since it was read (or since a refused reload began); if so, a
+/// reload (only what changed is read and compiled again), put in force
+/// whole. A reload that fails keeps the rules in force, says why, and is
+/// tried again when a file changes again.
+fn reload(config: &Path, current: &Current, stop: &AtomicBool, log: fn(Level, &str)) {
+    let mut since = read(current).read_at;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(RELOAD_EVERY);
+        let previous = read(current);
+        if stop.load(Ordering::Relaxed) || !previous.changed_since(since) {
+            continue;
+        }
+        let began = SystemTime::now();
+        match robotgate::load::reload_whole(config, Some(&previous), &HashSet::new(), Reader::Caller) {
+            Ok(snapshot) => {
+                for problem in &snapshot.refused {
+                    log(Level::Warn, &format!("robotgate: site file refused, the other sites are served: {problem}"));
+                }
+                since = snapshot.read_at;
+                *current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
+                log(Level::Info, &format!("robotgate: {} reloaded", config.display()));
+            }
+            Err(problems) => {
+                for problem in problems {
+                    log(Level::Error, &format!("robotgate: not reloaded, the rules in force stay: {problem}"));
+                }
+                since = began;
+            }
+        }
     }
 }
