@@ -3,7 +3,8 @@
 //! runs it) loads the module `bash envoy/build.sh` builds, and runs the
 //! shipped `examples/edge/envoy-module.yaml` with only its ports and the
 //! path of robotgate.yaml changed, in front of an origin the test starts. No
-//! robotgate process runs: Envoy decides in its own worker thread. A real
+//! robotgate process runs: Envoy decides in its own worker thread, and
+//! writes the violation log. A real
 //! client (curl) talks to Envoy from loopback addresses of the test's
 //! choice, which Envoy names as the client (`source.address`).
 //!
@@ -73,6 +74,9 @@ sites:
 verify:
   refresh: "off"
   feeds: "{d}/feeds"
+log:
+  violations: "{d}/violations.jsonl"
+  aggregate_window: 0
 {extra}"#,
         origin = origin.addr,
     );
@@ -157,6 +161,15 @@ fn envoy_module_in_front() {
     assert_eq!(r.all("content-type"), vec!["text/plain; charset=utf-8"], "{}", r.head);
     assert!(!r.body.is_empty(), "the refusal has robotgate's body");
     assert_eq!(origin.hits(), served, "the origin was asked for a refused request");
+    // With its record in the violation log, as the proxy writes it.
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 1);
+    let record: serde_json::Value =
+        serde_json::from_str(lines.first().expect("no record of GPTBot's refusal")).unwrap();
+    assert_eq!(record["bot"], "GPTBot", "{record}");
+    assert_eq!(record["status"], 403, "{record}");
+    assert_eq!((record["path"].as_str(), record["client"].as_str()), (Some("/page"), Some("127.0.0.2")), "{record}");
+    assert_eq!(record["site"], "s", "{record}");
+    assert!(record["line"].as_u64().is_some() && record["time"].as_str().is_some_and(|t| !t.is_empty()), "{record}");
 
     // A spoofed GPTBot (outside its range): refused as one. Its own
     // X-Forwarded-For (inside the range) changes nothing: the client is

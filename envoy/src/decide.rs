@@ -8,11 +8,14 @@ use std::cell::RefCell;
 use std::net::IpAddr;
 
 use robotgate::agent::Memo;
-use robotgate::load::Snapshot;
-use robotgate::pipeline::answer::{pass_headers, Conditional, Plan};
+use robotgate::load::{LiveSite, Snapshot};
+use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
-use robotgate::policy::{Clock, Enforcement, Rates};
+use robotgate::policy::{Clock, Decision, Enforcement, Outcome, Rates, Requested};
+use robotgate::record::Record;
 use robotgate::state::State;
+
+use crate::log::{now_ms, Violations};
 
 /// Slots of a worker thread's [`Memo`] (the nginx module's size: the
 /// distinct User-Agents a busy site sees at once).
@@ -21,6 +24,9 @@ const MEMO_SLOTS: usize = 512;
 thread_local! {
     /// This worker thread's classifications, by User-Agent.
     static MEMO: RefCell<Memo> = RefCell::new(Memo::new(MEMO_SLOTS));
+    /// The record each refusal is written into (no allocation once its
+    /// strings are long enough).
+    static SCRATCH: RefCell<Record> = RefCell::new(Record::default());
 }
 
 /// The request as Envoy holds it: every header of its map, pseudo-headers
@@ -71,8 +77,14 @@ pub enum Answer<'s> {
 }
 
 /// Decide the request of `fields`, from client `client` (Envoy's
-/// `source.address`), with `snap` and the process's `state`.
-pub fn decide<'s>(snap: &'s Snapshot, state: &dyn State, fields: &Fields<'_>, client: Option<IpAddr>) -> Answer<'s> {
+/// `source.address`), with `snap` and the process's `state`; a decision
+/// that has a record offers it to `book`.
+pub fn decide<'s>(
+    snap: &'s Snapshot,
+    (state, book): (&dyn State, Option<&Violations>),
+    fields: &Fields<'_>,
+    client: Option<IpAddr>,
+) -> Answer<'s> {
     // The request line's parts, as Envoy's codec read them (HTTP/1 and
     // HTTP/2 alike). A request without them (CONNECT has no `:path`) is
     // refused, never passed undecided.
@@ -124,6 +136,20 @@ pub fn decide<'s>(snap: &'s Snapshot, state: &dyn State, fields: &Fields<'_>, cl
         Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
         Verdict::Decided(d) => d,
     };
+    if let Some(book) = book {
+        let requested = Requested {
+            site: live.conf.name.as_str(),
+            // Written into the record, in its own buffer.
+            client: "",
+            method,
+            path: &String::from_utf8_lossy(target),
+            host,
+            user_agent: &String::from_utf8_lossy(p.facts().user_agent),
+            robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
+            lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
+        };
+        record(book, &decision, &requested, p.facts().client, live);
+    }
     let enforcement = decision.outcome.enforcement();
     let has = match enforcement {
         Enforcement::File(_) => conditional(fields),
@@ -144,6 +170,35 @@ pub fn decide<'s>(snap: &'s Snapshot, state: &dyn State, fields: &Fields<'_>, cl
     };
     let robots_tags = pass_headers(noindex, indexing).map(Cow::into_owned).collect();
     Answer::Pass { robots_tags, content_usage: p.facts().content_usage.clone() }
+}
+
+/// Offer the record of `d`, if it has one (what the core counts as
+/// recorded, [`Counts`]), to `book`. Out of line: a browser's pass never
+/// comes here.
+#[inline(never)]
+fn record(book: &Violations, d: &Decision<'_, '_>, requested: &Requested<'_>, client: Option<IpAddr>, live: &LiveSite) {
+    let served = match d.outcome {
+        Outcome::File(which) => robotgate::pipeline::answer::site_file(live, which).is_some(),
+        _ => false,
+    };
+    let counts = Counts::of(d, served);
+    if counts.request.is_none() || !counts.record {
+        return;
+    }
+    SCRATCH.with(|scratch| {
+        let Ok(mut r) = scratch.try_borrow_mut() else { return };
+        if !d.record_into(requested, &mut r) {
+            return;
+        }
+        match client {
+            Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
+            None => r.client.clear(),
+        }
+        let now = now_ms();
+        robotgate::time::write_rfc3339_ms(&mut r.time, now);
+        r.status = d.outcome.enforcement().status().unwrap_or(0);
+        book.offer(&mut r, now);
+    });
 }
 
 /// What a conditional request says it has (only a site file asks).

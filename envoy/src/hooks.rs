@@ -153,7 +153,7 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter) -> Status {
         None
     };
     let snap = module.current();
-    match decide(&snap, &module.state, &Fields { all: &all }, client) {
+    match decide(&snap, (&module.state, module.violations.as_deref()), &Fields { all: &all }, client) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
             abi::STOP

@@ -40,6 +40,7 @@ pub mod abi;
 pub mod decide;
 #[cfg(not(test))]
 mod hooks;
+pub mod log;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -51,6 +52,8 @@ use std::time::{Duration, SystemTime};
 use robotgate::load::file::Reader;
 use robotgate::load::Snapshot;
 use robotgate::state::memory::MemoryState;
+
+use crate::log::Violations;
 
 /// The ABI version the module was written against: the
 /// `ENVOY_DYNAMIC_MODULES_ABI_VERSION` of Envoy 1.40's abi.h. Envoy loads a
@@ -72,6 +75,8 @@ pub struct Module {
     snapshot: Current,
     /// Rates, bans and robots.txt reads, for every worker thread.
     pub state: MemoryState,
+    /// The violation log, when robotgate.yaml names a file.
+    pub violations: Option<Arc<Violations>>,
     /// Set to stop the reload thread; it drops the other end on its way out.
     stop: Arc<AtomicBool>,
     stopped: Option<Receiver<()>>,
@@ -91,12 +96,13 @@ impl Module {
         let snapshot = robotgate::load::reload_whole(path, None, &whole, Reader::Caller)
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
         let state = MemoryState::new(snapshot.settings.boot.max_clients);
+        let violations = Violations::open(&snapshot).map_err(|e| vec![e])?.map(Arc::new);
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
         let stop = Arc::new(AtomicBool::new(false));
         let (done, stopped) = std::sync::mpsc::channel();
-        let (current, halt, config) = (snapshot.clone(), stop.clone(), path.to_owned());
+        let (current, halt, config, book) = (snapshot.clone(), stop.clone(), path.to_owned(), violations.clone());
         let started = robotgate::load::watch::spawn_below("robotgate-reload", move || {
-            reload(&config, &current, &halt, log);
+            reload(&config, &current, &halt, book.as_deref(), log);
             drop(done);
         });
         let stopped = match started {
@@ -106,7 +112,7 @@ impl Module {
                 None
             }
         };
-        Ok(Module { snapshot, state, stop, stopped })
+        Ok(Module { snapshot, state, violations, stop, stopped })
     }
 
     /// The snapshot to decide a request with.
@@ -143,11 +149,15 @@ fn read(current: &Current) -> Arc<Snapshot> {
 /// changed since it was read (or since a refused reload began); if so, a
 /// reload (only what changed is read and compiled again), put in force
 /// whole. A reload that fails keeps the rules in force, says why, and is
-/// tried again when a file changes again.
-fn reload(config: &Path, current: &Current, stop: &AtomicBool, log: fn(Level, &str)) {
+/// tried again when a file changes again. Each look also closes the
+/// violation log's windows that have ended.
+fn reload(config: &Path, current: &Current, stop: &AtomicBool, book: Option<&Violations>, log: fn(Level, &str)) {
     let mut since = read(current).read_at;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(RELOAD_EVERY);
+        if let Some(book) = book {
+            book.tick(log::now_ms());
+        }
         let previous = read(current);
         if stop.load(Ordering::Relaxed) || !previous.changed_since(since) {
             continue;
