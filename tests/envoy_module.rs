@@ -85,17 +85,20 @@ log:
     path
 }
 
-/// The shipped example with the test's listener, origin and robotgate.yaml.
+/// The shipped example with the test's listeners, origin and robotgate.yaml.
 /// Panics if the example no longer names them (the test would otherwise run
 /// something else).
-fn retarget(text: &str, port: u16, origin: &Origin, yaml: &Path) -> String {
+/// `admin`: Envoy's admin listener's port.
+fn retarget(text: &str, (port, admin): (u16, u16), origin: &Origin, yaml: &Path) -> String {
     let listener = "socket_address: { address: 0.0.0.0, port_value: 80 }";
     let upstream = "socket_address: { address: 127.0.0.1, port_value: 8000 }";
     let config = "value: /etc/robotgate/robotgate.yaml";
-    for default in [listener, upstream, config] {
+    let admin_at = "socket_address: { address: 127.0.0.1, port_value: 9901 }";
+    for default in [listener, upstream, config, admin_at] {
         assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
     }
     text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
+        .replace(admin_at, &format!("socket_address: {{ address: 127.0.0.1, port_value: {admin} }}"))
         .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
         .replace(config, &format!("value: {}", yaml.display()))
 }
@@ -137,9 +140,9 @@ fn envoy_module_in_front() {
     let origin = Origin::start();
     let dir = tempfile::tempdir().unwrap();
     let yaml = site(dir.path(), &origin, "");
-    let port = free_port();
-    let _envoy =
-        spawn_envoy(&bin, &module, dir.path(), port, &retarget(&shipped("envoy-module.yaml"), port, &origin, &yaml));
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
     let log = dir.path().join("envoy.log");
     wait_port(port, "envoy", &log);
     // The module is built for this Envoy's ABI: loaded without a warning.
@@ -170,6 +173,12 @@ fn envoy_module_in_front() {
     assert_eq!((record["path"].as_str(), record["client"].as_str()), (Some("/page"), Some("127.0.0.2")), "{record}");
     assert_eq!(record["site"], "s", "{record}");
     assert!(record["line"].as_u64().is_some() && record["time"].as_str().is_some_and(|t| !t.is_empty()), "{record}");
+    // Counted in Envoy's own stats, with the proxy's names and labels.
+    let stats = get(&format!("http://127.0.0.1:{admin}/stats/prometheus"), &[]).body;
+    let sample = |line: &str| stats.lines().find_map(|l| l.strip_prefix(line)?.trim().parse::<f64>().ok());
+    assert_eq!(sample(r#"robotgate_requests_total{site="s",category="browser"}"#), Some(1.0), "{stats}");
+    let refused = r#"robotgate_violations_total{site="s",bot="GPTBot",category="ai-crawler",action="block",robots_seen="false",identity="verified"}"#;
+    assert_eq!(sample(refused), Some(1.0), "{stats}");
 
     // A spoofed GPTBot (outside its range): refused as one. Its own
     // X-Forwarded-For (inside the range) changes nothing: the client is
@@ -237,9 +246,9 @@ fn a_config_that_does_not_load_stops_envoy() {
     let origin = Origin::start();
     let dir = tempfile::tempdir().unwrap();
     let yaml = site(dir.path(), &origin, "no_such_key: 1\n");
-    let port = free_port();
-    let mut envoy =
-        spawn_envoy(&bin, &module, dir.path(), port, &retarget(&shipped("envoy-module.yaml"), port, &origin, &yaml));
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let mut envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(status) = envoy.0.try_wait().unwrap() {

@@ -115,6 +115,10 @@ pub const CONTINUE: Status = 0;
 /// the stream waits for the module (a local reply sent, or a lookup).
 pub const STOP: Status = 1;
 
+/// `envoy_dynamic_module_type_metrics_result`: `Success` is 0.
+pub type MetricsResult = u32;
+pub const METRICS_SUCCESS: MetricsResult = 0;
+
 /// `envoy_dynamic_module_type_http_filter_config_envoy_ptr`.
 pub type ConfigEnvoyPtr = *mut c_void;
 /// `envoy_dynamic_module_type_http_filter_envoy_ptr`.
@@ -172,6 +176,28 @@ extern "C" {
         body: ModuleBuffer,
         details: ModuleBuffer,
     );
+
+    /// Define a counter with these label names, in the filter
+    /// configuration's stats scope; its id into `id`. Only while the
+    /// configuration is made (`…_on_http_filter_config_new`): Envoy
+    /// freezes the creation of stats after it.
+    pub fn envoy_dynamic_module_callback_http_filter_config_define_counter(
+        config: ConfigEnvoyPtr,
+        name: ModuleBuffer,
+        label_names: *const ModuleBuffer,
+        label_names_len: usize,
+        id: *mut usize,
+    ) -> MetricsResult;
+
+    /// Add `value` to counter `id` with these label values (as many as
+    /// its label names).
+    pub fn envoy_dynamic_module_callback_http_filter_increment_counter(
+        filter: FilterEnvoyPtr,
+        id: usize,
+        label_values: *const ModuleBuffer,
+        label_values_len: usize,
+        value: u64,
+    ) -> MetricsResult;
 
     /// A string attribute of the stream (`source.address`: `ip:port`).
     pub fn envoy_dynamic_module_callback_http_filter_get_attribute_string(

@@ -8,10 +8,10 @@ use std::cell::RefCell;
 use std::net::IpAddr;
 
 use robotgate::agent::Memo;
-use robotgate::load::{LiveSite, Snapshot};
+use robotgate::load::Snapshot;
 use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
-use robotgate::policy::{Clock, Decision, Enforcement, Outcome, Rates, Requested};
+use robotgate::policy::{Clock, Decision, Enforcement, Outcome, Rates, Requested, TallyFamily};
 use robotgate::record::Record;
 use robotgate::state::State;
 
@@ -76,12 +76,28 @@ pub enum Answer<'s> {
     Plan(Plan<'s>),
 }
 
+/// Counts one in a metric family ([`families`]) with these label values.
+pub type Count<'a> = &'a dyn Fn(&'static str, &[&str]);
+
+/// The counters a decision counts in, as the proxy names them, with their
+/// label names: every family [`books`] counts in.
+pub fn families() -> [(&'static str, &'static [&'static str]); 6] {
+    [
+        ("robotgate_requests_total", &["site", "category"]),
+        ("robotgate_preferences_total", &["site", "result"]),
+        ("robotgate_files_served_total", &["site", "file"]),
+        TallyFamily::Violation.family(),
+        TallyFamily::Limited.family(),
+        TallyFamily::Stale.family(),
+    ]
+}
+
 /// Decide the request of `fields`, from client `client` (Envoy's
-/// `source.address`), with `snap` and the process's `state`; a decision
-/// that has a record offers it to `book`.
+/// `source.address`), with `snap` and the process's `state`; the decision
+/// is counted with `count`, and one that has a record offers it to `book`.
 pub fn decide<'s>(
     snap: &'s Snapshot,
-    (state, book): (&dyn State, Option<&Violations>),
+    (state, book, count): (&dyn State, Option<&Violations>, Count<'_>),
     fields: &Fields<'_>,
     client: Option<IpAddr>,
 ) -> Answer<'s> {
@@ -136,20 +152,8 @@ pub fn decide<'s>(
         Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
         Verdict::Decided(d) => d,
     };
-    if let Some(book) = book {
-        let requested = Requested {
-            site: live.conf.name.as_str(),
-            // Written into the record, in its own buffer.
-            client: "",
-            method,
-            path: &String::from_utf8_lossy(target),
-            host,
-            user_agent: &String::from_utf8_lossy(p.facts().user_agent),
-            robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
-            lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
-        };
-        record(book, &decision, &requested, p.facts().client, live);
-    }
+    let seen = Seen { method, target, host, user_agent: p.facts().user_agent, client: p.facts().client };
+    books(&decision, (snap, site), &seen, book, count);
     let enforcement = decision.outcome.enforcement();
     let has = match enforcement {
         Enforcement::File(_) => conditional(fields),
@@ -172,28 +176,80 @@ pub fn decide<'s>(
     Answer::Pass { robots_tags, content_usage: p.facts().content_usage.clone() }
 }
 
-/// Offer the record of `d`, if it has one (what the core counts as
-/// recorded, [`Counts`]), to `book`. Out of line: a browser's pass never
-/// comes here.
-#[inline(never)]
-fn record(book: &Violations, d: &Decision<'_, '_>, requested: &Requested<'_>, client: Option<IpAddr>, live: &LiveSite) {
+/// What a record says of the request, as it came.
+struct Seen<'r> {
+    method: &'r str,
+    target: &'r [u8],
+    host: &'r str,
+    user_agent: &'r [u8],
+    client: Option<IpAddr>,
+}
+
+/// Count `d` as the proxy counts it (the core's one list, [`Counts`]), and
+/// offer its record, if it has one, to `book`.
+fn books(
+    d: &Decision<'_, '_>,
+    (snap, at): (&Snapshot, usize),
+    seen: &Seen<'_>,
+    book: Option<&Violations>,
+    count: Count<'_>,
+) {
+    let live = &snap.sites[at];
+    let site = snap.metric_site(at);
+    // A site file counts only when it was loaded, and so answered.
     let served = match d.outcome {
         Outcome::File(which) => robotgate::pipeline::answer::site_file(live, which).is_some(),
         _ => false,
     };
     let counts = Counts::of(d, served);
-    if counts.request.is_none() || !counts.record {
-        return;
+    if let Some(result) = counts.preference {
+        count("robotgate_preferences_total", &[site, result]);
     }
+    if let Some(file) = counts.file {
+        count("robotgate_files_served_total", &[site, file.as_str()]);
+    }
+    let Some(category) = counts.request else { return };
+    count("robotgate_requests_total", &[site, category.as_str()]);
+    if counts.record {
+        record(d, (snap, at), seen, book, count);
+    }
+}
+
+/// The record of a decision that has one: its tally counted, and offered
+/// to `book`. Out of line: a browser's pass never comes here.
+#[inline(never)]
+fn record(
+    d: &Decision<'_, '_>,
+    (snap, at): (&Snapshot, usize),
+    seen: &Seen<'_>,
+    book: Option<&Violations>,
+    count: Count<'_>,
+) {
+    let live = &snap.sites[at];
+    let requested = Requested {
+        site: live.conf.name.as_str(),
+        // Written into the record, in its own buffer.
+        client: "",
+        method: seen.method,
+        path: &String::from_utf8_lossy(seen.target),
+        host: seen.host,
+        user_agent: &String::from_utf8_lossy(seen.user_agent),
+        robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
+        lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
+    };
     SCRATCH.with(|scratch| {
         let Ok(mut r) = scratch.try_borrow_mut() else { return };
-        if !d.record_into(requested, &mut r) {
+        if !d.record_into(&requested, &mut r) {
             return;
         }
-        match client {
+        match seen.client {
             Some(ip) => robotgate::net::write_ip_text(&mut r.client, ip),
             None => r.client.clear(),
         }
+        if let Some(tally) = d.tally(snap.metric_site(at), &r) {
+            count(tally.family().0, &tally.values());
+        }
+        let Some(book) = book else { return };
         let now = now_ms();
         robotgate::time::write_rfc3339_ms(&mut r.time, now);
         r.status = d.outcome.enforcement().status().unwrap_or(0);

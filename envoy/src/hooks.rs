@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use robotgate::pipeline::answer::Plan;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
-use crate::decide::{address_of, decide, Answer, Fields};
+use crate::decide::{address_of, decide, families, Answer, Fields};
 use crate::{Level, Module};
 
 /// A message in Envoy's log, under its `dynamic_modules` logger.
@@ -44,7 +44,7 @@ pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const c_char {
 /// Null (Envoy refuses its configuration) when it does not load.
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
-    _config_envoy: abi::ConfigEnvoyPtr,
+    config_envoy: abi::ConfigEnvoyPtr,
     _name: EnvoyBuffer,
     config: EnvoyBuffer,
 ) -> ModulePtr {
@@ -57,7 +57,8 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
         };
         let path = std::path::Path::new(path.trim());
         match Module::load(path, log_at) {
-            Ok(module) => {
+            Ok(mut module) => {
+                module.counters = define_counters(config_envoy);
                 for problem in &module.current().refused {
                     log(abi::LOG_WARN, &format!("robotgate: site file refused, the other sites are served: {problem}"));
                 }
@@ -73,6 +74,33 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
         }
     });
     loaded.unwrap_or(std::ptr::null())
+}
+
+/// The proxy's counters ([`families`]) in Envoy's stats: what Envoy's
+/// admin `/stats/prometheus` serves. A family Envoy does not define is not
+/// counted, said once.
+fn define_counters(config: abi::ConfigEnvoyPtr) -> Vec<(&'static str, usize)> {
+    let mut out = Vec::new();
+    for (name, labels) in families() {
+        let labels: Vec<ModuleBuffer> = labels.iter().map(|l| ModuleBuffer::of(l.as_bytes())).collect();
+        let mut id = 0;
+        // SAFETY: Envoy's callback, in `config_new`; it copies the names.
+        let result = unsafe {
+            abi::envoy_dynamic_module_callback_http_filter_config_define_counter(
+                config,
+                ModuleBuffer::of(name.as_bytes()),
+                labels.as_ptr(),
+                labels.len(),
+                &mut id,
+            )
+        };
+        if result == abi::METRICS_SUCCESS {
+            out.push((name, id));
+        } else {
+            log(abi::LOG_WARN, &format!("robotgate: {name} is not counted (Envoy's answer {result})"));
+        }
+    }
+    out
 }
 
 #[no_mangle]
@@ -153,7 +181,21 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter) -> Status {
         None
     };
     let snap = module.current();
-    match decide(&snap, (&module.state, module.violations.as_deref()), &Fields { all: &all }, client) {
+    let count = |family: &'static str, values: &[&str]| {
+        let Some(&(_, id)) = module.counters.iter().find(|(name, _)| *name == family) else { return };
+        let values: Vec<ModuleBuffer> = values.iter().map(|v| ModuleBuffer::of(v.as_bytes())).collect();
+        // SAFETY: Envoy's callback on this stream; it copies the values.
+        unsafe {
+            abi::envoy_dynamic_module_callback_http_filter_increment_counter(
+                envoy,
+                id,
+                values.as_ptr(),
+                values.len(),
+                1,
+            )
+        };
+    };
+    match decide(&snap, (&module.state, module.violations.as_deref(), &count), &Fields { all: &all }, client) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
             abi::STOP

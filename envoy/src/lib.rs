@@ -77,6 +77,9 @@ pub struct Module {
     pub state: MemoryState,
     /// The violation log, when robotgate.yaml names a file.
     pub violations: Option<Arc<Violations>>,
+    /// The counters of [`decide::families`] in Envoy's stats, by family:
+    /// the host's ids (none outside Envoy).
+    pub counters: Vec<(&'static str, usize)>,
     /// Set to stop the reload thread; it drops the other end on its way out.
     stop: Arc<AtomicBool>,
     stopped: Option<Receiver<()>>,
@@ -112,7 +115,7 @@ impl Module {
                 None
             }
         };
-        Ok(Module { snapshot, state, violations, stop, stopped })
+        Ok(Module { snapshot, state, violations, counters: Vec::new(), stop, stopped })
     }
 
     /// The snapshot to decide a request with.
