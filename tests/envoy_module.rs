@@ -263,3 +263,62 @@ fn a_config_that_does_not_load_stops_envoy() {
     assert!(text.contains("no_such_key"), "the log does not name the problem: {text}");
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "Envoy listens without the module");
 }
+
+/// Issue #69 (4): what Envoy lets through in other forms is decided, never
+/// passed undecided: an absolute-form target, an HTTP/2 request (its
+/// `:authority` with a port), a `Host` robotgate's reading refuses (the
+/// default site decides it), and a control byte in a header (Envoy's codec
+/// refuses it first). The origin never sees GPTBot.
+#[test]
+fn other_forms_of_a_request_are_decided() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+
+    let absolute = format!(
+        "GET http://127.0.0.1:{port}/page HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n"
+    );
+    let r = raw(port, absolute.as_bytes());
+    assert_eq!(r.status, 403, "absolute-form: {}", r.body);
+
+    let h2 = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{http_version}",
+            "--max-time",
+            "10",
+            "--http2-prior-knowledge",
+        ])
+        .args(["-H", &format!("User-Agent: {GPTBOT}"), &format!("http://127.0.0.1:{port}/page")])
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&h2.stdout), "403 2", "HTTP/2 with :authority 127.0.0.1:{port}");
+
+    let odd_host = format!("GET /page HTTP/1.1\r\nHost: x@y\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n");
+    let r = raw(port, odd_host.as_bytes());
+    assert_eq!(r.status, 403, "Host x@y, decided by the default site: {}", r.body);
+
+    let control =
+        format!("GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {GPTBOT}\x01\r\nConnection: close\r\n\r\n");
+    let r = raw(port, control.as_bytes());
+    assert_eq!(r.status, 400, "a control byte, refused by Envoy's codec: {}", r.body);
+
+    assert_eq!(origin.hits(), 0, "the origin saw a refused robot: {:?}", origin.paths.lock().unwrap());
+    // And a browser still gets the page over HTTP/2.
+    let mut h2 = Command::new("curl");
+    h2.args(["-s", "--max-time", "10", "--http2-prior-knowledge", "-H", &format!("User-Agent: {FIREFOX}")]);
+    for (k, v) in as_browser("http://127.0.0.1/", &[("User-Agent", FIREFOX)]) {
+        h2.args(["-H", &format!("{k}: {v}")]);
+    }
+    let out = h2.arg(format!("http://127.0.0.1:{port}/page")).output().expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "origin /page");
+}
