@@ -13,6 +13,7 @@ use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Clock, Decision, Enforcement, Outcome, Rates, Requested, TallyFamily};
 use robotgate::record::Record;
+use robotgate::state::crowd::Crowd;
 use robotgate::state::State;
 
 use crate::log::{now_ms, Violations};
@@ -97,7 +98,7 @@ pub fn families() -> [(&'static str, &'static [&'static str]); 6] {
 /// is counted with `count`, and one that has a record offers it to `book`.
 pub fn decide<'s>(
     snap: &'s Snapshot,
-    (state, book, count): (&dyn State, Option<&Violations>, Count<'_>),
+    (state, crowd, book, count): (&dyn State, &Crowd, Option<&Violations>, Count<'_>),
     fields: &Fields<'_>,
     client: Option<IpAddr>,
 ) -> Answer<'s> {
@@ -136,7 +137,11 @@ pub fn decide<'s>(
         headers: *fields,
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
-    let mut p = Pipeline::new(Env::of(snap), view, &req, None, Rates::Local, Clock::System);
+    // The crowd check, as the proxy's: every thread counts into one. A
+    // forwarding header of the client's own is an `X-Forwarded-For` with
+    // more than the entry Envoy appends, or a `Forwarded`.
+    let note = |client: Option<IpAddr>, _: bool| crowd.note(client, forwarded(fields));
+    let mut p = Pipeline::new(Env::of(snap), view, &req, Some(&note), Rates::Local, Clock::System);
     let verdict = MEMO.with(|memo| {
         // Only this thread borrows it, and nothing below calls back here.
         let mut memo = memo.try_borrow_mut().ok();
@@ -262,6 +267,22 @@ fn record(
     });
 }
 
+/// Whether the request came with a forwarding header of its own (the
+/// crowd check): Envoy's connection manager appends the peer to
+/// `X-Forwarded-For` (`use_remote_address: true`), so one entry is Envoy's.
+fn forwarded(fields: &Fields<'_>) -> bool {
+    let mut entries = 0;
+    for (k, v) in fields.all {
+        if k.eq_ignore_ascii_case(b"forwarded") {
+            return true;
+        }
+        if k.eq_ignore_ascii_case(b"x-forwarded-for") {
+            entries += 1 + v.iter().filter(|&&b| b == b',').count();
+        }
+    }
+    entries > 1
+}
+
 /// What a conditional request says it has (only a site file asks).
 fn conditional<'r>(fields: &Fields<'r>) -> Conditional<'r> {
     Conditional { if_none_match: fields.first(b"if-none-match"), if_modified_since: fields.first(b"if-modified-since") }
@@ -279,7 +300,17 @@ pub fn address_of(text: &[u8]) -> Option<IpAddr> {
 
 #[cfg(test)]
 mod tests {
-    use super::address_of;
+    use super::{address_of, forwarded, Fields};
+
+    #[test]
+    fn a_forwarding_header_is_one_besides_envoys_own_entry() {
+        let fields = |all: &[(&'static [u8], &'static [u8])]| forwarded(&Fields { all });
+        assert!(!fields(&[(b"x-forwarded-for", b"10.0.0.1")]), "Envoy's own entry");
+        assert!(fields(&[(b"x-forwarded-for", b"203.0.113.9, 10.0.0.1")]));
+        assert!(fields(&[(b"x-forwarded-for", b"203.0.113.9"), (b"x-forwarded-for", b"10.0.0.1")]));
+        assert!(fields(&[(b"forwarded", b"for=203.0.113.9")]));
+        assert!(!fields(&[(b"user-agent", b"a, b")]));
+    }
 
     #[test]
     fn source_address_reads_with_and_without_port() {

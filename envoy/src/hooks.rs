@@ -195,7 +195,12 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter) -> Status {
             )
         };
     };
-    match decide(&snap, (&module.state, module.violations.as_deref(), &count), &Fields { all: &all }, client) {
+    match decide(
+        &snap,
+        (&module.state, &module.crowd, module.violations.as_deref(), &count),
+        &Fields { all: &all },
+        client,
+    ) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
             abi::STOP

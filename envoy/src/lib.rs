@@ -51,6 +51,7 @@ use std::time::{Duration, SystemTime};
 
 use robotgate::load::file::Reader;
 use robotgate::load::Snapshot;
+use robotgate::state::crowd::Crowd;
 use robotgate::state::memory::MemoryState;
 
 use crate::log::Violations;
@@ -75,6 +76,8 @@ pub struct Module {
     snapshot: Current,
     /// Rates, bans and robots.txt reads, for every worker thread.
     pub state: MemoryState,
+    /// The crowd check's counts, for every worker thread.
+    pub crowd: Arc<Crowd>,
     /// The violation log, when robotgate.yaml names a file.
     pub violations: Option<Arc<Violations>>,
     /// The counters of [`decide::families`] in Envoy's stats, by family:
@@ -103,9 +106,11 @@ impl Module {
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
         let stop = Arc::new(AtomicBool::new(false));
         let (done, stopped) = std::sync::mpsc::channel();
-        let (current, halt, config, book) = (snapshot.clone(), stop.clone(), path.to_owned(), violations.clone());
+        let crowd = Arc::new(Crowd::default());
+        let (current, halt, config) = (snapshot.clone(), stop.clone(), path.to_owned());
+        let (book, counts) = (violations.clone(), crowd.clone());
         let started = robotgate::load::watch::spawn_below("robotgate-reload", move || {
-            reload(&config, &current, &halt, book.as_deref(), log);
+            reload(&config, &current, &halt, (book.as_deref(), &counts), log);
             drop(done);
         });
         let stopped = match started {
@@ -115,7 +120,7 @@ impl Module {
                 None
             }
         };
-        Ok(Module { snapshot, state, violations, counters: Vec::new(), stop, stopped })
+        Ok(Module { snapshot, state, crowd, violations, counters: Vec::new(), stop, stopped })
     }
 
     /// The snapshot to decide a request with.
@@ -135,6 +140,9 @@ impl Drop for Module {
     }
 }
 
+/// What the crowd check says, at most hourly ([`Crowd::tick`]).
+pub const CROWD_WARNING: &str = "over 90% of the last minute's requests came from loopback or private addresses with a forwarding header of their own: every client looks like the proxy in front of Envoy. Trust that proxy in Envoy's xff_num_trusted_hops; until then robots cannot be verified, and trap hits from its address ban no one";
+
 /// Levels of what the module logs.
 #[derive(Debug, Clone, Copy)]
 pub enum Level {
@@ -153,13 +161,27 @@ fn read(current: &Current) -> Arc<Snapshot> {
 /// reload (only what changed is read and compiled again), put in force
 /// whole. A reload that fails keeps the rules in force, says why, and is
 /// tried again when a file changes again. Each look also closes the
-/// violation log's windows that have ended.
-fn reload(config: &Path, current: &Current, stop: &AtomicBool, book: Option<&Violations>, log: fn(Level, &str)) {
+/// violation log's windows that have ended, and folds the crowd check's
+/// second (once a second: [`Crowd::tick`] folds nothing more often).
+fn reload(
+    config: &Path,
+    current: &Current,
+    stop: &AtomicBool,
+    (book, crowd): (Option<&Violations>, &Crowd),
+    log: fn(Level, &str),
+) {
     let mut since = read(current).read_at;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(RELOAD_EVERY);
+        let now = log::now_ms();
         if let Some(book) = book {
-            book.tick(log::now_ms());
+            book.tick(now);
+        }
+        // Envoy names the client itself (`xff_num_trusted_hops`), which
+        // robotgate.yaml's `trusted_proxies` does not see: the minute's
+        // traffic alone says it.
+        if crowd.tick(true, now) {
+            log(Level::Warn, &format!("robotgate: {CROWD_WARNING}"));
         }
         let previous = read(current);
         if stop.load(Ordering::Relaxed) || !previous.changed_since(since) {
