@@ -301,6 +301,28 @@ pub fn address_of(text: &[u8]) -> Option<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::{address_of, forwarded, Fields};
+    use robotgate::pipeline::{Header, Headers};
+
+    #[test]
+    fn fields_are_the_headers_and_pseudo_headers_are_not_text() {
+        let all: &[(&[u8], &[u8])] = &[
+            (b":path", b"/a"),
+            (b":authority", b"example.com:8080"),
+            (b"user-agent", b"one"),
+            (b"User-Agent", b"two"),
+            (b"accept", b"\xff"),
+            (b"accept-language", b"en"),
+        ];
+        let fields = Fields { all };
+        let mut uas = Vec::new();
+        fields.each(Header::UserAgent, &mut |v| uas.push(v));
+        assert_eq!(uas, [&b"one"[..], b"two"], "every value, in order, any case");
+        let mut text = Vec::new();
+        fields.text(&mut |k, v| text.push((k, v)));
+        assert_eq!(text, [("user-agent", "one"), ("User-Agent", "two"), ("accept-language", "en")]);
+        assert_eq!(fields.first(b":authority"), Some(&b"example.com:8080"[..]));
+        assert!(!fields.has(Header::SignatureInput));
+    }
 
     #[test]
     fn a_forwarding_header_is_one_besides_envoys_own_entry() {
