@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{envoy, get_from, shipped, wait_port, Answered, Running};
 use common::envoy_module::module;
 use common::*;
@@ -321,4 +322,59 @@ fn other_forms_of_a_request_are_decided() {
     }
     let out = h2.arg(format!("http://127.0.0.1:{port}/page")).output().expect("curl runs");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "origin /page");
+}
+
+const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
+
+/// Reverse DNS inside Envoy: a claim only reverse DNS can settle (YandexBot
+/// publishes host names, no ranges) parks the stream while a helper thread
+/// asks a DNS server (the test's, on loopback), and Envoy's scheduler
+/// resumes it with the answer. The client is a public address that a
+/// trusted hop named (`xff_num_trusted_hops: 1`, the test's X-Forwarded-For).
+#[test]
+fn reverse_dns_parks_the_stream_and_resumes_it() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dns = DnsServer::answering(&[
+        ("40.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider-40", "yandex", "com"])),
+        ("spider-40.yandex.com", DnsAnswer::A("198.51.100.40".parse().unwrap())),
+        ("41.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider", "evil", "example"])),
+    ]);
+    let yaml = site(dir.path(), &origin, "");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
+    std::fs::write(&yaml, text.replacen("verify:\n", &verify, 1)).unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    assert_eq!(config.matches("xff_num_trusted_hops: 0").count(), 1, "the example's trusted hops changed");
+    let config = config.replace("xff_num_trusted_hops: 0", "xff_num_trusted_hops: 1");
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+    let from = |client: &str, path: &str| {
+        get_from(port, "127.0.0.2", path, &[("User-Agent", YANDEX), ("X-Forwarded-For", client)])
+    };
+
+    // YandexBot confirmed: held to its group (the origin's page; 403 on /private/).
+    let r = from("198.51.100.40", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    let r = from("198.51.100.40", "/private/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    // A name outside Yandex's: a spoofed claim, refused anywhere.
+    let r = from("198.51.100.41", "/page");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("not the crawler"), "{}", r.body);
+    // The verdict is kept: more requests, no more questions.
+    let asked = dns.count();
+    for _ in 0..5 {
+        assert_eq!(from("198.51.100.40", "/page").status, 200);
+    }
+    assert_eq!(dns.count(), asked, "a kept verdict was asked again");
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 2);
+    let records: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let verified = records.iter().find(|r| r["client"] == "198.51.100.40").expect("the /private/ refusal's record");
+    assert_eq!(verified["identity"], "verified", "{verified}");
+    let spoofed = records.iter().find(|r| r["client"] == "198.51.100.41").expect("the spoofed claim's record");
+    assert_eq!(spoofed["identity"], "spoofed", "{spoofed}");
 }

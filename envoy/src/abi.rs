@@ -199,6 +199,20 @@ extern "C" {
         value: u64,
     ) -> MetricsResult;
 
+    /// A scheduler for this stream (on its worker thread, in a hook): see
+    /// [`crate::park`].
+    pub fn envoy_dynamic_module_callback_http_filter_scheduler_new(filter: FilterEnvoyPtr) -> *mut c_void;
+
+    /// Have Envoy call `…_on_http_filter_scheduled(…, event)` on the
+    /// stream's worker thread (from any thread; nothing if the stream is gone).
+    pub fn envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler: *mut c_void, event: u64);
+
+    /// Delete a scheduler (once).
+    pub fn envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler: *mut c_void);
+
+    /// Let a stream stopped in its request headers go on (after a lookup).
+    pub fn envoy_dynamic_module_callback_http_filter_continue_decoding(filter: FilterEnvoyPtr);
+
     /// A string attribute of the stream (`source.address`: `ip:port`).
     pub fn envoy_dynamic_module_callback_http_filter_get_attribute_string(
         filter: FilterEnvoyPtr,

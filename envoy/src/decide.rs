@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::net::IpAddr;
 
 use robotgate::agent::Memo;
+use robotgate::identity::Identity;
 use robotgate::load::Snapshot;
 use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
@@ -17,6 +18,7 @@ use robotgate::state::crowd::Crowd;
 use robotgate::state::State;
 
 use crate::log::{now_ms, Violations};
+use crate::park::Dns;
 
 /// Slots of a worker thread's [`Memo`] (the nginx module's size: the
 /// distinct User-Agents a busy site sees at once).
@@ -75,6 +77,10 @@ pub enum Answer<'s> {
     Pass { robots_tags: Vec<String>, content_usage: Option<String> },
     /// Answer it with this plan.
     Plan(Plan<'s>),
+    /// Only reverse DNS can tell whether `client` is database robot `bot`
+    /// (host names ending in `suffixes`): look it up, and decide again with
+    /// the answer ([`crate::park`]).
+    Lookup { bot: usize, client: IpAddr, suffixes: Vec<String> },
 }
 
 /// Counts one in a metric family ([`families`]) with these label values.
@@ -96,9 +102,13 @@ pub fn families() -> [(&'static str, &'static [&'static str]); 6] {
 /// Decide the request of `fields`, from client `client` (Envoy's
 /// `source.address`), with `snap` and the process's `state`; the decision
 /// is counted with `count`, and one that has a record offers it to `book`.
+/// A claim only reverse DNS can settle is answered from `dns`'s verdicts or
+/// `waited` (the answer of the lookup the request was parked for), else
+/// the request is to be parked ([`Answer::Lookup`]).
 pub fn decide<'s>(
     snap: &'s Snapshot,
     (state, crowd, book, count): (&dyn State, &Crowd, Option<&Violations>, Count<'_>),
+    (dns, waited): (&Dns, Option<(usize, Identity)>),
     fields: &Fields<'_>,
     client: Option<IpAddr>,
 ) -> Answer<'s> {
@@ -147,17 +157,29 @@ pub fn decide<'s>(
         let mut memo = memo.try_borrow_mut().ok();
         loop {
             match p.run(memo.as_deref_mut(), state, Clock::System) {
-                Next::Done(v) => break v,
-                // Preview: no helper threads yet (docs/edge.md). A claim only
-                // reverse DNS could settle is unverifiable; the store is
-                // this process's tables; a signature's key directory is
+                Next::Done(v) => break Ok(v),
+                Next::Need(Need::Dns { bot, client }) => match waited {
+                    Some((b, identity)) if b == bot => p.answer_dns(bot, identity),
+                    _ => {
+                        let suffixes = &snap.classifier.bot(bot).rdns;
+                        match dns.known(client, suffixes) {
+                            Some(identity) => p.answer_dns(bot, identity),
+                            None => break Err((bot, client, suffixes.clone())),
+                        }
+                    }
+                },
+                // Preview: no helper for these yet (docs/edge.md). The store
+                // is this process's tables; a signature's key directory is
                 // not fetched, so the signature does not verify.
-                Next::Need(Need::Dns { bot, .. }) => p.answer_dns(bot, robotgate::identity::Identity::Unverifiable),
                 Next::Need(Need::Store(_)) => p.answer_store(None),
                 Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
             }
         }
     });
+    let verdict = match verdict {
+        Ok(v) => v,
+        Err((bot, client, suffixes)) => return Answer::Lookup { bot, client, suffixes },
+    };
     let decision = match verdict {
         Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
         Verdict::Decided(d) => d,

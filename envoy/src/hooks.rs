@@ -6,11 +6,15 @@
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
+use robotgate::identity::Identity;
 use robotgate::pipeline::answer::Plan;
+use robotgate::state::State;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
-use crate::decide::{address_of, decide, families, Answer, Fields};
+use crate::decide::{address_of, decide, families, Answer, Count, Fields};
+use crate::park::Lookup;
 use crate::{Level, Module};
 
 /// A message in Envoy's log, under its `dynamic_modules` logger.
@@ -29,10 +33,22 @@ fn log_at(level: Level, message: &str) {
     log(level, message);
 }
 
-/// One stream's filter: what a pass adds to the origin's answer.
+/// One stream's filter: what a pass adds to the origin's answer, and the
+/// lookup it is parked for.
 struct Filter {
     module: *const Module,
     pass: Option<(Vec<String>, Option<String>)>,
+    parked: Option<Arc<Lookup>>,
+}
+
+/// Where a request stands after a pass of the decision.
+enum Step {
+    /// Answered (a local reply sent).
+    Answered,
+    /// On to the origin.
+    Pass,
+    /// Parked for a lookup ([`crate::park`]).
+    Parked,
 }
 
 #[no_mangle]
@@ -113,7 +129,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: Mod
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_new(config: ModulePtr, _filter: FilterEnvoyPtr) -> ModulePtr {
-    Box::into_raw(Box::new(Filter { module: config.cast(), pass: None })) as ModulePtr
+    Box::into_raw(Box::new(Filter { module: config.cast(), pass: None, parked: None })) as ModulePtr
 }
 
 #[no_mangle]
@@ -131,17 +147,44 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
 ) -> Status {
     // SAFETY: made by `filter_new`, used by this stream's thread only.
     let filter = unsafe { &mut *(filter as *mut Filter) };
-    match catch_unwind(AssertUnwindSafe(|| request_headers(envoy, filter))) {
-        Ok(status) => status,
+    match run(envoy, filter, None) {
+        Step::Pass => abi::CONTINUE,
+        Step::Answered | Step::Parked => abi::STOP,
+    }
+}
+
+/// A parked request's lookup answered: decided again with the answer, on
+/// the stream's worker thread.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(envoy: FilterEnvoyPtr, filter: ModulePtr, _event: u64) {
+    // SAFETY: made by `filter_new`, used by this stream's thread only.
+    let filter = unsafe { &mut *(filter as *mut Filter) };
+    let Some(lookup) = filter.parked.take() else { return };
+    let waited = (lookup.bot, lookup.answer());
+    drop(lookup);
+    match run(envoy, filter, Some(waited)) {
+        // SAFETY: Envoy's callback, on this stream's thread, its request
+        // headers stopped by the module.
+        Step::Pass => unsafe { abi::envoy_dynamic_module_callback_http_filter_continue_decoding(envoy) },
+        Step::Answered | Step::Parked => {}
+    }
+}
+
+/// Decide the stream's request (again, with `waited`: the answer of the
+/// lookup it was parked for), never letting a panic through: a decision
+/// that panics is refused.
+fn run(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identity)>) -> Step {
+    match catch_unwind(AssertUnwindSafe(|| request_headers(envoy, filter, waited))) {
+        Ok(step) => step,
         Err(_) => {
             log(abi::LOG_ERROR, "robotgate: deciding a request panicked; it is refused");
             send(envoy, &Plan::refuse(500, "Internal Server Error"));
-            abi::STOP
+            Step::Answered
         }
     }
 }
 
-fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter) -> Status {
+fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identity)>) -> Step {
     // SAFETY: the configuration outlives its filters (Envoy holds it for them).
     let module = unsafe { &*filter.module };
     // Every header in one crossing (Envoy bounds their count:
@@ -155,7 +198,7 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter) -> Status {
         && !unsafe { abi::envoy_dynamic_module_callback_http_get_headers(envoy, abi::REQUEST_HEADER, raw.as_mut_ptr()) }
     {
         send(envoy, &Plan::refuse(400, "Bad Request: the request's headers could not be read"));
-        return abi::STOP;
+        return Step::Answered;
     }
     let all: Vec<(&[u8], &[u8])> = raw
         .iter()
@@ -195,22 +238,27 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter) -> Status {
             )
         };
     };
-    match decide(
-        &snap,
-        (&module.state, &module.crowd, module.violations.as_deref(), &count),
-        &Fields { all: &all },
-        client,
-    ) {
+    let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as Count<'_>);
+    match decide(&snap, books, (&module.dns, waited), &Fields { all: &all }, client) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
-            abi::STOP
+            Step::Answered
         }
         Answer::Pass { robots_tags, content_usage } => {
             if !robots_tags.is_empty() || content_usage.is_some() {
                 filter.pass = Some((robots_tags, content_usage));
             }
-            abi::CONTINUE
+            Step::Pass
         }
+        // SAFETY: this stream's filter, on its thread, in its hook.
+        Answer::Lookup { bot, client, suffixes } => match unsafe { module.dns.start(envoy, bot, client, suffixes) } {
+            Some(lookup) => {
+                filter.parked = Some(lookup);
+                Step::Parked
+            }
+            // No helper: judged now, unverifiable (as when the lookup fails).
+            None => request_headers(envoy, filter, Some((bot, Identity::Unverifiable))),
+        },
     }
 }
 
@@ -307,9 +355,6 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_response_trailers(_: Filte
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(_: FilterEnvoyPtr, _: ModulePtr) {}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(_: FilterEnvoyPtr, _: ModulePtr, _event: u64) {}
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(

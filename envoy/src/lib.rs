@@ -41,6 +41,7 @@ pub mod decide;
 #[cfg(not(test))]
 mod hooks;
 pub mod log;
+pub mod park;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -55,6 +56,7 @@ use robotgate::state::crowd::Crowd;
 use robotgate::state::memory::MemoryState;
 
 use crate::log::Violations;
+use crate::park::Dns;
 
 /// The ABI version the module was written against: the
 /// `ENVOY_DYNAMIC_MODULES_ABI_VERSION` of Envoy 1.40's abi.h. Envoy loads a
@@ -78,6 +80,8 @@ pub struct Module {
     pub state: MemoryState,
     /// The crowd check's counts, for every worker thread.
     pub crowd: Arc<Crowd>,
+    /// Reverse DNS: its name servers, verdicts and lookups under way.
+    pub dns: Arc<Dns>,
     /// The violation log, when robotgate.yaml names a file.
     pub violations: Option<Arc<Violations>>,
     /// The counters of [`decide::families`] in Envoy's stats, by family:
@@ -103,6 +107,7 @@ impl Module {
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
         let state = MemoryState::new(snapshot.settings.boot.max_clients);
         let violations = Violations::open(&snapshot).map_err(|e| vec![e])?.map(Arc::new);
+        let dns = Arc::new(Dns::new(&snapshot.settings.boot.dns));
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
         let stop = Arc::new(AtomicBool::new(false));
         let (done, stopped) = std::sync::mpsc::channel();
@@ -120,7 +125,7 @@ impl Module {
                 None
             }
         };
-        Ok(Module { snapshot, state, crowd, violations, counters: Vec::new(), stop, stopped })
+        Ok(Module { snapshot, state, crowd, dns, violations, counters: Vec::new(), stop, stopped })
     }
 
     /// The snapshot to decide a request with.
@@ -137,6 +142,7 @@ impl Drop for Module {
         if let Some(stopped) = self.stopped.take() {
             let _ = stopped.recv();
         }
+        self.dns.settle();
     }
 }
 
