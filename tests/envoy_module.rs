@@ -341,6 +341,7 @@ fn reverse_dns_parks_the_stream_and_resumes_it() {
         ("40.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider-40", "yandex", "com"])),
         ("spider-40.yandex.com", DnsAnswer::A("198.51.100.40".parse().unwrap())),
         ("41.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider", "evil", "example"])),
+        ("43.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider-43", "evil", "example"])),
     ]);
     let yaml = site(dir.path(), &origin, "");
     let text = std::fs::read_to_string(&yaml).unwrap();
@@ -371,6 +372,16 @@ fn reverse_dns_parks_the_stream_and_resumes_it() {
         assert_eq!(from("198.51.100.40", "/page").status, 200);
     }
     assert_eq!(dns.count(), asked, "a kept verdict was asked again");
+    // A body that comes with the headers waits with them: parked, a POST
+    // does not reach the origin before it is decided (spoofed: refused).
+    let post = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--interface", "127.0.0.2"])
+        .args(["-H", &format!("User-Agent: {YANDEX}"), "-H", "X-Forwarded-For: 198.51.100.43"])
+        .args(["--data", "q=1", &format!("http://127.0.0.1:{port}/form")])
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&post.stdout), "403");
+    assert!(!origin.saw("/form"), "a parked POST reached the origin undecided");
     let lines = wait_lines(&dir.path().join("violations.jsonl"), 2);
     let records: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
     let verified = records.iter().find(|r| r["client"] == "198.51.100.40").expect("the /private/ refusal's record");

@@ -326,18 +326,37 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
     abi::CONTINUE
 }
 
+/// A request's body while it is parked waits (buffered, within Envoy's
+/// buffer limit): a `Continue` would let the stopped headers go on
+/// undecided. Otherwise it goes on.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
+    _: FilterEnvoyPtr,
+    filter: ModulePtr,
+    _: bool,
+) -> Status {
+    // SAFETY: made by `filter_new`, used by this stream's thread only.
+    if unsafe { &*(filter as *const Filter) }.parked.is_some() {
+        abi::STOP
+    } else {
+        abi::CONTINUE
+    }
+}
+
+/// As for the body: trailers wait while the request is parked.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(_: FilterEnvoyPtr, filter: ModulePtr) -> Status {
+    // SAFETY: as above.
+    if unsafe { &*(filter as *const Filter) }.parked.is_some() {
+        abi::STOP
+    } else {
+        abi::CONTINUE
+    }
+}
+
 // The hooks Envoy requires of an HTTP filter that the module has no use
-// for: bodies and trailers go on, and it starts no callout or stream.
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(_: FilterEnvoyPtr, _: ModulePtr, _: bool) -> Status {
-    abi::CONTINUE
-}
-
-#[no_mangle]
-pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(_: FilterEnvoyPtr, _: ModulePtr) -> Status {
-    abi::CONTINUE
-}
+// for: the response's body and trailers go on, and it starts no callout
+// or stream.
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_response_body(
