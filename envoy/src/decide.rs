@@ -128,8 +128,8 @@ pub fn decide<'s>(
     let host = std::str::from_utf8(host).unwrap_or("?");
     // The scheme as Envoy read it: at the edge (`use_remote_address: true`)
     // its connection manager writes `X-Forwarded-Proto` from the downstream
-    // connection over whatever the client sent (or keeps the trusted hop's,
-    // with `xff_num_trusted_hops`), before any filter runs.
+    // connection over whatever the client sent (behind trusted hops, what
+    // it keeps of theirs), before any filter runs.
     let scheme = fields.first(b"x-forwarded-proto").or_else(|| fields.first(b":scheme"));
     let https = scheme.is_some_and(|s| s.eq_ignore_ascii_case(b"https"));
     let Some(site) = snap.settings.site_for_host(host) else {
