@@ -41,7 +41,8 @@ const FEEDS: &[(&str, &str)] = &[
 ];
 
 /// robotgate.yaml and the sites' files in `dir`, both sites in front of
-/// `origin`: `s` (the default) with [`ROBOTS`], `slow` (`slow.example`) with
+/// `origin`: `s` (the default) with [`ROBOTS`] and the trap `/trap/`
+/// (banning at once, for a minute), `slow` (`slow.example`) with
 /// [`SLOW_ROBOTS`].
 /// `extra`: more top-level YAML.
 fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
@@ -61,6 +62,7 @@ sites:
     default: true
     upstream: "{origin}"
     robots: "{d}/robots.txt"
+    traps: {{ paths: ["/trap/"], ban: 60, arm_after: 0 }}
     policy:
       enforce_ai_user: true
       bots:
@@ -105,8 +107,13 @@ fn retarget(text: &str, (port, admin): (u16, u16), origin: &Origin, yaml: &Path)
 }
 
 /// The real Envoy running `config` with the module in its search path, its
-/// log in `dir`; not waited for.
+/// log in `dir`, on one worker thread; not waited for.
 fn spawn_envoy(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str) -> Running {
+    spawn_envoy_on(bin, module, dir, port, config, 1)
+}
+
+/// [`spawn_envoy`] on `workers` worker threads.
+fn spawn_envoy_on(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str, workers: usize) -> Running {
     let file = dir.join("envoy.yaml");
     std::fs::write(&file, config).unwrap();
     let child = Command::new(bin)
@@ -114,7 +121,8 @@ fn spawn_envoy(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str) -
         .arg("-c")
         .arg(&file)
         // A base id of its own (shared memory names), no hot restart, one worker.
-        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", "1", "-l", "info"])
+        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", &workers.to_string()])
+        .args(["-l", "info"])
         // Its log written at once, for the test to read.
         .args(["--file-flush-interval-msec", "50"])
         .arg("--log-path")
@@ -388,4 +396,51 @@ fn reverse_dns_parks_the_stream_and_resumes_it() {
     assert_eq!(verified["identity"], "verified", "{verified}");
     let spoofed = records.iter().find(|r| r["client"] == "198.51.100.41").expect("the spoofed claim's record");
     assert_eq!(spoofed["identity"], "spoofed", "{spoofed}");
+}
+
+/// A trap and its ban are shared by every worker thread of Envoy's (two
+/// here; each request a new connection, which Envoy hands to either): a
+/// client that follows the trap is banned on every path but robots.txt,
+/// whichever thread decides; another client is not.
+#[test]
+fn a_trap_bans_on_every_worker_thread() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy_on(&bin, &module, dir.path(), port, &config, 2);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+
+    let r = get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]);
+    assert!(r.body.contains("Disallow: /trap/"), "the trap is not in robots.txt: {}", r.body);
+    let r = as_a_browser(port, "127.0.0.9", "/trap/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let served = origin.hits();
+    // 20 connections: the kernel spreads them over the two threads
+    // (SO_REUSEPORT), all on one with a chance of 2 in a million.
+    for _ in 0..20 {
+        let r = as_a_browser(port, "127.0.0.9", "/page");
+        assert_eq!(r.status, 403, "a worker thread did not know the ban: {}", r.head);
+    }
+    // Both worker threads took some of those connections (Envoy's own count).
+    let stats = get(&format!("http://127.0.0.1:{admin}/stats"), &[]).body;
+    for worker in ["worker_0", "worker_1"] {
+        let name = format!("listener.127.0.0.1_{port}.{worker}.downstream_cx_total: ");
+        let n: u64 = stats.lines().find_map(|l| l.strip_prefix(&name)?.trim().parse().ok()).unwrap_or(0);
+        assert!(n > 0, "{worker} decided nothing: {stats}");
+    }
+    assert_eq!(get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]).status, 200);
+    let r = as_a_browser(port, "127.0.0.10", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1, "the banned client reached the origin");
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 1);
+    let trap = lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["directive"] == "trap")
+        .unwrap_or_else(|| panic!("no record of the trap: {lines:?}"));
+    assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
 }
