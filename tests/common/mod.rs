@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod dns_server;
 pub mod edge;
+pub mod envoy_module;
 pub mod nginx_module;
 pub mod redis_server;
 pub mod signer;

