@@ -145,6 +145,8 @@ pub fn decide<'s>(
         // a field of Envoy's, never a header the client wrote, taken as it is.
         peer: Peer::Logged(client),
         headers: *fields,
+        // Envoy's TLS is its own: header evidence only (docs/classifier.md).
+        hello: None,
     };
     let view = SiteView { rules: live.rules(), target: &live.conf.target };
     // The crowd check, as the proxy's: every thread counts into one. A
@@ -268,6 +270,7 @@ fn record(
         user_agent: &String::from_utf8_lossy(seen.user_agent),
         robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
+        ja4: None,
     };
     SCRATCH.with(|scratch| {
         let Ok(mut r) = scratch.try_borrow_mut() else { return };
