@@ -28,6 +28,7 @@
 //! with, and what a decision counts, is [`answer`]'s.
 
 pub mod answer;
+mod gather;
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -36,7 +37,7 @@ use std::time::Duration;
 use crate::agent::disguise::{self, Claim, Hello, Presented, Scheme};
 use crate::agent::Agent;
 use crate::agent::{classify_here, AgentKind, Classifier, Memo};
-use crate::identity::signature::{inspect, Inspection, Limits, RequestParts};
+use crate::identity::signature::Inspection;
 use crate::identity::{rdns::suffix_matches, ByRanges, Identify, Identity};
 use crate::net::{client_address, Cidr, ClientHeader, Unknown};
 use crate::policy::{self, Asked, Clock, Decision, Outcome, Rates, RequestFacts, SiteRules, Step};
@@ -346,7 +347,7 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             hello: None,
             signature: None,
         };
-        let early = gather(env, site, req, crowd, clock, &mut facts);
+        let early = gather::gather(env, site, req, crowd, clock, &mut facts);
         Pipeline {
             env,
             rules: site.rules,
@@ -534,112 +535,6 @@ fn resume<'s, 'r>(
         None => paced.probe(state, clock.instant()).map_or(Ok(()), |l| Err(l.wait)),
     };
     Step::answer(pass, &paced, admitted, facts, rules, asking, clock)
-}
-
-/// The facts past the client address; what was decided when the request
-/// is decided before judging.
-fn gather<'s: 'r, 'r, H: Headers<'r>>(
-    env: Env<'s>,
-    site: SiteView<'s>,
-    req: &Request<'r, H>,
-    crowd: Option<&dyn Fn(Option<IpAddr>, bool) -> bool>,
-    clock: Clock,
-    facts: &mut Facts<'r>,
-) -> Option<Early> {
-    // What is judged is what the origin serves: the normalised target
-    // (`crate::target`). A target no single reading fits is refused.
-    let target = match target::gatekeep(req.method.as_bytes(), req.target, site.target) {
-        Gatekeep::Judge(t) => t,
-        Gatekeep::Pass => return Some(Early::Pass),
-        Gatekeep::Refuse(status, why) => return Some(Early::Refuse(status, why)),
-    };
-    // What proxied responses say about usage (issue #29), whoever asks.
-    facts.content_usage = site.rules.robots.and_then(|r| policy::usage_header(r, &target));
-    facts.target = Some(target);
-    // User-Agent is a singleton field (RFC 9110 10.1.5): with two, a
-    // client could show a browser to one reader and a bot to another.
-    let mut uas = 0;
-    req.headers.each(Header::UserAgent, &mut |v| {
-        if uas == 0 {
-            facts.user_agent = v;
-        }
-        uas += 1;
-    });
-    if uas > 1 {
-        return Some(Early::Refuse(400, "more than one User-Agent header".into()));
-    }
-    if matches!(req.method, "GET" | "HEAD") && site.rules.policy.disguised != policy::Disguised::Off {
-        facts.presented = req.headers.presented();
-        facts.hello = hello_of(env, req, facts.scheme);
-    }
-    if let Some(crowd) = crowd {
-        let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
-        facts.crowd = crowd(facts.client, forwarded);
-    }
-    if req.headers.has(Header::SignatureInput) {
-        facts.signature = signature_to_verify(env.classifier, req, clock);
-    }
-    None
-}
-
-/// The ClientHello a request's connection opened with: the host's own
-/// reading when the socket peer is the client, else the JA4 a trusted
-/// proxy wrote in `ja4_header` (never one from anyone else).
-fn hello_of<'r, H: Headers<'r>>(env: Env<'_>, req: &Request<'r, H>, scheme: Scheme) -> Option<Hello> {
-    if scheme == Scheme::Https {
-        return req.hello.copied();
-    }
-    let (Some(name), Peer::Socket(Some(peer))) = (env.ja4_header, req.peer) else { return None };
-    if !env.trusted.iter().any(|c| c.contains(peer)) {
-        return None;
-    }
-    let mut first = None;
-    req.headers.text(&mut |k, v| {
-        if first.is_none() && k.eq_ignore_ascii_case(name) {
-            first = Some(v);
-        }
-    });
-    first.and_then(disguise::hello::from_edge)
-}
-
-/// The signature of a request with `Signature-Input` to verify: only when
-/// its agents are all ones some database robot signs as
-/// (`signature_agents`, `rdns`), so a client cannot make robotgate fetch
-/// from hosts of its choosing. Out of line: few requests are signed.
-#[cold]
-#[inline(never)]
-fn signature_to_verify<'r, H: Headers<'r>>(
-    classifier: &Classifier,
-    req: &Request<'r, H>,
-    clock: Clock,
-) -> Option<Inspection> {
-    let target = std::str::from_utf8(req.target).ok()?;
-    let (path, query) = match target.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
-        None => (target, None),
-    };
-    let mut headers: Vec<(&str, &str)> = Vec::new();
-    req.headers.text(&mut |k, v| headers.push((k, v)));
-    let parts = RequestParts {
-        method: req.method,
-        scheme: if req.https { "https" } else { "http" },
-        authority: req.host,
-        path,
-        query,
-        headers: &headers,
-    };
-    let inspection = inspect(&parts, clock.unix_secs(), &Limits::default());
-    let known = |agent: &str| {
-        agent_host(agent).is_some_and(|host| {
-            classifier
-                .db()
-                .bots()
-                .iter()
-                .any(|b| b.signature_agents.iter().chain(&b.rdns).any(|s| suffix_matches(&host, s)))
-        })
-    };
-    let agents = inspection.agents();
-    (!agents.is_empty() && agents.iter().all(|a| known(a))).then_some(inspection)
 }
 
 /// The host of an agent URL (`https://chatgpt.com` -> `chatgpt.com`), lower case.

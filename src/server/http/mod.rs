@@ -17,6 +17,7 @@ pub mod gate;
 pub mod hello;
 pub mod listen;
 pub mod proxy;
+pub mod proxy_header;
 pub mod respond;
 pub mod room;
 pub mod spoe;
