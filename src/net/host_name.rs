@@ -36,11 +36,7 @@
 /// assert!(canonical_host("a b.example").is_err());
 /// ```
 pub fn canonical_host(written: &str) -> Result<String, String> {
-    let h = written.trim();
-    let h = h.strip_suffix('.').unwrap_or(h);
-    if h.is_empty() || h.contains(['/', ' ', '\t', '\r', '\n', '{', '}']) {
-        return Err("is not a host name".to_owned());
-    }
+    let h = plain(written)?;
     if h.is_ascii() {
         let lower = h.to_ascii_lowercase();
         // ASCII without an A-label to check: UTS #46 maps it to its lower
@@ -50,10 +46,24 @@ pub fn canonical_host(written: &str) -> Result<String, String> {
         }
     }
     match idna::domain_to_ascii(h) {
-        Ok(ascii) if !ascii.is_empty() => Ok(ascii),
-        Ok(_) => Err("is not a host name".to_owned()),
+        // The mapping can make what `plain` refuses (UTS #46 maps U+2000 to
+        // a blank, U+3002 to a dot; found by fuzzing `site_file`), so its
+        // result is read as a written name is: the canonical form is its own.
+        Ok(ascii) => plain(&ascii).map(str::to_owned),
         Err(e) => Err(format!("is not a host name UTS #46 (IDNA) accepts ({e:?})")),
     }
+}
+
+/// A written name without the blanks around it and its one trailing dot, or
+/// `Err` if it is empty, has a byte no host name has, or ends in an empty
+/// label (`a..`, which would lose a second dot the next time it is read).
+fn plain(written: &str) -> Result<&str, String> {
+    let h = written.trim();
+    let h = h.strip_suffix('.').unwrap_or(h);
+    if h.is_empty() || h.ends_with('.') || h.contains(['/', ' ', '\t', '\r', '\n', '{', '}']) {
+        return Err("is not a host name".to_owned());
+    }
+    Ok(h)
 }
 
 #[cfg(test)]
@@ -68,6 +78,7 @@ mod tests {
         assert_eq!(canonical_host("Xn--Bcher-Kva.Example").unwrap(), a);
         // UTS #46 maps full-width letters and the ideographic full stop.
         assert_eq!(canonical_host("ｂücher。example").unwrap(), a);
+        assert_eq!(canonical_host("bücher.example。").unwrap(), a);
     }
 
     #[test]
@@ -81,7 +92,8 @@ mod tests {
 
     #[test]
     fn what_is_no_host_name_says_so() {
-        for bad in ["", ".", "a b", "a/b", "{host}", "a\nb"] {
+        // U+2000 and U+3002 are a blank and a dot to UTS #46.
+        for bad in ["", ".", "..", "a..", "a b", "a/b", "{host}", "a\nb", "a\u{2000}b.example", "a\u{3002}\u{3002}"] {
             assert!(canonical_host(bad).is_err(), "{bad:?}");
         }
         // An A-label that is not Punycode.

@@ -175,10 +175,19 @@ fn shapes_no_browser_sends_are_strong() {
 
 #[test]
 fn trustworthy_hosts_are_the_secure_contexts_list() {
-    for h in ["localhost", "localhost:8080", "127.0.0.1", "127.3.4.5:80", "[::1]:443", "a.localhost", "LOCALHOST."] {
+    for h in [
+        "localhost",
+        "localhost:8080",
+        "127.0.0.1",
+        "127.3.4.5:80",
+        "[::1]:443",
+        "a.localhost",
+        "LOCALHOST.",
+        "é.localhost",
+    ] {
         assert!(trustworthy_host(h), "{h}");
     }
-    for h in ["example.com", "10.0.0.1", "localhost.example", "[::2]", "", ":::", "xlocalhost"] {
+    for h in ["example.com", "10.0.0.1", "localhost.example", "[::2]", "", ":::", "xlocalhost", "\u{7ec}localhost"] {
         assert!(!trustworthy_host(h), "{h}");
     }
 }
