@@ -411,7 +411,9 @@ pub fn from_edge(value: &str) -> Option<Hello> {
     ja4.copy_from_slice(b);
     Some(Hello {
         grease: None,
-        tls13: &b[1..3] == b"13",
+        // Only a version known to be below 1.3 says 1.3 was not offered
+        // (`00` is a version JA4 does not name, maybe a later one).
+        tls13: !matches!(&b[1..3], b"12" | b"11" | b"10" | b"s3" | b"s2"),
         alpn: if &b[8..10] == b"h2" { Alpn::H2 } else { Alpn::NotH2 },
         ja4: Ja4(ja4),
     })
@@ -591,6 +593,7 @@ mod tests {
         assert_eq!((h.grease, h.tls13, h.alpn), (None, true, Alpn::H2));
         let h = from_edge(" t12d1209h1_d34a8e72043a_b39be8c56a14 ").unwrap();
         assert_eq!((h.tls13, h.alpn), (false, Alpn::NotH2));
+        assert!(from_edge("t00d1516h2_8daaf6152771_e5627efa2ab1").unwrap().tls13, "an unnamed version is not judged");
         for bad in [
             "",
             "q13d1516h2_8daaf6152771_e5627efa2ab1",
