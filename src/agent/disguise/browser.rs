@@ -76,7 +76,7 @@ impl Claim {
 
 /// Where `needle` first occurs in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 /// The `major.minor` after `token` (`Chrome/124.0.0.0` -> (124, 0)), at most

@@ -401,7 +401,9 @@ pub fn from_edge(value: &str) -> Option<Hello> {
     }
     let known = |c: &u8| c.is_ascii_digit() || c.is_ascii_lowercase();
     let hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
-    if !b[1..10].iter().all(known) || !b[11..23].iter().all(hex) || !b[24..].iter().all(hex) {
+    // The ALPN characters are the value's own when alphanumeric, either case.
+    let alpn_ok = b[8..10].iter().all(u8::is_ascii_alphanumeric);
+    if !b[1..8].iter().all(known) || !alpn_ok || !b[11..23].iter().all(hex) || !b[24..].iter().all(hex) {
         return None;
     }
     if !matches!(b[3], b'd' | b'i') || !b[4..8].iter().all(u8::is_ascii_digit) {

@@ -292,3 +292,11 @@ fn tls_signs_can_be_made_weak_and_leave_the_others_as_they_are() {
         judge(&Claim::of(CHROME), &presented(&chromium_navigation()), Scheme::Https, "a.example", Some(&curl));
     assert!(only_tls.strong() && !only_tls.tls_weak().strong() && only_tls.tls_weak().any());
 }
+
+#[test]
+fn the_names_a_host_asks_for_are_the_ones_presented_reads() {
+    for name in PRESENTED_HEADERS {
+        assert!(Presented::wants(name), "{name}");
+    }
+    assert!(!Presented::wants("accept") && !Presented::wants("Accept-Language"));
+}

@@ -17,7 +17,7 @@ use pingora::proxy::Session;
 use prometheus::{IntCounter, IntCounterVec};
 
 use super::gate::{Ctx, Gate};
-use crate::agent::disguise::Hello;
+use crate::agent::disguise::{Hello, Presented};
 use crate::agent::Category;
 use crate::head::Unreadable;
 use crate::identity::signature::Inspection;
@@ -195,6 +195,20 @@ impl<'r> pipeline::Headers<'r> for Fields<'r> {
 
     fn has(&self, header: Header) -> bool {
         self.0.contains_key(name_of(header))
+    }
+
+    /// The default's reading, with each value read as text only when its
+    /// name is one judged (`HeaderMap` names are lower case).
+    fn presented(&self) -> Option<Presented<'r>> {
+        let mut p = Presented::default();
+        for (name, value) in self.0 {
+            if Presented::wants(name.as_str()) {
+                if let Ok(value) = value.to_str() {
+                    p.note(name.as_str(), value);
+                }
+            }
+        }
+        Some(p)
     }
 }
 
