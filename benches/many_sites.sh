@@ -30,7 +30,10 @@
 # 100000) one more site file beside them holds a site of N hosts; the start
 # waits for its last host too, and every edit is another site's, so the
 # edit times say what the big file costs each reload. The sites are
-# benches/sites.py's.
+# benches/sites.py's. With SITES_DIR=1 and EDIT=site-file, each edit is of
+# a site file instead: a new site (host eK.example, its robots.txt written
+# before the edits) appended to a random one of the files, written beside it and
+# renamed over it; timed until a crawler is refused on the new host.
 #
 # Loopback only; stops what it started. Each edit waits for the one before.
 set -euo pipefail
@@ -52,10 +55,11 @@ python3 benches/sites.py "$WORK" "$SITES" --listen "127.0.0.1:$PORT" --upstream 
 "$BIN" serve --config "$WORK/robotgate.yaml" > "$WORK/serve.log" 2>&1 &
 PID=$!
 PIDS+=("$PID")
-python3 - "$WORK" "$SITES" "$PORT" "$PID" "$QUIET_EDITS" "$LOADED_EDITS" "${BIG_HOSTS:-0}" <<'PY'
+python3 - "$WORK" "$SITES" "$PORT" "$PID" "$QUIET_EDITS" "$LOADED_EDITS" "${BIG_HOSTS:-0}" "${EDIT:-robots}" "$ORIGIN" <<'PY'
 import http.client, os, random, statistics, sys, threading, time
 work, n, port, pid, quiet_edits, loaded_edits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 big_hosts = int(sys.argv[7])
+edit_what, origin = sys.argv[8], sys.argv[9]
 t0 = time.monotonic()
 CRAWLER = "FooCrawler/1.0 (+https://crawler.example/bot)"
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -102,26 +106,45 @@ while True:
         sys.exit("robotgate did not answer within 600 s")
     time.sleep(0.01)
 start = time.monotonic() - t0
+if edit_what == "site-file":
+    # The new sites' robots.txt, written now: older than robotgate's settle
+    # time (250 ms) when their site is added, so each edit times the site
+    # file alone.
+    for k in range(1, quiet_edits + loaded_edits + 1):
+        os.makedirs(f"{work}/www-sites/e{k}.example", exist_ok=True)
+        with open(f"{work}/www-sites/e{k}.example/robots.txt", "w") as f:
+            f.write(f"User-agent: *\nDisallow: /edit-{k}/\n")
 time.sleep(1)
 print(f"sites {n}{f' + one of {big_hosts} hosts' if big_hosts else ''}: start {start:.2f} s, RSS {rss_mb():.0f} MB ({split()}), load average {os.getloadavg()[0]:.1f}", flush=True)
 
 rng = random.Random(7)
 edit_no = [0]
 def edit():
-    """Edit a random site's robots.txt (write + rename); seconds until in force."""
+    """Edit a random site's robots.txt, or with EDIT=site-file a random site
+    file (write + rename); seconds until in force."""
     edit_no[0] += 1
     k = edit_no[0]
     i = rng.randrange(n)
-    d = f"{work}/www-sites/s{i}.example"
-    with open(f"{d}/robots.txt") as f:
-        body = f.read()
-    body += f"\nUser-agent: *\nDisallow: /edit-{k}/\n"
-    host = f"www.s{i}.example"
+    if edit_what == "site-file":
+        d = f"{work}/www-sites/e{k}.example"
+        path = f"{work}/sites.d/{i // 100:04}.yaml"
+        with open(path) as f:
+            body = f.read()
+        body += f'- hosts: ["e{k}.example"]\n  upstream: "127.0.0.1:{origin}"\n  robots: {d}/robots.txt\n'
+        host = f"e{k}.example"
+    else:
+        d = f"{work}/www-sites/s{i}.example"
+        path = f"{d}/robots.txt"
+        with open(path) as f:
+            body = f.read()
+        body += f"\nUser-agent: *\nDisallow: /edit-{k}/\n"
+        host = f"www.s{i}.example"
     before = get(host, f"/edit-{k}/x", CRAWLER)
     assert before != 403, before
-    with open(f"{d}/.robots.txt.tmp", "w") as f:
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    with open(tmp, "w") as f:
         f.write(body)
-    os.rename(f"{d}/.robots.txt.tmp", f"{d}/robots.txt")
+    os.rename(tmp, path)
     t = time.monotonic()
     while (status := get(host, f"/edit-{k}/x", CRAWLER)) != 403:
         if status != before:

@@ -85,7 +85,8 @@ log:
             f.write(head)
             for k in range(0, a.sites, 100):
                 with open(f"{a.work}/sites.d/{k // 100:04}.yaml", "w") as g:
-                    g.write("sites:\n" + "".join(site(i) for i in range(k, min(a.sites, k + 100))))
+                    # A site file is one site, or a list of them at its top level.
+                    g.write("".join(site(i)[2:].replace("\n    ", "\n  ") for i in range(k, min(a.sites, k + 100))))
         else:
             f.write(head + "sites:\n" + "".join(site(i) for i in range(a.sites)))
 
