@@ -846,7 +846,23 @@ fn load_config_whole(
     // `log.violations` take effect on restart; the reads' file is opened once).
     let traps_state = previous.map_or_else(|| traps::state_path(&settings, config_path), |p| p.traps_state.clone());
     let (site_files, site_hosts) = match settings.sites_dir.clone() {
-        None => (sites_dir::SiteFiles::new(), sites_dir::Held::new()),
+        None => (sites_dir::SiteFiles::new(), sites_dir::Held::default()),
+        // The config as it was (its routing table is the same allocation,
+        // its own sites the same ones) and no site file moved: what the
+        // last load took, kept whole, the routing with it.
+        Some(dir)
+            if previous.is_some_and(|p| {
+                Arc::ptr_eq(&p.settings.hosts, &settings.hosts)
+                    && p.config_sites == site_confs.len()
+                    && p.sites.iter().zip(&site_confs).all(|(was, is)| Arc::ptr_eq(&was.conf, is))
+                    && sites_dir::unchanged(&dir, &p.site_files)
+            }) =>
+        {
+            let p = previous.expect("checked just above");
+            let (more, files, hosts) = sites_dir::kept(&dir, &p.site_files, &p.site_hosts, &mut sources);
+            site_confs.extend(more);
+            (files, hosts)
+        }
         Some(dir) => {
             let found = sites_dir::Found { sources: &mut sources, refused: &mut refused, problems };
             let before = previous.map(|p| &p.site_files);

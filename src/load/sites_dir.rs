@@ -50,9 +50,12 @@ pub(super) struct SiteFile {
 }
 
 /// Which site file held each host (canonical, [`crate::net::canonical_host`])
-/// when the last load was put in force: the hosts of the sites each file
-/// served, and those a refused file still holds.
-pub type Held = HashMap<String, PathBuf>;
+/// when the last load was put in force, by file: the hosts of the sites
+/// each file served, and those a refused file still holds, each list
+/// sorted. Shared, and each file's list too: a reload that changed no site
+/// file keeps the last one's whole, one that changed a file builds that
+/// file's list alone (100,000 hosts are megabytes).
+pub type Held = Arc<BTreeMap<PathBuf, Arc<[String]>>>;
 
 /// The record's file name, beside robotgate's other state files.
 pub const HELD_FILE: &str = "robotgate-site-hosts.json";
@@ -73,7 +76,16 @@ pub fn read_held(path: &Path, reader: file::Reader) -> Held {
     let read = file::read_with(path, HELD_MAX, &file::Timing { reader, ..file::Timing::default() });
     let by_file: BTreeMap<PathBuf, Vec<String>> =
         read.ok().and_then(|c| serde_json::from_slice(&c.body).ok()).unwrap_or_default();
-    by_file.into_iter().flat_map(|(file, hosts)| hosts.into_iter().map(move |h| (h, file.clone()))).collect()
+    Arc::new(
+        by_file
+            .into_iter()
+            .filter(|(_, hosts)| !hosts.is_empty())
+            .map(|(file, mut hosts)| {
+                hosts.sort_unstable();
+                (file, hosts.into())
+            })
+            .collect(),
+    )
 }
 
 /// Write the record, `{"file": ["host", ...], ...}`, through a temporary
@@ -82,26 +94,25 @@ pub fn read_held(path: &Path, reader: file::Reader) -> Held {
 /// # Errors
 /// The file cannot be written.
 pub fn write_held(path: &Path, held: &Held) -> std::io::Result<()> {
-    let mut by_file: BTreeMap<&Path, Vec<&str>> = BTreeMap::new();
-    for (host, file) in held {
-        by_file.entry(file).or_default().push(host);
-    }
-    for hosts in by_file.values_mut() {
-        hosts.sort_unstable();
-    }
     let tmp = path.with_extension("json.tmp");
+    let by_file: BTreeMap<&Path, &[String]> = held.iter().map(|(f, h)| (f.as_path(), &h[..])).collect();
     std::fs::write(&tmp, serde_json::to_vec(&by_file).map_err(std::io::Error::other)?)?;
     std::fs::rename(&tmp, path)
 }
 
-/// Which file (or the config) has each host, site name and the default.
-struct Owners {
-    hosts: HashMap<String, PathBuf>,
-    names: HashMap<String, PathBuf>,
-    default: Option<PathBuf>,
+/// Which file (by its place in [`Owners::files`]; the config is 0) has
+/// each host, site name and the default, during one load. The keys borrow
+/// from the sites being taken: a load at 100,000 hosts copies no host to
+/// check them (issue 66: copying and hashing them, and comparing paths by
+/// their components, cost another customer's edit 130 ms).
+struct Owners<'s> {
+    hosts: HashMap<&'s str, usize, foldhash::fast::RandomState>,
+    names: HashMap<&'s str, usize, foldhash::fast::RandomState>,
+    default: Option<usize>,
+    files: Vec<&'s Path>,
 }
 
-impl Owners {
+impl<'s> Owners<'s> {
     /// What in `sites` someone else already has, one sentence each, the
     /// first [`Owners::SAID`] of them (and how many more).
     fn clashes(&self, sites: &[Arc<Site>]) -> Vec<String> {
@@ -111,17 +122,18 @@ impl Owners {
             true => out.push(line),
             false => more += 1,
         };
+        let file = |i: usize| self.files[i].display();
         for s in sites {
-            if let Some(other) = self.names.get(&s.name) {
-                say(&mut out, format!("site `{}` is also a site of {}", s.name, other.display()));
+            if let Some(&other) = self.names.get(s.name.as_str()) {
+                say(&mut out, format!("site `{}` is also a site of {}", s.name, file(other)));
             }
             for h in &s.hosts {
-                if let Some(other) = self.hosts.get(h) {
-                    say(&mut out, format!("site `{}`: host `{h}` is also a host in {}", s.name, other.display()));
+                if let Some(&other) = self.hosts.get(h.as_str()) {
+                    say(&mut out, format!("site `{}`: host `{h}` is also a host in {}", s.name, file(other)));
                 }
             }
-            if let (true, Some(other)) = (s.default, &self.default) {
-                say(&mut out, format!("site `{}` is a default site, and so is one in {}", s.name, other.display()));
+            if let (true, Some(other)) = (s.default, self.default) {
+                say(&mut out, format!("site `{}` is a default site, and so is one in {}", s.name, file(other)));
             }
         }
         if more > 0 {
@@ -133,14 +145,20 @@ impl Owners {
     /// How many clashes of one file are said one by one.
     const SAID: usize = 20;
 
-    fn take(&mut self, sites: &[Arc<Site>], owner: &Path) {
+    /// `owner`'s place in [`Owners::files`], added.
+    fn file(&mut self, owner: &'s Path) -> usize {
+        self.files.push(owner);
+        self.files.len() - 1
+    }
+
+    fn take(&mut self, sites: &'s [Arc<Site>], owner: usize) {
         for s in sites {
-            self.names.insert(s.name.clone(), owner.to_path_buf());
+            self.names.insert(&s.name, owner);
             for h in &s.hosts {
-                self.hosts.insert(h.clone(), owner.to_path_buf());
+                self.hosts.insert(h, owner);
             }
             if s.default {
-                self.default = Some(owner.to_path_buf());
+                self.default = Some(owner);
             }
         }
     }
@@ -155,6 +173,25 @@ pub(super) struct Found<'a> {
     pub(super) refused: &'a mut Vec<Problem>,
     /// Problems that refuse the whole load (the directory cannot be read).
     pub(super) problems: &'a mut Vec<Problem>,
+}
+
+/// One site file as a load first finds it: its sites if it reads and
+/// checks alone (kept from the load before when its stamp has not moved),
+/// else why not.
+struct Candidate<'p> {
+    path: PathBuf,
+    stamp: Option<file::Stamp>,
+    before: Option<&'p SiteFile>,
+    parsed: Result<Vec<Arc<Site>>, Vec<Problem>>,
+}
+
+/// What a load did with a [`Candidate`].
+enum Taken {
+    /// Its sites are served.
+    Sites,
+    /// Refused for these problems; its last good sites (`true`) are
+    /// served, or nothing.
+    Refused(Vec<Problem>, bool),
 }
 
 /// Read `dir`'s site files for the config's `own` sites (named by
@@ -182,7 +219,7 @@ pub(super) fn read(
         Ok(e) => e,
         Err(e) => {
             problems.push(Problem::new(dir, None, format!("cannot read the sites directory: {e}")));
-            return (Vec::new(), SiteFiles::new(), Held::new());
+            return (Vec::new(), SiteFiles::new(), Held::default());
         }
     };
     sources.push(dir.to_path_buf());
@@ -195,77 +232,165 @@ pub(super) fn read(
             refused.push(Problem::new(p, None, format!("refused: more than {MAX_FILES} site files in the directory")));
         }
     }
-    let mut owners = Owners { hosts: HashMap::new(), names: HashMap::new(), default: None };
-    owners.take(own, config_path);
     let empty = SiteFiles::new();
     let previous = previous.unwrap_or(&empty);
+    let good_before = |path: &Path, stamp: &Option<file::Stamp>| {
+        previous.get(path).filter(|f| !f.refused && stamp.is_some() && f.stamp == *stamp)
+    };
     // Files good before and unchanged are taken first: a new file cannot
     // push out a site already served; then those that held a host (at
     // start, by the record); among the others, by name.
-    let stamps: Vec<(PathBuf, Option<file::Stamp>)> = paths
+    let stamped: Vec<(PathBuf, Option<file::Stamp>)> = paths
         .into_iter()
         .map(|p| {
             let stamp = file::stamp(&p);
             (p, stamp)
         })
         .collect();
-    let kept = |(p, s): &(PathBuf, Option<file::Stamp>)| {
-        previous.get(p).is_some_and(|f| !f.refused && s.is_some() && f.stamp == *s)
+    let (first, rest): (Vec<_>, Vec<_>) = stamped.into_iter().partition(|(p, s)| good_before(p, s).is_some());
+    let (then, last): (Vec<_>, Vec<_>) = rest.into_iter().partition(|(p, _)| held.contains_key(p));
+    let candidates: Vec<Candidate<'_>> = first
+        .into_iter()
+        .chain(then)
+        .chain(last)
+        .map(|(path, stamp)| {
+            let parsed = match good_before(&path, &stamp) {
+                Some(f) => Ok(f.sites.clone()),
+                None => {
+                    parse(&path, settings, host, reads.timing(&path)).map(|s| s.into_iter().map(Arc::new).collect())
+                }
+            };
+            Candidate { before: previous.get(&path), path, stamp, parsed }
+        })
+        .collect();
+    // Then each is taken, or refused, in that order; the owners borrow
+    // from the candidates, the files before and the record.
+    let mut owners = Owners {
+        hosts: HashMap::with_capacity_and_hasher(held.values().map(|h| h.len()).sum(), Default::default()),
+        names: HashMap::default(),
+        default: None,
+        files: Vec::with_capacity(candidates.len() + 1),
     };
-    let holders: HashMap<&Path, Vec<&str>> = held.iter().fold(HashMap::new(), |mut by, (host, file)| {
-        by.entry(file.as_path()).or_default().push(host.as_str());
-        by
-    });
-    let (first, rest): (Vec<_>, Vec<_>) = stamps.iter().partition(|e| kept(e));
-    let (then, last): (Vec<_>, Vec<_>) = rest.into_iter().partition(|(p, _)| holders.contains_key(p.as_path()));
-    let mut files = SiteFiles::new();
-    for (path, stamp) in first.into_iter().chain(then).chain(last) {
-        sources.push(path.clone());
-        let before = previous.get(path);
-        let parsed = match before.filter(|f| !f.refused && stamp.is_some() && f.stamp == *stamp) {
-            Some(f) => Ok(f.sites.clone()),
-            None => parse(path, settings, host, reads.timing(path)).map(|s| s.into_iter().map(Arc::new).collect()),
-        };
-        let taken = parsed.and_then(|sites| {
-            let clashes = owners.clashes(&sites);
-            match clashes.is_empty() {
-                true => Ok(sites),
-                false => Err(clashes.into_iter().map(|c| Problem::new(path, None, c)).collect()),
+    let config = owners.file(config_path);
+    owners.take(own, config);
+    // The hosts a refused file holds although it serves nothing (from the
+    // record), by candidate.
+    let mut kept_over: Vec<Vec<&str>> = vec![Vec::new(); candidates.len()];
+    let mut taken = Vec::with_capacity(candidates.len());
+    for (c, over) in candidates.iter().zip(&mut kept_over) {
+        let at = owners.file(&c.path);
+        let clashes = c.parsed.as_ref().map(|sites| owners.clashes(sites));
+        match (&c.parsed, clashes) {
+            (Ok(sites), Ok(clashes)) if clashes.is_empty() => {
+                owners.take(sites, at);
+                taken.push(Taken::Sites);
             }
-        });
-        match taken {
-            Ok(sites) => {
-                owners.take(&sites, path);
-                files.insert(path.clone(), SiteFile { stamp: *stamp, sites, refused: false });
-            }
-            Err(mut said) => {
+            (_, clashes) => {
+                let said = match clashes {
+                    Ok(clashes) => clashes.into_iter().map(|m| Problem::new(&c.path, None, m)).collect(),
+                    Err(problems) => problems.clone(),
+                };
                 // The last good sites stay, unless they clash now too.
-                let last = before.map(|f| &f.sites).filter(|s| !s.is_empty() && owners.clashes(s).is_empty());
-                let tail = match last {
-                    Some(_) => "; refused, its last good version stays in force",
-                    None => "; refused, its sites are not served",
+                let last = c.before.map(|f| &f.sites).filter(|s| !s.is_empty() && owners.clashes(s).is_empty());
+                match last {
+                    Some(sites) => owners.take(sites, at),
+                    None => {
+                        // Nothing to serve: what it held stays its own, so no
+                        // other file takes it while this one is being fixed.
+                        for host in held.get(&c.path).into_iter().flat_map(|h| h.iter()) {
+                            if let std::collections::hash_map::Entry::Vacant(v) = owners.hosts.entry(host.as_str()) {
+                                v.insert(at);
+                                over.push(host.as_str());
+                            }
+                        }
+                    }
+                }
+                taken.push(Taken::Refused(said, last.is_some()));
+            }
+        }
+    }
+    // Which file holds each host now: a file whose sites are those it
+    // held before keeps its list (shared); the others' are made anew.
+    let mut now = BTreeMap::new();
+    let mut files = SiteFiles::new();
+    for ((c, taken), over) in candidates.iter().zip(taken).zip(kept_over) {
+        sources.push(c.path.clone());
+        let (sites, refused_now) = match taken {
+            Taken::Sites => (c.parsed.as_ref().map_or_else(|_| Vec::new(), Clone::clone), false),
+            Taken::Refused(mut said, has_last) => {
+                let tail = match has_last {
+                    true => "; refused, its last good version stays in force",
+                    false => "; refused, its sites are not served",
                 };
                 for p in &mut said {
                     p.message.push_str(tail);
                 }
                 refused.append(&mut said);
-                let sites = last.cloned().unwrap_or_default();
-                owners.take(&sites, path);
-                if sites.is_empty() {
-                    // Nothing to serve: what it held stays its own, so no
-                    // other file takes it while this one is being fixed.
-                    for &host in holders.get(path.as_path()).into_iter().flatten() {
-                        owners.hosts.entry(host.to_owned()).or_insert_with(|| path.clone());
-                    }
-                }
-                files.insert(path.clone(), SiteFile { stamp: *stamp, sites, refused: true });
+                (if has_last { c.before.map(|f| f.sites.clone()).unwrap_or_default() } else { Vec::new() }, true)
             }
+        };
+        let same = c.before.is_some_and(|f| {
+            f.sites.len() == sites.len() && f.sites.iter().zip(&sites).all(|(a, b)| Arc::ptr_eq(a, b))
+        });
+        let list = match (same && over.is_empty() && !sites.is_empty(), held.get(&c.path)) {
+            (true, Some(list)) => Some(Arc::clone(list)),
+            _ => {
+                let mut hosts: Vec<String> = sites
+                    .iter()
+                    .flat_map(|s| s.hosts.iter().cloned())
+                    .chain(over.iter().map(|h| (*h).to_owned()))
+                    .collect();
+                hosts.sort_unstable();
+                (!hosts.is_empty()).then(|| hosts.into())
+            }
+        };
+        if let Some(list) = list {
+            now.insert(c.path.clone(), list);
         }
+        files.insert(c.path.clone(), SiteFile { stamp: c.stamp, sites, refused: refused_now });
     }
     let sites = files.values().flat_map(|f| f.sites.iter().cloned()).collect();
-    let mut now = owners.hosts;
-    now.retain(|_, owner| owner.as_path() != config_path);
+    // The record as it was, shared, when no file's list moved.
+    let now = match now == **held {
+        true => Arc::clone(held),
+        false => Arc::new(now),
+    };
     (sites, files, now)
+}
+
+/// Whether `previous` is what [`read`] would take from `dir` now, given the
+/// config's own sites as they were: the same site files, none refused and
+/// none moved (one `stat` each). A reload then keeps its sites, their hosts
+/// and the routing as they are: with one file of 100,000 hosts, taking them
+/// again was most of the time another site's edit took to be in force
+/// (issue 66).
+pub(super) fn unchanged(dir: &Path, previous: &SiteFiles) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    let mut seen = 0usize;
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_site_file(p)) {
+        seen += 1;
+        match previous.get(&path) {
+            Some(f) if !f.refused && f.stamp.is_some() && file::stamp(&path) == f.stamp => {}
+            _ => return false,
+        }
+    }
+    seen == previous.len()
+}
+
+/// What [`read`] returns, from the load before when it is
+/// [`unchanged`]: the sites in file order, the files, who holds each host.
+/// Its sources go in `sources`, as [`read`] puts them.
+pub(super) fn kept(
+    dir: &Path,
+    previous: &SiteFiles,
+    held: &Held,
+    sources: &mut Vec<PathBuf>,
+) -> (Vec<Arc<Site>>, SiteFiles, Held) {
+    sources.push(dir.to_path_buf());
+    sources.extend(PATTERNS.iter().map(|p| dir.join(p)));
+    sources.extend(previous.keys().cloned());
+    let sites = previous.values().flat_map(|f| f.sites.iter().cloned()).collect();
+    (sites, previous.clone(), Arc::clone(held))
 }
 
 /// The last components of a site file's path, as sources: the watcher
@@ -290,4 +415,50 @@ fn parse(path: &Path, settings: &Settings, host: Host, timing: file::Timing) -> 
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     crate::config::parse_site_file(&text, settings, &stem, host)
         .map_err(|errors| errors.into_iter().map(|e| Problem::new(path, e.line, e.to_string())).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::load::{load, reload};
+
+    #[test]
+    fn a_reload_that_moved_no_site_file_shares_the_hosts_and_one_that_did_rebuilds_that_files_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let sites = dir.path().join("sites");
+        std::fs::create_dir(&sites).unwrap();
+        let big: String = (0..2_000).map(|i| format!("  - h{i}.big.example\n")).collect();
+        std::fs::write(sites.join("big.yaml"), format!("hosts:\n{big}")).unwrap();
+        std::fs::write(sites.join("small.yaml"), "hosts: [a.example]\n").unwrap();
+        let config = dir.path().join("robotgate.yaml");
+        std::fs::write(&config, format!("sites_dir: {}\nsites:\n  - hosts: [own.example]\n", sites.display())).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let first = load(&config).unwrap();
+        assert_eq!(first.site_hosts.len(), 2, "the config's own host is not a file's");
+        assert_eq!(first.site_hosts[&sites.join("big.yaml")].len(), 2_000);
+        // Nothing moved: the record and the routing are the same allocations.
+        let second = reload(&config, Some(&first)).unwrap();
+        assert!(Arc::ptr_eq(&first.site_hosts, &second.site_hosts));
+        assert!(Arc::ptr_eq(&first.settings.hosts, &second.settings.hosts));
+        assert_eq!(second.settings.site_for_host("h1999.big.example"), Some(1));
+        // The small file moves: its list is new, the big file's is shared.
+        std::fs::write(sites.join("small.yaml"), "hosts: [a.example, b.example]\n").unwrap();
+        let third = reload(&config, Some(&second)).unwrap();
+        let (was, now) = (&second.site_hosts, &third.site_hosts);
+        assert!(Arc::ptr_eq(&was[&sites.join("big.yaml")], &now[&sites.join("big.yaml")]));
+        assert_eq!(&now[&sites.join("small.yaml")][..], ["a.example", "b.example"]);
+        assert_eq!(third.settings.site_for_host("b.example"), Some(2));
+        // A file that now takes another's host is refused and holds nothing
+        // new; the host stays the big file's.
+        std::fs::write(sites.join("small.yaml"), "hosts: [a.example, h7.big.example]\n").unwrap();
+        let fourth = reload(&config, Some(&third)).unwrap();
+        assert_eq!(fourth.refused.len(), 1, "{:?}", fourth.refused);
+        assert_eq!(
+            &fourth.site_hosts[&sites.join("small.yaml")][..],
+            ["a.example", "b.example"],
+            "its last good sites"
+        );
+        assert_eq!(fourth.settings.site_for_host("h7.big.example"), Some(1));
+    }
 }

@@ -149,7 +149,9 @@ pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
 /// record it finds.
 fn persist_site_hosts(snap: &Snapshot, before: Option<&Snapshot>) {
     use crate::load::sites_dir;
-    if snap.settings.sites_dir.is_none() || before.is_some_and(|b| b.site_hosts == snap.site_hosts) {
+    if snap.settings.sites_dir.is_none()
+        || before.is_some_and(|b| Arc::ptr_eq(&b.site_hosts, &snap.site_hosts) || b.site_hosts == snap.site_hosts)
+    {
         return;
     }
     let path = sites_dir::held_path(&snap.traps_state);
