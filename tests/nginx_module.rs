@@ -1372,6 +1372,55 @@ fn a_site_file_dropped_into_sites_dir_is_picked_up() {
     n.stop_clean();
 }
 
+/// Issue 66: a host a site file holds stays its own across a restart inside
+/// nginx as in the proxy (tests/customers.rs): the first worker keeps the
+/// record of which file holds each host, and the master reads it at start.
+/// Before, nginx wrote no record, so a restart took the files in name
+/// order and `000.yaml`, refused while running, took the host.
+#[test]
+fn a_host_a_site_file_holds_stays_its_own_across_a_restart_of_nginx() {
+    let Some(module) = module() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (sites, state) = (dir.path().join("sites"), dir.path().join("state"));
+    for (d, mode) in [(&sites, 0o755), (&state, 0o777)] {
+        std::fs::create_dir(d).unwrap();
+        // The workers (nobody, under a root master) write the record.
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    site_with(dir.path(), &format!("sites_dir: {}\nstate_dir: {}\n", sites.display(), state.display()));
+    let (shop, taken) = (dir.path().join("shop-robots.txt"), dir.path().join("taken-robots.txt"));
+    std::fs::write(&shop, "User-agent: *\nDisallow: /shop-private/\n").unwrap();
+    std::fs::write(&taken, "User-agent: *\nDisallow: /taken/\n").unwrap();
+    let put = |name: &str, body: String| {
+        std::fs::write(sites.join(".tmp"), body).unwrap();
+        std::fs::rename(sites.join(".tmp"), sites.join(name)).unwrap();
+    };
+    put("shop.test.yaml", format!("hosts: [shop.test]\nrobots: {}\n", shop.display()));
+    let n = start(dir.path(), &module);
+    let crawler = "FooCrawler/1.0 (+https://crawler.example/bot)";
+    let fetch = |n: &Nginx, path: &str| get(&n.url(path), &[("Host", "shop.test"), ("User-Agent", crawler)]).status;
+    assert_eq!(fetch(&n, "/shop-private/x"), 403);
+    put("000.yaml", format!("hosts: [shop.test]\nrobots: {}\n", taken.display()));
+    let refused = within(Duration::from_secs(5), || {
+        let log = error_log(&n);
+        log.contains("000.yaml") && log.contains("host `shop.test` is also a host in")
+    });
+    assert!(refused.is_some(), "{}", error_log(&n));
+    assert_eq!(fetch(&n, "/shop-private/x"), 403);
+    let record = state.join("robotgate-site-hosts.json");
+    let kept = within(Duration::from_secs(5), || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("shop.test.yaml") && r.contains("\"shop.test\""))
+    });
+    assert!(kept.is_some(), "no record: {:?}\n{}", std::fs::read_to_string(&record), error_log(&n));
+    n.stop_clean();
+
+    // A restart decides as the reload did.
+    let n = start(dir.path(), &module);
+    assert_eq!(fetch(&n, "/shop-private/x"), 403, "{}", error_log(&n));
+    assert_ne!(fetch(&n, "/taken/x"), 403, "000.yaml took the host at the restart");
+    n.stop_clean();
+}
+
 /// Issue 54: the client is the address nginx names after its realip
 /// module, taken as the proxy takes its socket peer: robotgate.yaml's
 /// `trusted_proxies` (here as realip's `set_real_ip_from`, 127.0.0.1) says

@@ -279,7 +279,7 @@ extern "C" fn init_process(cycle: *mut ngx_cycle_t) -> ngx_int_t {
     // SAFETY: the zone's series live in the main configuration, as long
     // as the worker.
     let counts = main.shared.as_ref().filter(|_| first).map(|s| unsafe { &*std::ptr::from_ref(&s.series) });
-    if let Err(why) = reload::start(log, main.config.clone(), snap.clone(), (install, counts)) {
+    if let Err(why) = reload::start(log, main.config.clone(), snap.clone(), (install, counts), first) {
         ngx_log_error!(NGX_LOG_ERR, log, "robotgate: edits are in force only after `nginx -s reload`: {}", why);
     }
     Status::NGX_OK.into()

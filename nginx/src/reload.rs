@@ -88,6 +88,10 @@ struct Watch {
     /// Where this worker counts its reloads, if it is the one that does
     /// ([`count`]).
     counts: Option<&'static Series>,
+    /// This worker (the first) keeps which site file holds each host for
+    /// the next start ([`robotgate::load::sites_dir::keep`]), as the proxy
+    /// does after each reload: every worker reloads the same files alike.
+    keeper: bool,
 }
 
 thread_local! {
@@ -103,12 +107,14 @@ static mut SWEEP: std::mem::MaybeUninit<ngx_event_t> = std::mem::MaybeUninit::ze
 /// nginx's thread), and reload at once if one changed since the master read
 /// it (an edit between `nginx` reading its configuration and this worker's
 /// start raised no event it could see).
-/// `counts`: where to count the reloads, given to one worker only.
+/// `counts`: where to count the reloads, given to one worker only;
+/// `keeper`: this worker keeps the host record (one worker only).
 pub fn start(
     log: *mut ngx_log_t,
     config: PathBuf,
     snap: Arc<Snapshot>,
     (install, counts): (Install, Option<&'static Series>),
+    keeper: bool,
 ) -> Result<(), String> {
     let waker = crate::park::waker(log).ok_or("no free connection for the reloads' wake-ups")?;
     let inotify = match Inotify::new() {
@@ -151,7 +157,21 @@ pub fn start(
         unsure: false,
         unwatched: false,
         counts,
+        keeper,
     };
+    if keeper {
+        // The master decided by the record it read; what it decided is
+        // the record from now on (at a first start there was none).
+        let (first, waker) = (snap.clone(), w.waker.clone());
+        let spawned = spawn_below("robotgate-record", move || {
+            if let Err(e) = robotgate::load::sites_dir::keep(&first, None, Reader::Caller) {
+                waker.later(Box::new(move || not_kept(&e)));
+            }
+        });
+        if let Err(e) = spawned {
+            ngx_log_error!(NGX_LOG_WARN, log, "robotgate: no thread to keep which site file holds each host: {}", e);
+        }
+    }
     w.watch(&snap, Sources::of(&snap.sources), watch_dirs(&snap.sources));
     if stale {
         // Whatever changed raised no event here: every file is looked at.
@@ -231,10 +251,19 @@ impl Watch {
         let named = named.filter(|_| self.inotify.is_some() && !self.unwatched && !self.unsure);
         self.unsure = true;
         let (config, previous, waker) = (self.config.clone(), self.current.clone(), self.waker.clone());
+        let keeper = self.keeper;
         let spawned = spawn_below("robotgate-reload", move || {
             let outcome = match &named {
                 Some(named) => robotgate::load::reload_named(&config, Some(&previous), &whole, named, Reader::Caller),
                 None => robotgate::load::reload_whole(&config, Some(&previous), &whole, Reader::Caller),
+            };
+            // Written here, off nginx's thread, when it changed (a site
+            // file moved); a snapshot that then cannot be put in force
+            // leaves the record one reload ahead, which the next start
+            // reads as this reload's decision.
+            let kept = match (&outcome, keeper) {
+                (Ok(s), true) => robotgate::load::sites_dir::keep(s, Some(&previous), Reader::Caller).err(),
+                _ => None,
             };
             // What the watch needs of the new snapshot, made here rather
             // than on nginx's thread; nothing when its sources are the old
@@ -245,7 +274,12 @@ impl Watch {
                     .then(|| (Sources::of(&s.sources), watch_dirs(&s.sources)))
             });
             drop(previous);
-            waker.later(Box::new(move || finished(outcome, watch)));
+            waker.later(Box::new(move || {
+                if let Some(e) = kept {
+                    not_kept(&e);
+                }
+                finished(outcome, watch);
+            }));
         });
         match spawned {
             Ok(_) => self.running = true,
@@ -288,6 +322,20 @@ fn count(series: Option<&Series>, in_force: bool, refused: &[Problem]) {
     for (file, reason) in refused.iter().filter_map(Problem::refused_series) {
         series.add(metric::RELOAD_REFUSED.name, &metric::RELOAD_REFUSED_LABELS, &[&file, reason], 1);
     }
+}
+
+/// Say (on nginx's thread) that the host record could not be written.
+fn not_kept(e: &std::io::Error) {
+    WATCH.with_borrow(|w| {
+        if let Some(w) = w.as_ref() {
+            ngx_log_error!(
+                NGX_LOG_WARN,
+                w.log,
+                "robotgate: cannot keep which site file holds each host (state_dir must be writable by nginx's workers); a restart takes the files in name order: {}",
+                e
+            );
+        }
+    });
 }
 
 /// A reload ended (on nginx's thread, from the waker): put the new

@@ -100,6 +100,27 @@ pub fn write_held(path: &Path, held: &Held) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Keep which file of `snap`'s `sites_dir` holds each host for the next
+/// start ([`write_held`] at [`held_path`]), when it differs from `before`'s
+/// (at start, from the record on disk, read as `reader` says): the next
+/// start then decides a clash as a reload does. Every host calls it once a
+/// load is in force (nginx: one worker, off nginx's thread). `Ok(true)`:
+/// written.
+///
+/// # Errors
+/// The record cannot be written; the next start reads what it finds.
+pub fn keep(snap: &super::Snapshot, before: Option<&super::Snapshot>, reader: file::Reader) -> std::io::Result<bool> {
+    let same = |b: &super::Snapshot| Arc::ptr_eq(&b.site_hosts, &snap.site_hosts) || b.site_hosts == snap.site_hosts;
+    if snap.settings.sites_dir.is_none() || before.is_some_and(same) {
+        return Ok(false);
+    }
+    let path = held_path(&snap.traps_state);
+    if before.is_none() && read_held(&path, reader) == snap.site_hosts {
+        return Ok(false);
+    }
+    write_held(&path, &snap.site_hosts).map(|()| true)
+}
+
 /// Which file (by its place in [`Owners::files`]; the config is 0) has
 /// each host, site name and the default, during one load. The keys borrow
 /// from the sites being taken: a load at 100,000 hosts copies no host to

@@ -142,23 +142,13 @@ pub fn persist_traps(snap: &Snapshot, before: Option<&Snapshot>) {
     }
 }
 
-/// Keep which file of `sites_dir` holds each host (issue 66), when it
-/// differs from `before`'s (at start, when it differs from the record the
-/// start read, or there is none): the next start then decides a clash as
-/// a reload does. A failure is logged; the next start then reads the
-/// record it finds.
+/// Keep which file of `sites_dir` holds each host (issue 66) when it
+/// changed ([`crate::load::sites_dir::keep`]). A failure is logged; the
+/// next start then reads the record it finds.
 fn persist_site_hosts(snap: &Snapshot, before: Option<&Snapshot>) {
     use crate::load::sites_dir;
-    if snap.settings.sites_dir.is_none()
-        || before.is_some_and(|b| Arc::ptr_eq(&b.site_hosts, &snap.site_hosts) || b.site_hosts == snap.site_hosts)
-    {
-        return;
-    }
-    let path = sites_dir::held_path(&snap.traps_state);
-    if before.is_none() && sites_dir::read_held(&path, crate::load::file::Reader::Helper) == snap.site_hosts {
-        return;
-    }
-    if let Err(e) = sites_dir::write_held(&path, &snap.site_hosts) {
+    if let Err(e) = sites_dir::keep(&snap.files, before.map(|b| &b.files), crate::load::file::Reader::Helper) {
+        let path = sites_dir::held_path(&snap.traps_state);
         tracing::warn!(target: "robotgate::reload", file = %path.display(), error = %e, "cannot keep which site file holds each host; a restart takes the files in name order");
     }
 }
