@@ -41,7 +41,7 @@ mod words;
 pub use classify::{Classifier, MAX_UA_LEN, MAX_UA_TOKENS};
 pub use db::{Bot, BotDb, Category, DbError, DB_VERSION};
 pub use extensions::{Extension, ExtensionClaim, Ignored};
-pub use memo::{classify_here, remembered_here, Memo, Remembered, MEMO_MAX_UA};
+pub use memo::{claim_here, classify_here, remembered_here, Memo, Remembered, MEMO_MAX_UA};
 pub use purpose::{Purpose, PurposeSource, Purposes};
 
 use serde::Serialize;

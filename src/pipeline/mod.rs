@@ -34,9 +34,9 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::agent::disguise::{self, Claim, Hello, Presented, Scheme};
+use crate::agent::disguise::{self, Hello, Presented, Scheme};
 use crate::agent::Agent;
-use crate::agent::{classify_here, AgentKind, Classifier, Memo};
+use crate::agent::{claim_here, classify_here, AgentKind, Classifier, Memo};
 use crate::identity::signature::Inspection;
 use crate::identity::{rdns::suffix_matches, ByRanges, Identify, Identity};
 use crate::net::{client_address, Cidr, ClientHeader, Unknown};
@@ -444,14 +444,24 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
         let tls_weak = self.rules.policy.tls_evidence == policy::TlsEvidence::Weak;
         let classify = || {
             *classified += 1;
-            let agent = match memo {
-                Some(memo) => memo.classify(classifier, ua),
-                None => classify_here(classifier, ua),
+            // A browser is judged by the rest of its request (issue #67),
+            // by the claim its User-Agent makes, read once per User-Agent.
+            let judged = |agent: &crate::agent::Agent<'_>| presented.is_some() && agent.kind == AgentKind::Browser;
+            let (agent, claim) = match memo {
+                Some(memo) => {
+                    let agent = memo.classify(classifier, ua);
+                    let claim = judged(&agent).then(|| memo.claim(classifier, ua));
+                    (agent, claim)
+                }
+                None => {
+                    let agent = classify_here(classifier, ua);
+                    let claim = judged(&agent).then(|| claim_here(classifier, ua));
+                    (agent, claim)
+                }
             };
-            // A browser is judged by the rest of its request (issue #67).
-            match presented {
-                Some(p) if agent.kind == AgentKind::Browser => {
-                    let findings = disguise::judge(&Claim::of(ua), p, scheme, host, hello);
+            match (presented, claim) {
+                (Some(p), Some(claim)) => {
+                    let findings = disguise::judge(&claim, p, scheme, host, hello);
                     agent.unmasked(if tls_weak { findings.tls_weak() } else { findings })
                 }
                 _ => agent,

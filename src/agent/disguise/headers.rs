@@ -61,6 +61,12 @@ impl<'r> Presented<'r> {
     /// Note header `name` (lower case) with `value`, keeping the first of
     /// each.
     pub fn note(&mut self, name: &str, value: &'r str) {
+        self.note_with(name, || Some(value));
+    }
+
+    /// [`Presented::note`], with the value read (as text, `None` if it is
+    /// not) only when `name` is one kept: one look at the name a header.
+    pub fn note_with(&mut self, name: &str, value: impl FnOnce() -> Option<&'r str>) {
         let slot = match name {
             "accept-language" => &mut self.accept_language,
             "accept-encoding" => &mut self.accept_encoding,
@@ -76,7 +82,7 @@ impl<'r> Presented<'r> {
             _ => return,
         };
         if slot.is_none() {
-            *slot = Some(value);
+            *slot = value();
         }
     }
 
@@ -230,10 +236,18 @@ fn string<'b>(b: &'b [u8], i: &mut usize) -> Option<&'b [u8]> {
     let start = *i + 1;
     let mut j = start;
     loop {
-        match *b.get(j)? {
-            b'"' => break,
-            b'\\' if matches!(b.get(j + 1), Some(b'"' | b'\\')) => j += 2,
-            c if (0x20..0x7f).contains(&c) && c != b'\\' => j += 1,
+        // To the next quote or backslash at once; what lies between must be
+        // printable (checked without a branch a byte).
+        let next = j + memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+        if !b[j..next].iter().fold(true, |ok, &c| ok & (0x20..0x7f).contains(&c)) {
+            return None;
+        }
+        match (b[next], b.get(next + 1)) {
+            (b'"', _) => {
+                j = next;
+                break;
+            }
+            (_, Some(b'"' | b'\\')) => j = next + 2,
             _ => return None,
         }
     }

@@ -242,8 +242,8 @@ pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &st
     // rewrites headers, an app's WebView.
     let soft = presented.intermediary || claim.embedded;
     let secure = match scheme {
-        _ if trustworthy_host(host) => Some(true),
         Scheme::Https => Some(true),
+        _ if trustworthy_host(host) => Some(true),
         Scheme::Http => Some(false),
         Scheme::Unknown => None,
     };

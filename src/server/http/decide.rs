@@ -202,11 +202,7 @@ impl<'r> pipeline::Headers<'r> for Fields<'r> {
     fn presented(&self) -> Option<Presented<'r>> {
         let mut p = Presented::default();
         for (name, value) in self.0 {
-            if Presented::wants(name.as_str()) {
-                if let Ok(value) = value.to_str() {
-                    p.note(name.as_str(), value);
-                }
-            }
+            p.note_with(name.as_str(), || value.to_str().ok());
         }
         Some(p)
     }
