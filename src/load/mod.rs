@@ -573,9 +573,15 @@ impl Snapshot {
     /// time it looks.
     pub fn changed_since(&self, at: SystemTime) -> bool {
         let since = at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(at);
+        let moved = |m: std::io::Result<std::fs::Metadata>| m.and_then(|m| m.modified()).map(|t| t >= since);
         self.sources.iter().filter(|p| watch::pattern(p).is_none()).any(|p| {
-            match std::fs::metadata(p).and_then(|m| m.modified()) {
-                Ok(t) => t >= since,
+            match std::fs::symlink_metadata(p) {
+                // A link put in place (renamed over the file) is a change
+                // even when the file it leads to is older.
+                Ok(link) if link.file_type().is_symlink() => {
+                    moved(Ok(link)).unwrap_or(true) || moved(std::fs::metadata(p)).unwrap_or(!self.absent.contains(p))
+                }
+                Ok(file) => moved(Ok(file)).unwrap_or(true),
                 // A templated file not written yet is no change until it is.
                 Err(_) => !self.absent.contains(p),
             }
@@ -1156,6 +1162,24 @@ mod tests {
         assert!(snap.stale(), "robots.txt was rewritten");
         std::fs::remove_file(&robots).unwrap();
         assert!(snap.stale(), "robots.txt is gone");
+    }
+
+    #[test]
+    fn a_link_renamed_over_a_source_is_a_change_though_what_it_leads_to_is_older() {
+        let dir = tempfile::tempdir().unwrap();
+        let robots = dir.path().join("robots.txt");
+        std::fs::write(&robots, "User-agent: *\nDisallow: /a/\n").unwrap();
+        std::fs::write(dir.path().join("older.txt"), "User-agent: *\nDisallow: /older/\n").unwrap();
+        let config = dir.path().join("robotgate.yaml");
+        let text = format!("sites:\n  - hosts: [\"localhost\"]\n    robots: {}\n", robots.display());
+        std::fs::write(&config, text).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let snap = load(&config).unwrap();
+        assert!(!snap.stale());
+        let tmp = dir.path().join(".link");
+        std::os::unix::fs::symlink("older.txt", &tmp).unwrap();
+        std::fs::rename(&tmp, &robots).unwrap();
+        assert!(snap.stale(), "the link is new, the file it leads to is not");
     }
 
     /// A config with robots.txt and humans.txt in `dir`, both written.

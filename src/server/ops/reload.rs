@@ -440,10 +440,23 @@ impl BackgroundService for Reloader {
             watch.unsure = true;
             let rewatch = watch.rewatch(&watcher);
             if let Some(new) = self.reload_seen(why, whole, named, rewatch).await {
-                if let Some((sources, dirs)) = new {
-                    watch.set(&mut watcher, sources, dirs, self.snapshot.load().read_at);
-                }
                 watch.unsure = false;
+                if let Some((sources, dirs)) = new {
+                    let snap = self.snapshot.load_full();
+                    watch.set(&mut watcher, sources, dirs, snap.read_at);
+                    // A new source (a site's file, a site file's directory)
+                    // changed between this reload's read and its watch:
+                    // no event named it, so look once now that the watches
+                    // are in place (a customer's robots.txt linked away
+                    // right after their site was added went unseen).
+                    if snap.stale() {
+                        let mut seen = watch.seen();
+                        let Seen { burst, sources, last } = &mut *seen;
+                        burst.note(Event::Lost, sources);
+                        *last = tokio::time::Instant::now();
+                        wake.notify_one();
+                    }
+                }
             }
         }
     }
