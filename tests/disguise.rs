@@ -133,17 +133,14 @@ log: {{ violations: {{dir}}/violations.jsonl, level: warn, aggregate_window: 0 }
         Site { gate, origin, tls_port, certs }
     }
 
-    /// The site's URL for `path` by name, over `scheme`.
-    fn url(&self, scheme: &str, path: &str) -> String {
-        let port = if scheme == "https" { self.tls_port } else { self.gate.port };
-        format!("{scheme}://{HOST}:{port}{path}")
+    /// Where it listens.
+    fn ports(&self) -> Ports {
+        Ports { http: self.gate.port, https: self.tls_port }
     }
 
-    /// The same by address, for clients that cannot be told where a name
-    /// is: `(url, host header)`.
-    fn by_address(&self, scheme: &str, path: &str) -> (String, String) {
-        let port = if scheme == "https" { self.tls_port } else { self.gate.port };
-        (format!("{scheme}://127.0.0.1:{port}{path}"), format!("{HOST}:{port}"))
+    /// The site's URL for `path` by name, over `scheme`.
+    fn url(&self, scheme: &str, path: &str) -> String {
+        self.ports().url(scheme, path)
     }
 
     /// The violation log's records now (after a moment for the writer).
@@ -353,13 +350,43 @@ const CHROMIUM_HEADERS: &[(&str, &str)] = &[
 
 /// Run `fetches` (their paths under `/private/` or not), each with its own
 /// client, and return each status.
-fn run_clients(site: &Site, fetches: &[Fetch]) -> Vec<u16> {
+/// The ports a front (robotgate, or nginx with the module) listens on for
+/// [`HOST`] on loopback.
+#[derive(Clone, Copy)]
+struct Ports {
+    http: u16,
+    https: u16,
+}
+
+impl Ports {
+    fn port(self, scheme: &str) -> u16 {
+        if scheme == "https" {
+            self.https
+        } else {
+            self.http
+        }
+    }
+
+    /// The site's URL for `path` by name, over `scheme`.
+    fn url(self, scheme: &str, path: &str) -> String {
+        format!("{scheme}://{HOST}:{}{path}", self.port(scheme))
+    }
+
+    /// The same by address, for clients that cannot be told where a name
+    /// is: `(url, host header)`.
+    fn by_address(self, scheme: &str, path: &str) -> (String, String) {
+        let port = self.port(scheme);
+        (format!("{scheme}://127.0.0.1:{port}{path}"), format!("{HOST}:{port}"))
+    }
+}
+
+fn run_clients(site: Ports, fetches: &[Fetch]) -> Vec<u16> {
     let mut out = vec![0; fetches.len()];
     let mut python = Vec::new();
     for (i, f) in fetches.iter().enumerate() {
         match f.client {
             "curl" => {
-                let port = if f.scheme == "https" { site.tls_port } else { site.gate.port };
+                let port = site.port(f.scheme);
                 let o = Command::new("curl")
                     .args(["-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "-A", f.ua])
                     .args(f.headers.iter().flat_map(|(k, v)| ["-H".to_owned(), format!("{k}: {v}")]))
@@ -464,7 +491,7 @@ fn libraries_with_a_browsers_user_agent_are_refused_disallowed_pages_and_recorde
             }
         }
     }
-    let statuses = run_clients(&site, &fetches);
+    let statuses = run_clients(site.ports(), &fetches);
     let mut missed_https = Vec::new();
     let mut missed_http = Vec::new();
     for (f, status) in fetches.iter().zip(&statuses) {
@@ -499,7 +526,7 @@ fn log_records_without_refusing_and_off_judges_nothing() {
         let site = Site::start(&format!("      disguised: {mode}"));
         let fetches =
             [Fetch { client: "curl", ua: CHROME_UA, scheme: "https", path: "/private/x".into(), headers: &[] }];
-        assert_eq!(run_clients(&site, &fetches), vec![status], "{mode}");
+        assert_eq!(run_clients(site.ports(), &fetches), vec![status], "{mode}");
         let records = site.records();
         assert_eq!(records.iter().any(|r| r["path"] == "/private/x"), recorded, "{mode}: {records:#?}");
     }
@@ -519,7 +546,7 @@ fn libraries_sending_chromiums_whole_header_set_are_refused_by_their_client_hell
             fetches.push(Fetch { client, ua: CHROME_UA, scheme: "https", path, headers: CHROMIUM_HEADERS });
         }
     }
-    let statuses = run_clients(&site, &fetches);
+    let statuses = run_clients(site.ports(), &fetches);
     let records = site.records();
     for (f, status) in fetches.iter().zip(&statuses) {
         if f.path.starts_with("/open/") {
@@ -548,7 +575,7 @@ fn libraries_sending_chromiums_whole_header_set_are_refused_by_their_client_hell
         path: "/private/weak".into(),
         headers: CHROMIUM_HEADERS,
     }];
-    assert_eq!(run_clients(&site, &fetches), vec![200]);
+    assert_eq!(run_clients(site.ports(), &fetches), vec![200]);
     let records = site.records();
     let r = records.iter().find(|r| r["path"] == "/private/weak").expect("recorded");
     assert_eq!((r["category"].as_str(), r["action"].as_str()), (Some("disguised"), Some("log")), "{r}");
@@ -587,4 +614,139 @@ fn an_edges_fingerprint_counts_only_from_a_trusted_proxy() {
             assert_eq!(r["ja4"], REQUESTS_JA4, "{r}");
         }
     }
+}
+
+/// nginx with the module in front of its own files, plain and TLS (the
+/// certificate of [`Certs`]), the same site and policy as [`Site`]; the
+/// violation log in its directory.
+struct NginxSite {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    ports: Ports,
+    _certs: Certs,
+}
+
+impl NginxSite {
+    fn start(module: &Path) -> NginxSite {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir(dir.path().join("www")).unwrap();
+        std::fs::write(dir.path().join("www/index.html"), "a page\n").unwrap();
+        std::fs::write(dir.path().join("robots.txt"), ROBOTS).unwrap();
+        std::fs::write(
+            dir.path().join("robotgate.yaml"),
+            format!(
+                "sites:\n  - hosts: [\"{HOST}\"]\n    default: true\n    robots: {d}/robots.txt\n    policy:\n      action: block\n\
+                 verify: {{ dns: {{ nameservers: [\"127.0.0.1:9\"] }} }}\n\
+                 log: {{ violations: {d}/violations.jsonl, aggregate_window: 0 }}\n"
+            ),
+        )
+        .unwrap();
+        let certs = Certs::make();
+        let ports = Ports { http: free_port(), https: free_port() };
+        let conf = format!(
+            "load_module {module};\ndaemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
+             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
+             robotgate_config {d}/robotgate.yaml;\n  \
+             server {{\n    listen 127.0.0.1:{http};\n    listen 127.0.0.1:{https} ssl http2;\n    \
+             ssl_certificate {cert};\n    ssl_certificate_key {key};\n    root {d}/www;\n    robotgate on;\n    \
+             location / {{ try_files $uri /index.html; }}\n  }}\n}}\n",
+            module = module.display(),
+            http = ports.http,
+            https = ports.https,
+            cert = certs.path("cert.pem").display(),
+            key = certs.path("key.pem").display(),
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new(common::nginx_module::nginx())
+            .args(["-p", &d.to_string(), "-c"])
+            .arg(dir.path().join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("nginx-stderr.log")).unwrap())
+            .spawn()
+            .expect("nginx starts");
+        let site = NginxSite { child, dir, ports, _certs: certs };
+        let up = within(Duration::from_secs(10), || {
+            [ports.http, ports.https].iter().all(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_ok())
+        });
+        assert!(up.is_some(), "nginx did not start: {}", site.log("nginx-stderr.log") + &site.log("error.log"));
+        site
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    fn records(&self) -> Vec<Value> {
+        std::thread::sleep(Duration::from_millis(300));
+        self.log("violations.jsonl").lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+}
+
+impl Drop for NginxSite {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-QUIT").arg(self.child.id().to_string()).status();
+        if within(Duration::from_secs(10), || self.child.try_wait().ok().flatten().is_some()).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The same scripted clients through the nginx module: nginx holds every
+/// header and knows its scheme, so the headers decide as in the proxy:
+/// each library with a browser's User-Agent is refused the disallowed page
+/// over https and over http, gets the allowed one, and is recorded as a
+/// disguised robot with its signs. What nginx does not give the module is
+/// the ClientHello (it makes the handshake itself): the libraries sending
+/// Chromium's whole header set, which only their ClientHello gives away in
+/// the proxy, are people here (docs/edge.md says so).
+#[test]
+fn libraries_with_a_browsers_user_agent_are_refused_inside_nginx_as_in_the_proxy() {
+    let Some(module) = common::nginx_module::module() else { return };
+    let site = NginxSite::start(&module);
+    let mut fetches = Vec::new();
+    for client in CLIENTS {
+        for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA)] {
+            for scheme in ["https", "http"] {
+                for dir in ["private", "open"] {
+                    let path = format!("/{dir}/{client}-{ua_name}-{scheme}");
+                    fetches.push(Fetch { client, ua, scheme, path, headers: &[] });
+                }
+            }
+        }
+    }
+    let statuses = run_clients(site.ports, &fetches);
+    let mut missed = Vec::new();
+    for (f, status) in fetches.iter().zip(&statuses) {
+        if f.path.starts_with("/open/") {
+            assert_eq!(*status, 200, "{} {} {}: an allowed page\n{}", f.client, f.ua, f.path, site.log("error.log"));
+        } else if *status != 403 {
+            missed.push(format!("{} {status}", f.path));
+        }
+    }
+    assert!(missed.is_empty(), "not refused inside nginx: {missed:?}");
+    let records = site.records();
+    for f in fetches.iter().filter(|f| f.path.starts_with("/private/")) {
+        let r = records
+            .iter()
+            .find(|r| r["path"] == f.path.as_str())
+            .unwrap_or_else(|| panic!("no record of {}: {records:#?}", f.path));
+        assert_eq!(r["category"], "disguised", "{r}");
+        assert!(r["signs"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
+    }
+    // Chromium's whole header set from curl, over https: no ClientHello
+    // here, so nothing the headers say is against it.
+    let whole = [Fetch {
+        client: "curl",
+        ua: CHROME_UA,
+        scheme: "https",
+        path: "/private/whole".into(),
+        headers: CHROMIUM_HEADERS,
+    }];
+    assert_eq!(run_clients(site.ports, &whole), vec![200]);
 }
