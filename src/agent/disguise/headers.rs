@@ -236,18 +236,10 @@ fn string<'b>(b: &'b [u8], i: &mut usize) -> Option<&'b [u8]> {
     let start = *i + 1;
     let mut j = start;
     loop {
-        // To the next quote or backslash at once; what lies between must be
-        // printable (checked without a branch a byte).
-        let next = j + memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
-        if !b[j..next].iter().fold(true, |ok, &c| ok & (0x20..0x7f).contains(&c)) {
-            return None;
-        }
-        match (b[next], b.get(next + 1)) {
-            (b'"', _) => {
-                j = next;
-                break;
-            }
-            (_, Some(b'"' | b'\\')) => j = next + 2,
+        match *b.get(j)? {
+            b'"' => break,
+            b'\\' if matches!(b.get(j + 1), Some(b'"' | b'\\')) => j += 2,
+            c if (0x20..0x7f).contains(&c) && c != b'\\' => j += 1,
             _ => return None,
         }
     }
