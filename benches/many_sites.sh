@@ -126,19 +126,14 @@ def edit():
     k = edit_no[0]
     i = rng.randrange(n)
     if edit_what == "site-file":
-        d = f"{work}/www-sites/e{k}.example"
-        path = f"{work}/sites.d/{i // 100:04}.yaml"
-        with open(path) as f:
-            body = f.read()
-        body += f'- hosts: ["e{k}.example"]\n  upstream: "127.0.0.1:{origin}"\n  robots: {d}/robots.txt\n'
-        host = f"e{k}.example"
+        robots = f"{work}/www-sites/e{k}.example/robots.txt"
+        path, host = f"{work}/sites.d/{i // 100:04}.yaml", f"e{k}.example"
+        added = f'- hosts: ["{host}"]\n  upstream: "127.0.0.1:{origin}"\n  robots: {robots}\n'
     else:
-        d = f"{work}/www-sites/s{i}.example"
-        path = f"{d}/robots.txt"
-        with open(path) as f:
-            body = f.read()
-        body += f"\nUser-agent: *\nDisallow: /edit-{k}/\n"
-        host = f"www.s{i}.example"
+        path, host = f"{work}/www-sites/s{i}.example/robots.txt", f"www.s{i}.example"
+        added = f"\nUser-agent: *\nDisallow: /edit-{k}/\n"
+    with open(path) as f:
+        body = f.read() + added
     before = get(host, f"/edit-{k}/x", CRAWLER)
     assert before != 403, before
     tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")

@@ -465,6 +465,15 @@ fn run_clients(site: Ports, fetches: &[Fetch]) -> Vec<u16> {
     out
 }
 
+/// The record of `path` among `records`, asserted to be a disguised
+/// robot's with its signs.
+fn disguised_record<'a>(records: &'a [Value], path: &str) -> &'a Value {
+    let r = records.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("no record of {path}: {records:#?}"));
+    assert_eq!(r["category"], "disguised", "{r}");
+    assert!(r["signs"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
+    r
+}
+
 const CLIENTS: [&str; 9] = ["curl", "wget", "requests", "httpx", "httpx-h2", "aiohttp", "urllib", "node", "scrapy"];
 
 #[test]
@@ -509,12 +518,7 @@ fn libraries_with_a_browsers_user_agent_are_refused_disallowed_pages_and_recorde
     // Each refusal recorded as a disguised robot, with its signs.
     let records = site.records();
     for f in fetches.iter().filter(|f| f.path.starts_with("/private/") && f.scheme == "https") {
-        let r = records
-            .iter()
-            .find(|r| r["path"] == f.path.as_str())
-            .unwrap_or_else(|| panic!("no record of {}: {records:#?}", f.path));
-        assert_eq!(r["category"], "disguised", "{r}");
-        assert!(r["signs"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
+        let r = disguised_record(&records, &f.path);
         assert!(r.get("evidence").is_none(), "strong evidence: {r}");
     }
     assert!(!site.origin.saw("/private/curl-chrome-https"));
@@ -732,12 +736,7 @@ fn libraries_with_a_browsers_user_agent_are_refused_inside_nginx_as_in_the_proxy
     assert!(missed.is_empty(), "not refused inside nginx: {missed:?}");
     let records = site.records();
     for f in fetches.iter().filter(|f| f.path.starts_with("/private/")) {
-        let r = records
-            .iter()
-            .find(|r| r["path"] == f.path.as_str())
-            .unwrap_or_else(|| panic!("no record of {}: {records:#?}", f.path));
-        assert_eq!(r["category"], "disguised", "{r}");
-        assert!(r["signs"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
+        disguised_record(&records, &f.path);
     }
     // Chromium's whole header set from curl, over https: no ClientHello
     // here, so nothing the headers say is against it.

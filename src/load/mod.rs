@@ -573,17 +573,18 @@ impl Snapshot {
     /// time it looks.
     pub fn changed_since(&self, at: SystemTime) -> bool {
         let since = at.checked_sub(std::time::Duration::from_millis(10)).unwrap_or(at);
-        let moved = |m: std::io::Result<std::fs::Metadata>| m.and_then(|m| m.modified()).map(|t| t >= since);
+        let moved = |m: &std::fs::Metadata| m.modified().map_or(true, |t| t >= since);
         self.sources.iter().filter(|p| watch::pattern(p).is_none()).any(|p| {
+            // A templated file not written yet is no change until it is.
+            let gone = || !self.absent.contains(p);
             match std::fs::symlink_metadata(p) {
                 // A link put in place (renamed over the file) is a change
                 // even when the file it leads to is older.
                 Ok(link) if link.file_type().is_symlink() => {
-                    moved(Ok(link)).unwrap_or(true) || moved(std::fs::metadata(p)).unwrap_or(!self.absent.contains(p))
+                    moved(&link) || std::fs::metadata(p).map_or_else(|_| gone(), |m| moved(&m))
                 }
-                Ok(file) => moved(Ok(file)).unwrap_or(true),
-                // A templated file not written yet is no change until it is.
-                Err(_) => !self.absent.contains(p),
+                Ok(file) => moved(&file),
+                Err(_) => gone(),
             }
         })
     }

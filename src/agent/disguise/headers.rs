@@ -86,24 +86,6 @@ impl<'r> Presented<'r> {
         }
     }
 
-    /// Whether `name` (lower case) is one [`Presented::note`] keeps: a host
-    /// asks before it reads the value as text.
-    pub fn wants(name: &str) -> bool {
-        matches!(
-            name,
-            "accept-language"
-                | "accept-encoding"
-                | "sec-fetch-site"
-                | "sec-fetch-mode"
-                | "sec-fetch-dest"
-                | "sec-ch-ua"
-                | "sec-ch-ua-mobile"
-                | "via"
-                | "x-bluecoat-via"
-                | "x-proxy-id"
-        )
-    }
-
     /// Like [`Presented::note`] for a name in any case.
     pub fn note_any_case(&mut self, name: &str, value: &'r str) {
         if name.bytes().any(|b| b.is_ascii_uppercase()) {
