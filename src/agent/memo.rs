@@ -11,6 +11,7 @@
 //! plain safe slicing; a string from anywhere else (none today) means the
 //! agent is not remembered, which only costs the next classification.
 
+use super::disguise::{Claim as Claimed, Hints};
 use super::{Agent, AgentKind, Category, Claim, Classifier};
 
 /// Where one string of an [`Agent`] came from.
@@ -184,8 +185,15 @@ struct Slot {
     ua: Vec<u8>,
     agent: Option<Remembered>,
     /// The browser the User-Agent claims, once it was asked ([`Memo::claim`]).
-    claim: Option<super::disguise::Claim>,
+    claim: Option<Claimed>,
+    /// The last `Sec-CH-UA` that came with it, and its reading (`None`:
+    /// none kept).
+    hints: Vec<u8>,
+    hints_read: Option<Hints>,
 }
+
+/// The longest `Sec-CH-UA` a slot keeps: Chromium's are under 100 bytes.
+const MEMO_MAX_HINTS: usize = 160;
 
 impl Memo {
     /// A memo of `slots` slots (at least one).
@@ -220,6 +228,7 @@ impl Memo {
                 slot.ua.extend_from_slice(ua);
                 slot.agent = Some(kept);
                 slot.claim = None;
+                slot.hints_read = None;
             }
         }
         agent
@@ -230,12 +239,30 @@ impl Memo {
     /// per request (issue 67: reading it was 4,800 instructions of each
     /// browser's request). Asked right after [`Memo::classify`] of the same
     /// `ua`, so the slot it used is looked at first, without a hash.
-    pub fn claim(&mut self, classifier: &Classifier, ua: &[u8]) -> super::disguise::Claim {
+    ///
+    /// With it, the reading of the `Sec-CH-UA` value `hints` the request
+    /// sent ([`Hints::of`]), kept in the same slot while the same value
+    /// comes with it (reading it was 1,150 instructions a request).
+    pub fn claim(&mut self, classifier: &Classifier, ua: &[u8], hints: Option<&str>) -> (Claimed, Hints) {
         let slot = &mut self.slots[self.last];
-        match slot.holding(classifier, ua) {
-            Some(_) => *slot.claim.get_or_insert_with(|| super::disguise::Claim::of(ua)),
-            None => super::disguise::Claim::of(ua),
+        if slot.holding(classifier, ua).is_none() {
+            return (Claimed::of(ua), Hints::of(hints));
         }
+        let claim = *slot.claim.get_or_insert_with(|| Claimed::of(ua));
+        let read = match (hints, slot.hints_read) {
+            (None, _) => Hints::Absent,
+            (Some(v), Some(kept)) if slot.hints == v.as_bytes() => kept,
+            (Some(v), _) => {
+                let read = Hints::of(Some(v));
+                if v.len() <= MEMO_MAX_HINTS {
+                    slot.hints.clear();
+                    slot.hints.extend_from_slice(v.as_bytes());
+                    slot.hints_read = Some(read);
+                }
+                read
+            }
+        };
+        (claim, read)
     }
 
     /// Whether `ua` under `classifier` is remembered (tests).
@@ -269,8 +296,8 @@ pub fn classify_here<'a>(classifier: &'a Classifier, ua: &'a [u8]) -> Agent<'a> 
 }
 
 /// [`Memo::claim`] through this thread's memo, after [`classify_here`].
-pub fn claim_here(classifier: &Classifier, ua: &[u8]) -> super::disguise::Claim {
-    HERE.with_borrow_mut(|memo| memo.claim(classifier, ua))
+pub fn claim_here(classifier: &Classifier, ua: &[u8], hints: Option<&str>) -> (Claimed, Hints) {
+    HERE.with_borrow_mut(|memo| memo.claim(classifier, ua, hints))
 }
 
 /// Whether this thread's memo holds `ua` under `classifier` (tests).
@@ -284,6 +311,34 @@ mod memo_tests {
 
     const FIREFOX: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
     const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2)";
+
+    #[test]
+    fn a_claim_keeps_the_reading_of_its_last_client_hints_and_reads_any_other_value() {
+        const CHROME: &[u8] =
+            b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+        const HINTS: &str = "\"Chromium\";v=\"156\", \"Not/A)Brand\";v=\"24\"";
+        let c = Classifier::builtin();
+        let reads = |read: Hints, major: u32| matches!(read, Hints::Read(b) if b.matches(major));
+        for mut memo in [Memo::new(1), Memo::new(8)] {
+            assert!(!memo.classify(&c, CHROME).is_bot());
+            let (claim, read) = memo.claim(&c, CHROME, Some(HINTS));
+            assert_eq!((claim.family, claim.major), (super::super::disguise::Family::Chromium, 156));
+            assert!(reads(read, 156) && !reads(read, 155));
+            assert!(reads(memo.claim(&c, CHROME, Some(HINTS)).1, 156), "kept");
+            let other = memo.claim(&c, CHROME, Some("\"Chromium\";v=\"120\"")).1;
+            assert!(reads(other, 120) && !reads(other, 156), "another value is read, not recalled");
+            assert!(matches!(memo.claim(&c, CHROME, Some("Chromium 156")).1, Hints::Malformed));
+            assert!(matches!(memo.claim(&c, CHROME, None).1, Hints::Absent));
+            let long = format!("{HINTS}{}", ", \"x\";v=\"1\"".repeat(20));
+            assert!(matches!(memo.claim(&c, CHROME, Some(&long)).1, Hints::Malformed), "too many members");
+            assert!(reads(memo.claim(&c, CHROME, Some(HINTS)).1, 156));
+            // Another User-Agent in the slot: nothing of the first is recalled.
+            memo.classify(&c, FIREFOX);
+            let (claim, read) = memo.claim(&c, FIREFOX, Some("\"Chromium\";v=\"120\""));
+            assert_eq!(claim.family, super::super::disguise::Family::Gecko);
+            assert!(reads(read, 120) && !reads(read, 156));
+        }
+    }
 
     #[test]
     fn the_memo_replays_only_the_same_bytes_with_the_same_classifier() {

@@ -447,21 +447,22 @@ impl<'s: 'r, 'r> Pipeline<'s, 'r> {
             // A browser is judged by the rest of its request (issue #67),
             // by the claim its User-Agent makes, read once per User-Agent.
             let judged = |agent: &crate::agent::Agent<'_>| presented.is_some() && agent.kind == AgentKind::Browser;
+            let hints = presented.and_then(|p| p.sec_ch_ua);
             let (agent, claim) = match memo {
                 Some(memo) => {
                     let agent = memo.classify(classifier, ua);
-                    let claim = judged(&agent).then(|| memo.claim(classifier, ua));
+                    let claim = judged(&agent).then(|| memo.claim(classifier, ua, hints));
                     (agent, claim)
                 }
                 None => {
                     let agent = classify_here(classifier, ua);
-                    let claim = judged(&agent).then(|| claim_here(classifier, ua));
+                    let claim = judged(&agent).then(|| claim_here(classifier, ua, hints));
                     (agent, claim)
                 }
             };
             match (presented, claim) {
-                (Some(p), Some(claim)) => {
-                    let findings = disguise::judge(&claim, p, scheme, host, hello);
+                (Some(p), Some((claim, read))) => {
+                    let findings = disguise::judge_read(&claim, p, read, scheme, host, hello);
                     agent.unmasked(if tls_weak { findings.tls_weak() } else { findings })
                 }
                 _ => agent,

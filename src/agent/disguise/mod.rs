@@ -50,7 +50,7 @@ mod headers;
 pub mod hello;
 
 pub use browser::{Claim, Family};
-pub use headers::{brands, Brands, Presented, PRESENTED_HEADERS};
+pub use headers::{brands, Brands, Hints, Presented, PRESENTED_HEADERS};
 pub use hello::{Alpn, Hello, Ja4};
 
 /// One piece of evidence that a request did not come from the browser its
@@ -224,16 +224,50 @@ pub fn trustworthy_host(host: &str) -> bool {
     {
         return true;
     }
-    match name.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => false,
+    match name.as_bytes().first() {
+        Some(b'0'..=b'9') => ipv4_loopback(name.as_bytes()),
+        Some(_) if name.contains(':') => name.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback()),
+        _ => false,
     }
+}
+
+/// Whether `name` is an address of 127.0.0.0/8 written as a browser writes
+/// one in `Host` (WHATWG URL's IPv4 serializer: four decimal parts, no
+/// leading zero). By hand: `IpAddr`'s parser was a tenth of the judging of
+/// a request to a loopback host.
+fn ipv4_loopback(name: &[u8]) -> bool {
+    let Some(rest) = name.strip_prefix(b"127.") else { return false };
+    let mut parts = 0;
+    for part in rest.split(|&b| b == b'.') {
+        parts += 1;
+        let decimal = !part.is_empty() && part.len() <= 3 && part.iter().all(u8::is_ascii_digit);
+        if !decimal || part.len() > 1 && part[0] == b'0' {
+            return false;
+        }
+        if part.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')) > 255 {
+            return false;
+        }
+    }
+    parts == 3
 }
 
 /// The findings of a request whose User-Agent made `claim`, that presented
 /// `presented`, on a connection of `scheme`, to `host`, whose ClientHello
 /// (read by robotgate, or the JA4 of a trusted edge) was `hello`.
 pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &str, hello: Option<&Hello>) -> Findings {
+    judge_read(claim, presented, Hints::of(presented.sec_ch_ua), scheme, host, hello)
+}
+
+/// [`judge`], with `presented.sec_ch_ua` already read as `hints` (the
+/// pipeline keeps the reading beside the claim; issue #67's cost).
+pub fn judge_read(
+    claim: &Claim,
+    presented: &Presented<'_>,
+    hints: Hints,
+    scheme: Scheme,
+    host: &str,
+    hello: Option<&Hello>,
+) -> Findings {
     let mut f = Findings::NONE;
     if claim.family == Family::Other {
         return f;
@@ -249,7 +283,7 @@ pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &st
     };
     match presented.accept_language {
         None => f.add(Sign::NoAcceptLanguage, !soft),
-        Some(v) if v.trim() == "*" => f.add(Sign::WildcardAcceptLanguage, !claim.embedded),
+        Some(v) if v.trim_ascii() == "*" => f.add(Sign::WildcardAcceptLanguage, !claim.embedded),
         Some(_) => {}
     }
     let fetch = presented.fetch_metadata();
@@ -261,18 +295,19 @@ pub fn judge(claim: &Claim, presented: &Presented<'_>, scheme: Scheme, host: &st
         (headers::Fetch::Whole, Some(false)) => f.add(Sign::FetchMetadataOverHttp, !presented.intermediary),
         _ => {}
     }
-    if let Some(hints) = presented.sec_ch_ua {
-        match headers::brands(hints) {
-            None => f.add(Sign::MalformedClientHints, true),
-            Some(brands) => {
-                if claim.family == Family::Chromium && !brands.matches(claim.major)
-                    || presented.mobile_contradicts(claim.mobile)
-                {
-                    f.add(Sign::ClientHintsMismatch, false);
-                }
+    match hints {
+        Hints::Malformed => f.add(Sign::MalformedClientHints, true),
+        Hints::Read(brands) => {
+            if claim.family == Family::Chromium && !brands.matches(claim.major)
+                || presented.mobile_contradicts(claim.mobile)
+            {
+                f.add(Sign::ClientHintsMismatch, false);
             }
         }
-    } else if claim.family == Family::Chromium
+        Hints::Absent => {}
+    }
+    if matches!(hints, Hints::Absent)
+        && claim.family == Family::Chromium
         && claim.major >= 93
         && secure == Some(true)
         && fetch == headers::Fetch::Whole
