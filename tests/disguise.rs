@@ -749,3 +749,103 @@ fn libraries_with_a_browsers_user_agent_are_refused_inside_nginx_as_in_the_proxy
     }];
     assert_eq!(run_clients(site.ports, &whole), vec![200]);
 }
+
+/// The same scripted clients through the stock nginx running the shipped
+/// `auth_request` snippet (examples/edge/nginx.conf), in front of
+/// robotgate's auth listener, over https and http. The auth listener has
+/// the headers and not the client's own scheme (docs/edge.md): the signs
+/// that need it are not judged, so a library is refused where its headers
+/// alone give it away (no `Accept-Language`, or `*`), and recorded as
+/// disguised; Scrapy, which sends `Accept-Language: en` and is caught in
+/// the proxy by what the scheme says, passes here. Allowed pages are 200.
+#[test]
+fn libraries_with_a_browsers_user_agent_are_judged_by_their_headers_behind_the_auth_listener() {
+    use common::edge::{shipped, wait_port, Running};
+    let origin = Origin::start();
+    let auth = free_port();
+    let gate = Gate::start(
+        &format!(
+            "listen: [\"127.0.0.1:{{port}}\"]\nauth: {{ listen: [\"127.0.0.1:{auth}\"] }}\n\
+             trusted_proxies: [\"127.0.0.1/32\"]\nclient_header: X-Forwarded-For\ngrace_period: 1\n\
+             sites:\n  - hosts: [\"{HOST}\"]\n    default: true\n    upstream: \"{}\"\n    \
+             robots: {{dir}}/robots.txt\n    policy:\n      action: block\n\
+             log: {{ violations: {{dir}}/violations.jsonl, level: warn, aggregate_window: 0 }}\n",
+            origin.addr
+        ),
+        &[("robots.txt", ROBOTS)],
+    );
+    wait_port(auth, "robotgate's auth listener", &gate.stderr_path);
+    let certs = Certs::make();
+    let ports = Ports { http: free_port(), https: free_port() };
+    let snippet = shipped("nginx.conf");
+    assert!(snippet.contains("listen 80;") && snippet.contains("server_name example.com;"));
+    let site = snippet
+        .replace(
+            "listen 80;",
+            &format!(
+                "listen 127.0.0.1:{};\n    listen 127.0.0.1:{} ssl http2;\n    ssl_certificate {};\n    \
+                 ssl_certificate_key {};",
+                ports.http,
+                ports.https,
+                certs.path("cert.pem").display(),
+                certs.path("key.pem").display()
+            ),
+        )
+        .replace("server_name example.com;", &format!("server_name {HOST};"))
+        .replace("127.0.0.1:9090", &format!("127.0.0.1:{auth}"))
+        .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", gate.port))
+        .replace("127.0.0.1:8000", &origin.addr.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    std::fs::write(dir.path().join("site.conf"), site).unwrap();
+    std::fs::write(
+        dir.path().join("nginx.conf"),
+        format!(
+            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  \
+             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  \
+             include {d}/site.conf;\n}}\n"
+        ),
+    )
+    .unwrap();
+    let stderr = dir.path().join("stderr.log");
+    let _nginx = Running(
+        Command::new(common::nginx_module::nginx())
+            .args(["-p", &d.to_string(), "-e", &format!("{d}/error.log"), "-c"])
+            .arg(dir.path().join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("nginx starts"),
+    );
+    wait_port(ports.http, "nginx", &stderr);
+    wait_port(ports.https, "nginx", &stderr);
+    let mut fetches = Vec::new();
+    for client in CLIENTS {
+        for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA)] {
+            for scheme in ["https", "http"] {
+                for dir in ["private", "open"] {
+                    let path = format!("/{dir}/{client}-{ua_name}-{scheme}");
+                    fetches.push(Fetch { client, ua, scheme, path, headers: &[] });
+                }
+            }
+        }
+    }
+    let statuses = run_clients(ports, &fetches);
+    let log = || std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
+    let mut wrong = Vec::new();
+    for (f, status) in fetches.iter().zip(&statuses) {
+        let want = if f.path.starts_with("/open/") || f.client == "scrapy" { 200 } else { 403 };
+        if *status != want {
+            wrong.push(format!("{} {status} (wanted {want})", f.path));
+        }
+    }
+    assert!(wrong.is_empty(), "behind the auth listener: {wrong:?}\n{}", log());
+    std::thread::sleep(Duration::from_millis(300));
+    let records = gate.records(0);
+    for f in fetches.iter().filter(|f| f.path.starts_with("/private/") && f.client != "scrapy") {
+        disguised_record(&records, &f.path);
+    }
+    assert!(!origin.saw("/private/curl-chrome-https") && origin.saw("/private/scrapy-chrome-https"));
+}
