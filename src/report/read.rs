@@ -70,6 +70,9 @@ pub struct RecordView<'a> {
     /// weak evidence, only recorded under `policy.weak_evidence: log`
     /// (issues #53, #68).
     pub weak_evidence: bool,
+    /// The JA4 fingerprint of a disguised robot's connection (issue #67),
+    /// read by robotgate or sent by a trusted edge.
+    pub ja4: Option<Cow<'a, str>>,
     /// Status returned.
     pub status: u16,
     /// Violations this record stands for.
@@ -104,6 +107,7 @@ impl<'a> RecordView<'a> {
             identity: r.identity.map(b),
             action: b(r.action),
             weak_evidence: r.evidence == Some("weak"),
+            ja4: r.ja4.as_deref().map(b),
             status: r.status,
             count: r.count,
             first: r.first.as_deref().map(b),
@@ -302,6 +306,8 @@ struct Raw<'a> {
     action: Cow<'a, str>,
     #[serde(default, borrow, deserialize_with = "opt_cow")]
     evidence: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow")]
+    ja4: Option<Cow<'a, str>>,
     #[serde(default)]
     status: u16,
     #[serde(default = "one")]
@@ -372,6 +378,7 @@ impl<'a> Raw<'a> {
             identity: self.identity,
             action: self.action,
             weak_evidence: self.evidence.as_deref() == Some("weak"),
+            ja4: self.ja4,
             status: self.status,
             count: self.count,
             first: self.first,
@@ -453,6 +460,41 @@ mod tests {
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("of which 4 only recorded"), "{text}");
         assert!(text.contains("weak evidence 4 (only recorded)"), "{text}");
+    }
+
+    /// Issue #67: disguised robots are counted per JA4 fingerprint, site by
+    /// site; a fingerprint on another category's record is not.
+    #[test]
+    fn disguised_robots_are_counted_per_fingerprint() {
+        const CURL: &str = "t13d3112h2_e8f1e7e78f70_6bebaf5329ac";
+        const REQUESTS: &str = "t13d4907h2_0d8feac7bc37_7395dae3b2f3";
+        let disguised = |ja4: Option<&str>, n: u64| Record {
+            category: "disguised",
+            bot: None,
+            ja4: ja4.map(Into::into),
+            count: n,
+            ..sample("192.0.2.1", "Mozilla/5.0 Chrome/142", "/private/a", 3, "2026-01-01T00:00:00Z".into())
+        };
+        let other = Record {
+            ja4: Some(CURL.into()),
+            ..sample("192.0.2.2", "GPTBot/1.0", "/private/b", 3, "2026-01-01T00:00:01Z".into())
+        };
+        let log: String = [disguised(Some(CURL), 3), disguised(Some(REQUESTS), 1), disguised(Some(CURL), 2)]
+            .iter()
+            .chain([&disguised(None, 5), &other])
+            .map(|r| line(r) + "\n")
+            .collect();
+        let mut summary = crate::report::Summary::new(crate::report::Filter::default());
+        feed(log.as_bytes(), "log", &mut summary).unwrap();
+        let report = crate::report::Report::from_summary(&summary);
+        let counts: Vec<(&str, u64)> =
+            report.sites[0].disguised_fingerprints.iter().map(|f| (f.ja4.as_str(), f.violations)).collect();
+        assert_eq!(counts, [(CURL, 5), (REQUESTS, 1)]);
+        let mut text = Vec::new();
+        crate::report::render::render(&summary, crate::report::render::Format::Text, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("TLS fingerprints (JA4) of disguised robots"), "{text}");
+        assert!(text.contains(&format!("         5  {CURL}")), "{text}");
     }
 
     #[test]

@@ -112,6 +112,11 @@ pub struct SiteReport {
     pub unknown_user_agents: Vec<UserAgentReport>,
     /// No User-Agent missing from `unknown_user_agents` has more violations than this.
     pub unknown_user_agents_floor: u64,
+    /// JA4 fingerprints of disguised robots' connections, most violations
+    /// first (issue #67).
+    pub disguised_fingerprints: Vec<FingerprintReport>,
+    /// No fingerprint missing from `disguised_fingerprints` has more violations than this.
+    pub disguised_fingerprints_floor: u64,
     /// Violations per day, in order.
     pub days: Vec<DayCount>,
     /// Violations on days past the cap or with an unreadable time.
@@ -265,6 +270,17 @@ pub struct UserAgentReport {
     pub error: u64,
 }
 
+/// One JA4 fingerprint's violations on a site.
+#[derive(Debug, Clone, Serialize)]
+pub struct FingerprintReport {
+    /// The fingerprint.
+    pub ja4: String,
+    /// Violations (an upper bound when `error` > 0).
+    pub violations: u64,
+    /// The true count is at least `violations - error`.
+    pub error: u64,
+}
+
 /// Violations on one day.
 #[derive(Debug, Clone, Serialize)]
 pub struct DayCount {
@@ -381,6 +397,16 @@ fn site(name: &str, s: &SiteStats) -> SiteReport {
         ),
         None => (Vec::new(), 0),
     };
+    let (disguised_fingerprints, disguised_fingerprints_floor) = match &s.fingerprints {
+        Some(c) => (
+            c.top(usize::MAX)
+                .into_iter()
+                .map(|(k, n, e)| FingerprintReport { ja4: k.to_owned(), violations: n, error: e })
+                .collect(),
+            c.floor(),
+        ),
+        None => (Vec::new(), 0),
+    };
     let mut days: Vec<DayCount> =
         s.days.iter().map(|(k, n)| DayCount { day: String::from_utf8_lossy(k).into_owned(), violations: *n }).collect();
     days.sort_by(|a, b| a.day.cmp(&b.day));
@@ -397,6 +423,8 @@ fn site(name: &str, s: &SiteStats) -> SiteReport {
         unknown_clients_floor,
         unknown_user_agents,
         unknown_user_agents_floor,
+        disguised_fingerprints,
+        disguised_fingerprints_floor,
         days,
         other_days: s.other_days,
         hidden_noindex: s

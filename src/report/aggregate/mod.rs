@@ -95,6 +95,9 @@ pub struct Limits {
     /// Top User-Agents of unrecognised robots kept per site (default 50;
     /// the table holds twice as many).
     pub user_agents: usize,
+    /// Top JA4 fingerprints of disguised robots kept per site (default 50;
+    /// the table holds twice as many).
+    pub fingerprints: usize,
     /// Days per site (default 400).
     pub days: usize,
     /// Hourly buckets of the over-time series (default 9,600: 400 days).
@@ -116,6 +119,7 @@ impl Default for Limits {
             actions: 16,
             clients: 100,
             user_agents: 50,
+            fingerprints: 50,
             days: 400,
             hours: 9_600,
             hidden_per_site: 1_000,
@@ -463,6 +467,7 @@ pub(super) mod tests {
             actions: 3,
             clients: 10,
             user_agents: 10,
+            fingerprints: 10,
             days: 5,
             hours: 30,
             hidden_per_site: 8,

@@ -156,6 +156,9 @@ pub struct SiteStats {
     pub clients: Option<TopCounts>,
     /// User-Agents of robots the database does not know, by violations.
     pub user_agents: Option<TopCounts>,
+    /// JA4 fingerprints of disguised robots' connections, by violations
+    /// (issue #67: one stack behind many User-Agents shows as one row).
+    pub fingerprints: Option<TopCounts>,
     /// Violations per day (`YYYY-MM-DD`).
     pub days: HashMap<[u8; 10], u64>,
     /// Violations on days past the cap, or with an unreadable time.
@@ -202,6 +205,11 @@ impl SiteStats {
     }
 }
 
+/// The category slot of `disguised` robots.
+fn disguised_slot() -> usize {
+    super::keys::category_index(crate::agent::Category::Disguised.as_str())
+}
+
 /// Rows allotted so far over all sites.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Budget {
@@ -226,6 +234,10 @@ impl SiteStats {
         if unrecognised && !r.user_agent.is_empty() {
             let top = self.user_agents.get_or_insert_with(|| TopCounts::new(limits.user_agents));
             top.add(clip(&r.user_agent, MAX_USER_AGENT), n);
+        }
+        if let Some(ja4) = r.ja4.as_deref().filter(|j| !j.is_empty() && cat == disguised_slot()) {
+            let top = self.fingerprints.get_or_insert_with(|| TopCounts::new(limits.fingerprints));
+            top.add(clip(ja4, MAX_NAME), n);
         }
         let rule = self.rule(r, n, limits, budget);
 

@@ -418,6 +418,13 @@ fn write_site(o: &mut String, s: &SiteReport) {
         }
     }
 
+    if !s.disguised_fingerprints.is_empty() {
+        let _ = writeln!(o, "\nTLS fingerprints (JA4) of disguised robots");
+        for f in s.disguised_fingerprints.iter().take(MAX_CLIENTS) {
+            let _ = writeln!(o, "{:>10}  {}", thousands(f.violations), cell(&f.ja4, 86).trim_end());
+        }
+    }
+
     if !s.days.is_empty() {
         let _ = writeln!(o, "\nPer day");
         let skip = s.days.len().saturating_sub(31);
