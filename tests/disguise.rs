@@ -701,6 +701,23 @@ impl Drop for NginxSite {
     }
 }
 
+/// Each of [`CLIENTS`] with Chrome's and with Firefox's User-Agent, over
+/// https and http, for a page under `/private/` and one under `/open/`.
+fn each_client_chrome_and_firefox() -> Vec<Fetch> {
+    let mut fetches = Vec::new();
+    for client in CLIENTS {
+        for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA)] {
+            for scheme in ["https", "http"] {
+                for dir in ["private", "open"] {
+                    let path = format!("/{dir}/{client}-{ua_name}-{scheme}");
+                    fetches.push(Fetch { client, ua, scheme, path, headers: &[] });
+                }
+            }
+        }
+    }
+    fetches
+}
+
 /// The same scripted clients through the nginx module: nginx holds every
 /// header and knows its scheme, so the headers decide as in the proxy:
 /// each library with a browser's User-Agent is refused the disallowed page
@@ -713,17 +730,7 @@ impl Drop for NginxSite {
 fn libraries_with_a_browsers_user_agent_are_refused_inside_nginx_as_in_the_proxy() {
     let Some(module) = common::nginx_module::module() else { return };
     let site = NginxSite::start(&module);
-    let mut fetches = Vec::new();
-    for client in CLIENTS {
-        for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA)] {
-            for scheme in ["https", "http"] {
-                for dir in ["private", "open"] {
-                    let path = format!("/{dir}/{client}-{ua_name}-{scheme}");
-                    fetches.push(Fetch { client, ua, scheme, path, headers: &[] });
-                }
-            }
-        }
-    }
+    let fetches = each_client_chrome_and_firefox();
     let statuses = run_clients(site.ports, &fetches);
     let mut missed = Vec::new();
     for (f, status) in fetches.iter().zip(&statuses) {
@@ -821,17 +828,7 @@ fn libraries_with_a_browsers_user_agent_are_judged_by_their_headers_behind_the_a
     );
     wait_port(ports.http, "nginx", &stderr);
     wait_port(ports.https, "nginx", &stderr);
-    let mut fetches = Vec::new();
-    for client in CLIENTS {
-        for (ua_name, ua) in [("chrome", CHROME_UA), ("firefox", FIREFOX_UA)] {
-            for scheme in ["https", "http"] {
-                for dir in ["private", "open"] {
-                    let path = format!("/{dir}/{client}-{ua_name}-{scheme}");
-                    fetches.push(Fetch { client, ua, scheme, path, headers: &[] });
-                }
-            }
-        }
-    }
+    let fetches = each_client_chrome_and_firefox();
     let statuses = run_clients(ports, &fetches);
     let log = || std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default();
     let mut wrong = Vec::new();

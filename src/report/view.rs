@@ -361,6 +361,15 @@ impl Report {
     }
 }
 
+/// The rows of a top-counts table, most violations first, each made by
+/// `row(key, violations, error)`, and its floor (none kept: no rows, 0).
+fn top<T>(table: &Option<super::sketch::TopCounts>, row: impl Fn(&str, u64, u64) -> T) -> (Vec<T>, u64) {
+    match table {
+        Some(c) => (c.top(usize::MAX).into_iter().map(|(k, n, e)| row(k, n, e)).collect(), c.floor()),
+        None => (Vec::new(), 0),
+    }
+}
+
 fn site(name: &str, s: &SiteStats) -> SiteReport {
     let mut bots: Vec<BotReport> = s.bots().map(|b| bot(b, s)).collect();
     bots.sort_by(|a, b| b.violations.cmp(&a.violations).then_with(|| a.bot.cmp(&b.bot)));
@@ -377,36 +386,12 @@ fn site(name: &str, s: &SiteStats) -> SiteReport {
         })
         .collect();
     rules.sort_by(|a, b| b.violations.cmp(&a.violations).then_with(|| a.line.cmp(&b.line)));
-    let (unknown_clients, unknown_clients_floor) = match &s.clients {
-        Some(c) => (
-            c.top(usize::MAX)
-                .into_iter()
-                .map(|(k, n, e)| ClientReport { client: k.to_owned(), violations: n, error: e })
-                .collect(),
-            c.floor(),
-        ),
-        None => (Vec::new(), 0),
-    };
-    let (unknown_user_agents, unknown_user_agents_floor) = match &s.user_agents {
-        Some(c) => (
-            c.top(usize::MAX)
-                .into_iter()
-                .map(|(k, n, e)| UserAgentReport { user_agent: k.to_owned(), violations: n, error: e })
-                .collect(),
-            c.floor(),
-        ),
-        None => (Vec::new(), 0),
-    };
-    let (disguised_fingerprints, disguised_fingerprints_floor) = match &s.fingerprints {
-        Some(c) => (
-            c.top(usize::MAX)
-                .into_iter()
-                .map(|(k, n, e)| FingerprintReport { ja4: k.to_owned(), violations: n, error: e })
-                .collect(),
-            c.floor(),
-        ),
-        None => (Vec::new(), 0),
-    };
+    let (unknown_clients, unknown_clients_floor) =
+        top(&s.clients, |k, n, e| ClientReport { client: k.to_owned(), violations: n, error: e });
+    let (unknown_user_agents, unknown_user_agents_floor) =
+        top(&s.user_agents, |k, n, e| UserAgentReport { user_agent: k.to_owned(), violations: n, error: e });
+    let (disguised_fingerprints, disguised_fingerprints_floor) =
+        top(&s.fingerprints, |k, n, e| FingerprintReport { ja4: k.to_owned(), violations: n, error: e });
     let mut days: Vec<DayCount> =
         s.days.iter().map(|(k, n)| DayCount { day: String::from_utf8_lossy(k).into_owned(), violations: *n }).collect();
     days.sort_by(|a, b| a.day.cmp(&b.day));
