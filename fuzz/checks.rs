@@ -637,7 +637,7 @@ pub fn disguise_headers(data: &[u8]) {
         }
     }
     for v in values {
-        if let Some(b) = brands(v) {
+        if let Some(b) = brands(v.as_bytes()) {
             assert!(b.matches(0));
         }
     }

@@ -243,7 +243,7 @@ impl Memo {
     /// With it, the reading of the `Sec-CH-UA` value `hints` the request
     /// sent ([`Hints::of`]), kept in the same slot while the same value
     /// comes with it (reading it was 1,150 instructions a request).
-    pub fn claim(&mut self, classifier: &Classifier, ua: &[u8], hints: Option<&str>) -> (Claimed, Hints) {
+    pub fn claim(&mut self, classifier: &Classifier, ua: &[u8], hints: Option<&[u8]>) -> (Claimed, Hints) {
         let slot = &mut self.slots[self.last];
         if slot.holding(classifier, ua).is_none() {
             return (Claimed::of(ua), Hints::of(hints));
@@ -251,12 +251,12 @@ impl Memo {
         let claim = *slot.claim.get_or_insert_with(|| Claimed::of(ua));
         let read = match (hints, slot.hints_read) {
             (None, _) => Hints::Absent,
-            (Some(v), Some(kept)) if slot.hints == v.as_bytes() => kept,
+            (Some(v), Some(kept)) if slot.hints == v => kept,
             (Some(v), _) => {
                 let read = Hints::of(Some(v));
                 if v.len() <= MEMO_MAX_HINTS {
                     slot.hints.clear();
-                    slot.hints.extend_from_slice(v.as_bytes());
+                    slot.hints.extend_from_slice(v);
                     slot.hints_read = Some(read);
                 }
                 read
@@ -296,7 +296,7 @@ pub fn classify_here<'a>(classifier: &'a Classifier, ua: &'a [u8]) -> Agent<'a> 
 }
 
 /// [`Memo::claim`] through this thread's memo, after [`classify_here`].
-pub fn claim_here(classifier: &Classifier, ua: &[u8], hints: Option<&str>) -> (Claimed, Hints) {
+pub fn claim_here(classifier: &Classifier, ua: &[u8], hints: Option<&[u8]>) -> (Claimed, Hints) {
     HERE.with_borrow_mut(|memo| memo.claim(classifier, ua, hints))
 }
 
@@ -316,7 +316,7 @@ mod memo_tests {
     fn a_claim_keeps_the_reading_of_its_last_client_hints_and_reads_any_other_value() {
         const CHROME: &[u8] =
             b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
-        const HINTS: &str = "\"Chromium\";v=\"156\", \"Not/A)Brand\";v=\"24\"";
+        const HINTS: &[u8] = b"\"Chromium\";v=\"156\", \"Not/A)Brand\";v=\"24\"";
         let c = Classifier::builtin();
         let reads = |read: Hints, major: u32| matches!(read, Hints::Read(b) if b.matches(major));
         for mut memo in [Memo::new(1), Memo::new(8)] {
@@ -325,16 +325,16 @@ mod memo_tests {
             assert_eq!((claim.family, claim.major), (super::super::disguise::Family::Chromium, 156));
             assert!(reads(read, 156) && !reads(read, 155));
             assert!(reads(memo.claim(&c, CHROME, Some(HINTS)).1, 156), "kept");
-            let other = memo.claim(&c, CHROME, Some("\"Chromium\";v=\"120\"")).1;
+            let other = memo.claim(&c, CHROME, Some(b"\"Chromium\";v=\"120\"")).1;
             assert!(reads(other, 120) && !reads(other, 156), "another value is read, not recalled");
-            assert!(matches!(memo.claim(&c, CHROME, Some("Chromium 156")).1, Hints::Malformed));
+            assert!(matches!(memo.claim(&c, CHROME, Some(b"Chromium 156")).1, Hints::Malformed));
             assert!(matches!(memo.claim(&c, CHROME, None).1, Hints::Absent));
-            let long = format!("{HINTS}{}", ", \"x\";v=\"1\"".repeat(20));
+            let long = [HINTS, b", \"x\";v=\"1\"".repeat(20).as_slice()].concat();
             assert!(matches!(memo.claim(&c, CHROME, Some(&long)).1, Hints::Malformed), "too many members");
             assert!(reads(memo.claim(&c, CHROME, Some(HINTS)).1, 156));
             // Another User-Agent in the slot: nothing of the first is recalled.
             memo.classify(&c, FIREFOX);
-            let (claim, read) = memo.claim(&c, FIREFOX, Some("\"Chromium\";v=\"120\""));
+            let (claim, read) = memo.claim(&c, FIREFOX, Some(b"\"Chromium\";v=\"120\""));
             assert_eq!(claim.family, super::super::disguise::Family::Gecko);
             assert!(reads(read, 120) && !reads(read, 156));
         }

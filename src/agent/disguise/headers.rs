@@ -16,23 +16,27 @@ pub const PRESENTED_HEADERS: [&str; 10] = [
     "x-proxy-id",
 ];
 
-/// What a request presented (the first value of each header; borrowed).
+/// What a request presented (the first value of each header, its bytes as
+/// sent; borrowed). A value is compared with the bytes browsers send and
+/// never read as text: one no browser sends (obs-text, a control byte)
+/// matches nothing, and the hosts' headers need no UTF-8 check (issue #67's
+/// cost: `HeaderValue::to_str` was 440 instructions a browser's request).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Presented<'r> {
     /// `Accept-Language`.
-    pub accept_language: Option<&'r str>,
+    pub accept_language: Option<&'r [u8]>,
     /// `Accept-Encoding`.
-    pub accept_encoding: Option<&'r str>,
+    pub accept_encoding: Option<&'r [u8]>,
     /// `Sec-Fetch-Site`.
-    pub sec_fetch_site: Option<&'r str>,
+    pub sec_fetch_site: Option<&'r [u8]>,
     /// `Sec-Fetch-Mode`.
-    pub sec_fetch_mode: Option<&'r str>,
+    pub sec_fetch_mode: Option<&'r [u8]>,
     /// `Sec-Fetch-Dest`.
-    pub sec_fetch_dest: Option<&'r str>,
+    pub sec_fetch_dest: Option<&'r [u8]>,
     /// `Sec-CH-UA`.
-    pub sec_ch_ua: Option<&'r str>,
+    pub sec_ch_ua: Option<&'r [u8]>,
     /// `Sec-CH-UA-Mobile`.
-    pub sec_ch_ua_mobile: Option<&'r str>,
+    pub sec_ch_ua_mobile: Option<&'r [u8]>,
     /// The request names a forward proxy on the client's side (`Via`, which
     /// RFC 9110 §7.6.3 asks every proxy to add; `X-BlueCoat-Via`,
     /// `X-Proxy-ID`): headers may have been rewritten on the way. Not
@@ -52,21 +56,35 @@ pub enum Fetch {
     Whole,
 }
 
-/// `Sec-Fetch-Site`'s values (Fetch Metadata §2.4).
-const SITES: &[&str] = &["cross-site", "same-origin", "same-site", "none"];
-/// `Sec-Fetch-Mode`'s values (Fetch §2.2.5 request mode).
-const MODES: &[&str] = &["cors", "navigate", "no-cors", "same-origin", "websocket"];
+/// Whether `v` is one of `Sec-Fetch-Site`'s values (Fetch Metadata §2.4).
+fn site(v: &[u8]) -> bool {
+    // By length, then inline (as header names are read in `note`).
+    match v.len() {
+        4 => is(v, b"none"),
+        9 => is(v, b"same-site"),
+        10 => is(v, b"cross-site"),
+        11 => is(v, b"same-origin"),
+        _ => false,
+    }
+}
+
+/// Whether `v` is one of `Sec-Fetch-Mode`'s values (Fetch §2.2.5, a
+/// request's mode).
+fn mode(v: &[u8]) -> bool {
+    match v.len() {
+        4 => is(v, b"cors"),
+        7 => is(v, b"no-cors"),
+        8 => is(v, b"navigate"),
+        9 => is(v, b"websocket"),
+        11 => is(v, b"same-origin"),
+        _ => false,
+    }
+}
 
 impl<'r> Presented<'r> {
     /// Note header `name` (lower case) with `value`, keeping the first of
-    /// each.
-    pub fn note(&mut self, name: &str, value: &'r str) {
-        self.note_with(name, || Some(value));
-    }
-
-    /// [`Presented::note`], with the value read (as text, `None` if it is
-    /// not) only when `name` is one kept: one look at the name a header.
-    pub fn note_with(&mut self, name: &str, value: impl FnOnce() -> Option<&'r str>) {
+    /// each: one look at the name a header.
+    pub fn note<V: AsRef<[u8]> + ?Sized>(&mut self, name: &str, value: &'r V) {
         // By length first, then compared as arrays of that length: each name
         // of a request is one jump and at most four inline compares, not a
         // `memcmp` call per name of the same length (issue #67's cost: 745
@@ -90,12 +108,12 @@ impl<'r> Presented<'r> {
             return;
         };
         if slot.is_none() {
-            *slot = value();
+            *slot = Some(value.as_ref());
         }
     }
 
     /// Like [`Presented::note`] for a name in any case.
-    pub fn note_any_case(&mut self, name: &str, value: &'r str) {
+    pub fn note_any_case<V: AsRef<[u8]> + ?Sized>(&mut self, name: &str, value: &'r V) {
         if name.bytes().any(|b| b.is_ascii_uppercase()) {
             if let Some(lower) = PRESENTED_HEADERS.iter().find(|n| n.eq_ignore_ascii_case(name)) {
                 self.note(lower, value);
@@ -107,14 +125,10 @@ impl<'r> Presented<'r> {
 
     /// How much Fetch Metadata it carried.
     pub fn fetch_metadata(&self) -> Fetch {
-        // Trimmed as HTTP's optional whitespace is (ASCII; a `str::trim` of
-        // Unicode's was most of this function's cost).
         match (self.sec_fetch_site, self.sec_fetch_mode, self.sec_fetch_dest) {
             (None, None, None) => Fetch::None,
             (Some(site), Some(mode), Some(dest))
-                if SITES.contains(&site.trim_ascii())
-                    && MODES.contains(&mode.trim_ascii())
-                    && token(dest.trim_ascii()) =>
+                if self::site(ows(site)) && self::mode(ows(mode)) && dest_token(ows(dest)) =>
             {
                 Fetch::Whole
             }
@@ -124,9 +138,9 @@ impl<'r> Presented<'r> {
 
     /// Whether `Sec-CH-UA-Mobile` says the opposite of the User-Agent.
     pub fn mobile_contradicts(&self, ua_mobile: bool) -> bool {
-        match self.sec_ch_ua_mobile.map(str::trim_ascii) {
-            Some("?1") => !ua_mobile,
-            Some("?0") => ua_mobile,
+        match self.sec_ch_ua_mobile.map(ows) {
+            Some(b"?1") => !ua_mobile,
+            Some(b"?0") => ua_mobile,
             _ => false,
         }
     }
@@ -134,9 +148,9 @@ impl<'r> Presented<'r> {
     /// Whether `Accept-Encoding` offers `br` or `zstd`.
     pub fn offers_br_or_zstd(&self) -> bool {
         self.accept_encoding.is_some_and(|v| {
-            v.split(',')
-                .map(|c| c.split(';').next().unwrap_or("").trim_ascii())
-                .any(|c| c.eq_ignore_ascii_case("br") || c.eq_ignore_ascii_case("zstd"))
+            v.split(|&b| b == b',')
+                .map(|c| c.split(|&b| b == b';').next().unwrap_or(b"").trim_ascii())
+                .any(|c| c.eq_ignore_ascii_case(b"br") || c.eq_ignore_ascii_case(b"zstd"))
         })
     }
 }
@@ -147,10 +161,27 @@ fn is<const N: usize>(n: &[u8], name: &[u8; N]) -> bool {
     <&[u8; N]>::try_from(n).is_ok_and(|n| n == name)
 }
 
+/// `v` without the optional whitespace around it (RFC 9110 §5.6.3; ASCII
+/// only: a `str::trim` of Unicode's was most of `fetch_metadata`'s cost).
+/// A look at each end first: most hosts hand values over trimmed.
+#[inline]
+fn ows(v: &[u8]) -> &[u8] {
+    match (v.first(), v.last()) {
+        (Some(b' ' | b'\t'), _) | (_, Some(b' ' | b'\t')) => v.trim_ascii(),
+        _ => v,
+    }
+}
+
 /// A `Sec-Fetch-Dest` value: a lower-case token (the list grows with the
-/// platform: `document`, `iframe`, `image`, `script`, `webidentity`…).
-fn token(v: &str) -> bool {
-    !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+/// platform: `document`, `iframe`, `image`, `script`, `webidentity`…);
+/// a navigation's `document` at a glance.
+fn dest_token(v: &[u8]) -> bool {
+    is(v, b"document") || token(v)
+}
+
+/// A lower-case token of at most 32 bytes.
+fn token(v: &[u8]) -> bool {
+    !v.is_empty() && v.len() <= 32 && v.iter().all(|&b| b.is_ascii_lowercase() || b == b'-')
 }
 
 /// `Sec-CH-UA`'s brands, read as the structured-field list it is (RFC 8941
@@ -185,7 +216,7 @@ pub enum Hints {
 
 impl Hints {
     /// The reading of `Sec-CH-UA` `value`, if the request sent one.
-    pub fn of(value: Option<&str>) -> Hints {
+    pub fn of(value: Option<&[u8]>) -> Hints {
         match value {
             None => Hints::Absent,
             Some(v) => brands(v).map_or(Hints::Malformed, Hints::Read),
@@ -197,8 +228,7 @@ impl Hints {
 /// quoted brands each with a quoted `v` parameter (RFC 8941 §3.1, §4.2;
 /// GREASE brands hold `;`, `=`, `(` and such inside their quotes), or has
 /// more than 8 members (no browser sends more than 4).
-pub fn brands(value: &str) -> Option<Brands> {
-    let b = value.as_bytes();
+pub fn brands(b: &[u8]) -> Option<Brands> {
     let mut out = Brands::default();
     let (mut i, mut members) = (0, 0);
     let ows = |i: &mut usize| {

@@ -209,24 +209,34 @@ pub enum Scheme {
 /// potentially trustworthy origin over plain http (W3C Secure Contexts
 /// §3.1): `localhost`, a name under `.localhost`, 127.0.0.0/8, `::1`.
 pub fn trustworthy_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host
-            .rsplit_once(':')
-            .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host }),
+    // As bytes throughout: a host from an edge may be any UTF-8 (ten bytes
+    // from its end need not start a character: found by fuzzing
+    // `disguise_headers`), and `str`'s searches were most of this
+    // function's 335 instructions on `127.0.0.1:port` (issue #67's cost).
+    let b = host.as_bytes();
+    let name = match b.strip_prefix(b"[") {
+        Some(rest) => rest.iter().position(|&c| c == b']').map_or(rest, |end| &rest[..end]),
+        // A port: the digits after the last `:`.
+        None => {
+            let digits = b.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+            match b.len().checked_sub(digits + 1) {
+                Some(colon) if b[colon] == b':' => &b[..colon],
+                _ => b,
+            }
+        }
     };
-    let name = name.strip_suffix('.').unwrap_or(name);
-    if name.eq_ignore_ascii_case("localhost")
-        // Compared as bytes: a host from an edge may be any UTF-8, and ten
-        // bytes from its end need not start a character (found by fuzzing
-        // `disguise_headers`).
-        || name.len() > 10 && name.as_bytes()[name.len() - 10..].eq_ignore_ascii_case(b".localhost")
+    let name = name.strip_suffix(b".").unwrap_or(name);
+    if name.eq_ignore_ascii_case(b"localhost")
+        || name.len() > 10 && name[name.len() - 10..].eq_ignore_ascii_case(b".localhost")
     {
         return true;
     }
-    match name.as_bytes().first() {
-        Some(b'0'..=b'9') => ipv4_loopback(name.as_bytes()),
-        Some(_) if name.contains(':') => name.parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback()),
+    match name.first() {
+        Some(b'0'..=b'9') => ipv4_loopback(name),
+        Some(_) if name.contains(&b':') => std::str::from_utf8(name)
+            .ok()
+            .and_then(|n| n.parse::<std::net::Ipv6Addr>().ok())
+            .is_some_and(|ip| ip.is_loopback()),
         _ => false,
     }
 }
@@ -237,18 +247,22 @@ pub fn trustworthy_host(host: &str) -> bool {
 /// a request to a loopback host.
 fn ipv4_loopback(name: &[u8]) -> bool {
     let Some(rest) = name.strip_prefix(b"127.") else { return false };
-    let mut parts = 0;
-    for part in rest.split(|&b| b == b'.') {
-        parts += 1;
-        let decimal = !part.is_empty() && part.len() <= 3 && part.iter().all(u8::is_ascii_digit);
-        if !decimal || part.len() > 1 && part[0] == b'0' {
-            return false;
-        }
-        if part.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')) > 255 {
-            return false;
+    // One pass: three parts, each 1 to 3 digits, no leading zero, ≤ 255.
+    let (mut parts, mut value, mut digits) = (1, 0u32, 0);
+    for &c in rest {
+        match c {
+            b'0'..=b'9' if !(digits == 1 && value == 0) => {
+                value = value * 10 + u32::from(c - b'0');
+                digits += 1;
+                if value > 255 {
+                    return false;
+                }
+            }
+            b'.' if digits > 0 => (parts, value, digits) = (parts + 1, 0, 0),
+            _ => return false,
         }
     }
-    parts == 3
+    digits > 0 && parts == 3
 }
 
 /// The findings of a request whose User-Agent made `claim`, that presented
@@ -283,7 +297,7 @@ pub fn judge_read(
     };
     match presented.accept_language {
         None => f.add(Sign::NoAcceptLanguage, !soft),
-        Some(v) if v.trim_ascii() == "*" => f.add(Sign::WildcardAcceptLanguage, !claim.embedded),
+        Some(v) if v.trim_ascii() == b"*" => f.add(Sign::WildcardAcceptLanguage, !claim.embedded),
         Some(_) => {}
     }
     let fetch = presented.fetch_metadata();

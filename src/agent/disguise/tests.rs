@@ -16,7 +16,7 @@ const OLD_CHROME: &[u8] =
 /// A request as its (lower-case) header lines.
 fn presented<'a>(lines: &[(&'a str, &'a str)]) -> Presented<'a> {
     let mut p = Presented::default();
-    lines.iter().for_each(|(k, v)| p.note(k, v));
+    lines.iter().for_each(|&(k, v)| p.note(k, v));
     p
 }
 
@@ -202,25 +202,30 @@ fn trustworthy_hosts_are_the_secure_contexts_list() {
     for name in &names {
         let std = name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback());
         assert_eq!(trustworthy_host(name), std, "{name}");
+        // With a port, or an empty one (RFC 3986 §3.2.3 allows it); not
+        // with anything else after the colon.
+        assert_eq!(trustworthy_host(&format!("{name}:8080")), std, "{name}:8080");
+        assert_eq!(trustworthy_host(&format!("{name}:")), std, "{name}:");
+        assert!(!trustworthy_host(&format!("{name}:80x")), "{name}:80x");
     }
 }
 
 #[test]
 fn brands_read_the_structured_list_and_nothing_else() {
-    let b = brands("\"Chromium\";v=\"156\", \"Not/A)Brand\";v=\"24\", \"Google Chrome\";v=\"156\"").unwrap();
+    let b = brands(b"\"Chromium\";v=\"156\", \"Not/A)Brand\";v=\"24\", \"Google Chrome\";v=\"156\"").unwrap();
     assert!(b.matches(156) && b.matches(24) && !b.matches(155));
     // GREASE brands, old and new: `;` and `=` inside the quotes.
-    let b = brands("\" Not A;Brand\";v=\"99\", \"Chromium\";v=\"90\"").unwrap();
+    let b = brands(b"\" Not A;Brand\";v=\"99\", \"Chromium\";v=\"90\"").unwrap();
     assert!(b.matches(90));
-    assert!(brands("\"Not;A=Brand\";v=\"8\", \"Chromium\";v=\"129\"").unwrap().matches(129));
-    assert!(brands("\"Chromium\";v=\"156.0.8078.73\"").unwrap().matches(156));
+    assert!(brands(b"\"Not;A=Brand\";v=\"8\", \"Chromium\";v=\"129\"").unwrap().matches(129));
+    assert!(brands(b"\"Chromium\";v=\"156.0.8078.73\"").unwrap().matches(156));
     for bad in
         ["", "Chromium", "\"Chromium\"", "\"Chromium\";v=156", "\"a\";v=\"\"", "\"a\";v=\"1\" x", "\"a\u{7f}\";v=\"1\""]
     {
-        assert!(brands(bad).is_none(), "{bad}");
+        assert!(brands(bad.as_bytes()).is_none(), "{bad}");
     }
     let many = ["\"a\";v=\"1\""; 9].join(", ");
-    assert!(brands(&many).is_none());
+    assert!(brands(many.as_bytes()).is_none());
 }
 
 /// A ClientHello's facts, as [`hello`] reads them.
@@ -311,12 +316,9 @@ fn the_names_a_host_asks_for_are_the_ones_presented_reads() {
     // Each of them is kept (its value asked for, or the request marked as
     // through an intermediary), and no other name is.
     let kept = |name: &str| {
-        let (mut p, mut read) = (Presented::default(), false);
-        p.note_with(name, || {
-            read = true;
-            None
-        });
-        read || p.intermediary
+        let mut p = Presented::default();
+        p.note(name, "x");
+        p != Presented::default()
     };
     for name in PRESENTED_HEADERS {
         assert!(kept(name), "{name}");
@@ -324,4 +326,36 @@ fn the_names_a_host_asks_for_are_the_ones_presented_reads() {
     for other in ["accept", "Accept-Language", "sec-fetch-user", "sec-ch-ua-platform", "vias", "x-proxy-if", ""] {
         assert!(!kept(other), "{other}");
     }
+}
+
+#[test]
+fn fetch_metadata_is_whole_only_with_the_values_the_specifications_define() {
+    let read = |site: &str, mode: &str, dest: &str| {
+        presented(&[("sec-fetch-site", site), ("sec-fetch-mode", mode), ("sec-fetch-dest", dest)]).fetch_metadata()
+    };
+    for site in ["cross-site", "same-origin", "same-site", "none", " none "] {
+        for mode in ["cors", "navigate", "no-cors", "same-origin", "websocket"] {
+            assert_eq!(read(site, mode, "document"), headers::Fetch::Whole, "{site} {mode}");
+        }
+    }
+    for (site, mode, dest) in [
+        ("None", "navigate", "document"),
+        ("nonf", "navigate", "document"),
+        ("same-sitf", "navigate", "document"),
+        ("cross-sitf", "navigate", "document"),
+        ("same-origim", "navigate", "document"),
+        ("", "navigate", "document"),
+        ("none", "navigatf", "document"),
+        ("none", "corz", "document"),
+        ("none", "no-corz", "document"),
+        ("none", "websockef", "document"),
+        ("none", "same-originn", "document"),
+        ("none", "navigate", "Document"),
+        ("none", "navigate", ""),
+        ("none", "navigate", "docu\u{e9}ment"),
+    ] {
+        assert_eq!(read(site, mode, dest), headers::Fetch::Partial, "{site} {mode} {dest}");
+    }
+    assert_eq!(presented(&[("sec-fetch-site", "none")]).fetch_metadata(), headers::Fetch::Partial);
+    assert_eq!(presented(&[("accept", "*/*")]).fetch_metadata(), headers::Fetch::None);
 }

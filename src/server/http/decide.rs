@@ -197,12 +197,12 @@ impl<'r> pipeline::Headers<'r> for Fields<'r> {
         self.0.contains_key(name_of(header))
     }
 
-    /// The default's reading, with each value read as text only when its
-    /// name is one judged (`HeaderMap` names are lower case).
+    /// The default's reading, of the values' bytes (`HeaderMap` names are
+    /// lower case).
     fn presented(&self) -> Option<Presented<'r>> {
         let mut p = Presented::default();
         for (name, value) in self.0 {
-            p.note_with(name.as_str(), || value.to_str().ok());
+            p.note(name.as_str(), value);
         }
         Some(p)
     }
