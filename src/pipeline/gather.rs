@@ -11,6 +11,7 @@ pub(super) fn gather<'s: 'r, 'r, H: Headers<'r>>(
     env: Env<'s>,
     site: SiteView<'s>,
     req: &Request<'r, H>,
+    carried: Carried,
     crowd: Option<&dyn Fn(Option<IpAddr>, bool) -> bool>,
     clock: Clock,
     facts: &mut Facts<'r>,
@@ -42,10 +43,9 @@ pub(super) fn gather<'s: 'r, 'r, H: Headers<'r>>(
         facts.hello = hello_of(env, req, facts.scheme);
     }
     if let Some(crowd) = crowd {
-        let forwarded = req.headers.has(Header::XForwardedFor) || req.headers.has(Header::Forwarded);
-        facts.crowd = crowd(facts.client, forwarded);
+        facts.crowd = crowd(facts.client, carried.forwarding);
     }
-    if req.headers.has(Header::SignatureInput) {
+    if carried.signature_input {
         facts.signature = signature_to_verify(env.classifier, req, clock);
     }
     None

@@ -340,3 +340,29 @@ fn a_browsers_user_agent_is_judged_by_the_rest_of_the_request() {
         matches!(p.run(None, &state, Clock::System), Next::Done(Verdict::Decided(d)) if d.outcome.name() == "pass")
     );
 }
+
+/// A host's one walk ([`Carried::note`] on each name) tells what the
+/// default's lookups by name tell.
+#[test]
+fn carried_headers_noted_in_a_walk_are_the_ones_looked_up_by_name() {
+    let names = [
+        "x-forwarded-for",
+        "forwarded",
+        "signature-input",
+        "signature",
+        "x-forwarded-fo",
+        "x-forwarded-host",
+        "forwarded-for",
+        "accept-language",
+        "sec-ch-ua",
+        "x-real-ip",
+    ];
+    // Every subset of the names, as a request's headers.
+    for mask in 0u32..(1 << names.len()) {
+        let headers: Vec<(&str, &str)> =
+            names.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, n)| (*n, "v")).collect();
+        let mut walked = Carried::default();
+        headers.iter().for_each(|(n, _)| walked.note(n));
+        assert_eq!(walked, List(headers.clone()).carried(), "{headers:?}");
+    }
+}

@@ -5,7 +5,7 @@
 //! auth listener ([`super::auth`]) turn the [`Step`] into a response.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::thread::LocalKey;
@@ -24,7 +24,7 @@ use crate::identity::signature::Inspection;
 use crate::identity::signature::Verdict as Signed;
 use crate::identity::Identity;
 use crate::pipeline::answer::{self, Counts};
-use crate::pipeline::{self, Env, Header, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
+use crate::pipeline::{self, Carried, Env, Header, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use crate::policy::{self, Clock, Decision, Outcome, Rates, TallyFamily};
 use crate::server::snapshot::Snapshot;
 use crate::server::telemetry::metrics;
@@ -161,8 +161,34 @@ impl Gate {
     }
 }
 
-/// A request's headers, as the pipeline reads them.
-struct Fields<'r>(&'r HeaderMap);
+/// A request's headers, as the pipeline reads them: what is asked of them
+/// by presence and the headers a claimed browser is judged by are read in
+/// one walk, at the first ask.
+struct Fields<'r> {
+    map: &'r HeaderMap,
+    walked: Cell<Option<(Presented<'r>, Carried)>>,
+}
+
+impl<'r> Fields<'r> {
+    fn new(map: &'r HeaderMap) -> Fields<'r> {
+        Fields { map, walked: Cell::new(None) }
+    }
+
+    /// The one walk (`HeaderMap` names are lower case; values read as bytes).
+    fn walk(&self) -> (Presented<'r>, Carried) {
+        if let Some(walked) = self.walked.get() {
+            return walked;
+        }
+        let (mut p, mut c) = (Presented::default(), Carried::default());
+        for (name, value) in self.map {
+            let name = name.as_str();
+            p.note(name, value);
+            c.note(name);
+        }
+        self.walked.set(Some((p, c)));
+        (p, c)
+    }
+}
 
 /// The pipeline's headers by name, made once.
 fn name_of(header: Header) -> HeaderName {
@@ -180,13 +206,13 @@ fn name_of(header: Header) -> HeaderName {
 
 impl<'r> pipeline::Headers<'r> for Fields<'r> {
     fn each(&self, header: Header, each: &mut dyn FnMut(&'r [u8])) {
-        for value in self.0.get_all(name_of(header)) {
+        for value in self.map.get_all(name_of(header)) {
             each(value.as_bytes());
         }
     }
 
     fn text(&self, each: &mut dyn FnMut(&'r str, &'r str)) {
-        for (name, value) in self.0 {
+        for (name, value) in self.map {
             if let Ok(value) = value.to_str() {
                 each(name.as_str(), value);
             }
@@ -194,17 +220,15 @@ impl<'r> pipeline::Headers<'r> for Fields<'r> {
     }
 
     fn has(&self, header: Header) -> bool {
-        self.0.contains_key(name_of(header))
+        self.map.contains_key(name_of(header))
     }
 
-    /// The default's reading, of the values' bytes (`HeaderMap` names are
-    /// lower case).
+    fn carried(&self) -> Carried {
+        self.walk().1
+    }
+
     fn presented(&self) -> Option<Presented<'r>> {
-        let mut p = Presented::default();
-        for (name, value) in self.0 {
-            p.note(name.as_str(), value);
-        }
-        Some(p)
+        Some(self.walk().0)
     }
 }
 
@@ -237,7 +261,7 @@ impl Gate {
             host: req.host,
             https: req.https,
             peer: req.peer,
-            headers: Fields(req.headers),
+            headers: Fields::new(req.headers),
             hello: req.hello.as_ref(),
         };
         let crowd = |client: Option<IpAddr>, forwarded: bool| self.crowd.note(client, forwarded);
