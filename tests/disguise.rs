@@ -585,37 +585,53 @@ fn libraries_sending_chromiums_whole_header_set_are_refused_by_their_client_hell
     assert_eq!((r["category"].as_str(), r["action"].as_str()), (Some("disguised"), Some("log")), "{r}");
 }
 
-/// A JA4 is believed only from `trusted_proxies`, in the header named.
+/// A JA4 is believed only from `trusted_proxies`, in the header named; the
+/// status page counts disguised robots per fingerprint.
 #[test]
 fn an_edges_fingerprint_counts_only_from_a_trusted_proxy() {
     // requests' own fingerprint (tests/data/tls/requests.hello): http/1.1 first.
     const REQUESTS_JA4: &str = "t13d1812h1_85036bcba153_b26ce05bbdd6";
     for (trusted, status) in [("127.0.0.0/8", 403), ("10.0.0.0/8", 200)] {
-        let site = Site::start_with("", &format!("trusted_proxies: [\"{trusted}\"]\nja4_header: X-Client-JA4\n"));
+        let top = format!(
+            "trusted_proxies: [\"{trusted}\"]\nja4_header: X-Client-JA4\n\
+             metrics: {{ listen: \"127.0.0.1:{{metrics}}\", status_page: true }}\n"
+        );
+        let site = Site::start_with("", &top);
         let port = site.gate.port;
         // What a browser sends over plain http, so that no header sign fires.
-        let o = Command::new("curl")
-            .args(["-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "-A", CHROME_UA])
-            .args([
-                "-H",
-                "Accept-Language: en-US,en;q=0.9",
-                "-H",
-                "Accept: text/html",
-                "-H",
-                "X-Forwarded-For: 198.51.100.7",
-            ])
-            .args(["-H", &format!("X-Client-JA4: {REQUESTS_JA4}")])
-            .args(["--resolve", &format!("{HOST}:{port}:127.0.0.1")])
-            .arg(format!("http://{HOST}:{port}/private/edge"))
-            .output()
-            .expect("curl runs");
-        let got: u16 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0);
-        assert_eq!(got, status, "trusted {trusted}");
+        let fetch = |path: &str| {
+            let o = Command::new("curl")
+                .args(["-s", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "-A", CHROME_UA])
+                .args([
+                    "-H",
+                    "Accept-Language: en-US,en;q=0.9",
+                    "-H",
+                    "Accept: text/html",
+                    "-H",
+                    "X-Forwarded-For: 198.51.100.7",
+                ])
+                .args(["-H", &format!("X-Client-JA4: {REQUESTS_JA4}")])
+                .args(["--resolve", &format!("{HOST}:{port}:127.0.0.1")])
+                .arg(format!("http://{HOST}:{port}{path}"))
+                .output()
+                .expect("curl runs");
+            String::from_utf8_lossy(&o.stdout).trim().parse::<u16>().unwrap_or(0)
+        };
+        assert_eq!(fetch("/private/edge"), status, "trusted {trusted}");
+        assert_eq!(fetch("/private/edge-again"), status, "trusted {trusted}");
+        let page = common::get(&format!("http://127.0.0.1:{}/status.json", site.gate.metrics_port), &[]);
+        let view: Value = serde_json::from_str(&page.body).expect("status.json is JSON");
+        let counted = &view["sites"][0]["disguised_fingerprints"];
         if status == 403 {
             let records = site.records();
             let r = records.iter().find(|r| r["path"] == "/private/edge").expect("a record");
             assert_eq!(r["signs"], serde_json::json!(["tls-no-h2"]), "{r}");
             assert_eq!(r["ja4"], REQUESTS_JA4, "{r}");
+            assert_eq!(*counted, serde_json::json!([{"ja4": REQUESTS_JA4, "violations": 2, "error": 0}]), "{view}");
+            let html = common::get(&format!("http://127.0.0.1:{}/status", site.gate.metrics_port), &[]).body;
+            assert!(html.contains("TLS fingerprints (JA4) of disguised robots") && html.contains(REQUESTS_JA4));
+        } else {
+            assert_eq!(*counted, serde_json::json!([]), "{view}");
         }
     }
 }

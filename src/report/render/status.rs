@@ -120,6 +120,11 @@ pub struct SiteStatus {
     /// Pages whose own noindex (META tag, `X-Robots-Tag`) robots.txt hides
     /// from a robot (`indexing.observe`).
     pub hidden_noindex: Vec<crate::indexing::HiddenPage>,
+    /// Disguised robots' violations since start per JA4 fingerprint of their
+    /// connection (issue #67), most first.
+    pub disguised_fingerprints: Vec<crate::report::FingerprintReport>,
+    /// No fingerprint missing from `disguised_fingerprints` has more violations than this.
+    pub disguised_fingerprints_floor: u64,
 }
 
 /// Violations of one bot since start.
@@ -258,6 +263,23 @@ fn site_section(i: usize, site: &SiteStatus) -> Markup {
                     }
                 }
             }
+            @if !site.disguised_fingerprints.is_empty() {
+                h3 { "TLS fingerprints (JA4) of disguised robots" }
+                table.fingerprints {
+                    thead { tr { th { "JA4" } th.n { "Violations" } } }
+                    tbody {
+                        @for f in &site.disguised_fingerprints {
+                            tr {
+                                td { code { (Text(&f.ja4)) } }
+                                td.n { @if f.error > 0 { "≤ " } (thousands(f.violations)) }
+                            }
+                        }
+                    }
+                }
+                @if site.disguised_fingerprints_floor > 0 {
+                    p.note { "Any fingerprint not listed has at most " (thousands(site.disguised_fingerprints_floor)) " violations." }
+                }
+            }
             @if !site.hidden_noindex.is_empty() {
                 h3 { "Noindex hidden by robots.txt" }
                 p.note { "These pages say noindex, but robots.txt keeps the robot from fetching them: it never sees the noindex, and can keep the URL in its index." }
@@ -362,6 +384,8 @@ mod tests {
                 bots: vec![BotCount { bot: "GPTBot".into(), category: "ai-crawler".into(), violations: 1234 }],
                 recent: vec![rec],
                 hidden_noindex: Vec::new(),
+                disguised_fingerprints: Vec::new(),
+                disguised_fingerprints_floor: 0,
             }],
             paging: Paging { total: 1, page: 1, limit: 50, pages: 1 },
         }

@@ -8,9 +8,13 @@ use std::sync::{Mutex, OnceLock};
 
 use prometheus::core::Collector;
 
+use crate::agent::Category;
 use crate::indexing::{Observed, Told};
 use crate::record::Record;
+use crate::report::aggregate::{clip, MAX_NAME};
 use crate::report::render::status::{BotCount, Paging, ReloadStatus, SiteStatus, StateStatus, StatusView};
+use crate::report::sketch::TopCounts;
+use crate::report::FingerprintReport;
 use crate::server::snapshot::Snapshot;
 use crate::server::store::redis::{unix_ms, SharedStore};
 use crate::server::telemetry::metrics;
@@ -18,6 +22,11 @@ use crate::time::rfc3339_ms;
 
 /// Violations kept per site.
 pub const RECENT: usize = 100;
+
+/// JA4 fingerprints of disguised robots listed per site (issue #67): the
+/// most frequent, whatever fingerprints a client makes up ([`TopCounts`]
+/// holds at most twice this many).
+pub const FINGERPRINTS: usize = 20;
 
 /// Sites kept (more than any configuration has; names of sites removed by
 /// a reload stay until the process ends).
@@ -31,6 +40,8 @@ pub struct Board {
     warning: Mutex<Option<&'static str>>,
     /// What origins' pages said about indexing, per site (`indexing.observe`).
     observed: Mutex<Vec<(String, Observed)>>,
+    /// Disguised robots' violations per JA4 fingerprint, per site.
+    fingerprints: Mutex<Vec<(String, TopCounts)>>,
 }
 
 /// Pages remembered per site (`indexing.observe`).
@@ -52,6 +63,7 @@ pub fn board() -> &'static Board {
         reload: Mutex::new(None),
         warning: Mutex::new(None),
         observed: Mutex::new(Vec::new()),
+        fingerprints: Mutex::new(Vec::new()),
     })
 }
 
@@ -74,6 +86,7 @@ impl Board {
     /// Note a violation. A repeat of the site's newest is folded into it;
     /// anything else is copied in, and the oldest goes past [`RECENT`].
     pub fn push(&self, rec: &Record) {
+        self.count_fingerprint(rec);
         let mut sites = lock(&self.recent);
         let i = match sites.iter().position(|(name, _)| *name == rec.site) {
             Some(i) => i,
@@ -95,6 +108,24 @@ impl Board {
             ring.pop_front();
         }
         ring.push_back(rec.clone());
+    }
+
+    /// Count a disguised robot's violation under its connection's JA4.
+    fn count_fingerprint(&self, rec: &Record) {
+        let Some(ja4) = rec.ja4.as_deref().filter(|j| !j.is_empty() && rec.category == Category::Disguised.as_str())
+        else {
+            return;
+        };
+        let mut sites = lock(&self.fingerprints);
+        let i = match sites.iter().position(|(name, _)| *name == rec.site) {
+            Some(i) => i,
+            None if sites.len() < MAX_SITES => {
+                sites.push((rec.site.clone(), TopCounts::new(FINGERPRINTS)));
+                sites.len() - 1
+            }
+            None => return,
+        };
+        sites[i].1.add(clip(ja4, MAX_NAME), rec.count.max(1));
     }
 
     /// Note what a page of `site` (`path`: without its query) said about
@@ -144,6 +175,7 @@ impl Board {
         }
         let recent = lock(&self.recent);
         let observed = lock(&self.observed);
+        let fingerprints = lock(&self.fingerprints);
         let loaded_at =
             rfc3339_ms(snap.read_at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64));
         let total = snap.sites.len();
@@ -185,7 +217,24 @@ impl Board {
                     }
                     _ => Vec::new(),
                 };
+                let (disguised_fingerprints, disguised_fingerprints_floor) =
+                    match fingerprints.iter().find(|(n, _)| *n == name) {
+                        Some((_, top)) => (
+                            top.top(FINGERPRINTS)
+                                .into_iter()
+                                .map(|(ja4, violations, error)| FingerprintReport {
+                                    ja4: ja4.to_owned(),
+                                    violations,
+                                    error,
+                                })
+                                .collect(),
+                            top.floor(),
+                        ),
+                        None => (Vec::new(), 0),
+                    };
                 SiteStatus {
+                    disguised_fingerprints,
+                    disguised_fingerprints_floor,
                     hidden_noindex,
                     robots_hash: site.robots.as_ref().map_or_else(String::new, |r| r.hash.clone()),
                     loaded_at: loaded_at.clone(),
