@@ -387,6 +387,7 @@ mod tests {
             reload: Mutex::new(None),
             warning: Mutex::new(None),
             observed: Mutex::new(Vec::new()),
+            fingerprints: Mutex::new(Vec::new()),
         };
         for _ in 0..5 {
             b.push(&rec("192.0.2.1", "/p"));
@@ -403,5 +404,32 @@ mod tests {
         assert_eq!(sites[0].1.len(), RECENT);
         assert_eq!(sites[0].1.back().unwrap().path, "/p249");
         assert_eq!(sites[0].1.front().unwrap().path, "/p150");
+        // None of these was disguised: no fingerprint is counted.
+        assert!(lock(&b.fingerprints).is_empty());
+    }
+
+    /// Issue #67: a disguised robot's violations are counted under its JA4,
+    /// however many fingerprints clients make up; another category's
+    /// fingerprint is not counted.
+    #[test]
+    fn disguised_robots_are_counted_per_fingerprint_in_a_bounded_table() {
+        let b = board();
+        let mut r = rec("192.0.2.1", "/p");
+        r.site = "fingerprints".into();
+        r.ja4 = Some("t13d1812h1_85036bcba153_b26ce05bbdd6".into());
+        b.push(&r);
+        r.category = Category::Disguised.as_str();
+        for i in 0..1_000 {
+            b.push(&r);
+            let mut made_up = r.clone();
+            made_up.ja4 = Some(format!("t13d0000h2_{i:012}_000000000000"));
+            b.push(&made_up);
+        }
+        let sites = lock(&b.fingerprints);
+        let top = &sites.iter().find(|(n, _)| n == "fingerprints").unwrap().1;
+        assert!(top.len() <= 2 * FINGERPRINTS);
+        assert_eq!(top.top(1)[0].0, "t13d1812h1_85036bcba153_b26ce05bbdd6");
+        let (_, count, error) = top.top(1)[0];
+        assert!(count - error <= 1_000 && count >= 1_000, "{count} {error}");
     }
 }
