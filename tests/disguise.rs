@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::certs::Certs;
 use common::*;
 use serde_json::Value;
 
@@ -27,66 +28,6 @@ const CHROME_UA: &str =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
 const FIREFOX_UA: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:145.0) Gecko/20100101 Firefox/145.0";
 const SAFARI_UA: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Safari/605.1.15";
-
-/// A certificate authority and a certificate it signed for `shop.example`
-/// and `localhost`, made with openssl.
-struct Certs {
-    dir: tempfile::TempDir,
-}
-
-impl Certs {
-    fn make() -> Certs {
-        let dir = tempfile::tempdir().unwrap();
-        let run = |args: &[&str]| {
-            let out = Command::new("openssl").args(args).current_dir(dir.path()).output().expect("openssl runs");
-            assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        };
-        run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=robotgate test CA"]
-            .iter()
-            .copied()
-            .chain(["-keyout", "ca.key", "-out", "ca.pem"])
-            .collect::<Vec<_>>());
-        run(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=shop.example",
-            "-keyout",
-            "key.pem",
-            "-out",
-            "leaf.csr",
-        ]);
-        std::fs::write(
-            dir.path().join("leaf.ext"),
-            "basicConstraints=critical,CA:FALSE\nsubjectAltName=DNS:shop.example,DNS:localhost\nextendedKeyUsage=serverAuth\n",
-        )
-        .unwrap();
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            "leaf.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "leaf.ext",
-            "-out",
-            "cert.pem",
-        ]);
-        Certs { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-}
 
 /// robotgate with a plain and a TLS listener in front of an origin, the
 /// site's policy given `policy` (YAML lines under `policy:`).

@@ -504,6 +504,23 @@ mod tests {
         );
     }
 
+    /// Issue #67: an edge's JA4 is read from `trusted_proxies`, or from the
+    /// edge asking over SPOE or ext_authz; with neither, the key is an error.
+    #[test]
+    fn the_ja4_header_needs_someone_to_write_it() {
+        let with = |top: &str| parse(&format!("{MINIMAL}ja4_header: X-Client-JA4\n{top}"));
+        let e = with("").unwrap_err();
+        assert!(e.iter().any(|e| e.field == "ja4_header" && e.to_string().contains("none is configured")), "{e:?}");
+        for top in [
+            "trusted_proxies: [\"10.0.0.0/8\"]\n",
+            "ext_authz: { listen: [\"127.0.0.1:9191\"] }\n",
+            "spoe: { listen: [\"127.0.0.1:12345\"] }\n",
+        ] {
+            let c = with(top).unwrap_or_else(|e| panic!("{top}: {e:?}"));
+            assert_eq!(c.settings.ja4_header.as_deref(), Some("x-client-ja4"), "{top}");
+        }
+    }
+
     #[test]
     fn slow_client_limits() {
         let c = parse(MINIMAL).unwrap();

@@ -52,14 +52,22 @@ pub(super) fn gather<'s: 'r, 'r, H: Headers<'r>>(
 }
 
 /// The ClientHello a request's connection opened with: the host's own
-/// reading when the socket peer is the client, else the JA4 a trusted
-/// proxy wrote in `ja4_header` (never one from anyone else).
+/// reading when the socket peer is the client, else the JA4 an edge wrote
+/// in `ja4_header`: a proxy in `trusted_proxies`, or the edge that named
+/// the client in a field of its own (HAProxy over SPOE, Envoy over
+/// ext_authz or with the module), which must write the header over any
+/// the client sent (docs/edge.md). Never one from anyone else.
 fn hello_of<'r, H: Headers<'r>>(env: Env<'_>, req: &Request<'r, H>, scheme: Scheme) -> Option<Hello> {
     if scheme == Scheme::Https {
         return req.hello.copied();
     }
-    let (Some(name), Peer::Socket(Some(peer))) = (env.ja4_header, req.peer) else { return None };
-    if !env.trusted.iter().any(|c| c.contains(peer)) {
+    let name = env.ja4_header?;
+    let from_edge = match req.peer {
+        Peer::Socket(Some(peer)) => env.trusted.iter().any(|c| c.contains(peer)),
+        Peer::Logged(_) => true,
+        Peer::Socket(None) => false,
+    };
+    if !from_edge {
         return None;
     }
     let mut first = None;

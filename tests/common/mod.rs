@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod certs;
 pub mod dns_server;
 pub mod edge;
 pub mod envoy_module;
