@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::certs::Certs;
-use common::edge::{envoy, get_from, shipped, wait_port, EdgeGate, Running};
+use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, EdgeGate, Running};
 use common::signer::{new_key, sign, Directory};
 use common::*;
 
@@ -225,54 +225,6 @@ fn envoy_ext_authz_in_front() {
     assert_eq!(origin.hits(), served + 1);
 }
 
-/// The shipped example on a TLS listener: the test's certificate, and the
-/// TLS inspector computing JA4 (what the example's comment says to add).
-fn with_tls(text: &str, certs: &Certs) -> String {
-    let chains = "      filter_chains:\n        - filters:\n";
-    assert_eq!(text.matches(chains).count(), 1, "the example no longer has one filter chain");
-    let tls = format!(
-        r#"      listener_filters:
-        - name: envoy.filters.listener.tls_inspector
-          typed_config:
-            "@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector
-            enable_ja4_fingerprinting: true
-      filter_chains:
-        - transport_socket:
-            name: envoy.transport_sockets.tls
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
-              common_tls_context:
-                alpn_protocols: ["h2", "http/1.1"]
-                tls_certificates:
-                  - certificate_chain: {{ filename: "{cert}" }}
-                    private_key: {{ filename: "{key}" }}
-          filters:
-"#,
-        cert = certs.path("cert.pem").display(),
-        key = certs.path("key.pem").display()
-    );
-    text.replace(chains, &tls)
-}
-
-/// curl to Envoy on `port` from 127.0.0.2, over `scheme`, as Chrome by its
-/// User-Agent and `Accept-Language` (no header sign where the scheme is
-/// the edge's), with `args`; the status.
-fn curl_as_chrome(scheme: &str, port: u16, path: &str, args: &[&str]) -> u16 {
-    const CHROME: &str =
-        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
-    let o = Command::new("curl")
-        .args(["-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "--interface", "127.0.0.2"])
-        .args(["-A", CHROME, "-H", "Accept-Language: en-US,en;q=0.9"])
-        .args(args)
-        // A public name: `localhost` is a secure context, where Chrome
-        // sends Fetch Metadata over any scheme.
-        .args(["--resolve", &format!("example.com:{port}:127.0.0.1")])
-        .arg(format!("{scheme}://example.com:{port}{path}"))
-        .output()
-        .expect("curl runs");
-    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0)
-}
-
 /// Issue #67 through Envoy: the JA4 its TLS inspector computes of the
 /// client's ClientHello, written by the shipped header_mutation filter in
 /// `X-Client-JA4` (`ja4_header`), is judged over ext_authz as the proxy
@@ -286,7 +238,7 @@ fn envoys_fingerprint_of_the_client_hello_is_judged_over_ext_authz() {
     let edge = EdgeGate { head: &head, traps: "", rules: "", verify: "" };
     let gate = edge.start(&origin, &[("robots.txt", ROBOTS.as_bytes())], ext_authz, "robotgate's ext_authz listener");
     let dir = tempfile::tempdir().unwrap();
-    let tls = with_tls(&retarget(&shipped("envoy.yaml"), port, ext_authz, &origin), &certs);
+    let tls = envoy_tls(&retarget(&shipped("envoy.yaml"), port, ext_authz, &origin), &certs);
     let _envoy = start_envoy(&bin, dir.path(), port, &tls);
     let dir2 = tempfile::tempdir().unwrap();
     let _plain = start_envoy(&bin, dir2.path(), plain, &retarget(&shipped("envoy.yaml"), plain, ext_authz, &origin));

@@ -17,8 +17,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::certs::Certs;
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
-use common::edge::{envoy, get_from, shipped, wait_port, Answered, Running};
+use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered, Running};
 use common::envoy_module::module;
 use common::*;
 
@@ -443,4 +444,37 @@ fn a_trap_bans_on_every_worker_thread() {
         .find(|r| r["directive"] == "trap")
         .unwrap_or_else(|| panic!("no record of the trap: {lines:?}"));
     assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
+}
+
+/// Issue #67 inside Envoy: the JA4 Envoy computes of the client's
+/// ClientHello, written by the shipped file's header_mutation filter in
+/// `X-Client-JA4` (`ja4_header`), judged by the module as the proxy judges
+/// its own reading; one a client writes itself is not believed.
+#[test]
+fn envoys_fingerprint_of_the_client_hello_is_judged_by_the_module() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let (origin, certs) = (Origin::start(), Certs::make());
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "ja4_header: X-Client-JA4\n");
+    let (port, admin) = (free_port(), free_port());
+    let config = envoy_tls(&retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml), &certs);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+
+    // curl offering only http/1.1: no Chrome since 51 sends that ClientHello.
+    assert_eq!(curl_as_chrome("https", port, "/private/h1", &["--http1.1"]), 403);
+    assert_eq!(curl_as_chrome("https", port, "/open/h1", &["--http1.1"]), 200);
+    let lines = wait_lines(&dir.path().join("violations.jsonl"), 1);
+    let r: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!((r["path"].as_str(), r["category"].as_str()), (Some("/private/h1"), Some("disguised")), "{r}");
+    assert_eq!(r["signs"], serde_json::json!(["tls-no-h2"]), "{r}");
+    assert!(r["ja4"].as_str().is_some_and(|j| j.len() == 36 && &j[8..10] == "h1"), "{r}");
+    // Offering h2, as Chrome does; and a forged h1 fingerprint, which Envoy
+    // writes its own over.
+    let forged = "X-Client-JA4: t13d1812h1_85036bcba153_b26ce05bbdd6";
+    assert_eq!(curl_as_chrome("https", port, "/private/h2", &["--http2"]), 200);
+    assert_eq!(curl_as_chrome("https", port, "/private/forged", &["--http2", "-H", forged]), 200);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(wait_lines(&dir.path().join("violations.jsonl"), 1).len(), 1, "one refusal only");
 }

@@ -186,7 +186,8 @@ pub fn decide<'s>(
         Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
         Verdict::Decided(d) => d,
     };
-    let seen = Seen { method, target, host, user_agent: p.facts().user_agent, client: p.facts().client };
+    let ja4 = p.facts().hello.as_ref().map(|h| h.ja4);
+    let seen = Seen { method, target, host, user_agent: p.facts().user_agent, client: p.facts().client, ja4 };
     books(&decision, (snap, site), &seen, book, count);
     let enforcement = decision.outcome.enforcement();
     let has = match enforcement {
@@ -217,6 +218,8 @@ struct Seen<'r> {
     host: &'r str,
     user_agent: &'r [u8],
     client: Option<IpAddr>,
+    /// The JA4 Envoy wrote in `ja4_header`, as judged (issue #67).
+    ja4: Option<robotgate::agent::disguise::Ja4>,
 }
 
 /// Count `d` as the proxy counts it (the core's one list, [`Counts`]), and
@@ -270,7 +273,7 @@ fn record(
         user_agent: &String::from_utf8_lossy(seen.user_agent),
         robots_hash: live.robots.as_ref().map_or("", |r| r.hash.as_str()),
         lines: live.robots.as_ref().map_or(robotgate::robots::LineMap::nothing_added(), |r| &r.lines),
-        ja4: None,
+        ja4: seen.ja4.as_ref().map(|j| j.as_str()),
     };
     SCRATCH.with(|scratch| {
         let Ok(mut r) = scratch.try_borrow_mut() else { return };

@@ -36,6 +36,21 @@ impl Host {
         if settings.boot.listen.is_empty() {
             missing.push(ConfigError::new("listen", "needs at least one address (robotgate serve listens on it)"));
         }
+        // An edge's JA4 (issue #67) comes from a proxy in `trusted_proxies`
+        // or from the edge asking over SPOE or ext_authz, which names the
+        // client in a field of its own and writes the header itself. (Inside
+        // Envoy, the module reads the one Envoy writes.)
+        let boot = &settings.boot;
+        if settings.ja4_header.is_some()
+            && settings.trusted_proxies.is_empty()
+            && boot.spoe.is_empty()
+            && boot.ext_authz.is_empty()
+        {
+            missing.push(ConfigError::new(
+                "ja4_header",
+                "is read only from `trusted_proxies` or an edge asking over `spoe` or `ext_authz`, and none is configured",
+            ));
+        }
         for (i, site) in sites.enumerate() {
             missing.extend(self.missing_in(&format!("sites[{i}]"), site));
         }
@@ -75,6 +90,11 @@ impl Host {
         }
         if boot.threads != 1 {
             ignored.push("threads: `worker_processes`");
+        }
+        // nginx makes the TLS handshake; only a proxy in front of it that
+        // `trusted_proxies` lists can send the client's JA4 (issue #67).
+        if settings.ja4_header.is_some() && settings.trusted_proxies.is_empty() {
+            ignored.push("ja4_header: read inside nginx only from `trusted_proxies`, and none is listed");
         }
         if sites.iter().any(|s| s.tls.is_some()) || boot.listen.iter().any(|l| l.tls.is_some()) {
             ignored.push("tls: `ssl_certificate`");

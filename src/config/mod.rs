@@ -505,19 +505,27 @@ mod tests {
     }
 
     /// Issue #67: an edge's JA4 is read from `trusted_proxies`, or from the
-    /// edge asking over SPOE or ext_authz; with neither, the key is an error.
+    /// edge asking over SPOE or ext_authz; with neither, `serve` refuses the
+    /// key, and the nginx module says it ignores it (the Envoy module reads
+    /// the one Envoy writes).
     #[test]
     fn the_ja4_header_needs_someone_to_write_it() {
-        let with = |top: &str| parse(&format!("{MINIMAL}ja4_header: X-Client-JA4\n{top}"));
-        let e = with("").unwrap_err();
-        assert!(e.iter().any(|e| e.field == "ja4_header" && e.to_string().contains("none is configured")), "{e:?}");
+        use crate::config::Host;
+        let with = |top: &str| parse(&format!("{MINIMAL}ja4_header: X-Client-JA4\n{top}")).unwrap();
+        let alone = with("");
+        let missing = Host::Serve.missing(&alone.settings, alone.sites.iter());
+        assert!(missing.iter().any(|e| e.field == "ja4_header" && e.to_string().contains("none is configured")));
+        let ignored = Host::Nginx.ignored(&alone.settings, alone.sites.iter());
+        assert!(ignored.iter().any(|k| k.starts_with("ja4_header:")), "{ignored:?}");
+        assert_eq!(alone.settings.ja4_header.as_deref(), Some("x-client-ja4"));
         for top in [
             "trusted_proxies: [\"10.0.0.0/8\"]\n",
             "ext_authz: { listen: [\"127.0.0.1:9191\"] }\n",
             "spoe: { listen: [\"127.0.0.1:12345\"] }\n",
         ] {
-            let c = with(top).unwrap_or_else(|e| panic!("{top}: {e:?}"));
-            assert_eq!(c.settings.ja4_header.as_deref(), Some("x-client-ja4"), "{top}");
+            let c = with(top);
+            let missing = Host::Serve.missing(&c.settings, c.sites.iter());
+            assert!(missing.iter().all(|e| e.field != "ja4_header"), "{top}: {missing:?}");
         }
     }
 

@@ -161,3 +161,51 @@ pub fn envoy() -> Option<PathBuf> {
     }
     found
 }
+
+/// A shipped Envoy example (`envoy.yaml`, `envoy-module.yaml`) on a TLS listener: the test's certificate, and the
+/// TLS inspector computing JA4 (what the example's comment says to add).
+pub fn envoy_tls(text: &str, certs: &super::certs::Certs) -> String {
+    let chains = "      filter_chains:\n        - filters:\n";
+    assert_eq!(text.matches(chains).count(), 1, "the example no longer has one filter chain");
+    let tls = format!(
+        r#"      listener_filters:
+        - name: envoy.filters.listener.tls_inspector
+          typed_config:
+            "@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector
+            enable_ja4_fingerprinting: true
+      filter_chains:
+        - transport_socket:
+            name: envoy.transport_sockets.tls
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+              common_tls_context:
+                alpn_protocols: ["h2", "http/1.1"]
+                tls_certificates:
+                  - certificate_chain: {{ filename: "{cert}" }}
+                    private_key: {{ filename: "{key}" }}
+          filters:
+"#,
+        cert = certs.path("cert.pem").display(),
+        key = certs.path("key.pem").display()
+    );
+    text.replace(chains, &tls)
+}
+
+/// curl to Envoy on `port` from 127.0.0.2, over `scheme`, as Chrome by its
+/// User-Agent and `Accept-Language` (no header sign where the scheme is
+/// the edge's), with `args`; the status.
+pub fn curl_as_chrome(scheme: &str, port: u16, path: &str, args: &[&str]) -> u16 {
+    const CHROME: &str =
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36";
+    let o = Command::new("curl")
+        .args(["-sk", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "--interface", "127.0.0.2"])
+        .args(["-A", CHROME, "-H", "Accept-Language: en-US,en;q=0.9"])
+        .args(args)
+        // A public name: `localhost` is a secure context, where Chrome
+        // sends Fetch Metadata over any scheme.
+        .args(["--resolve", &format!("example.com:{port}:127.0.0.1")])
+        .arg(format!("{scheme}://example.com:{port}{path}"))
+        .output()
+        .expect("curl runs");
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0)
+}

@@ -62,16 +62,6 @@ impl RawConfig {
                 errors.push(ConfigError::new("ja4_header", format!("`{name}` is not a header name")));
                 return None;
             }
-            // An edge asking over SPOE or ext_authz names the client in a
-            // field of its own, and writes the header itself.
-            let edges = self.spoe.as_ref().is_some_and(|s| !s.listen.is_empty())
-                || self.ext_authz.as_ref().is_some_and(|e| !e.listen.is_empty());
-            if trusted_proxies.is_empty() && !edges {
-                errors.push(ConfigError::new(
-                    "ja4_header",
-                    "is read only from `trusted_proxies` or an edge asking over `spoe` or `ext_authz`, and none is configured",
-                ));
-            }
             Some(name.to_ascii_lowercase())
         });
         if !(8..=128).contains(&self.limits.ipv6_prefix) {
