@@ -71,6 +71,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The entry of `site` in a per-site table, made by `new` when the table
+/// has room for it ([`MAX_SITES`]); `None` past it.
+fn of_site<'t, T>(sites: &'t mut Vec<(String, T)>, site: &str, new: impl FnOnce() -> T) -> Option<&'t mut T> {
+    let i = match sites.iter().position(|(name, _)| name == site) {
+        Some(i) => i,
+        None if sites.len() < MAX_SITES => {
+            sites.push((site.to_owned(), new()));
+            sites.len() - 1
+        }
+        None => return None,
+    };
+    Some(&mut sites[i].1)
+}
+
 /// Whether `b` repeats `a` (same client, robot, request and rule).
 fn repeats(a: &Record, b: &Record) -> bool {
     a.client == b.client
@@ -88,15 +102,7 @@ impl Board {
     pub fn push(&self, rec: &Record) {
         self.count_fingerprint(rec);
         let mut sites = lock(&self.recent);
-        let i = match sites.iter().position(|(name, _)| *name == rec.site) {
-            Some(i) => i,
-            None if sites.len() < MAX_SITES => {
-                sites.push((rec.site.clone(), VecDeque::with_capacity(RECENT)));
-                sites.len() - 1
-            }
-            None => return,
-        };
-        let ring = &mut sites[i].1;
+        let Some(ring) = of_site(&mut sites, &rec.site, || VecDeque::with_capacity(RECENT)) else { return };
         if let Some(newest) = ring.back_mut().filter(|n| repeats(n, rec)) {
             newest.count = newest.count.saturating_add(rec.count);
             newest.first.get_or_insert_with(|| newest.time.clone());
@@ -117,15 +123,9 @@ impl Board {
             return;
         };
         let mut sites = lock(&self.fingerprints);
-        let i = match sites.iter().position(|(name, _)| *name == rec.site) {
-            Some(i) => i,
-            None if sites.len() < MAX_SITES => {
-                sites.push((rec.site.clone(), TopCounts::new(FINGERPRINTS)));
-                sites.len() - 1
-            }
-            None => return,
-        };
-        sites[i].1.add(clip(ja4, MAX_NAME), rec.count.max(1));
+        if let Some(top) = of_site(&mut sites, &rec.site, || TopCounts::new(FINGERPRINTS)) {
+            top.add(clip(ja4, MAX_NAME), rec.count.max(1));
+        }
     }
 
     /// Note what a page of `site` (`path`: without its query) said about
@@ -140,15 +140,10 @@ impl Board {
             }
             return false;
         }
-        let i = match sites.iter().position(|(name, _)| name == site) {
-            Some(i) => i,
-            None if sites.len() < MAX_SITES => {
-                sites.push((site.to_owned(), Observed::new(OBSERVED_PAGES, OBSERVED_BYTES)));
-                sites.len() - 1
-            }
-            None => return false,
-        };
-        sites[i].1.note(path, told, unix_ms())
+        match of_site(&mut sites, site, || Observed::new(OBSERVED_PAGES, OBSERVED_BYTES)) {
+            Some(pages) => pages.note(path, told, unix_ms()),
+            None => false,
+        }
     }
 
     /// Show a warning about the set-up, or none ([`super::crowd`]).
