@@ -1,8 +1,22 @@
-//! What robotgate's in-process modules share (issue #69): the I/O halves
-//! of the core's lookups, blocking, for a module's helper threads. The core
-//! says what to ask and judges the answers; each module only translates its
-//! edge's API (when to park a request, how to wake it).
+//! What robotgate's in-process modules share (issue #69): one robotgate.yaml
+//! loaded and kept current, the decision of a request from the facts an
+//! edge read, the violation log, and the I/O halves of the core's lookups,
+//! blocking, for a module's helper threads. The core says what to ask and
+//! judges the answers; each module only translates its edge's API (how it
+//! reads a request, when to park one, how to wake it, how to answer).
 //!
-//! * [`dns`]: forward-confirmed reverse DNS (the nginx and Envoy modules).
+//! * [`module`]: robotgate.yaml loaded, its reload thread, the shared state
+//!   (the Envoy and HAProxy modules).
+//! * [`decide`]: a request decided, counted and recorded.
+//! * [`log`]: the violation log, one for the process.
+//! * [`park`]: reverse DNS for a parked request, woken as the edge wakes one.
+//! * [`dns`]: forward-confirmed reverse DNS (the nginx, Envoy and HAProxy
+//!   modules).
 
+pub mod decide;
 pub mod dns;
+pub mod log;
+pub mod module;
+pub mod park;
+
+pub use module::{Level, Module, RELOAD_EVERY};

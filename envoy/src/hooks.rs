@@ -13,9 +13,11 @@ use robotgate::pipeline::answer::Plan;
 use robotgate::state::State;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
-use crate::decide::{address_of, decide, families, Answer, Count, Fields};
-use crate::park::Lookup;
-use crate::{Level, Module};
+use robotgate_embed::decide::decide;
+
+use crate::decide::{address_of, families, line, Answer, Count, Fields, OWN_ENTRIES};
+use crate::park::{Lookup, Scheduler};
+use crate::{Level, Module, CROWD_WARNING};
 
 /// A message in Envoy's log, under its `dynamic_modules` logger.
 fn log(level: abi::LogLevel, message: &str) {
@@ -72,7 +74,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
             return std::ptr::null();
         };
         let path = std::path::Path::new(path.trim());
-        match Module::load(path, log_at) {
+        match Module::load(path, log_at, CROWD_WARNING) {
             Ok(mut module) => {
                 module.counters = define_counters(config_envoy);
                 for problem in &module.current().refused {
@@ -239,7 +241,8 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(u
         };
     };
     let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as Count<'_>);
-    match decide(&snap, books, (&module.dns, waited), &Fields { all: &all }, client) {
+    let fields = Fields { all: &all };
+    match decide(&snap, books, (&module.dns, waited), (line(&fields), &fields, OWN_ENTRIES), client) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
             Step::Answered
@@ -251,14 +254,16 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(u
             Step::Pass
         }
         // SAFETY: this stream's filter, on its thread, in its hook.
-        Answer::Lookup { bot, client, suffixes } => match unsafe { module.dns.start(envoy, bot, client, suffixes) } {
-            Some(lookup) => {
-                filter.parked = Some(lookup);
-                Step::Parked
+        Answer::Lookup { bot, client, suffixes } => {
+            match unsafe { Scheduler::of(envoy) }.and_then(|wake| module.dns.start(wake, bot, client, suffixes)) {
+                Some(lookup) => {
+                    filter.parked = Some(lookup);
+                    Step::Parked
+                }
+                // No helper: judged now, unverifiable (as when the lookup fails).
+                None => request_headers(envoy, filter, Some((bot, Identity::Unverifiable))),
             }
-            // No helper: judged now, unverifiable (as when the lookup fails).
-            None => request_headers(envoy, filter, Some((bot, Identity::Unverifiable))),
-        },
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The violation log (`log.violations`, a file): each refusal's record, as
 //! the proxy writes it, repeats folded for `log.aggregate_window` by the
-//! core's table ([`Aggregator`]). One table and one file for all of Envoy's
-//! worker threads, behind a lock held for a fold and a write; windows that
+//! core's table ([`Aggregator`]). One table and one file for all of an
+//! edge's threads, behind a lock held for a fold and a write; windows that
 //! end with no new record are closed by the module's reload thread
 //! ([`Violations::tick`]).
 
@@ -29,7 +29,7 @@ struct Inner {
 
 impl Violations {
     /// The log `snap` names, opened for appending; `None` when it names
-    /// none a module can write (`stdout` is Envoy's).
+    /// none a module can write (`stdout` is the edge's).
     ///
     /// # Errors
     /// The file cannot be opened.

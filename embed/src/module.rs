@@ -1,0 +1,170 @@
+//! One robotgate.yaml loaded into an edge's process: the snapshot requests
+//! are decided with, replaced whole by a reload thread of the module's
+//! (never the edge's threads), and the state, crowd check, reverse DNS and
+//! violation log every thread of the edge shares.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use robotgate::load::file::Reader;
+use robotgate::load::Snapshot;
+use robotgate::state::crowd::Crowd;
+use robotgate::state::memory::MemoryState;
+
+use crate::log::Violations;
+use crate::park::Dns;
+
+/// How often the reload thread looks at the snapshot's files (a `stat` of
+/// each): an edit is in force within about this, plus its load.
+pub const RELOAD_EVERY: Duration = Duration::from_millis(250);
+
+/// The snapshot requests are decided with, replaced whole by a reload.
+type Current = Arc<RwLock<Arc<Snapshot>>>;
+
+/// One loaded robotgate.yaml (an Envoy `filter_config`, a HAProxy
+/// `robotgate.load`): the snapshot its requests are decided with, kept
+/// current by a thread of its own, and the state every thread of the
+/// edge's process shares.
+pub struct Module {
+    snapshot: Current,
+    /// Rates, bans and robots.txt reads, for every thread of the edge.
+    pub state: MemoryState,
+    /// The crowd check's counts, for every thread of the edge.
+    pub crowd: Arc<Crowd>,
+    /// Reverse DNS: its name servers, verdicts and lookups under way.
+    pub dns: Arc<Dns>,
+    /// The violation log, when robotgate.yaml names a file.
+    pub violations: Option<Arc<Violations>>,
+    /// The counters of [`crate::decide::families`] in the edge's own stats,
+    /// by family: the edge's ids (Envoy's; none where the edge has none).
+    pub counters: Vec<(&'static str, usize)>,
+    /// Set to stop the reload thread; it drops the other end on its way out.
+    stop: Arc<AtomicBool>,
+    stopped: Option<Receiver<()>>,
+}
+
+impl Module {
+    /// Load robotgate.yaml at `path` (on the caller's thread: the edge's
+    /// main thread, while it loads its configuration), and start the thread
+    /// that keeps it current. A site file refused alone is in `refused` of
+    /// the snapshot: the other sites are served. `log` says what the reload
+    /// thread does (into the edge's log); `crowd_warning` is what the crowd
+    /// check says, in the edge's words ([`Crowd::tick`]).
+    ///
+    /// # Errors
+    /// Each problem, as `robotgate config check` words it (file, line, why).
+    pub fn load(path: &Path, log: fn(Level, &str), crowd_warning: &'static str) -> Result<Module, Vec<String>> {
+        let whole = HashSet::new();
+        let snapshot = robotgate::load::reload_whole(path, None, &whole, Reader::Caller)
+            .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+        let state = MemoryState::new(snapshot.settings.boot.max_clients);
+        let violations = Violations::open(&snapshot).map_err(|e| vec![e])?.map(Arc::new);
+        let dns = Arc::new(Dns::new(&snapshot.settings.boot.dns));
+        let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done, stopped) = std::sync::mpsc::channel();
+        let crowd = Arc::new(Crowd::default());
+        let (current, halt, config) = (snapshot.clone(), stop.clone(), path.to_owned());
+        let (book, counts) = (violations.clone(), crowd.clone());
+        let started = robotgate::load::watch::spawn_below("robotgate-reload", move || {
+            reload(&config, &current, &halt, (book.as_deref(), &counts), (log, crowd_warning));
+            drop(done);
+        });
+        let stopped = match started {
+            Ok(()) => Some(stopped),
+            Err(e) => {
+                log(
+                    Level::Warn,
+                    &format!("robotgate: edits are in force only when the edge loads robotgate.yaml again: {e}"),
+                );
+                None
+            }
+        };
+        Ok(Module { snapshot, state, crowd, dns, violations, counters: Vec::new(), stop, stopped })
+    }
+
+    /// The snapshot to decide a request with.
+    pub fn current(&self) -> Arc<Snapshot> {
+        read(&self.snapshot)
+    }
+}
+
+impl Drop for Module {
+    /// The reload thread stops (within [`RELOAD_EVERY`]) before the module
+    /// goes: the edge may unload the library after this.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(stopped) = self.stopped.take() {
+            let _ = stopped.recv();
+        }
+        self.dns.settle();
+    }
+}
+
+/// Levels of what the module logs.
+#[derive(Debug, Clone, Copy)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+fn read(current: &Current) -> Arc<Snapshot> {
+    // A writer that panicked left a whole snapshot: it is still good.
+    current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
+/// The reload thread: each [`RELOAD_EVERY`], whether a file of the snapshot
+/// changed since it was read (or since a refused reload began); if so, a
+/// reload (only what changed is read and compiled again), put in force
+/// whole. A reload that fails keeps the rules in force, says why, and is
+/// tried again when a file changes again. Each look also closes the
+/// violation log's windows that have ended, and folds the crowd check's
+/// second (once a second: [`Crowd::tick`] folds nothing more often).
+fn reload(
+    config: &Path,
+    current: &Current,
+    stop: &AtomicBool,
+    (book, crowd): (Option<&Violations>, &Crowd),
+    (log, crowd_warning): (fn(Level, &str), &str),
+) {
+    let mut since = read(current).read_at;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(RELOAD_EVERY);
+        let now = crate::log::now_ms();
+        if let Some(book) = book {
+            book.tick(now);
+        }
+        // The edge names the client itself (Envoy's `xff_num_trusted_hops`,
+        // HAProxy's `set-src`), which robotgate.yaml's `trusted_proxies`
+        // does not see: the minute's traffic alone says it.
+        if crowd.tick(true, now) {
+            log(Level::Warn, &format!("robotgate: {crowd_warning}"));
+        }
+        let previous = read(current);
+        if stop.load(Ordering::Relaxed) || !previous.changed_since(since) {
+            continue;
+        }
+        let began = SystemTime::now();
+        match robotgate::load::reload_whole(config, Some(&previous), &HashSet::new(), Reader::Caller) {
+            Ok(snapshot) => {
+                for problem in &snapshot.refused {
+                    log(Level::Warn, &format!("robotgate: site file refused, the other sites are served: {problem}"));
+                }
+                since = snapshot.read_at;
+                *current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
+                log(Level::Info, &format!("robotgate: {} reloaded", config.display()));
+            }
+            Err(problems) => {
+                for problem in problems {
+                    log(Level::Error, &format!("robotgate: not reloaded, the rules in force stay: {problem}"));
+                }
+                since = began;
+            }
+        }
+    }
+}

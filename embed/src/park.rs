@@ -1,0 +1,157 @@
+//! Reverse DNS for a parked request: the verdicts kept for every thread of
+//! the edge's process, and each lookup done on a helper thread of its own,
+//! which wakes the parked request when its answer is in.
+//!
+//! How a request is parked and woken is the edge's ([`Wake`]): the Envoy
+//! module commits a scheduler made on the stream's worker thread, so that
+//! Envoy calls the module back there; the HAProxy module wakes nothing, its
+//! Lua action yields until [`Lookup::ready`]. Either way the helper never
+//! touches the request, only the [`Lookup`] both hold; its last holder
+//! drops the waker.
+//!
+//! At most [`IN_FLIGHT_MAX`] lookups run at once (a claim beyond that is
+//! judged unverifiable at once).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use robotgate::identity::rdns::{self, DnsVerdict};
+use robotgate::identity::Identity;
+
+/// Verdicts kept, at most (then the table starts afresh).
+pub const CACHE_MAX: usize = 65_536;
+/// Lookups under way at once, at most.
+pub const IN_FLIGHT_MAX: usize = 256;
+
+/// How a parked request is woken when its lookup has answered: called once,
+/// from the helper thread, after the answer is kept.
+pub trait Wake: Send + Sync + 'static {
+    /// The answer is in.
+    fn wake(&self);
+}
+
+/// Nothing to wake: the request polls [`Lookup::ready`] (HAProxy's Lua
+/// action, which yields between looks).
+pub struct Polled;
+
+impl Wake for Polled {
+    fn wake(&self) {}
+}
+
+/// Reverse DNS for one loaded configuration: the name servers, the verdicts
+/// kept, the lookups under way.
+pub struct Dns {
+    servers: Vec<SocketAddr>,
+    timeout: Duration,
+    kept: Mutex<HashMap<(IpAddr, u64), (Identity, Instant)>>,
+    in_flight: AtomicUsize,
+}
+
+impl Dns {
+    /// `verify.dns.nameservers`, or the `nameserver`s of /etc/resolv.conf
+    /// when none are named; none at all: no check can be made.
+    pub fn new(settings: &robotgate::config::DnsSettings) -> Dns {
+        let servers = if settings.nameservers.is_empty() {
+            std::fs::read_to_string("/etc/resolv.conf").map(|c| rdns::resolv_conf_nameservers(&c)).unwrap_or_default()
+        } else {
+            settings.nameservers.clone()
+        };
+        Dns { servers, timeout: settings.timeout, kept: Mutex::new(HashMap::new()), in_flight: AtomicUsize::new(0) }
+    }
+
+    /// The verdict kept for `ip` as a robot of `suffixes`, if still good;
+    /// [`Identity::Unverifiable`] when no check can be made (no server, or
+    /// too many under way).
+    pub fn known(&self, ip: IpAddr, suffixes: &[String]) -> Option<Identity> {
+        if self.servers.is_empty() || self.in_flight.load(Ordering::Relaxed) >= IN_FLIGHT_MAX {
+            return Some(Identity::Unverifiable);
+        }
+        let key = rdns::verdict_key(ip, suffixes);
+        let kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.get(&key).filter(|(_, until)| *until > Instant::now()).map(|(identity, _)| *identity)
+    }
+
+    /// Check `ip` as the robot `bot` of `suffixes` on a helper thread, and
+    /// wake the request with `wake` when the answer is in. `None` when no
+    /// helper could be started (then judge at once).
+    pub fn start<W: Wake>(
+        self: &Arc<Dns>,
+        wake: W,
+        bot: usize,
+        ip: IpAddr,
+        suffixes: Vec<String>,
+    ) -> Option<Arc<Lookup<W>>> {
+        if self.in_flight.fetch_add(1, Ordering::Relaxed) >= IN_FLIGHT_MAX {
+            self.in_flight.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        let lookup = Arc::new(Lookup { wake, bot, answer: Mutex::new(None), ready: AtomicBool::new(false) });
+        let (dns, held) = (self.clone(), lookup.clone());
+        let started =
+            std::thread::Builder::new().name("robotgate-dns".into()).stack_size(256 * 1024).spawn(move || {
+                let deadline = Instant::now() + dns.timeout.max(Duration::from_millis(1));
+                let (verdict, ttl) = crate::dns::check(&dns.servers, ip, &suffixes, deadline);
+                let identity = match verdict {
+                    DnsVerdict::Verified { .. } => Identity::Verified,
+                    // No PTR, a name outside the suffixes, or one whose
+                    // addresses are not the client's.
+                    DnsVerdict::Spoofed { .. } => Identity::Spoofed,
+                    DnsVerdict::Unverifiable { .. } => Identity::Unverifiable,
+                };
+                dns.keep(rdns::verdict_key(ip, &suffixes), identity, ttl);
+                *held.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(identity);
+                held.ready.store(true, Ordering::Release);
+                held.wake.wake();
+                drop(held);
+                // Last: the module's end waits for this ([`Dns::settle`]).
+                dns.in_flight.fetch_sub(1, Ordering::Relaxed);
+            });
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(lookup)
+    }
+
+    /// Wait (a lookup's time at most) until no helper is under way: the
+    /// module's end, before the edge may unload it.
+    pub fn settle(&self) {
+        let until = Instant::now() + self.timeout + Duration::from_millis(100);
+        while self.in_flight.load(Ordering::Relaxed) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn keep(&self, key: (IpAddr, u64), identity: Identity, ttl: Duration) {
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() >= CACHE_MAX {
+            kept.clear();
+        }
+        kept.insert(key, (identity, Instant::now() + ttl));
+    }
+}
+
+/// One parked request's lookup: the robot it is about, its answer, and how
+/// the request is woken.
+pub struct Lookup<W> {
+    wake: W,
+    /// The database robot looked up.
+    pub bot: usize,
+    answer: Mutex<Option<Identity>>,
+    ready: AtomicBool,
+}
+
+impl<W> Lookup<W> {
+    /// Whether the answer is in.
+    pub fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// The answer (unverifiable if none came: a woken request decides).
+    pub fn answer(&self) -> Identity {
+        self.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).unwrap_or(Identity::Unverifiable)
+    }
+}
