@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use common::certs::Certs;
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered, Running};
-use common::envoy_module::module;
+use common::modules::envoy as module;
 use common::*;
 
 /// GPTBot may read nothing; everyone else anything but /private/.

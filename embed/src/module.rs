@@ -4,10 +4,10 @@
 //! violation log every thread of the edge shares.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use robotgate::load::file::Reader;
@@ -42,7 +42,17 @@ pub struct Module {
     /// The counters of [`crate::decide::families`] in the edge's own stats,
     /// by family: the edge's ids (Envoy's; none where the edge has none).
     pub counters: Vec<(&'static str, usize)>,
-    /// Set to stop the reload thread; it drops the other end on its way out.
+    /// The reload thread.
+    watcher: Mutex<Watcher>,
+    /// What the reload thread needs to start again ([`Module::watch_again`]).
+    config: PathBuf,
+    log: fn(Level, &str),
+    crowd_warning: &'static str,
+}
+
+/// The reload thread of a [`Module`].
+struct Watcher {
+    /// Set to stop it; it drops the other end of `stopped` on its way out.
     stop: Arc<AtomicBool>,
     stopped: Option<Receiver<()>>,
 }
@@ -65,26 +75,57 @@ impl Module {
         let violations = Violations::open(&snapshot).map_err(|e| vec![e])?.map(Arc::new);
         let dns = Arc::new(Dns::new(&snapshot.settings.boot.dns));
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
+        let crowd = Arc::new(Crowd::default());
+        let mut module = Module {
+            snapshot,
+            state,
+            crowd,
+            dns,
+            violations,
+            counters: Vec::new(),
+            watcher: Mutex::new(Watcher { stop: Arc::new(AtomicBool::new(true)), stopped: None }),
+            config: path.to_owned(),
+            log,
+            crowd_warning,
+        };
+        let watcher = module.watch();
+        *module.watcher.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = watcher;
+        Ok(module)
+    }
+
+    /// Start the reload thread again: in a child the edge forked after it
+    /// loaded the module (HAProxy's master-worker mode loads `lua-load`
+    /// files in the master), where no thread of the parent's runs. The
+    /// parent's thread, if this process has it, is stopped first.
+    pub fn watch_again(&self) {
+        let mut watcher = self.watcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        watcher.stop.store(true, Ordering::Relaxed);
+        // Dropped, not waited for: in a forked child its thread is not there.
+        watcher.stopped = None;
+        *watcher = self.watch();
+    }
+
+    /// A reload thread started for this module.
+    fn watch(&self) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
         let (done, stopped) = std::sync::mpsc::channel();
-        let crowd = Arc::new(Crowd::default());
-        let (current, halt, config) = (snapshot.clone(), stop.clone(), path.to_owned());
-        let (book, counts) = (violations.clone(), crowd.clone());
+        let (current, halt, config) = (self.snapshot.clone(), stop.clone(), self.config.clone());
+        let (book, counts) = (self.violations.clone(), self.crowd.clone());
+        let (log, crowd_warning) = (self.log, self.crowd_warning);
         let started = robotgate::load::watch::spawn_below("robotgate-reload", move || {
             reload(&config, &current, &halt, (book.as_deref(), &counts), (log, crowd_warning));
             drop(done);
         });
-        let stopped = match started {
-            Ok(()) => Some(stopped),
+        match started {
+            Ok(()) => Watcher { stop, stopped: Some(stopped) },
             Err(e) => {
                 log(
                     Level::Warn,
                     &format!("robotgate: edits are in force only when the edge loads robotgate.yaml again: {e}"),
                 );
-                None
+                Watcher { stop, stopped: None }
             }
-        };
-        Ok(Module { snapshot, state, crowd, dns, violations, counters: Vec::new(), stop, stopped })
+        }
     }
 
     /// The snapshot to decide a request with.
@@ -97,8 +138,9 @@ impl Drop for Module {
     /// The reload thread stops (within [`RELOAD_EVERY`]) before the module
     /// goes: the edge may unload the library after this.
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(stopped) = self.stopped.take() {
+        let watcher = self.watcher.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        watcher.stop.store(true, Ordering::Relaxed);
+        if let Some(stopped) = watcher.stopped.take() {
             let _ = stopped.recv();
         }
         self.dns.settle();

@@ -6,7 +6,7 @@ pub mod browser;
 pub mod certs;
 pub mod dns_server;
 pub mod edge;
-pub mod envoy_module;
+pub mod modules;
 pub mod nginx_module;
 pub mod redis_server;
 pub mod signer;

@@ -1,0 +1,448 @@
+//! Issue #69: robotgate inside HAProxy, as a native Lua module. The real
+//! HAProxy (Debian's 2.6, Lua 5.3) loads the module `bash haproxy/build.sh`
+//! builds through the shipped `examples/edge/robotgate.lua`, and runs the
+//! shipped `examples/edge/haproxy-lua.cfg` with only its addresses and paths
+//! changed, in front of an origin the test starts. No robotgate process
+//! runs: HAProxy decides in its own threads, and the module writes the
+//! violation log. A real client (curl) talks to HAProxy from loopback
+//! addresses of the test's choice, which HAProxy names as the client (`src`).
+//!
+//! A module that cannot be built here, or an HAProxy that is not installed,
+//! skips the tests, loudly; under `CI` it fails them.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
+use common::edge::{get_from, shipped, wait_port, Answered, Running};
+use common::modules::haproxy as module;
+use common::*;
+
+/// GPTBot may read nothing; everyone else anything but /private/.
+const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
+
+/// The second site's (`slow.example`): GPTBot may read everything, slowly.
+const SLOW_ROBOTS: &str = "User-agent: GPTBot\nCrawl-delay: 30\n";
+
+/// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
+const FEEDS: &[(&str, &str)] = &[
+    (
+        "feeds/openai-gptbot.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#,
+    ),
+    (
+        "feeds/openai-chatgpt-user.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
+    ),
+];
+
+const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
+
+/// robotgate.yaml and the sites' files in `dir`, both sites in front of
+/// `origin` (as tests/envoy_module.rs's): `s` (the default) with [`ROBOTS`]
+/// and the trap `/trap/`, `slow` (`slow.example`) with [`SLOW_ROBOTS`].
+/// `extra`: more top-level YAML.
+fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    std::fs::write(dir.join("slow-robots.txt"), SLOW_ROBOTS).unwrap();
+    for (name, body) in FEEDS {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let d = dir.display();
+    let yaml = format!(
+        r#"listen: ["127.0.0.1:1"]
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    default: true
+    upstream: "{origin}"
+    robots: "{d}/robots.txt"
+    traps: {{ paths: ["/trap/"], ban: 60, arm_after: 0 }}
+    policy:
+      enforce_ai_user: true
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+  - name: slow
+    hosts: ["slow.example"]
+    upstream: "{origin}"
+    robots: "{d}/slow-robots.txt"
+verify:
+  refresh: "off"
+  feeds: "{d}/feeds"
+log:
+  violations: "{d}/violations.jsonl"
+  aggregate_window: 0
+{extra}"#,
+        origin = origin.addr,
+    );
+    let path = dir.join("robotgate.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// The shipped haproxy-lua.cfg with the test's listener, origin, module,
+/// Lua file and robotgate.yaml; `nbthread` threads; `frontend` more lines
+/// at the top of the frontend (after its bind). Panics if the example no
+/// longer names what is replaced (the test would otherwise run something else).
+fn retarget(port: u16, origin: &Origin, (module, yaml): (&Path, &Path), nbthread: usize, frontend: &str) -> String {
+    let cfg = shipped("haproxy-lua.cfg");
+    let bind = "    bind 127.0.0.1:80\n";
+    let upstream = "server origin 127.0.0.1:8000";
+    let config = "setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml";
+    let cpath = "lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath";
+    let lua = "lua-load-per-thread /etc/haproxy/robotgate.lua";
+    for default in [bind, upstream, config, cpath, lua] {
+        assert_eq!(cfg.matches(default).count(), 1, "haproxy-lua.cfg no longer names {default}");
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/robotgate.lua");
+    cfg.replace(bind, &format!("    bind 127.0.0.1:{port}\n{frontend}"))
+        .replace(upstream, &format!("server origin {}", origin.addr))
+        .replace(config, &format!("setenv ROBOTGATE_CONFIG {}", yaml.display()))
+        .replace(cpath, &format!("lua-prepend-path {}/?.so cpath", module.parent().unwrap().display()))
+        .replace(lua, &format!("lua-load-per-thread {}", script.display()))
+        .replacen("\nglobal\n", &format!("\nglobal\n    nbthread {nbthread}\n"), 1)
+}
+
+/// The real HAProxy running `cfg` in the foreground, its stderr (the
+/// module's log) in `dir`/haproxy.err; not waited for.
+fn spawn_haproxy(dir: &Path, cfg: &str) -> Running {
+    let file = dir.join("haproxy.cfg");
+    std::fs::write(&file, cfg).unwrap();
+    let child = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("haproxy.err")).unwrap())
+        .spawn()
+        .expect("haproxy starts");
+    Running(child)
+}
+
+/// HAProxy started and listening on `port`.
+fn start(dir: &Path, port: u16, cfg: &str) -> Running {
+    let running = spawn_haproxy(dir, cfg);
+    wait_port(port, "haproxy", &dir.join("haproxy.err"));
+    running
+}
+
+fn have_haproxy() -> bool {
+    let ok = Command::new("haproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !ok {
+        let msg = "`haproxy` is not installed (apt-get install -y haproxy); .ci/run installs it";
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("\n*** SKIPPED: {msg} ***\n");
+    }
+    ok
+}
+
+/// What a browser sends, through HAProxy from `from`.
+fn as_a_browser(port: u16, from: &str, path: &str) -> Answered {
+    let ua = [("User-Agent", FIREFOX)];
+    let mut headers = ua.to_vec();
+    headers.extend(as_browser("http://127.0.0.1/", &ua));
+    get_from(port, from, path, &headers)
+}
+
+fn records(dir: &Path, n: usize) -> Vec<serde_json::Value> {
+    wait_lines(&dir.join("violations.jsonl"), n).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn haproxy_lua_module_in_front() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let port = free_port();
+    let cfg = retarget(port, &origin, (&module, &yaml), 1, "");
+    // `haproxy -c` loads the Lua file, so robotgate.yaml is checked with HAProxy's configuration.
+    std::fs::write(dir.path().join("check.cfg"), &cfg).unwrap();
+    let check = Command::new("haproxy").arg("-c").arg("-f").arg(dir.path().join("check.cfg")).output().unwrap();
+    assert!(check.status.success(), "haproxy -c: {}", String::from_utf8_lossy(&check.stderr));
+    let _haproxy = start(dir.path(), port, &cfg);
+    let err = dir.path().join("haproxy.err");
+    let read = || std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(read().contains("robotgate:") && read().contains("loaded"), "{}", read());
+
+    // A browser gets the page, from the origin, with nothing added.
+    let r = as_a_browser(port, "127.0.0.2", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), None, "{}", r.head);
+    let served = origin.hits();
+
+    // GPTBot, believed (from its published range): Disallow: / is 403,
+    // robotgate's answer, and the origin is not asked.
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert_eq!(r.all("content-type"), vec!["text/plain; charset=utf-8"], "{}", r.head);
+    assert!(!r.body.is_empty(), "the refusal has robotgate's body");
+    assert_eq!(origin.hits(), served, "the origin was asked for a refused request");
+    let record = records(dir.path(), 1).remove(0);
+    assert_eq!((record["bot"].as_str(), record["status"].as_u64()), (Some("GPTBot"), Some(403)), "{record}");
+    assert_eq!((record["path"].as_str(), record["client"].as_str()), (Some("/page"), Some("127.0.0.2")), "{record}");
+    assert_eq!((record["site"].as_str(), record["identity"].as_str()), (Some("s"), Some("verified")), "{record}");
+    assert!(record["line"].as_u64().is_some() && record["time"].as_str().is_some_and(|t| !t.is_empty()), "{record}");
+    // A HEAD is refused alike, with no body.
+    let head = Command::new("curl")
+        .args(["-s", "-I", "--max-time", "10", "--interface", "127.0.0.2", "-A", GPTBOT])
+        .arg(format!("http://127.0.0.1:{port}/page"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&head.stdout).starts_with("HTTP/1.1 403"), "{head:?}");
+
+    // A spoofed GPTBot (outside its range): refused as one. Its own
+    // X-Forwarded-For (inside the range) changes nothing: the client is
+    // HAProxy's `src`, never a header.
+    let r = get_from(port, "127.0.0.5", "/page", &[("User-Agent", GPTBOT), ("X-Forwarded-For", "127.0.0.2")]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("not the crawler"), "not the spoofed claim's refusal: {}", r.body);
+
+    // A noindex pass: the origin's page, with robotgate's X-Robots-Tag.
+    let r = get_from(port, "127.0.0.4", "/private/n", &[("User-Agent", CHATGPT_USER)]);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /private/n"), "{}", r.head);
+    assert_eq!(r.header("x-robots-tag"), Some("noindex, nofollow"), "{}", r.head);
+    // An indexing rule's value on a browser's page.
+    let r = as_a_browser(port, "127.0.0.2", "/docs/a");
+    assert_eq!((r.status, r.all("x-robots-tag")), (200, vec!["noarchive"]), "{}", r.head);
+
+    // robots.txt is robotgate's, answered by the module: the origin is not asked.
+    let before = origin.hits();
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.body.contains("User-agent: GPTBot") && r.body.contains("Disallow: /"), "{}", r.body);
+    let etag = r.header("etag").unwrap_or_else(|| panic!("no ETag: {}", r.head)).to_owned();
+    assert_eq!(origin.hits(), before, "the origin served robots.txt");
+    // Asked again with its ETag: 304, no body.
+    let r = get_from(port, "127.0.0.2", "/robots.txt", &[("User-Agent", GPTBOT), ("If-None-Match", &etag)]);
+    assert_eq!((r.status, r.body.as_str()), (304, ""), "{}", r.head);
+
+    // Over its Crawl-delay (the `slow` site): 429 with Retry-After and the
+    // RateLimit headers.
+    let slow = [("User-Agent", GPTBOT), ("Host", "slow.example")];
+    let r = get_from(port, "127.0.0.3", "/a", &slow);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{}", r.head);
+    let r = get_from(port, "127.0.0.3", "/b", &slow);
+    assert_eq!(r.status, 429, "{}\n{}", r.head, r.body);
+    let retry: u64 = r.header("retry-after").unwrap_or_else(|| panic!("no Retry-After: {}", r.head)).parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert!(r.header("ratelimit").is_some() && r.header("ratelimit-policy").is_some(), "{}", r.head);
+
+    // robots.txt edited (saved by rename, as editors do): in force within
+    // 2 s, with no reload of HAProxy's.
+    let edited = dir.path().join("robots.txt.new");
+    std::fs::write(&edited, "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nAllow: /\n").unwrap();
+    std::fs::rename(&edited, dir.path().join("robots.txt")).unwrap();
+    let allowed = within(Duration::from_secs(2), || {
+        get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status == 200
+    });
+    assert!(allowed.is_some(), "the edit was not in force within 2 s: {}", read());
+
+    // A robotgate.yaml that no longer loads: the rules in force stay, and
+    // HAProxy's stderr says why.
+    let broken = dir.path().join("robotgate.yaml.new");
+    std::fs::write(&broken, std::fs::read_to_string(&yaml).unwrap() + "no_such_key: 1\n").unwrap();
+    std::fs::rename(&broken, &yaml).unwrap();
+    let said = within(Duration::from_secs(5), || read().contains("not reloaded, the rules in force stay"));
+    assert!(said.is_some(), "{}", read());
+    assert!(read().contains("no_such_key"), "{}", read());
+    assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);
+    let r = as_a_browser(port, "127.0.0.2", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+}
+
+/// A robotgate.yaml that does not load: HAProxy does not start (`haproxy -c`
+/// fails too), and says why, naming the file and the problem.
+#[test]
+fn a_config_that_does_not_load_stops_haproxy() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "no_such_key: 1\n");
+    let port = free_port();
+    let cfg = retarget(port, &origin, (&module, &yaml), 1, "");
+    std::fs::write(dir.path().join("check.cfg"), &cfg).unwrap();
+    let check = Command::new("haproxy").arg("-c").arg("-f").arg(dir.path().join("check.cfg")).output().unwrap();
+    assert!(!check.status.success(), "haproxy -c took a robotgate.yaml that does not load");
+    let mut haproxy = spawn_haproxy(dir.path(), &cfg);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = haproxy.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "HAProxy started with a robotgate.yaml that does not load");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status}");
+    let text = std::fs::read_to_string(dir.path().join("haproxy.err")).unwrap_or_default();
+    assert!(text.contains("robotgate:") && text.contains("robotgate.yaml"), "{text}");
+    assert!(text.contains("no_such_key"), "HAProxy does not name the problem: {text}");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "HAProxy listens without the module");
+}
+
+/// A trap and its ban are shared by every thread of HAProxy's (two here,
+/// each with its own Lua state: `lua-load-per-thread`; each request a new
+/// connection): a client that follows the trap is banned on every path but
+/// robots.txt, whichever thread decides; another client is not.
+#[test]
+fn a_trap_bans_on_every_thread() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let port = free_port();
+    // Which thread answered, on every answer (HAProxy's `thread` fetch).
+    let mark = "    http-after-response set-header X-Thread %[thread]\n";
+    let _haproxy = start(dir.path(), port, &retarget(port, &origin, (&module, &yaml), 2, mark));
+
+    let r = get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]);
+    assert!(r.body.contains("Disallow: /trap/"), "the trap is not in robots.txt: {}", r.body);
+    let r = as_a_browser(port, "127.0.0.9", "/trap/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let served = origin.hits();
+    let mut threads = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        let r = as_a_browser(port, "127.0.0.9", "/page");
+        assert_eq!(r.status, 403, "a thread did not know the ban: {}", r.head);
+        threads.insert(r.header("x-thread").unwrap_or("?").to_owned());
+    }
+    assert_eq!(threads.len(), 2, "both threads should have decided some: {threads:?}");
+    assert_eq!(get_from(port, "127.0.0.9", "/robots.txt", &[("User-Agent", FIREFOX)]).status, 200);
+    let r = as_a_browser(port, "127.0.0.10", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    assert_eq!(origin.hits(), served + 1, "the banned client reached the origin");
+    let trap = records(dir.path(), 1)
+        .into_iter()
+        .find(|r| r["directive"] == "trap")
+        .unwrap_or_else(|| panic!("no record of the trap"));
+    assert_eq!((trap["action"].as_str(), trap["client"].as_str()), (Some("ban"), Some("127.0.0.9")), "{trap}");
+}
+
+/// Reverse DNS inside HAProxy: a claim only reverse DNS can settle
+/// (YandexBot publishes host names, no ranges) parks the Lua action, which
+/// sleeps (yielding to HAProxy) while a helper thread asks a DNS server
+/// (the test's, on loopback). The client is a public address that a proxy
+/// HAProxy trusts named (the shipped file's `set-src` line, for
+/// 127.0.0.2 only); from anyone else that header is ignored.
+#[test]
+fn reverse_dns_parks_the_action_and_a_trusted_proxy_names_the_client() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dns = DnsServer::answering(&[
+        ("40.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider-40", "yandex", "com"])),
+        ("spider-40.yandex.com", DnsAnswer::A("198.51.100.40".parse().unwrap())),
+        ("41.100.51.198.in-addr.arpa", DnsAnswer::Ptr(vec!["spider", "evil", "example"])),
+    ]);
+    let yaml = site(dir.path(), &origin, "");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = format!("verify:\n  dns: {{ nameservers: [\"{}\"], timeout_ms: 2000 }}\n", dns.addr);
+    std::fs::write(&yaml, text.replacen("verify:\n", &verify, 1)).unwrap();
+    let port = free_port();
+    let cfg = retarget(port, &origin, (&module, &yaml), 1, "");
+    let trust = "    # http-request set-src hdr_ip(X-Forwarded-For,-1) if { src 10.0.0.0/8 }\n";
+    assert_eq!(cfg.matches(trust).count(), 1, "the example's set-src line changed");
+    let cfg = cfg.replace(trust, "    http-request set-src hdr_ip(X-Forwarded-For,-1) if { src 127.0.0.2 }\n");
+    let _haproxy = start(dir.path(), port, &cfg);
+    let from = |proxy: &str, client: &str, path: &str| {
+        get_from(port, proxy, path, &[("User-Agent", YANDEX), ("X-Forwarded-For", client)])
+    };
+
+    // YandexBot confirmed: held to its group (the origin's page; 403 on /private/).
+    let r = from("127.0.0.2", "198.51.100.40", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    let r = from("127.0.0.2", "198.51.100.40", "/private/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    // A name outside Yandex's: a spoofed claim, refused anywhere.
+    let r = from("127.0.0.2", "198.51.100.41", "/page");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("not the crawler"), "{}", r.body);
+    // The verdict is kept: more requests, no more questions.
+    let asked = dns.count();
+    for _ in 0..5 {
+        assert_eq!(from("127.0.0.2", "198.51.100.40", "/page").status, 200);
+    }
+    assert_eq!(dns.count(), asked, "a kept verdict was asked again");
+    // From a client HAProxy does not trust, its X-Forwarded-For is not
+    // believed: the client is 127.0.0.3, whose PTR the server does not know.
+    let r = from("127.0.0.3", "198.51.100.40", "/private/y");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let all = records(dir.path(), 3);
+    let of = |client: &str| all.iter().find(|r| r["client"] == client).cloned();
+    let verified = of("198.51.100.40").expect("the /private/ refusal's record");
+    assert_eq!(verified["identity"], "verified", "{verified}");
+    let spoofed = of("198.51.100.41").expect("the spoofed claim's record");
+    assert_eq!(spoofed["identity"], "spoofed", "{spoofed}");
+    let untrusted = of("127.0.0.3").unwrap_or_else(|| panic!("the untrusted client's record: {all:?}"));
+    assert_ne!(untrusted["identity"], "verified", "{untrusted}");
+}
+
+/// Issue #69 (4): what HAProxy lets through in other forms is decided,
+/// never passed undecided: an absolute-form target, an HTTP/2 request
+/// (cleartext, prior knowledge), a `Host` robotgate's reading refuses (the
+/// default site decides it), and a control byte in a header (which HAProxy
+/// 2.6 hands to the action). The origin never sees GPTBot.
+#[test]
+fn other_forms_of_a_request_are_decided() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, h2) = (free_port(), free_port());
+    let bind = format!("    bind 127.0.0.1:{h2} proto h2\n");
+    let _haproxy = start(dir.path(), port, &retarget(port, &origin, (&module, &yaml), 1, &bind));
+
+    let absolute = format!(
+        "GET http://127.0.0.1:{port}/page HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n"
+    );
+    let r = raw(port, absolute.as_bytes());
+    assert_eq!(r.status, 403, "absolute-form: {}", r.body);
+
+    let curl_h2 = |ua: &str| {
+        let out = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "--max-time", "10"])
+            .args(["--http2-prior-knowledge", "-H", &format!("User-Agent: {ua}")])
+            .arg(format!("http://127.0.0.1:{h2}/page"))
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(curl_h2(GPTBOT), "403 2", "HTTP/2 with :authority 127.0.0.1:{h2}");
+
+    let odd_host = format!("GET /page HTTP/1.1\r\nHost: x@y\r\nUser-Agent: {GPTBOT}\r\nConnection: close\r\n\r\n");
+    let r = raw(port, odd_host.as_bytes());
+    assert_eq!(r.status, 403, "Host x@y, decided by the default site: {}", r.body);
+
+    let control =
+        format!("GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: {GPTBOT}\x01\r\nConnection: close\r\n\r\n");
+    let r = raw(port, control.as_bytes());
+    // HAProxy 2.6 lets this one through to the action: the module decides it.
+    assert_eq!(r.status, 403, "a control byte in the User-Agent, decided: {}", r.body);
+
+    assert_eq!(origin.hits(), 0, "the origin saw a refused robot: {:?}", origin.paths.lock().unwrap());
+    assert_eq!(curl_h2(FIREFOX), "200 2", "a browser over HTTP/2");
+}
