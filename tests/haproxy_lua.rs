@@ -446,3 +446,43 @@ fn other_forms_of_a_request_are_decided() {
     assert_eq!(origin.hits(), 0, "the origin saw a refused robot: {:?}", origin.paths.lock().unwrap());
     assert_eq!(curl_h2(FIREFOX), "200 2", "a browser over HTTP/2");
 }
+
+/// HAProxy's master-worker mode (`-W`, as Debian's systemd unit runs it)
+/// with `lua-load` (one Lua state): the master loads the module, then forks
+/// the worker, where none of the master's threads run. The module starts
+/// its reload thread again there: an edit of robots.txt is in force within
+/// 2 s.
+#[test]
+fn master_worker_mode_reloads_in_the_worker() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let port = free_port();
+    let cfg = retarget(port, &origin, (&module, &yaml), 1, "").replace("lua-load-per-thread ", "lua-load ");
+    let file = dir.path().join("haproxy.cfg");
+    std::fs::write(&file, &cfg).unwrap();
+    let err = dir.path().join("haproxy.err");
+    let child = Command::new("haproxy")
+        .args(["-W", "-db", "-f"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("haproxy starts");
+    let _haproxy = Running(child);
+    wait_port(port, "haproxy", &err);
+    assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 403);
+    let edited = dir.path().join("robots.txt.new");
+    std::fs::write(&edited, "User-agent: GPTBot\nAllow: /\n").unwrap();
+    std::fs::rename(&edited, dir.path().join("robots.txt")).unwrap();
+    let allowed = within(Duration::from_secs(2), || {
+        get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status == 200
+    });
+    let read = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(allowed.is_some(), "the edit was not in force in the worker within 2 s: {read}");
+    assert!(read.contains("worker") && read.contains("reloaded"), "{read}");
+}
