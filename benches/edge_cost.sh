@@ -20,6 +20,15 @@
 #   envoy-regex           `envoy` plus a route matching the User-Agent on the
 #                         same tokens (RE2, case-insensitive) answered 403: GPTBot refused
 #   envoy-authz-gptbot    the shipped envoy.yaml: GPTBot refused by robots.txt
+#   haproxy-lua           the shipped haproxy-lua.cfg and robotgate.lua, the
+#                         Lua module deciding in HAProxy's thread: a browser
+#   haproxy-lua-gptbot    the same: GPTBot refused by robots.txt
+#   envoy-module          the shipped envoy-module.yaml, the dynamic module
+#                         deciding in Envoy's worker thread: a browser
+#   envoy-module-gptbot   the same: GPTBot refused by robots.txt
+# (the modules, issue #69, built by haproxy/build.sh and envoy/build.sh,
+# read the same robotgate.yaml as robotgate's own process, without its
+# listeners; no robotgate process is asked in their cases)
 #
 # The edges run the shipped files with only their addresses and ports
 # changed (HAProxy with `nbthread 1`, Envoy with `--concurrency 1`), so the
@@ -61,11 +70,14 @@ if [ -z "$(envoy_bin)" ]; then
 fi
 ENVOY=$(envoy_bin)
 cargo build --release --bin robotgate >/dev/null 2>&1
+LUA_MODULE=$(bash haproxy/build.sh 2>/dev/null | tail -n 1)
+ENVOY_MODULE=$(bash envoy/build.sh 2>/dev/null | tail -n 1)
 
 start_work
 chmod 755 "$WORK"
 ORIGIN=18560 GATE=18561 SPOE=18562 AUTHZ=18563 METRICS=18564
 HA_ALONE=18570 HA_AGENT=18571 HA_REGEX=18572 EN_ALONE=18573 EN_AUTHZ=18574 EN_REGEX=18575
+HA_LUA=18576 EN_MOD=18577 EN_MOD_ADMIN=18578
 
 EDGE_PIN=() REST_PIN=()
 if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
@@ -119,6 +131,13 @@ haproxy_alone_conf() { # FILE PORT [LINES]
 }
 REGEX=$(ai_crawler_regex)
 haproxy_conf "$WORK/ha-agent.cfg" "$HA_AGENT"
+# The Lua module's file: the same robotgate.yaml as robotgate's process.
+must_name examples/edge/haproxy-lua.cfg 'bind 127.0.0.1:80' 127.0.0.1:8000 'setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml' \
+  'lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath' 'lua-load-per-thread /etc/haproxy/robotgate.lua'
+sed -e "s/^    bind 127\.0\.0\.1:80\$/    bind 127.0.0.1:$HA_LUA/" -e "s/127\.0\.0\.1:8000/127.0.0.1:$ORIGIN/" \
+  -e "s|/etc/robotgate/robotgate.yaml|$WORK/robotgate-verified.yaml|" -e "s|/usr/lib/robotgate/haproxy/|${LUA_MODULE%/*}/|" \
+  -e "s|/etc/haproxy/robotgate.lua|$PWD/examples/edge/robotgate.lua|" -e 's/^global$/global\n    nbthread 1/' \
+  examples/edge/haproxy-lua.cfg > "$WORK/ha-lua.cfg"
 haproxy_alone_conf "$WORK/ha-alone.cfg" "$HA_ALONE"
 haproxy_alone_conf "$WORK/ha-regex.cfg" "$HA_REGEX" \
   "    http-request deny deny_status 403 if { hdr_reg(User-Agent) -i '($REGEX)' }"
@@ -156,23 +175,30 @@ envoy_alone_conf() { # FILE PORT [regex]
   return 0
 }
 envoy_conf "$WORK/en-authz.yaml" "$EN_AUTHZ"
+must_name examples/edge/envoy-module.yaml 'socket_address: { address: 0.0.0.0, port_value: 80 }' \
+  'socket_address: { address: 127.0.0.1, port_value: 8000 }' 'port_value: 9901 }' 'value: /etc/robotgate/robotgate.yaml'
+sed -e "s/socket_address: { address: 0\.0\.0\.0, port_value: 80 }/socket_address: { address: 127.0.0.1, port_value: $EN_MOD }/" \
+  -e "s/port_value: 8000 }/port_value: $ORIGIN }/" -e "s/port_value: 9901 }/port_value: $EN_MOD_ADMIN }/" \
+  -e "s|value: /etc/robotgate/robotgate.yaml|value: $WORK/robotgate-verified.yaml|" \
+  examples/edge/envoy-module.yaml > "$WORK/en-module.yaml"
 envoy_alone_conf "$WORK/en-alone.yaml" "$EN_ALONE"
 envoy_alone_conf "$WORK/en-regex.yaml" "$EN_REGEX" regex
 
 declare -A PID_OF
-for c in ha-alone:$HA_ALONE ha-agent:$HA_AGENT ha-regex:$HA_REGEX; do
+for c in ha-alone:$HA_ALONE ha-agent:$HA_AGENT ha-regex:$HA_REGEX ha-lua:$HA_LUA; do
   haproxy -c -q -f "$WORK/${c%%:*}.cfg" || { echo "haproxy -c fails on ${c%%:*}.cfg" >&2; exit 1; }
   "${EDGE_PIN[@]}" haproxy -db -f "$WORK/${c%%:*}.cfg" >/dev/null 2>"$WORK/${c%%:*}.err" &
   PIDS+=($!) PID_OF[${c#*:}]=$!
 done
-for c in en-alone:$EN_ALONE en-authz:$EN_AUTHZ en-regex:$EN_REGEX; do
-  "$ENVOY" --mode validate -l error -c "$WORK/${c%%:*}.yaml" >/dev/null \
+export ENVOY_DYNAMIC_MODULES_SEARCH_PATH="${ENVOY_MODULE%/*}"
+for c in en-alone:$EN_ALONE en-authz:$EN_AUTHZ en-regex:$EN_REGEX en-module:$EN_MOD; do
+  [ "${c%%:*}" = en-module ] || "$ENVOY" --mode validate -l error -c "$WORK/${c%%:*}.yaml" >/dev/null \
     || { echo "envoy rejects ${c%%:*}.yaml" >&2; exit 1; }
   "${EDGE_PIN[@]}" "$ENVOY" -c "$WORK/${c%%:*}.yaml" --base-id "${c#*:}" --disable-hot-restart \
     --concurrency 1 -l error --log-path "$WORK/${c%%:*}.log" >/dev/null 2>&1 &
   PIDS+=($!) PID_OF[${c#*:}]=$!
 done
-for port in $GATE $HA_ALONE $HA_AGENT $HA_REGEX $EN_ALONE $EN_AUTHZ $EN_REGEX; do
+for port in $GATE $HA_ALONE $HA_AGENT $HA_REGEX $EN_ALONE $EN_AUTHZ $EN_REGEX $HA_LUA $EN_MOD; do
   for _ in $(seq 1 80); do curl -s -o /dev/null "http://127.0.0.1:$port/page.html" && break; sleep 0.25; done
 done
 
@@ -187,11 +213,11 @@ check() { # port ua want
 for port in $HA_AGENT $EN_AUTHZ; do
   for _ in $(seq 1 40); do [ "$(status "$port" "$GPTBOT")" = 403 ] && break; sleep 0.25; done
 done
-for port in $HA_ALONE $HA_AGENT $HA_REGEX $EN_ALONE $EN_AUTHZ $EN_REGEX; do check "$port" "$CHROME" 200; done
-for port in $HA_AGENT $HA_REGEX $EN_AUTHZ $EN_REGEX; do check "$port" "$GPTBOT" 403; done
+for port in $HA_ALONE $HA_AGENT $HA_REGEX $EN_ALONE $EN_AUTHZ $EN_REGEX $HA_LUA $EN_MOD; do check "$port" "$CHROME" 200; done
+for port in $HA_AGENT $HA_REGEX $EN_AUTHZ $EN_REGEX $HA_LUA $EN_MOD; do check "$port" "$GPTBOT" 403; done
 for port in $HA_ALONE $EN_ALONE; do check "$port" "$GPTBOT" 200; done
 # robotgate's refusals are its own: its body, and a record of each.
-for port in $HA_AGENT $EN_AUTHZ; do
+for port in $HA_AGENT $EN_AUTHZ $HA_LUA $EN_MOD; do
   curl -s -A "$GPTBOT" "http://127.0.0.1:$port/page.html" | grep -q '^Forbidden' \
     || { echo "port $port: GPTBot's 403 is not robotgate's" >&2; exit 1; }
 done
@@ -212,10 +238,16 @@ CASES=(
   "envoy-authz|$EN_AUTHZ|$CHROME|${PID_OF[$EN_AUTHZ]} $RG|robotgate_ext_authz_checks_total{result=\"allowed\"}"
   "envoy-regex|$EN_REGEX|$GPTBOT|${PID_OF[$EN_REGEX]}|"
   "envoy-authz-gptbot|$EN_AUTHZ|$GPTBOT|${PID_OF[$EN_AUTHZ]} $RG|robotgate_ext_authz_checks_total{result=\"denied\"}"
+  "haproxy-lua|$HA_LUA|$CHROME|${PID_OF[$HA_LUA]}|"
+  "haproxy-lua-gptbot|$HA_LUA|$GPTBOT|${PID_OF[$HA_LUA]}|"
+  "envoy-module|$EN_MOD|$CHROME|${PID_OF[$EN_MOD]}|"
+  "envoy-module-gptbot|$EN_MOD|$GPTBOT|${PID_OF[$EN_MOD]}|"
 )
 # Each ratio: case b / case a.
 PAIRS=("1 0 browsers  haproxy-agent/haproxy 0.75" "3 2 refusals  haproxy-agent-gptbot/haproxy-regex 1.0"
-  "5 4 browsers  envoy-authz/envoy 0.75" "7 6 refusals  envoy-authz-gptbot/envoy-regex 1.0")
+  "5 4 browsers  envoy-authz/envoy 0.75" "7 6 refusals  envoy-authz-gptbot/envoy-regex 1.0"
+  "8 0 browser  lua/haproxy 0.90" "9 2 refusal  lua-gptbot/haproxy-regex 1.0"
+  "10 4 browser  module/envoy 0.95" "11 6 refusal  module-gptbot/envoy-regex 1.0")
 
 declare -A RPS P50 P99 CPU RGCPU ASKED THIS RATIO
 measure() { # case index
