@@ -478,3 +478,29 @@ fn envoys_fingerprint_of_the_client_hello_is_judged_by_the_module() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(wait_lines(&dir.path().join("violations.jsonl"), 1).len(), 1, "one refusal only");
 }
+
+/// Web Bot Auth inside Envoy: the key directory fetched by a helper thread
+/// while the stream is parked, Envoy's scheduler resuming it
+/// ([`common::modules::a_signed_agent_is_verified`]).
+#[test]
+fn a_signed_agent_is_verified_inside_envoy() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bots.yaml"), common::modules::SIGNED_BOT).unwrap();
+    let bots = format!("bots: {}/bots.yaml\n", dir.path().display());
+    let yaml = site(dir.path(), &origin, &bots);
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = "verify:\n  allow_private_directories: true\n  dns: { nameservers: [\"127.0.0.1:9\"] }\n";
+    std::fs::write(&yaml, text.replacen("verify:\n", verify, 1)).unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    wait_port(port, "envoy", &dir.path().join("envoy.log"));
+    common::modules::a_signed_agent_is_verified(port, &dir.path().join("violations.jsonl"), &|signed, path| {
+        let mut headers = vec![("User-Agent", "SignedBot/1.0")];
+        headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        get_from(port, "127.0.0.2", path, &headers).status
+    });
+}

@@ -486,3 +486,28 @@ fn master_worker_mode_reloads_in_the_worker() {
     assert!(allowed.is_some(), "the edit was not in force in the worker within 2 s: {read}");
     assert!(read.contains("worker") && read.contains("reloaded"), "{read}");
 }
+
+/// Web Bot Auth inside HAProxy: the key directory fetched by a helper
+/// thread while the Lua action sleeps ([`common::modules::a_signed_agent_is_verified`]).
+#[test]
+fn a_signed_agent_is_verified_inside_haproxy() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bots.yaml"), common::modules::SIGNED_BOT).unwrap();
+    let bots = format!("bots: {}/bots.yaml\n", dir.path().display());
+    let yaml = site(dir.path(), &origin, &bots);
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = "verify:\n  allow_private_directories: true\n  dns: { nameservers: [\"127.0.0.1:9\"] }\n";
+    std::fs::write(&yaml, text.replacen("verify:\n", verify, 1)).unwrap();
+    let port = free_port();
+    let _haproxy = start(dir.path(), port, &retarget(port, &origin, (&module, &yaml), 1, ""));
+    common::modules::a_signed_agent_is_verified(port, &dir.path().join("violations.jsonl"), &|signed, path| {
+        let mut headers = vec![("User-Agent", "SignedBot/1.0")];
+        headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        get_from(port, "127.0.0.2", path, &headers).status
+    });
+}

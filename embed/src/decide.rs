@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::net::IpAddr;
 
 use robotgate::agent::Memo;
-use robotgate::identity::Identity;
+use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::load::Snapshot;
 use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
@@ -19,8 +19,9 @@ use robotgate::record::Record;
 use robotgate::state::crowd::Crowd;
 use robotgate::state::State;
 
+use crate::keys::{Directories, Known};
 use crate::log::{now_ms, Violations};
-use crate::park::Dns;
+use crate::park::{Dns, Waited};
 
 /// Slots of a worker thread's [`Memo`] (the nginx module's size: the
 /// distinct User-Agents a busy site sees at once).
@@ -96,6 +97,10 @@ pub enum Answer<'s> {
     /// (host names ending in `suffixes`): look it up, and decide again with
     /// the answer ([`crate::park`]).
     Lookup { bot: usize, client: IpAddr, suffixes: Vec<String> },
+    /// A Web Bot Auth signature's key directories of these agents are not
+    /// known: fetch them under `limits` ([`crate::park::start_keys`], a
+    /// fetch slot taken), and decide again with [`Waited::Keys`].
+    Fetch { agents: Vec<String>, limits: FetchLimits },
 }
 
 /// Counts one in a metric family ([`families`]) with these label values.
@@ -119,14 +124,15 @@ pub fn families() -> [(&'static str, &'static [&'static str]); 6] {
 /// with `snap` and the process's `state`; the decision is counted with
 /// `count`, and one that has a record offers it to `book`. A claim only
 /// reverse DNS can settle is answered from `dns`'s verdicts or `waited`
-/// (the answer of the lookup the request was parked for), else the request
-/// is to be parked ([`Answer::Lookup`]). `own` is how many
+/// (what the lookup the request was parked for found), a Web Bot Auth
+/// signature from the key directories `dirs` knows; else the request is to
+/// be parked ([`Answer::Lookup`], [`Answer::Fetch`]). `own` is how many
 /// `X-Forwarded-For` entries the edge itself has appended before the
 /// module runs (Envoy at the edge: one; HAProxy: none), for the crowd check.
 pub fn decide<'s>(
     snap: &'s Snapshot,
     (state, crowd, book, count): (&dyn State, &Crowd, Option<&Violations>, Count<'_>),
-    (dns, waited): (&Dns, Option<(usize, Identity)>),
+    (dns, dirs, waited): (&Dns, &Directories, Option<Waited>),
     (line, fields, own): (Line<'_>, &Fields<'_>, usize),
     client: Option<IpAddr>,
 ) -> Answer<'s> {
@@ -173,26 +179,31 @@ pub fn decide<'s>(
             match p.run(memo.as_deref_mut(), state, Clock::System) {
                 Next::Done(v) => break Ok(v),
                 Next::Need(Need::Dns { bot, client }) => match waited {
-                    Some((b, identity)) if b == bot => p.answer_dns(bot, identity),
+                    Some(Waited::Dns(b, identity)) if b == bot => p.answer_dns(bot, identity),
                     _ => {
                         let suffixes = &snap.classifier.bot(bot).rdns;
                         match dns.known(client, suffixes) {
                             Some(identity) => p.answer_dns(bot, identity),
-                            None => break Err((bot, client, suffixes.clone())),
+                            None => break Err(Answer::Lookup { bot, client, suffixes: suffixes.clone() }),
                         }
                     }
                 },
-                // Preview: no helper for these yet (docs/edge.md). The store
-                // is this process's tables; a signature's key directory is
-                // not fetched, so the signature does not verify.
+                // Not yet (docs/edge.md): no store; rates and bans are this
+                // process's tables.
                 Next::Need(Need::Store(_)) => p.answer_store(None),
-                Next::Need(Need::KeyDirectory(_)) => p.answer_signature(None),
+                Next::Need(Need::KeyDirectory(inspection)) => {
+                    let limits = FetchLimits::allowing_private(snap.settings.boot.verify.allow_private_directories);
+                    match dirs.known(&inspection, &limits, waited == Some(Waited::Keys)) {
+                        Known::Judged(host) => p.answer_signature(host),
+                        Known::Missing(agents) => break Err(Answer::Fetch { agents, limits }),
+                    }
+                }
             }
         }
     });
     let verdict = match verdict {
         Ok(v) => v,
-        Err((bot, client, suffixes)) => return Answer::Lookup { bot, client, suffixes },
+        Err(park) => return park,
     };
     let decision = match verdict {
         Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),

@@ -12,9 +12,11 @@
 //! * [`park`]: reverse DNS for a parked request, woken as the edge wakes one.
 //! * [`dns`]: forward-confirmed reverse DNS (the nginx, Envoy and HAProxy
 //!   modules).
+//! * [`keys`]: Web Bot Auth's key directories, known and fetched (the same).
 
 pub mod decide;
 pub mod dns;
+pub mod keys;
 pub mod log;
 pub mod module;
 pub mod park;

@@ -15,6 +15,7 @@ use robotgate::load::Snapshot;
 use robotgate::state::crowd::Crowd;
 use robotgate::state::memory::MemoryState;
 
+use crate::keys::Directories;
 use crate::log::Violations;
 use crate::park::Dns;
 
@@ -37,6 +38,8 @@ pub struct Module {
     pub crowd: Arc<Crowd>,
     /// Reverse DNS: its name servers, verdicts and lookups under way.
     pub dns: Arc<Dns>,
+    /// Web Bot Auth's key directories known, and their fetches under way.
+    pub directories: Arc<Directories>,
     /// The violation log, when robotgate.yaml names a file.
     pub violations: Option<Arc<Violations>>,
     /// The counters of [`crate::decide::families`] in the edge's own stats,
@@ -81,6 +84,7 @@ impl Module {
             state,
             crowd,
             dns,
+            directories: Arc::default(),
             violations,
             counters: Vec::new(),
             watcher: Mutex::new(Watcher { stop: Arc::new(AtomicBool::new(true)), stopped: None }),

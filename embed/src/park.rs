@@ -1,6 +1,8 @@
-//! Reverse DNS for a parked request: the verdicts kept for every thread of
-//! the edge's process, and each lookup done on a helper thread of its own,
-//! which wakes the parked request when its answer is in.
+//! A parked request's lookups: reverse DNS (its verdicts kept for every
+//! thread of the edge's process) and Web Bot Auth's key directories
+//! ([`start_keys`], into [`crate::keys::Directories`]), each done on a
+//! helper thread of its own, which wakes the parked request when its answer
+//! is in.
 //!
 //! How a request is parked and woken is the edge's ([`Wake`]): the Envoy
 //! module commits a scheduler made on the stream's worker thread, so that
@@ -9,8 +11,8 @@
 //! touches the request, only the [`Lookup`] both hold; its last holder
 //! drops the waker.
 //!
-//! At most [`IN_FLIGHT_MAX`] lookups run at once (a claim beyond that is
-//! judged unverifiable at once).
+//! At most [`IN_FLIGHT_MAX`] reverse DNS lookups run at once (a claim
+//! beyond that is judged unverifiable at once).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -19,7 +21,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use robotgate::identity::rdns::{self, DnsVerdict};
+use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::identity::Identity;
+
+use crate::keys::Directories;
 
 /// Verdicts kept, at most (then the table starts afresh).
 pub const CACHE_MAX: usize = 65_536;
@@ -88,7 +93,8 @@ impl Dns {
             self.in_flight.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        let lookup = Arc::new(Lookup { wake, bot, answer: Mutex::new(None), ready: AtomicBool::new(false) });
+        let lookup =
+            Arc::new(Lookup { wake, about: About::Dns(bot), answer: Mutex::new(None), ready: AtomicBool::new(false) });
         let (dns, held) = (self.clone(), lookup.clone());
         let started =
             std::thread::Builder::new().name("robotgate-dns".into()).stack_size(256 * 1024).spawn(move || {
@@ -103,8 +109,7 @@ impl Dns {
                 };
                 dns.keep(rdns::verdict_key(ip, &suffixes), identity, ttl);
                 *held.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(identity);
-                held.ready.store(true, Ordering::Release);
-                held.wake.wake();
+                held.done();
                 drop(held);
                 // Last: the module's end waits for this ([`Dns::settle`]).
                 dns.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -134,14 +139,62 @@ impl Dns {
     }
 }
 
-/// One parked request's lookup: the robot it is about, its answer, and how
-/// the request is woken.
+/// Fetch `agents`' key directories (Web Bot Auth) into `dirs` on a helper
+/// thread, under `limits`, and wake the request with `wake` when they are
+/// in; `note` hears of each that could not be had. `None` when no helper
+/// could be started (the fetch slot is given back: judge at once).
+pub fn start_keys<W: Wake>(
+    dirs: &Arc<Directories>,
+    wake: W,
+    agents: Vec<String>,
+    limits: FetchLimits,
+    note: fn(String),
+) -> Option<Arc<Lookup<W>>> {
+    let lookup = Arc::new(Lookup { wake, about: About::Keys, answer: Mutex::new(None), ready: AtomicBool::new(false) });
+    let (helper, held) = (dirs.clone(), lookup.clone());
+    let started = std::thread::Builder::new().name("robotgate-wba".into()).stack_size(512 * 1024).spawn(move || {
+        helper.fetch(&agents, &limits, &note);
+        held.done();
+    });
+    if started.is_err() {
+        dirs.give_back();
+        return None;
+    }
+    Some(lookup)
+}
+
+/// What a parked request waited for, and what came of it: the decision
+/// takes it when the request is decided again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// Reverse DNS's answer for database robot `.0`.
+    Dns(usize, Identity),
+    /// The key directories were fetched (or failed): what is still missing
+    /// is unavailable.
+    Keys,
+}
+
+/// What a lookup is about.
+enum About {
+    Dns(usize),
+    Keys,
+}
+
+/// One parked request's lookup: what it is about, its answer, and how the
+/// request is woken.
 pub struct Lookup<W> {
     wake: W,
-    /// The database robot looked up.
-    pub bot: usize,
+    about: About,
     answer: Mutex<Option<Identity>>,
     ready: AtomicBool,
+}
+
+impl<W: Wake> Lookup<W> {
+    /// The helper's last step: the answer is in, the request woken.
+    fn done(&self) {
+        self.ready.store(true, Ordering::Release);
+        self.wake.wake();
+    }
 }
 
 impl<W> Lookup<W> {
@@ -150,8 +203,15 @@ impl<W> Lookup<W> {
         self.ready.load(Ordering::Acquire)
     }
 
-    /// The answer (unverifiable if none came: a woken request decides).
-    pub fn answer(&self) -> Identity {
-        self.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).unwrap_or(Identity::Unverifiable)
+    /// What the request waited for, for its decision again (reverse DNS:
+    /// unverifiable if no answer came).
+    pub fn waited(&self) -> Waited {
+        match self.about {
+            About::Dns(bot) => Waited::Dns(
+                bot,
+                self.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).unwrap_or(Identity::Unverifiable),
+            ),
+            About::Keys => Waited::Keys,
+        }
     }
 }

@@ -14,6 +14,7 @@ use robotgate::state::State;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
 use robotgate_embed::decide::decide;
+use robotgate_embed::park::{start_keys, Waited};
 
 use crate::decide::{address_of, families, line, Answer, Count, Fields, OWN_ENTRIES};
 use crate::park::{Lookup, Scheduler};
@@ -23,6 +24,11 @@ use crate::{Level, Module, CROWD_WARNING};
 fn log(level: abi::LogLevel, message: &str) {
     // SAFETY: Envoy's callback; the message is copied before it returns.
     unsafe { abi::envoy_dynamic_module_callback_log(level, ModuleBuffer::of(message.as_bytes())) }
+}
+
+/// What a key directory fetch could not have (from its helper thread).
+fn note(why: String) {
+    log(abi::LOG_INFO, &format!("robotgate: {why}"));
 }
 
 /// [`log`] at a [`Level`] of the module's.
@@ -162,7 +168,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(envoy: FilterEnv
     // SAFETY: made by `filter_new`, used by this stream's thread only.
     let filter = unsafe { &mut *(filter as *mut Filter) };
     let Some(lookup) = filter.parked.take() else { return };
-    let waited = (lookup.bot, lookup.answer());
+    let waited = lookup.waited();
     drop(lookup);
     match run(envoy, filter, Some(waited)) {
         // SAFETY: Envoy's callback, on this stream's thread, its request
@@ -175,7 +181,7 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_scheduled(envoy: FilterEnv
 /// Decide the stream's request (again, with `waited`: the answer of the
 /// lookup it was parked for), never letting a panic through: a decision
 /// that panics is refused.
-fn run(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identity)>) -> Step {
+fn run(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Waited>) -> Step {
     match catch_unwind(AssertUnwindSafe(|| request_headers(envoy, filter, waited))) {
         Ok(step) => step,
         Err(_) => {
@@ -186,7 +192,7 @@ fn run(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identi
     }
 }
 
-fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(usize, Identity)>) -> Step {
+fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Waited>) -> Step {
     // SAFETY: the configuration outlives its filters (Envoy holds it for them).
     let module = unsafe { &*filter.module };
     // Every header in one crossing (Envoy bounds their count:
@@ -242,7 +248,8 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(u
     };
     let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as Count<'_>);
     let fields = Fields { all: &all };
-    match decide(&snap, books, (&module.dns, waited), (line(&fields), &fields, OWN_ENTRIES), client) {
+    let helpers = (&*module.dns, &*module.directories, waited);
+    match decide(&snap, books, helpers, (line(&fields), &fields, OWN_ENTRIES), client) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
             Step::Answered
@@ -261,9 +268,24 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<(u
                     Step::Parked
                 }
                 // No helper: judged now, unverifiable (as when the lookup fails).
-                None => request_headers(envoy, filter, Some((bot, Identity::Unverifiable))),
+                None => request_headers(envoy, filter, Some(Waited::Dns(bot, Identity::Unverifiable))),
             }
         }
+        // SAFETY: as above.
+        Answer::Fetch { agents, limits } => match unsafe { Scheduler::of(envoy) } {
+            Some(wake) => match start_keys(&module.directories, wake, agents, limits, note) {
+                Some(lookup) => {
+                    filter.parked = Some(lookup);
+                    Step::Parked
+                }
+                // No helper: judged now, the directories unavailable.
+                None => request_headers(envoy, filter, Some(Waited::Keys)),
+            },
+            None => {
+                module.directories.give_back();
+                request_headers(envoy, filter, Some(Waited::Keys))
+            }
+        },
     }
 }
 

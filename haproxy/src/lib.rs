@@ -32,11 +32,12 @@ mod lua;
 
 use std::net::IpAddr;
 
-use robotgate::identity::Identity;
+use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::net::spop::hdrs_bin;
 use robotgate::pipeline::answer::Plan;
 use robotgate::state::State;
 use robotgate_embed::decide::{decide, Answer, Fields, Line};
+use robotgate_embed::park::Waited;
 use robotgate_embed::Module;
 
 /// What the crowd check says, at most hourly ([`robotgate::state::crowd::Crowd::tick`]).
@@ -66,6 +67,9 @@ pub enum Step<'s> {
     /// Park it for the reverse DNS of database robot `bot` (HAProxy's
     /// `src` as `client`, host names ending in `suffixes`).
     Lookup { bot: usize, client: IpAddr, suffixes: Vec<String> },
+    /// Park it for the key directories of these agents (Web Bot Auth), to
+    /// be fetched under `limits` (a fetch slot taken).
+    Fetch { agents: Vec<String>, limits: FetchLimits },
 }
 
 /// Decide `facts` with `module` (its snapshot in force and shared state),
@@ -76,7 +80,7 @@ pub fn request<'s>(
     module: &Module,
     snap: &'s robotgate::load::Snapshot,
     facts: &Facts<'_>,
-    waited: Option<(usize, Identity)>,
+    waited: Option<Waited>,
 ) -> Step<'s> {
     // HAProxy's own block; one it could not have written is refused, never
     // passed undecided.
@@ -92,10 +96,11 @@ pub fn request<'s>(
     let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as _);
     // `option forwardfor` appends at the backend, after the action: every
     // `X-Forwarded-For` entry the module sees is the client's.
-    match decide(snap, books, (&module.dns, waited), (line, &fields, 0), client) {
+    match decide(snap, books, (&module.dns, &module.directories, waited), (line, &fields, 0), client) {
         Answer::Pass { robots_tags, content_usage } => Step::Pass { robots_tags, content_usage },
         Answer::Plan(plan) => Step::Plan(plan),
         Answer::Lookup { bot, client, suffixes } => Step::Lookup { bot, client, suffixes },
+        Answer::Fetch { agents, limits } => Step::Fetch { agents, limits },
     }
 }
 

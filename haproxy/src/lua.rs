@@ -17,10 +17,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mlua::{AnyUserData, IntoLuaMulti, Lua, LuaString, MultiValue, Result, Table, UserData, UserDataMethods, Value};
+use mlua::{AnyUserData, IntoLuaMulti, Lua, LuaString, MultiValue, Result, Table, UserData, UserDataMethods};
 
+use robotgate::identity::Identity;
 use robotgate::pipeline::answer::Plan;
-use robotgate_embed::park::{Lookup, Polled};
+use robotgate_embed::park::{start_keys, Lookup, Polled, Waited};
 use robotgate_embed::{Level, Module};
 
 use crate::{body_of, request, Facts, Step, CROWD_WARNING};
@@ -123,11 +124,8 @@ type Args = (Option<LuaString>, LuaString, LuaString, Option<LuaString>, bool, O
 
 /// `gate:decide(src, method, pathq, hdrs_bin, ssl_fc[, ticket])`.
 fn decide(lua: &Lua, gate: &Gate, (src, method, pathq, headers, https, ticket): Args) -> Result<MultiValue> {
-    let waited = match &ticket {
-        Some(t) => {
-            let t = t.borrow::<Ticket>()?;
-            Some((t.0.bot, t.0.answer()))
-        }
+    let mut waited = match &ticket {
+        Some(t) => Some(t.borrow::<Ticket>()?.0.waited()),
         None => None,
     };
     let (src, method, pathq) = (src.as_ref().map(LuaString::as_bytes), method.as_bytes(), pathq.as_bytes());
@@ -141,37 +139,41 @@ fn decide(lua: &Lua, gate: &Gate, (src, method, pathq, headers, https, ticket): 
     };
     let module = gate.0.module();
     let snap = module.current();
-    let step = catch_unwind(AssertUnwindSafe(|| request(module, &snap, &facts, waited)));
-    match step {
-        Ok(Step::Pass { robots_tags, content_usage }) if robots_tags.is_empty() && content_usage.is_none() => {
-            Ok(MultiValue::new())
-        }
-        Ok(Step::Pass { robots_tags, content_usage }) => {
-            let tags =
-                if robots_tags.is_empty() { Value::Nil } else { Value::Table(lua.create_sequence_from(robots_tags)?) };
-            ("pass", tags, content_usage).into_lua_multi(lua)
-        }
-        Ok(Step::Plan(plan)) => answer(lua, &plan, &method),
-        Ok(Step::Lookup { bot, client, suffixes }) => match module.dns.start(Polled, bot, client, suffixes) {
-            Some(lookup) => ("wait", Ticket(lookup)).into_lua_multi(lua),
-            // No helper: judged now, unverifiable (as when the lookup fails).
-            None => {
-                let waited = Some((bot, robotgate::identity::Identity::Unverifiable));
-                match catch_unwind(AssertUnwindSafe(|| request(module, &snap, &facts, waited))) {
-                    Ok(Step::Plan(plan)) => answer(lua, &plan, &method),
-                    Ok(Step::Pass { robots_tags, content_usage }) => {
-                        let tags = lua.create_sequence_from(robots_tags)?;
-                        ("pass", tags, content_usage).into_lua_multi(lua)
-                    }
-                    Ok(Step::Lookup { .. }) | Err(_) => panicked(lua, &method),
-                }
+    // A lookup with no helper to run it is judged at once, as failed: the
+    // request is decided again (twice at most: one claim, one signature).
+    for _ in 0..3 {
+        let step = match catch_unwind(AssertUnwindSafe(|| request(module, &snap, &facts, waited))) {
+            Ok(step) => step,
+            Err(_) => return panicked(lua, &method),
+        };
+        match step {
+            Step::Pass { robots_tags, content_usage } if robots_tags.is_empty() && content_usage.is_none() => {
+                return Ok(MultiValue::new())
             }
-        },
-        Err(_) => panicked(lua, &method),
+            Step::Pass { robots_tags, content_usage } => {
+                let tags = lua.create_sequence_from(robots_tags)?;
+                return ("pass", tags, content_usage).into_lua_multi(lua);
+            }
+            Step::Plan(plan) => return answer(lua, &plan, &method),
+            Step::Lookup { bot, client, suffixes } => match module.dns.start(Polled, bot, client, suffixes) {
+                Some(lookup) => return ("wait", Ticket(lookup)).into_lua_multi(lua),
+                None => waited = Some(Waited::Dns(bot, Identity::Unverifiable)),
+            },
+            Step::Fetch { agents, limits } => match start_keys(&module.directories, Polled, agents, limits, note) {
+                Some(lookup) => return ("wait", Ticket(lookup)).into_lua_multi(lua),
+                None => waited = Some(Waited::Keys),
+            },
+        }
     }
+    panicked(lua, &method)
 }
 
-/// A decision that panicked: refused.
+/// What a key directory fetch could not have (from its helper thread).
+fn note(why: String) {
+    log(Level::Info, &format!("robotgate: {why}"));
+}
+
+/// A decision that panicked (or never came to an end): refused.
 fn panicked(lua: &Lua, method: &[u8]) -> Result<MultiValue> {
     log(Level::Error, "robotgate: deciding a request panicked; it is refused");
     answer(lua, &Plan::refuse(500, "Internal Server Error"), method)

@@ -37,14 +37,8 @@ pub struct Conn {
 }
 
 /// Trust for `rediss://`: the system's roots (and `SSL_CERT_FILE`, which
-/// nginx passes its workers with `env SSL_CERT_FILE;`).
-pub fn tls_config() -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    Arc::new(rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth())
-}
+/// nginx passes its workers with `env SSL_CERT_FILE;`), as for key directories.
+pub use robotgate_embed::keys::tls_config;
 
 /// Time left until `deadline`, or an error when none is.
 fn left(deadline: Instant, what: &str) -> Result<Duration, String> {
