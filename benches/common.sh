@@ -226,3 +226,20 @@ NGX
 
 # median: the median of the numbers on stdin, separated by spaces or lines.
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# haproxy_lua_conf FILE PORT ORIGIN YAML MODULE: the shipped
+# examples/edge/haproxy-lua.cfg on PORT in front of ORIGIN, with robotgate.yaml
+# YAML, the Lua module MODULE (haproxy/build.sh's robotgate.so) and the
+# shipped robotgate.lua, `nbthread 1`; fails if the example no longer names
+# what is replaced.
+haproxy_lua_conf() {
+  local t
+  for t in 'bind 127.0.0.1:80' 127.0.0.1:8000 'setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml' \
+    'lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath' 'lua-load-per-thread /etc/haproxy/robotgate.lua'; do
+    grep -qF -- "$t" examples/edge/haproxy-lua.cfg || { echo "haproxy-lua.cfg no longer names $t" >&2; return 1; }
+  done
+  sed -e "s/^    bind 127\.0\.0\.1:80\$/    bind 127.0.0.1:$2/" -e "s/127\.0\.0\.1:8000/127.0.0.1:$3/" \
+    -e "s|/etc/robotgate/robotgate.yaml|$4|" -e "s|/usr/lib/robotgate/haproxy/|${5%/*}/|" \
+    -e "s|/etc/haproxy/robotgate.lua|$PWD/examples/edge/robotgate.lua|" -e 's/^global$/global\n    nbthread 1/' \
+    examples/edge/haproxy-lua.cfg > "$1"
+}

@@ -132,12 +132,7 @@ haproxy_alone_conf() { # FILE PORT [LINES]
 REGEX=$(ai_crawler_regex)
 haproxy_conf "$WORK/ha-agent.cfg" "$HA_AGENT"
 # The Lua module's file: the same robotgate.yaml as robotgate's process.
-must_name examples/edge/haproxy-lua.cfg 'bind 127.0.0.1:80' 127.0.0.1:8000 'setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml' \
-  'lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath' 'lua-load-per-thread /etc/haproxy/robotgate.lua'
-sed -e "s/^    bind 127\.0\.0\.1:80\$/    bind 127.0.0.1:$HA_LUA/" -e "s/127\.0\.0\.1:8000/127.0.0.1:$ORIGIN/" \
-  -e "s|/etc/robotgate/robotgate.yaml|$WORK/robotgate-verified.yaml|" -e "s|/usr/lib/robotgate/haproxy/|${LUA_MODULE%/*}/|" \
-  -e "s|/etc/haproxy/robotgate.lua|$PWD/examples/edge/robotgate.lua|" -e 's/^global$/global\n    nbthread 1/' \
-  examples/edge/haproxy-lua.cfg > "$WORK/ha-lua.cfg"
+haproxy_lua_conf "$WORK/ha-lua.cfg" "$HA_LUA" "$ORIGIN" "$WORK/robotgate-verified.yaml" "$LUA_MODULE"
 haproxy_alone_conf "$WORK/ha-alone.cfg" "$HA_ALONE"
 haproxy_alone_conf "$WORK/ha-regex.cfg" "$HA_REGEX" \
   "    http-request deny deny_status 403 if { hdr_reg(User-Agent) -i '($REGEX)' }"

@@ -17,7 +17,9 @@
 # Each proxy runs alone under callgrind in front of one nginx origin; wrk
 # warms it up for 3 s, the counters are zeroed, wrk loads it for SECONDS
 # (default 10), the counters are dumped and divided by the requests wrk
-# made. Kernel work is not counted: strace shows nginx and Pingora making the
+# made. With HAPROXY=1, also HAProxy (Debian's 2.6, `nbthread 1`) alone,
+# with its `hdr_reg` User-Agent block, and with the Lua module (issue #69:
+# a browser, GPTBot refused), beside nginx's figures. Kernel work is not counted: strace shows nginx and Pingora making the
 # same system calls per proxied request (two reads, two writes, one socket
 # check). Installs wrk, nginx and valgrind from Debian if missing. Loopback
 # only; stops everything it started.
@@ -31,6 +33,10 @@ install_missing wrk:wrk nginx:nginx-light valgrind:valgrind curl:curl
 # NO_BUILD=1: measure the binaries in target/release as they are (the ones
 # the tests built, or another checkout's through a target symlink).
 [ -n "${NO_BUILD:-}" ] || cargo build --release --bin robotgate --example passthrough >/dev/null 2>&1
+if [ -n "${HAPROXY:-}" ]; then
+  install_missing haproxy:haproxy
+  LUA_MODULE=$(bash haproxy/build.sh 2>/dev/null | tail -n 1)
+fi
 
 start_work KILL
 
@@ -103,6 +109,19 @@ measure robotgate-bot-spoofed "$GPTBOT" target/release/robotgate serve --config 
 # Pingora passthrough refusing GPTBot from `request_filter` (see block.sh).
 measure nginx-jit-blocked "$GPTBOT" nginx -c "$WORK/block-jit.conf"
 measure passthrough-refuse-blocked "$GPTBOT" target/release/examples/passthrough "127.0.0.1:$PROXY" "127.0.0.1:$ORIGIN" 1 refuse
+if [ -n "${HAPROXY:-}" ]; then
+  # Alone and with the block: the module's file without its Lua lines, so
+  # that all three log each request alike (the shipped file's httplog).
+  haproxy_lua_conf "$WORK/haproxy-lua.cfg" "$PROXY" "$ORIGIN" "$WORK/robotgate-verified.yaml" "$LUA_MODULE"
+  grep -v -E 'lua|ROBOTGATE_CONFIG' "$WORK/haproxy-lua.cfg" > "$WORK/haproxy.cfg"
+  awk -v rx="$(ai_crawler_regex)" '{ print } /^    bind 127/ { print "    http-request deny deny_status 403 if { hdr_reg(User-Agent) -i \047(" rx ")\047 }" }' \
+    "$WORK/haproxy.cfg" > "$WORK/haproxy-regex.cfg"
+  haproxy -c -q -f "$WORK/haproxy-regex.cfg"
+  measure haproxy "$CHROME" haproxy -db -f "$WORK/haproxy.cfg"
+  measure haproxy-regex-blocked "$GPTBOT" haproxy -db -f "$WORK/haproxy-regex.cfg"
+  measure haproxy-lua-browser "$CHROME" haproxy -db -f "$WORK/haproxy-lua.cfg"
+  measure haproxy-lua-blocked "$GPTBOT" haproxy -db -f "$WORK/haproxy-lua.cfg"
+fi
 [ -f "$WORK/result.nginx" ] && [ -f "$WORK/result.passthrough" ] && [ -f "$WORK/result.robotgate-browser" ] &&
   [ -f "$WORK/result.passthrough-forward" ] &&
 awk -v a="$(cat "$WORK/result.robotgate-browser")" -v b="$(cat "$WORK/result.passthrough")" \
