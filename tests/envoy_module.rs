@@ -20,74 +20,8 @@ use std::time::{Duration, Instant};
 use common::certs::Certs;
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered, Running};
-use common::modules::envoy as module;
+use common::modules::{envoy as module, signed_site, site};
 use common::*;
-
-/// GPTBot may read nothing; everyone else anything but /private/.
-const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
-
-/// The second site's (`slow.example`): GPTBot may read everything, slowly.
-const SLOW_ROBOTS: &str = "User-agent: GPTBot\nCrawl-delay: 30\n";
-
-/// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
-const FEEDS: &[(&str, &str)] = &[
-    (
-        "feeds/openai-gptbot.json",
-        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#,
-    ),
-    (
-        "feeds/openai-chatgpt-user.json",
-        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
-    ),
-];
-
-/// robotgate.yaml and the sites' files in `dir`, both sites in front of
-/// `origin`: `s` (the default) with [`ROBOTS`] and the trap `/trap/`
-/// (banning at once, for a minute), `slow` (`slow.example`) with
-/// [`SLOW_ROBOTS`].
-/// `extra`: more top-level YAML.
-fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
-    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
-    std::fs::write(dir.join("slow-robots.txt"), SLOW_ROBOTS).unwrap();
-    for (name, body) in FEEDS {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
-    let d = dir.display();
-    let yaml = format!(
-        r#"listen: ["127.0.0.1:1"]
-sites:
-  - name: s
-    hosts: ["127.0.0.1", "localhost"]
-    default: true
-    upstream: "{origin}"
-    robots: "{d}/robots.txt"
-    traps: {{ paths: ["/trap/"], ban: 60, arm_after: 0 }}
-    policy:
-      enforce_ai_user: true
-      bots:
-        ChatGPT-User: {{ action: noindex }}
-    indexing:
-      rules:
-        - {{ path: "/docs/", set: "noarchive" }}
-  - name: slow
-    hosts: ["slow.example"]
-    upstream: "{origin}"
-    robots: "{d}/slow-robots.txt"
-verify:
-  refresh: "off"
-  feeds: "{d}/feeds"
-log:
-  violations: "{d}/violations.jsonl"
-  aggregate_window: 0
-{extra}"#,
-        origin = origin.addr,
-    );
-    let path = dir.join("robotgate.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    path
-}
 
 /// The shipped example with the test's listeners, origin and robotgate.yaml.
 /// Panics if the example no longer names them (the test would otherwise run
@@ -488,12 +422,7 @@ fn a_signed_agent_is_verified_inside_envoy() {
     let Some(module) = module() else { return };
     let origin = Origin::start();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bots.yaml"), common::modules::SIGNED_BOT).unwrap();
-    let bots = format!("bots: {}/bots.yaml\n", dir.path().display());
-    let yaml = site(dir.path(), &origin, &bots);
-    let text = std::fs::read_to_string(&yaml).unwrap();
-    let verify = "verify:\n  allow_private_directories: true\n  dns: { nameservers: [\"127.0.0.1:9\"] }\n";
-    std::fs::write(&yaml, text.replacen("verify:\n", verify, 1)).unwrap();
+    let yaml = signed_site(dir.path(), &origin);
     let (port, admin) = (free_port(), free_port());
     let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
     let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);

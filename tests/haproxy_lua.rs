@@ -18,75 +18,10 @@ use std::time::{Duration, Instant};
 
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{get_from, shipped, wait_port, Answered, Running};
-use common::modules::haproxy as module;
+use common::modules::{haproxy as module, signed_site, site};
 use common::*;
 
-/// GPTBot may read nothing; everyone else anything but /private/.
-const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
-
-/// The second site's (`slow.example`): GPTBot may read everything, slowly.
-const SLOW_ROBOTS: &str = "User-agent: GPTBot\nCrawl-delay: 30\n";
-
-/// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
-const FEEDS: &[(&str, &str)] = &[
-    (
-        "feeds/openai-gptbot.json",
-        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#,
-    ),
-    (
-        "feeds/openai-chatgpt-user.json",
-        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
-    ),
-];
-
 const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
-
-/// robotgate.yaml and the sites' files in `dir`, both sites in front of
-/// `origin` (as tests/envoy_module.rs's): `s` (the default) with [`ROBOTS`]
-/// and the trap `/trap/`, `slow` (`slow.example`) with [`SLOW_ROBOTS`].
-/// `extra`: more top-level YAML.
-fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
-    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
-    std::fs::write(dir.join("slow-robots.txt"), SLOW_ROBOTS).unwrap();
-    for (name, body) in FEEDS {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-    }
-    let d = dir.display();
-    let yaml = format!(
-        r#"listen: ["127.0.0.1:1"]
-sites:
-  - name: s
-    hosts: ["127.0.0.1", "localhost"]
-    default: true
-    upstream: "{origin}"
-    robots: "{d}/robots.txt"
-    traps: {{ paths: ["/trap/"], ban: 60, arm_after: 0 }}
-    policy:
-      enforce_ai_user: true
-      bots:
-        ChatGPT-User: {{ action: noindex }}
-    indexing:
-      rules:
-        - {{ path: "/docs/", set: "noarchive" }}
-  - name: slow
-    hosts: ["slow.example"]
-    upstream: "{origin}"
-    robots: "{d}/slow-robots.txt"
-verify:
-  refresh: "off"
-  feeds: "{d}/feeds"
-log:
-  violations: "{d}/violations.jsonl"
-  aggregate_window: 0
-{extra}"#,
-        origin = origin.addr,
-    );
-    let path = dir.join("robotgate.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    path
-}
 
 /// The shipped haproxy-lua.cfg with the test's listener, origin, module,
 /// Lua file and robotgate.yaml; `nbthread` threads; `frontend` more lines
@@ -497,12 +432,7 @@ fn a_signed_agent_is_verified_inside_haproxy() {
     }
     let origin = Origin::start();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bots.yaml"), common::modules::SIGNED_BOT).unwrap();
-    let bots = format!("bots: {}/bots.yaml\n", dir.path().display());
-    let yaml = site(dir.path(), &origin, &bots);
-    let text = std::fs::read_to_string(&yaml).unwrap();
-    let verify = "verify:\n  allow_private_directories: true\n  dns: { nameservers: [\"127.0.0.1:9\"] }\n";
-    std::fs::write(&yaml, text.replacen("verify:\n", verify, 1)).unwrap();
+    let yaml = signed_site(dir.path(), &origin);
     let port = free_port();
     let _haproxy = start(dir.path(), port, &retarget(port, &origin, (&module, &yaml), 1, ""));
     common::modules::a_signed_agent_is_verified(port, &dir.path().join("violations.jsonl"), &|signed, path| {

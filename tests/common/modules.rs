@@ -3,9 +3,12 @@
 //! `haproxy/build.sh`), the scripts operators run.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+
+use super::Origin;
 
 /// The Envoy module (`librobotgate_envoy.so`), or `None` when it cannot be
 /// built here: the test skips, loudly (under `CI` it fails instead).
@@ -80,4 +83,82 @@ pub fn a_signed_agent_is_verified(port: u16, log: &std::path::Path, status: Stat
     let recs = super::wait_lines(log, 6);
     assert_eq!(recs.iter().filter(|l| l.contains("\"spoofed-identity\"")).count(), 5, "{recs:#?}");
     assert!(recs.iter().any(|l| l.contains("/private/a") && l.contains("\"identity\":\"verified\"")), "{recs:#?}");
+}
+
+/// GPTBot may read nothing; everyone else anything but /private/.
+pub const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n";
+
+/// The second site's (`slow.example`): GPTBot may read everything, slowly.
+pub const SLOW_ROBOTS: &str = "User-agent: GPTBot\nCrawl-delay: 30\n";
+
+/// GPTBot's (test) published range: 127.0.0.0/30. ChatGPT-User's: loopback.
+pub const FEEDS: &[(&str, &str)] = &[
+    (
+        "feeds/openai-gptbot.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/30"}]}"#,
+    ),
+    (
+        "feeds/openai-chatgpt-user.json",
+        r#"{"creationTime": "2026-11-25T00:00:00", "prefixes": [{"ipv4Prefix": "127.0.0.0/8"}]}"#,
+    ),
+];
+
+/// The module tests' robotgate.yaml (tests/envoy_module.rs, tests/haproxy_lua.rs)
+/// and the sites' files in `dir`, both sites in front of
+/// `origin`: `s` (the default) with [`ROBOTS`] and the trap `/trap/`
+/// (banning at once, for a minute), `slow` (`slow.example`) with
+/// [`SLOW_ROBOTS`].
+/// `extra`: more top-level YAML.
+pub fn site(dir: &Path, origin: &Origin, extra: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("robots.txt"), ROBOTS).unwrap();
+    std::fs::write(dir.join("slow-robots.txt"), SLOW_ROBOTS).unwrap();
+    for (name, body) in FEEDS {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let d = dir.display();
+    let yaml = format!(
+        r#"listen: ["127.0.0.1:1"]
+sites:
+  - name: s
+    hosts: ["127.0.0.1", "localhost"]
+    default: true
+    upstream: "{origin}"
+    robots: "{d}/robots.txt"
+    traps: {{ paths: ["/trap/"], ban: 60, arm_after: 0 }}
+    policy:
+      enforce_ai_user: true
+      bots:
+        ChatGPT-User: {{ action: noindex }}
+    indexing:
+      rules:
+        - {{ path: "/docs/", set: "noarchive" }}
+  - name: slow
+    hosts: ["slow.example"]
+    upstream: "{origin}"
+    robots: "{d}/slow-robots.txt"
+verify:
+  refresh: "off"
+  feeds: "{d}/feeds"
+log:
+  violations: "{d}/violations.jsonl"
+  aggregate_window: 0
+{extra}"#,
+        origin = origin.addr,
+    );
+    let path = dir.join("robotgate.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// [`site`] with [`SIGNED_BOT`] in its bots and key directories on loopback
+/// allowed; no DNS server answers.
+pub fn signed_site(dir: &Path, origin: &Origin) -> std::path::PathBuf {
+    std::fs::write(dir.join("bots.yaml"), SIGNED_BOT).unwrap();
+    let yaml = site(dir, origin, &format!("bots: {}/bots.yaml\n", dir.display()));
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = "verify:\n  allow_private_directories: true\n  dns: { nameservers: [\"127.0.0.1:9\"] }\n";
+    std::fs::write(&yaml, text.replacen("verify:\n", verify, 1)).unwrap();
+    yaml
 }
