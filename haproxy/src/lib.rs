@@ -30,9 +30,6 @@
 #[cfg(not(test))]
 mod lua;
 
-use std::net::IpAddr;
-
-use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::net::spop::hdrs_bin;
 use robotgate::pipeline::answer::Plan;
 use robotgate::state::State;
@@ -58,20 +55,6 @@ pub struct Facts<'r> {
     pub https: bool,
 }
 
-/// The request's next step.
-pub enum Step<'s> {
-    /// Let it through, adding these to the origin's answer.
-    Pass { robots_tags: Vec<String>, content_usage: Option<String> },
-    /// Answer it with this plan.
-    Plan(Plan<'s>),
-    /// Park it for the reverse DNS of database robot `bot` (HAProxy's
-    /// `src` as `client`, host names ending in `suffixes`).
-    Lookup { bot: usize, client: IpAddr, suffixes: Vec<String> },
-    /// Park it for the key directories of these agents (Web Bot Auth), to
-    /// be fetched under `limits` (a fetch slot taken).
-    Fetch { agents: Vec<String>, limits: FetchLimits },
-}
-
 /// Decide `facts` with `module` (its snapshot in force and shared state),
 /// with `waited`, the answer of the lookup it was parked for. HAProxy has
 /// no stats of the module's: the decision's counts are not kept (as the
@@ -81,11 +64,11 @@ pub fn request<'s>(
     snap: &'s robotgate::load::Snapshot,
     facts: &Facts<'_>,
     waited: Option<Waited>,
-) -> Step<'s> {
+) -> Answer<'s> {
     // HAProxy's own block; one it could not have written is refused, never
     // passed undecided.
     let Ok(all) = hdrs_bin(facts.headers) else {
-        return Step::Plan(Plan::refuse(400, "Bad Request: the request's headers could not be read"));
+        return Answer::Plan(Plan::refuse(400, "Bad Request: the request's headers could not be read"));
     };
     let fields = Fields { all: &all };
     // HTTP/1's `Host`; HTTP/2's `:authority`, which HAProxy keeps as `host`.
@@ -96,12 +79,7 @@ pub fn request<'s>(
     let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as _);
     // `option forwardfor` appends at the backend, after the action: every
     // `X-Forwarded-For` entry the module sees is the client's.
-    match decide(snap, books, (&module.dns, &module.directories, waited), (line, &fields, 0), client) {
-        Answer::Pass { robots_tags, content_usage } => Step::Pass { robots_tags, content_usage },
-        Answer::Plan(plan) => Step::Plan(plan),
-        Answer::Lookup { bot, client, suffixes } => Step::Lookup { bot, client, suffixes },
-        Answer::Fetch { agents, limits } => Step::Fetch { agents, limits },
-    }
+    decide(snap, books, (&module.dns, &module.directories, waited), (line, &fields, 0), client)
 }
 
 /// A plan's body as sent: none for `HEAD` or a 304 (HTTP's rule; HAProxy's

@@ -24,7 +24,9 @@ use robotgate::pipeline::answer::Plan;
 use robotgate_embed::park::{start_keys, Lookup, Polled, Waited};
 use robotgate_embed::{Level, Module};
 
-use crate::{body_of, request, Facts, Step, CROWD_WARNING};
+use robotgate_embed::decide::Answer;
+
+use crate::{body_of, request, Facts, CROWD_WARNING};
 
 /// Forks since the module was loaded into the process (a child handler of
 /// `pthread_atfork` counts them): HAProxy's master-worker mode reads
@@ -147,19 +149,19 @@ fn decide(lua: &Lua, gate: &Gate, (src, method, pathq, headers, https, ticket): 
             Err(_) => return panicked(lua, &method),
         };
         match step {
-            Step::Pass { robots_tags, content_usage } if robots_tags.is_empty() && content_usage.is_none() => {
+            Answer::Pass { robots_tags, content_usage } if robots_tags.is_empty() && content_usage.is_none() => {
                 return Ok(MultiValue::new())
             }
-            Step::Pass { robots_tags, content_usage } => {
+            Answer::Pass { robots_tags, content_usage } => {
                 let tags = lua.create_sequence_from(robots_tags)?;
                 return ("pass", tags, content_usage).into_lua_multi(lua);
             }
-            Step::Plan(plan) => return answer(lua, &plan, &method),
-            Step::Lookup { bot, client, suffixes } => match module.dns.start(Polled, bot, client, suffixes) {
+            Answer::Plan(plan) => return answer(lua, &plan, &method),
+            Answer::Lookup { bot, client, suffixes } => match module.dns.start(Polled, bot, client, suffixes) {
                 Some(lookup) => return ("wait", Ticket(lookup)).into_lua_multi(lua),
                 None => waited = Some(Waited::Dns(bot, Identity::Unverifiable)),
             },
-            Step::Fetch { agents, limits } => match start_keys(&module.directories, Polled, agents, limits, note) {
+            Answer::Fetch { agents, limits } => match start_keys(&module.directories, Polled, agents, limits, note) {
                 Some(lookup) => return ("wait", Ticket(lookup)).into_lua_multi(lua),
                 None => waited = Some(Waited::Keys),
             },
