@@ -208,6 +208,33 @@ fn a_config_that_does_not_load_stops_envoy() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "Envoy listens without the module");
 }
 
+/// The path of robotgate.yaml as Envoy Gateway's EnvoyExtensionPolicy passes
+/// a module's `config`, and as any `google.protobuf.Struct` arrives: JSON,
+/// `{"config": "<path>"}` (docs/edge.md, the Envoy Gateway form).
+#[test]
+fn the_config_path_is_read_from_a_struct_too() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin) = (free_port(), free_port());
+    let string_value = "\"@type\": type.googleapis.com/google.protobuf.StringValue\n";
+    let shipped = shipped("envoy-module.yaml");
+    assert_eq!(shipped.matches(string_value).count(), 1, "the example no longer passes a StringValue");
+    let config = retarget(&shipped, (port, admin), &origin, &yaml)
+        .replace(string_value, "\"@type\": type.googleapis.com/google.protobuf.Struct\n")
+        .replace(&format!("value: {}", yaml.display()), &format!("value: {{ config: \"{}\" }}", yaml.display()));
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    let log = dir.path().join("envoy.log");
+    wait_port(port, "envoy", &log);
+    let read = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(read.contains(&format!("robotgate: {} loaded", yaml.display())), "{read}");
+    let r = get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]);
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert_eq!(as_a_browser(port, "127.0.0.2", "/page").status, 200);
+}
+
 /// Issue #69 (4): what Envoy lets through in other forms is decided, never
 /// passed undecided: an absolute-form target, an HTTP/2 request (its
 /// `:authority` with a port), a `Host` robotgate's reading refuses (the

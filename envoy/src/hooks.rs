@@ -75,12 +75,14 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
     let loaded = catch_unwind(|| {
         // SAFETY: Envoy's buffer, valid during this hook.
         let bytes = unsafe { config.bytes() };
-        let Ok(path) = std::str::from_utf8(bytes) else {
-            log(abi::LOG_ERROR, "robotgate: filter_config is not a UTF-8 path of robotgate.yaml");
-            return std::ptr::null();
+        let path = match crate::config::path_of(bytes) {
+            Ok(path) => path,
+            Err(problem) => {
+                log(abi::LOG_ERROR, &format!("robotgate: {problem}"));
+                return std::ptr::null();
+            }
         };
-        let path = std::path::Path::new(path.trim());
-        match Module::load(path, log_at, CROWD_WARNING) {
+        match Module::load(&path, log_at, CROWD_WARNING) {
             Ok(mut module) => {
                 module.counters = define_counters(config_envoy);
                 for problem in &module.current().refused {

@@ -17,7 +17,8 @@
 //!
 //! Envoy finds `librobotgate_envoy.so` in `ENVOY_DYNAMIC_MODULES_SEARCH_PATH`
 //! (examples/edge/envoy-module.yaml). The filter's `filter_config` is the
-//! path of robotgate.yaml, the same file as `robotgate serve`'s, loaded when
+//! path of robotgate.yaml (or JSON naming it: [`config`]), the same file as
+//! `robotgate serve`'s, loaded when
 //! Envoy loads the filter's configuration; one that does not load refuses
 //! Envoy's configuration, with each problem in Envoy's log.
 //!
@@ -39,6 +40,7 @@
 //! is robotgate-embed's; this crate only translates Envoy's API.
 
 pub mod abi;
+pub mod config;
 pub mod decide;
 #[cfg(not(test))]
 mod hooks;
