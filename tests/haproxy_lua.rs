@@ -34,7 +34,8 @@ fn retarget(port: u16, origin: &Origin, (module, yaml): (&Path, &Path), nbthread
     let config = "setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml";
     let cpath = "lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath";
     let lua = "lua-load-per-thread /etc/haproxy/robotgate.lua";
-    for default in [bind, upstream, config, cpath, lua] {
+    let metrics = "    bind 127.0.0.1:9103\n";
+    for default in [bind, upstream, config, cpath, lua, metrics] {
         assert_eq!(cfg.matches(default).count(), 1, "haproxy-lua.cfg no longer names {default}");
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/robotgate.lua");
@@ -43,7 +44,21 @@ fn retarget(port: u16, origin: &Origin, (module, yaml): (&Path, &Path), nbthread
         .replace(config, &format!("setenv ROBOTGATE_CONFIG {}", yaml.display()))
         .replace(cpath, &format!("lua-prepend-path {}/?.so cpath", module.parent().unwrap().display()))
         .replace(lua, &format!("lua-load-per-thread {}", script.display()))
+        .replace(metrics, &format!("    bind 127.0.0.1:{}\n", free_port()))
         .replacen("\nglobal\n", &format!("\nglobal\n    nbthread {nbthread}\n"), 1)
+}
+
+/// The port of the metrics frontend of a [`retarget`]ed configuration.
+fn metrics_port(cfg: &str) -> u16 {
+    let frontend = cfg.split("frontend robotgate-metrics\n").nth(1).expect("no metrics frontend");
+    let bind = frontend.lines().find_map(|l| l.trim().strip_prefix("bind 127.0.0.1:")).expect("no bind");
+    bind.parse().unwrap()
+}
+
+/// The value of the series `series` (its name and labels, as written) in a
+/// scrape's `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// The real HAProxy running `cfg` in the foreground, its stderr (the
@@ -196,6 +211,34 @@ fn haproxy_lua_module_in_front() {
     assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);
     let r = as_a_browser(port, "127.0.0.2", "/page");
     assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+
+    // The metrics frontend: the proxy's families, counted by the module.
+    let scrape = get_from(metrics_port(&cfg), "127.0.0.1", "/metrics", &[]);
+    assert_eq!(scrape.status, 200, "{}", scrape.head);
+    assert!(
+        scrape.header("content-type").is_some_and(|t| t.starts_with("text/plain; version=0.0.4")),
+        "{}",
+        scrape.head
+    );
+    let text = scrape.body;
+    let at_least = |series: &str, n: f64| {
+        let got = sample(&text, series);
+        assert!(got.is_some_and(|v| v >= n), "{series}: {got:?} (at least {n} expected)\n{text}");
+    };
+    // Browsers: the page four times (with the docs page), the edit's check.
+    at_least(r#"robotgate_requests_total{site="s",category="browser"}"#, 3.0);
+    at_least(r#"robotgate_requests_total{site="s",category="ai-crawler"}"#, 2.0);
+    at_least(r#"robotgate_files_served_total{site="s",file="robots.txt"}"#, 2.0);
+    let refused = text.lines().find(|l| l.starts_with("robotgate_violations_total{") && l.contains(r#"bot="GPTBot""#));
+    assert!(refused.is_some(), "no violation of GPTBot's counted:\n{text}");
+    at_least(r#"robotgate_rate_limited_total{site="slow",bot="GPTBot",directive="crawl-delay"}"#, 1.0);
+    at_least("robotgate_decision_seconds_count", 3.0);
+    at_least("robotgate_reloads_total", 1.0);
+    at_least("robotgate_reload_failures_total", 1.0);
+    at_least("robotgate_one_client_warning", 0.0);
+    assert!(text.contains(r#"robotgate_robots_info{site="s",hash=""#), "{text}");
+    // Only /metrics is served there.
+    assert_eq!(get_from(metrics_port(&cfg), "127.0.0.1", "/other", &[]).status, 403);
 }
 
 /// A robotgate.yaml that does not load: HAProxy does not start (`haproxy -c`

@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use robotgate::agent::Memo;
 use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::load::Snapshot;
+use robotgate::metric;
 use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
 use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Clock, Decision, Enforcement, Outcome, Rates, Requested, TallyFamily};
@@ -103,7 +104,10 @@ pub enum Answer<'s> {
     Fetch { agents: Vec<String>, limits: FetchLimits },
 }
 
-/// Counts one in a metric family ([`families`]) with these label values.
+/// Counts one in a metric family ([`families`]) with these label values;
+/// called with `robotgate_decision_seconds` ([`metric::DECISION_SECONDS`])
+/// and no values once a decision is one the proxy times (a robot's, or one
+/// with an outcome): the edge observes its own clock's time since it began.
 pub type Count<'a> = &'a dyn Fn(&'static str, &[&str]);
 
 /// The counters a decision counts in, as the proxy names them, with their
@@ -211,7 +215,9 @@ pub fn decide<'s>(
     };
     let ja4 = p.facts().hello.as_ref().map(|h| h.ja4);
     let seen = Seen { method, target, host, user_agent: p.facts().user_agent, client: p.facts().client, ja4 };
-    books(&decision, (snap, site), &seen, book, count);
+    if books(&decision, (snap, site), &seen, book, count) {
+        count(metric::DECISION_SECONDS.name, &[]);
+    }
     let enforcement = decision.outcome.enforcement();
     let has = match enforcement {
         Enforcement::File(_) => conditional(fields),
@@ -246,14 +252,15 @@ struct Seen<'r> {
 }
 
 /// Count `d` as the proxy counts it (the core's one list, [`Counts`]), and
-/// offer its record, if it has one, to `book`.
+/// offer its record, if it has one, to `book`; `true` when its time counts
+/// in `robotgate_decision_seconds`.
 fn books(
     d: &Decision<'_, '_>,
     (snap, at): (&Snapshot, usize),
     seen: &Seen<'_>,
     book: Option<&Violations>,
     count: Count<'_>,
-) {
+) -> bool {
     let live = &snap.sites[at];
     let site = snap.metric_site(at);
     // A site file counts only when it was loaded, and so answered.
@@ -268,11 +275,12 @@ fn books(
     if let Some(file) = counts.file {
         count("robotgate_files_served_total", &[site, file.as_str()]);
     }
-    let Some(category) = counts.request else { return };
+    let Some(category) = counts.request else { return counts.timed };
     count("robotgate_requests_total", &[site, category.as_str()]);
     if counts.record {
         record(d, (snap, at), seen, book, count);
     }
+    counts.timed
 }
 
 /// The record of a decision that has one: its tally counted, and offered

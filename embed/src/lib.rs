@@ -9,6 +9,8 @@
 //!   (the Envoy and HAProxy modules).
 //! * [`decide`]: a request decided, counted and recorded.
 //! * [`log`]: the violation log, one for the process.
+//! * [`metrics`]: the proxy's metrics in the module's own tables, and the
+//!   scrape's text (the HAProxy module's; the nginx module's from its zone).
 //! * [`park`]: reverse DNS for a parked request, woken as the edge wakes one.
 //! * [`dns`]: forward-confirmed reverse DNS (the nginx, Envoy and HAProxy
 //!   modules).
@@ -18,6 +20,7 @@ pub mod decide;
 pub mod dns;
 pub mod keys;
 pub mod log;
+pub mod metrics;
 pub mod module;
 pub mod park;
 

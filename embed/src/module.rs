@@ -17,6 +17,7 @@ use robotgate::state::memory::MemoryState;
 
 use crate::keys::Directories;
 use crate::log::Violations;
+use crate::metrics::Metrics;
 use crate::park::Dns;
 
 /// How often the reload thread looks at the snapshot's files (a `stat` of
@@ -45,6 +46,10 @@ pub struct Module {
     /// The counters of [`crate::decide::families`] in the edge's own stats,
     /// by family: the edge's ids (Envoy's; none where the edge has none).
     pub counters: Vec<(&'static str, usize)>,
+    /// The proxy's metrics in the module's own tables, for an edge that has
+    /// no stats to count in (HAProxy's scrape service); reloads are counted
+    /// there by every edge.
+    pub metrics: Arc<Metrics>,
     /// The reload thread.
     watcher: Mutex<Watcher>,
     /// What the reload thread needs to start again ([`Module::watch_again`]).
@@ -87,6 +92,7 @@ impl Module {
             directories: Arc::default(),
             violations,
             counters: Vec::new(),
+            metrics: Arc::default(),
             watcher: Mutex::new(Watcher { stop: Arc::new(AtomicBool::new(true)), stopped: None }),
             config: path.to_owned(),
             log,
@@ -114,10 +120,10 @@ impl Module {
         let stop = Arc::new(AtomicBool::new(false));
         let (done, stopped) = std::sync::mpsc::channel();
         let (current, halt, config) = (self.snapshot.clone(), stop.clone(), self.config.clone());
-        let (book, counts) = (self.violations.clone(), self.crowd.clone());
+        let (book, counts, metrics) = (self.violations.clone(), self.crowd.clone(), self.metrics.clone());
         let (log, crowd_warning) = (self.log, self.crowd_warning);
         let started = robotgate::load::watch::spawn_below("robotgate-reload", move || {
-            reload(&config, &current, &halt, (book.as_deref(), &counts), (log, crowd_warning));
+            reload(&config, &current, &halt, (book.as_deref(), &counts, &metrics), (log, crowd_warning));
             drop(done);
         });
         match started {
@@ -175,7 +181,7 @@ fn reload(
     config: &Path,
     current: &Current,
     stop: &AtomicBool,
-    (book, crowd): (Option<&Violations>, &Crowd),
+    (book, crowd, metrics): (Option<&Violations>, &Crowd, &Metrics),
     (log, crowd_warning): (fn(Level, &str), &str),
 ) {
     let mut since = read(current).read_at;
@@ -202,10 +208,12 @@ fn reload(
                     log(Level::Warn, &format!("robotgate: site file refused, the other sites are served: {problem}"));
                 }
                 since = snapshot.read_at;
+                metrics.reloaded(true);
                 *current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
                 log(Level::Info, &format!("robotgate: {} reloaded", config.display()));
             }
             Err(problems) => {
+                metrics.reloaded(false);
                 for problem in problems {
                     log(Level::Error, &format!("robotgate: not reloaded, the rules in force stay: {problem}"));
                 }

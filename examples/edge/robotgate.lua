@@ -71,5 +71,18 @@ local function respond(txn)
   end
 end
 
+-- http-request use-service lua.robotgate-metrics (haproxy-lua.cfg's
+-- robotgate-metrics frontend, on loopback): the proxy's metrics, counted by
+-- every thread, as Prometheus text.
+local function metrics(applet)
+  local text = gate:metrics()
+  applet:set_status(200)
+  applet:add_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+  applet:add_header("content-length", tostring(#text))
+  applet:start_response()
+  applet:send(text)
+end
+
 core.register_action("robotgate", { "http-req" }, decide, 0)
 core.register_action("robotgate-response", { "http-res" }, respond, 0)
+core.register_service("robotgate-metrics", "http", metrics)

@@ -30,6 +30,9 @@
 #[cfg(not(test))]
 mod lua;
 
+use std::time::Instant;
+
+use robotgate::metric;
 use robotgate::net::spop::hdrs_bin;
 use robotgate::pipeline::answer::Plan;
 use robotgate::state::State;
@@ -57,8 +60,9 @@ pub struct Facts<'r> {
 
 /// Decide `facts` with `module` (its snapshot in force and shared state),
 /// with `waited`, the answer of the lookup it was parked for. HAProxy has
-/// no stats of the module's: the decision's counts are not kept (as the
-/// Envoy module's outside Envoy).
+/// no stats a module can count in: the decision is counted in the module's
+/// own tables ([`Module::metrics`], served by `gate:metrics()`), with its
+/// time from here.
 pub fn request<'s>(
     module: &Module,
     snap: &'s robotgate::load::Snapshot,
@@ -75,7 +79,14 @@ pub fn request<'s>(
     let host = fields.first(b"host").unwrap_or(b"");
     let line = Line { method: facts.method, target: facts.pathq, host, https: facts.https };
     let client = facts.src.and_then(|s| std::str::from_utf8(s).ok()).and_then(|s| s.parse().ok());
-    let count = |_: &'static str, _: &[&str]| {};
+    let (started, metrics) = (Instant::now(), &module.metrics);
+    let count = |family: &'static str, values: &[&str]| {
+        if family == metric::DECISION_SECONDS.name {
+            metrics.observe(started);
+        } else {
+            metrics.count(family, values);
+        }
+    };
     let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as _);
     // `option forwardfor` appends at the backend, after the action: every
     // `X-Forwarded-For` entry the module sees is the client's.

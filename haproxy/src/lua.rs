@@ -10,6 +10,7 @@
 //! -- nothing (pass), or "pass", {x-robots-tag…} or nil, content-usage or nil,
 //! -- or status, {name, value, …}, body, or "wait", ticket
 //! local a, b, c = gate:decide(src, method, pathq, hdrs_bin, ssl_fc[, ticket])
+//! local text = gate:metrics() -- Prometheus text
 //! ```
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -119,6 +120,12 @@ impl UserData for Ticket {
 impl UserData for Gate {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("decide", decide);
+        // The proxy's metrics, as Prometheus text (robotgate.lua's
+        // `robotgate-metrics` service).
+        methods.add_method("metrics", |lua, gate, ()| {
+            let module = gate.0.module();
+            lua.create_string(module.metrics.render(&module.current(), &module.crowd))
+        });
     }
 }
 

@@ -10,54 +10,24 @@
 //! `robotgate_feed_age_seconds`; and from that worker's connection to the
 //! store, `robotgate_state_up`.
 
-use std::sync::Arc;
-
-use robotgate::load::Snapshot;
 use robotgate::metric::{self, write_head, write_sample};
 
 use crate::worker::{STORE, WORKER};
 use crate::{store, zone, MainConf};
 
-/// The counters whose help the scrape says (the others: their type only).
-const HELPS: [metric::Family; 2] = [metric::RELOADS, metric::RELOAD_FAILURES];
-
-/// Everything a scrape serves, as Prometheus text.
+/// Everything a scrape serves, as Prometheus text (the families and their
+/// order as every module's: [`robotgate_embed::metrics::render`]).
 pub(crate) fn render(main: &MainConf, shared: &zone::Shared) -> String {
     let mut out = String::with_capacity(16 << 10);
-    shared.series.render(&mut out, &HELPS);
-    shared.decisions.render(&metric::DECISION_SECONDS, &mut out);
-    write_head(&mut out, &metric::ONE_CLIENT_WARNING, "gauge");
-    write_sample(&mut out, metric::ONE_CLIENT_WARNING.name, &[], &[], u8::from(shared.crowd.active()));
     // The worker's snapshot (each worker reloads on its own: a scrape
     // amid a reload may see the one before).
     let live = WORKER.with(|w| w.try_borrow().ok().and_then(|w| w.live.clone()));
-    if let Some(snap) = live.as_ref().or(main.snapshot.as_ref()) {
-        snapshot_gauges(&mut out, snap);
-    }
+    let snap = live.as_ref().or(main.snapshot.as_ref()).map(|s| &**s);
+    robotgate_embed::metrics::render(&mut out, (&shared.series, &shared.decisions, shared.crowd.active()), snap);
     // `state.redis` configured: this worker's connection to it.
     if let Some(up) = STORE.with_borrow(|s| s.as_ref().map(store::Store::is_up)) {
         write_head(&mut out, &metric::STATE_UP, "gauge");
         write_sample(&mut out, metric::STATE_UP.name, &[], &[], u8::from(up));
     }
     out
-}
-
-/// `robotgate_robots_info` and `robotgate_feed_age_seconds` of `snap`,
-/// each left out when it has no series (as the proxy's).
-fn snapshot_gauges(out: &mut String, snap: &Arc<Snapshot>) {
-    let mut versions = snap.robots_versions().peekable();
-    if versions.peek().is_some() {
-        write_head(out, &metric::ROBOTS_INFO, "gauge");
-        for (site, hash) in versions {
-            write_sample(out, metric::ROBOTS_INFO.name, &metric::ROBOTS_INFO_LABELS, &[site, hash], 1);
-        }
-    }
-    let now = robotgate::time::Clock::System.unix_secs();
-    let mut ages = snap.ranges.ages(now).peekable();
-    if ages.peek().is_some() {
-        write_head(out, &metric::FEED_AGE, "gauge");
-        for (feed, age) in ages {
-            write_sample(out, metric::FEED_AGE.name, &["feed"], &[feed], age);
-        }
-    }
 }
