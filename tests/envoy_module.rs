@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use common::certs::Certs;
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered, Running};
-use common::modules::{envoy as module, signed_site, site};
+use common::modules::{a_shared_store_is_shared, envoy as module, shared_state, signed_site, site};
+use common::redis_server::RedisServer;
 use common::*;
 
 /// The shipped example with the test's listeners, origin and robotgate.yaml.
@@ -459,4 +460,29 @@ fn a_signed_agent_is_verified_inside_envoy() {
         headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         get_from(port, "127.0.0.2", path, &headers).status
     });
+}
+
+/// `state.redis` inside Envoy: two Envoys, each with the module, share one
+/// store (a real redis-server): a robot's pace and a trap's ban hold across
+/// both ([`a_shared_store_is_shared`]); the parked stream is resumed by
+/// Envoy's scheduler with the store's answer.
+#[test]
+fn two_envoys_share_one_store() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let state = shared_state(&redis.url(), "rgenvoy:");
+    let mut running = Vec::new();
+    let mut ports = Vec::new();
+    for dir in [&one, &two] {
+        let yaml = site(dir.path(), &origin, &state);
+        let (port, admin) = (free_port(), free_port());
+        let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+        running.push(spawn_envoy(&bin, &module, dir.path(), port, &config));
+        wait_port(port, "envoy", &dir.path().join("envoy.log"));
+        ports.push(port);
+    }
+    a_shared_store_is_shared(ports[0], ports[1], (&one.path().join("envoy.log"), &two.path().join("envoy.log")));
 }

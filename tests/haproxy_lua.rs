@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{get_from, shipped, wait_port, Answered, Running};
-use common::modules::{haproxy as module, signed_site, site};
+use common::modules::{a_shared_store_is_shared, haproxy as module, shared_state, signed_site, site};
+use common::redis_server::RedisServer;
 use common::*;
 
 const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
@@ -483,4 +484,23 @@ fn a_signed_agent_is_verified_inside_haproxy() {
         headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         get_from(port, "127.0.0.2", path, &headers).status
     });
+}
+
+/// `state.redis` inside HAProxy: two HAProxies, each with the module, share
+/// one store (a real redis-server): a robot's pace and a trap's ban hold
+/// across both ([`a_shared_store_is_shared`]).
+#[test]
+fn two_haproxies_share_one_store() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let redis = RedisServer::start();
+    let origin = Origin::start();
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let state = shared_state(&redis.url(), "rghaproxy:");
+    let (a, b) = (free_port(), free_port());
+    let _a = start(one.path(), a, &retarget(a, &origin, (&module, &site(one.path(), &origin, &state)), 1, ""));
+    let _b = start(two.path(), b, &retarget(b, &origin, (&module, &site(two.path(), &origin, &state)), 1, ""));
+    a_shared_store_is_shared(a, b, (&one.path().join("haproxy.err"), &two.path().join("haproxy.err")));
 }

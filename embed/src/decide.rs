@@ -20,9 +20,13 @@ use robotgate::record::Record;
 use robotgate::state::crowd::Crowd;
 use robotgate::state::State;
 
+use robotgate::state::shared::Question;
+
 use crate::keys::{Directories, Known};
 use crate::log::{now_ms, Violations};
+use crate::module::Books;
 use crate::park::{Dns, Waited};
+use crate::store::Store;
 
 /// Slots of a worker thread's [`Memo`] (the nginx module's size: the
 /// distinct User-Agents a busy site sees at once).
@@ -102,7 +106,14 @@ pub enum Answer<'s> {
     /// known: fetch them under `limits` ([`crate::park::start_keys`], a
     /// fetch slot taken), and decide again with [`Waited::Keys`].
     Fetch { agents: Vec<String>, limits: FetchLimits },
+    /// A robot whose group sets a pace, with a shared store (`state.redis`)
+    /// up: put `question` to it ([`crate::park::start_rate`]), and decide
+    /// again with [`Waited::Rate`].
+    Ask { question: Question },
 }
+
+/// The shared store a decision may ask and tell, if robotgate.yaml names one.
+pub type Shared<'a> = Option<&'a Store<Books>>;
 
 /// Counts one in a metric family ([`families`]) with these label values;
 /// called with `robotgate_decision_seconds` ([`metric::DECISION_SECONDS`])
@@ -130,13 +141,15 @@ pub fn families() -> [(&'static str, &'static [&'static str]); 6] {
 /// reverse DNS can settle is answered from `dns`'s verdicts or `waited`
 /// (what the lookup the request was parked for found), a Web Bot Auth
 /// signature from the key directories `dirs` knows; else the request is to
-/// be parked ([`Answer::Lookup`], [`Answer::Fetch`]). `own` is how many
+/// be parked ([`Answer::Lookup`], [`Answer::Fetch`]); a robot's pace is
+/// asked of `store` while it is up ([`Answer::Ask`]), and the bans and
+/// reads the decision makes are told to it. `own` is how many
 /// `X-Forwarded-For` entries the edge itself has appended before the
 /// module runs (Envoy at the edge: one; HAProxy: none), for the crowd check.
 pub fn decide<'s>(
     snap: &'s Snapshot,
     (state, crowd, book, count): (&dyn State, &Crowd, Option<&Violations>, Count<'_>),
-    (dns, dirs, waited): (&Dns, &Directories, Option<Waited>),
+    (dns, dirs, store, waited): (&Dns, &Directories, Shared<'_>, Option<Waited>),
     (line, fields, own): (Line<'_>, &Fields<'_>, usize),
     client: Option<IpAddr>,
 ) -> Answer<'s> {
@@ -175,7 +188,11 @@ pub fn decide<'s>(
     // forwarding header of the client's own is an `X-Forwarded-For` with
     // more than the entries the edge appends, or a `Forwarded`.
     let note = |client: Option<IpAddr>, _: bool| crowd.note(client, forwarded(fields, own));
-    let mut p = Pipeline::new(Env::of(snap), view, &req, Some(&note), Rates::Local, Clock::System);
+    // A rate question goes to the shared store only while it answers (or
+    // when this request was answered by it already).
+    let shared = matches!(waited, Some(Waited::Rate(_))) || store.is_some_and(Store::is_up);
+    let rates = if shared { Rates::Shared } else { Rates::Local };
+    let mut p = Pipeline::new(Env::of(snap), view, &req, Some(&note), rates, Clock::System);
     let verdict = MEMO.with(|memo| {
         // Only this thread borrows it, and nothing below calls back here.
         let mut memo = memo.try_borrow_mut().ok();
@@ -192,9 +209,12 @@ pub fn decide<'s>(
                         }
                     }
                 },
-                // Not yet (docs/edge.md): no store; rates and bans are this
-                // process's tables.
-                Next::Need(Need::Store(_)) => p.answer_store(None),
+                // Only robots whose group sets a pace get here.
+                Next::Need(Need::Store(question)) => match waited {
+                    Some(Waited::Rate(answer)) => p.answer_store(answer),
+                    _ if store.is_some() => break Err(Answer::Ask { question }),
+                    _ => p.answer_store(None),
+                },
                 Next::Need(Need::KeyDirectory(inspection)) => {
                     let limits = FetchLimits::allowing_private(snap.settings.boot.verify.allow_private_directories);
                     match dirs.known(&inspection, &limits, waited == Some(Waited::Keys)) {
@@ -209,6 +229,11 @@ pub fn decide<'s>(
         Ok(v) => v,
         Err(park) => return park,
     };
+    // The bans and robots.txt reads the decision made, told to the other
+    // instances through the store.
+    if let Some(store) = store {
+        p.take_events().into_iter().for_each(|e| store.announce(e));
+    }
     let decision = match verdict {
         Verdict::Refuse(status, why) => return Answer::Plan(Plan::refuse(status, &why)),
         Verdict::Decided(d) => d,

@@ -15,7 +15,9 @@
 //! * [`dns`]: forward-confirmed reverse DNS (the nginx, Envoy and HAProxy
 //!   modules).
 //! * [`keys`]: Web Bot Auth's key directories, known and fetched (the same).
+//! * [`store`], [`conn`]: `state.redis`, on two helper threads (the same).
 
+pub mod conn;
 pub mod decide;
 pub mod dns;
 pub mod keys;
@@ -23,5 +25,6 @@ pub mod log;
 pub mod metrics;
 pub mod module;
 pub mod park;
+pub mod store;
 
 pub use module::{Level, Module, RELOAD_EVERY};

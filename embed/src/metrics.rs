@@ -82,6 +82,11 @@ impl Metrics {
         self.series.add(family.name, &[], &[], 1);
     }
 
+    /// Count a failed command of the shared store, as the proxy does.
+    pub fn state_error(&self) {
+        self.series.add("robotgate_state_errors_total", &[], &[], 1);
+    }
+
     /// Observe a decision's time since `started` (the calling thread's lane).
     pub fn observe(&self, started: Instant) {
         let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);

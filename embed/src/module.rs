@@ -10,15 +10,18 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
+use robotgate::config::SharedState;
 use robotgate::load::file::Reader;
 use robotgate::load::Snapshot;
 use robotgate::state::crowd::Crowd;
 use robotgate::state::memory::MemoryState;
+use robotgate::state::shared::Event;
 
 use crate::keys::Directories;
 use crate::log::Violations;
 use crate::metrics::Metrics;
 use crate::park::Dns;
+use crate::store::{self, Store};
 
 /// How often the reload thread looks at the snapshot's files (a `stat` of
 /// each): an edit is in force within about this, plus its load.
@@ -34,7 +37,7 @@ type Current = Arc<RwLock<Arc<Snapshot>>>;
 pub struct Module {
     snapshot: Current,
     /// Rates, bans and robots.txt reads, for every thread of the edge.
-    pub state: MemoryState,
+    pub state: Arc<MemoryState>,
     /// The crowd check's counts, for every thread of the edge.
     pub crowd: Arc<Crowd>,
     /// Reverse DNS: its name servers, verdicts and lookups under way.
@@ -50,12 +53,48 @@ pub struct Module {
     /// no stats to count in (HAProxy's scrape service); reloads are counted
     /// there by every edge.
     pub metrics: Arc<Metrics>,
+    /// `state.redis` (as robotgate.yaml named it when loaded: a change
+    /// needs the edge to load the module's configuration again, as the
+    /// proxy needs a restart), and its threads once started.
+    shared_state: Option<SharedState>,
+    store: RwLock<Started>,
     /// The reload thread.
     watcher: Mutex<Watcher>,
     /// What the reload thread needs to start again ([`Module::watch_again`]).
     config: PathBuf,
     log: fn(Level, &str),
     crowd_warning: &'static str,
+}
+
+/// A module's store, started on the first request of the process that
+/// serves (HAProxy's master-worker mode forks the worker after loading: no
+/// thread of the store's runs in the master, nor holds a lock at the fork).
+enum Started {
+    NotYet,
+    Running(Arc<Store<Books>>),
+    /// It could not start (said once): the process's tables answer.
+    Failed,
+}
+
+/// The module's side of its store: the process's state, metrics and log.
+pub struct Books {
+    state: Arc<MemoryState>,
+    metrics: Arc<Metrics>,
+    log: fn(Level, &str),
+}
+
+impl store::Host for Books {
+    fn apply(&self, event: &Event) {
+        event.apply(&*self.state, std::time::Instant::now(), robotgate::policy::Clock::System.unix_ms());
+    }
+
+    fn failed(&self) {
+        self.metrics.state_error();
+    }
+
+    fn say(&self, level: Level, message: String) {
+        (self.log)(level, &format!("robotgate: {message}"));
+    }
 }
 
 /// The reload thread of a [`Module`].
@@ -79,7 +118,8 @@ impl Module {
         let whole = HashSet::new();
         let snapshot = robotgate::load::reload_whole(path, None, &whole, Reader::Caller)
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-        let state = MemoryState::new(snapshot.settings.boot.max_clients);
+        let state = Arc::new(MemoryState::new(snapshot.settings.boot.max_clients));
+        let shared_state = snapshot.settings.boot.shared_state.clone();
         let violations = Violations::open(&snapshot).map_err(|e| vec![e])?.map(Arc::new);
         let dns = Arc::new(Dns::new(&snapshot.settings.boot.dns));
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
@@ -93,6 +133,8 @@ impl Module {
             violations,
             counters: Vec::new(),
             metrics: Arc::default(),
+            shared_state,
+            store: RwLock::new(Started::NotYet),
             watcher: Mutex::new(Watcher { stop: Arc::new(AtomicBool::new(true)), stopped: None }),
             config: path.to_owned(),
             log,
@@ -113,6 +155,36 @@ impl Module {
         // Dropped, not waited for: in a forked child its thread is not there.
         watcher.stopped = None;
         *watcher = self.watch();
+        // A store started before the fork has no thread here either: left
+        // as it is (never joined), and started afresh on the next request.
+        let mut store = self.store.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Started::Running(old) = std::mem::replace(&mut *store, Started::NotYet) {
+            std::mem::forget(old);
+        }
+    }
+
+    /// The shared store (`state.redis`), started on the first call; `None`
+    /// when robotgate.yaml names none, or it could not start.
+    pub fn store(&self) -> Option<Arc<Store<Books>>> {
+        let settings = self.shared_state.as_ref()?;
+        if let Started::Running(s) = &*self.store.read().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            return Some(s.clone());
+        }
+        let mut started = self.store.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Started::NotYet = &*started {
+            let books = Books { state: self.state.clone(), metrics: self.metrics.clone(), log: self.log };
+            *started = match Store::start(settings, books, "this process") {
+                Ok(s) => Started::Running(Arc::new(s)),
+                Err(e) => {
+                    (self.log)(Level::Error, &format!("robotgate: state.redis not used: {e}"));
+                    Started::Failed
+                }
+            };
+        }
+        match &*started {
+            Started::Running(s) => Some(s.clone()),
+            _ => None,
+        }
     }
 
     /// A reload thread started for this module.
@@ -152,6 +224,16 @@ impl Drop for Module {
         watcher.stop.store(true, Ordering::Relaxed);
         if let Some(stopped) = watcher.stopped.take() {
             let _ = stopped.recv();
+        }
+        let store =
+            std::mem::replace(self.store.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner), Started::Failed);
+        if let Started::Running(s) = store {
+            // Its threads stop within about a second; a parked request's
+            // answer may still hold it, and then it stops when that goes.
+            match Arc::try_unwrap(s) {
+                Ok(s) => s.stop(),
+                Err(s) => s.halt(),
+            }
         }
         self.dns.settle();
     }

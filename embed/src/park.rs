@@ -1,8 +1,8 @@
 //! A parked request's lookups: reverse DNS (its verdicts kept for every
-//! thread of the edge's process) and Web Bot Auth's key directories
-//! ([`start_keys`], into [`crate::keys::Directories`]), each done on a
-//! helper thread of its own, which wakes the parked request when its answer
-//! is in.
+//! thread of the edge's process), Web Bot Auth's key directories
+//! ([`start_keys`], into [`crate::keys::Directories`]) and the shared
+//! store's rate questions ([`start_rate`], [`crate::store`]), each done on a
+//! helper thread, which wakes the parked request when its answer is in.
 //!
 //! How a request is parked and woken is the edge's ([`Wake`]): the Envoy
 //! module commits a scheduler made on the stream's worker thread, so that
@@ -25,6 +25,7 @@ use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::identity::Identity;
 
 use crate::keys::Directories;
+use crate::store::{RateAnswer, Store};
 
 /// Verdicts kept, at most (then the table starts afresh).
 pub const CACHE_MAX: usize = 65_536;
@@ -93,8 +94,7 @@ impl Dns {
             self.in_flight.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        let lookup =
-            Arc::new(Lookup { wake, about: About::Dns(bot), answer: Mutex::new(None), ready: AtomicBool::new(false) });
+        let lookup = Lookup::new(wake, About::Dns(bot));
         let (dns, held) = (self.clone(), lookup.clone());
         let started =
             std::thread::Builder::new().name("robotgate-dns".into()).stack_size(256 * 1024).spawn(move || {
@@ -108,8 +108,7 @@ impl Dns {
                     DnsVerdict::Unverifiable { .. } => Identity::Unverifiable,
                 };
                 dns.keep(rdns::verdict_key(ip, &suffixes), identity, ttl);
-                *held.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(identity);
-                held.done();
+                held.done(Found::Identity(identity));
                 drop(held);
                 // Last: the module's end waits for this ([`Dns::settle`]).
                 dns.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -150,17 +149,34 @@ pub fn start_keys<W: Wake>(
     limits: FetchLimits,
     note: fn(String),
 ) -> Option<Arc<Lookup<W>>> {
-    let lookup = Arc::new(Lookup { wake, about: About::Keys, answer: Mutex::new(None), ready: AtomicBool::new(false) });
+    let lookup = Lookup::new(wake, About::Keys);
     let (helper, held) = (dirs.clone(), lookup.clone());
     let started = std::thread::Builder::new().name("robotgate-wba".into()).stack_size(512 * 1024).spawn(move || {
         helper.fetch(&agents, &limits, &note);
-        held.done();
+        held.done(Found::Nothing);
     });
     if started.is_err() {
         dirs.give_back();
         return None;
     }
     Some(lookup)
+}
+
+/// Put a rate question to the shared store (`state.redis`) for a request
+/// parked meanwhile, woken with `wake` when the store has answered (within
+/// `state.timeout_ms`). `None` when the store takes no question now (down,
+/// or its queue full): then the process's own tables answer.
+pub fn start_rate<W: Wake, H: crate::store::Host>(
+    store: &Store<H>,
+    wake: W,
+    question: robotgate::state::shared::Question,
+) -> Option<Arc<Lookup<W>>> {
+    if !store.takes_questions() {
+        return None;
+    }
+    let lookup = Lookup::new(wake, About::Rate);
+    let held = lookup.clone();
+    store.ask(question, Box::new(move |answer| held.done(Found::Rate(answer)))).then_some(lookup)
 }
 
 /// What a parked request waited for, and what came of it: the decision
@@ -172,12 +188,23 @@ pub enum Waited {
     /// The key directories were fetched (or failed): what is still missing
     /// is unavailable.
     Keys,
+    /// The shared store's answer to the rate question (none: the process's
+    /// own tables answer).
+    Rate(RateAnswer),
 }
 
 /// What a lookup is about.
 enum About {
     Dns(usize),
     Keys,
+    Rate,
+}
+
+/// What a helper found.
+enum Found {
+    Nothing,
+    Identity(Identity),
+    Rate(RateAnswer),
 }
 
 /// One parked request's lookup: what it is about, its answer, and how the
@@ -185,13 +212,18 @@ enum About {
 pub struct Lookup<W> {
     wake: W,
     about: About,
-    answer: Mutex<Option<Identity>>,
+    answer: Mutex<Found>,
     ready: AtomicBool,
 }
 
 impl<W: Wake> Lookup<W> {
+    fn new(wake: W, about: About) -> Arc<Lookup<W>> {
+        Arc::new(Lookup { wake, about, answer: Mutex::new(Found::Nothing), ready: AtomicBool::new(false) })
+    }
+
     /// The helper's last step: the answer is in, the request woken.
-    fn done(&self) {
+    fn done(&self, found: Found) {
+        *self.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = found;
         self.ready.store(true, Ordering::Release);
         self.wake.wake();
     }
@@ -206,12 +238,13 @@ impl<W> Lookup<W> {
     /// What the request waited for, for its decision again (reverse DNS:
     /// unverifiable if no answer came).
     pub fn waited(&self) -> Waited {
-        match self.about {
-            About::Dns(bot) => Waited::Dns(
-                bot,
-                self.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).unwrap_or(Identity::Unverifiable),
-            ),
-            About::Keys => Waited::Keys,
+        let found = self.answer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match (&self.about, &*found) {
+            (About::Dns(bot), Found::Identity(identity)) => Waited::Dns(*bot, *identity),
+            (About::Dns(bot), _) => Waited::Dns(*bot, Identity::Unverifiable),
+            (About::Keys, _) => Waited::Keys,
+            (About::Rate, Found::Rate(answer)) => Waited::Rate(*answer),
+            (About::Rate, _) => Waited::Rate(None),
         }
     }
 }

@@ -14,7 +14,7 @@ use robotgate::state::State;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
 use robotgate_embed::decide::decide;
-use robotgate_embed::park::{start_keys, Waited};
+use robotgate_embed::park::{start_keys, start_rate, Waited};
 
 use crate::decide::{address_of, families, line, Answer, Count, Fields, OWN_ENTRIES};
 use crate::park::{Lookup, Scheduler};
@@ -248,9 +248,10 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Wa
             )
         };
     };
-    let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as Count<'_>);
+    let books = (&*module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as Count<'_>);
     let fields = Fields { all: &all };
-    let helpers = (&*module.dns, &*module.directories, waited);
+    let store = module.store();
+    let helpers = (&*module.dns, &*module.directories, store.as_deref(), waited);
     match decide(&snap, books, helpers, (line(&fields), &fields, OWN_ENTRIES), client) {
         Answer::Plan(plan) => {
             send(envoy, &plan);
@@ -271,6 +272,19 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Wa
                 }
                 // No helper: judged now, unverifiable (as when the lookup fails).
                 None => request_headers(envoy, filter, Some(Waited::Dns(bot, Identity::Unverifiable))),
+            }
+        }
+        // SAFETY: as above.
+        Answer::Ask { question } => {
+            let started = unsafe { Scheduler::of(envoy) }
+                .and_then(|wake| store.as_deref().and_then(|s| start_rate(s, wake, question)));
+            match started {
+                Some(lookup) => {
+                    filter.parked = Some(lookup);
+                    Step::Parked
+                }
+                // The store takes no question now: the process's tables answer.
+                None => request_headers(envoy, filter, Some(Waited::Rate(None))),
             }
         }
         // SAFETY: as above.

@@ -87,10 +87,11 @@ pub fn request<'s>(
             metrics.count(family, values);
         }
     };
-    let books = (&module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as _);
+    let books = (&*module.state as &dyn State, &*module.crowd, module.violations.as_deref(), &count as _);
     // `option forwardfor` appends at the backend, after the action: every
     // `X-Forwarded-For` entry the module sees is the client's.
-    decide(snap, books, (&module.dns, &module.directories, waited), (line, &fields, 0), client)
+    let store = module.store();
+    decide(snap, books, (&module.dns, &module.directories, store.as_deref(), waited), (line, &fields, 0), client)
 }
 
 /// A plan's body as sent: none for `HEAD` or a 304 (HTTP's rule; HAProxy's

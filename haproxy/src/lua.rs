@@ -22,7 +22,7 @@ use mlua::{AnyUserData, IntoLuaMulti, Lua, LuaString, MultiValue, Result, Table,
 
 use robotgate::identity::Identity;
 use robotgate::pipeline::answer::Plan;
-use robotgate_embed::park::{start_keys, Lookup, Polled, Waited};
+use robotgate_embed::park::{start_keys, start_rate, Lookup, Polled, Waited};
 use robotgate_embed::{Level, Module};
 
 use robotgate_embed::decide::Answer;
@@ -149,8 +149,9 @@ fn decide(lua: &Lua, gate: &Gate, (src, method, pathq, headers, https, ticket): 
     let module = gate.0.module();
     let snap = module.current();
     // A lookup with no helper to run it is judged at once, as failed: the
-    // request is decided again (twice at most: one claim, one signature).
-    for _ in 0..3 {
+    // request is decided again (three times at most: one claim, one
+    // signature, one pace).
+    for _ in 0..4 {
         let step = match catch_unwind(AssertUnwindSafe(|| request(module, &snap, &facts, waited))) {
             Ok(step) => step,
             Err(_) => return panicked(lua, &method),
@@ -171,6 +172,10 @@ fn decide(lua: &Lua, gate: &Gate, (src, method, pathq, headers, https, ticket): 
             Answer::Fetch { agents, limits } => match start_keys(&module.directories, Polled, agents, limits, note) {
                 Some(lookup) => return ("wait", Ticket(lookup)).into_lua_multi(lua),
                 None => waited = Some(Waited::Keys),
+            },
+            Answer::Ask { question } => match module.store().and_then(|s| start_rate(&s, Polled, question)) {
+                Some(lookup) => return ("wait", Ticket(lookup)).into_lua_multi(lua),
+                None => waited = Some(Waited::Rate(None)),
             },
         }
     }

@@ -53,7 +53,6 @@
 
 mod answer;
 mod books;
-mod conn;
 mod crowd;
 mod directives;
 mod dns;

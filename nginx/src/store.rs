@@ -1,60 +1,19 @@
-//! `state.redis` from inside nginx: the same keys, values, expiries and
-//! announcements as the proxy's store (robotgate's `server::store::redis`),
-//! so nginx workers and `robotgate serve` instances share one state.
-//!
-//! Each worker runs two helper threads, started with the worker when the
-//! config names a store (a worker without one stays single-threaded):
-//!
-//! * the **asker** puts rate questions to the store (`SET key now NX PX
-//!   interval`, then `PTTL` when refused), for requests parked meanwhile
-//!   ([`crate::park`]), and writes and announces bans and robots.txt reads
-//!   (`SET ... PX`, `PUBLISH`), which no request waits for;
-//! * the **keeper** subscribes to the announcements and applies them to the
-//!   workers' shared zone, loads the live keys when it (re)connects, checks
-//!   the store every second, and reconnects after an outage.
-//!
-//! While the store is down (a failed or late command marks it so, logged
-//! once), nothing waits on it: rate questions go to the zone, bans and reads
-//! stay in this nginx; once it answers again, its keys are loaded again
-//! (within [`wire::LOAD_FOR`]).
-//!
-//! Every command has a deadline of its own, whatever the store sends
-//! meanwhile ([`crate::conn`]): a rate question `state.timeout_ms` from
-//! when it was asked (a question that waited in the asker's queue past it
-//! is answered "out of reach" without being sent), the rest
-//! [`wire::background_within`]. The asker never connects: the keeper makes
-//! its connection beside its own, so no question waits for a handshake. The
-//! commands themselves are the core's ([`robotgate::state::wire`]), as the
-//! proxy's are.
+//! `state.redis` from inside nginx: the modules' store ([`robotgate_embed::store`],
+//! its asker and keeper threads, one pair per worker, started with the
+//! worker when the config names a store; a worker without one stays
+//! single-threaded), putting what it learns in the workers' shared zone and
+//! answering a parked request through the worker's waker ([`crate::park`]).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use std::sync::Mutex;
+use std::time::Instant;
 
 use robotgate::config::SharedState;
 use robotgate::state::series::Series;
 use robotgate::state::shared::{Event, Question};
-use robotgate::state::wire::{self, Endpoint};
 use robotgate::state::MemoryState;
+use robotgate_embed::Level;
 
-use crate::conn::Conn;
 use crate::park::{Found, Ticket, Waker};
-
-/// How often the keeper checks a store that is up, and retries one that is down.
-const KEEP_EVERY: Duration = Duration::from_secs(1);
-
-/// Jobs the asker holds before it answers new questions "out of reach" at
-/// once: a store slower than the traffic sheds load, not memory.
-const QUEUE_MAX: usize = 10_000;
-
-enum Job {
-    Rate { question: Question, ticket: Ticket, deadline: Instant },
-    Announce(Event),
-}
 
 /// Where the threads put what they learn: the zone's tables and counters,
 /// which outlive them (the threads are joined at the worker's exit).
@@ -64,29 +23,33 @@ pub struct Zone {
     pub series: &'static Series,
 }
 
-/// This worker's store.
-pub struct Store {
-    shared: Arc<Inner>,
-    jobs: Sender<Job>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-struct Inner {
-    settings: SharedState,
-    endpoint: Endpoint,
-    tls: Arc<rustls::ClientConfig>,
-    wire: wire::Store,
-    up: AtomicBool,
-    /// Bumped by the keeper at each (re)connection: the asker's older
-    /// connection (maybe to a server since restarted) is not used again.
-    generation: AtomicU64,
-    /// The asker's connection, made by the keeper with its own.
-    handoff: Mutex<Option<(u64, Conn)>>,
-    stop: AtomicBool,
-    queued: std::sync::atomic::AtomicUsize,
+/// The worker's side of its store.
+pub struct Worker {
     zone: Zone,
     waker: Arc<Waker>,
 }
+
+impl robotgate_embed::store::Host for Worker {
+    fn apply(&self, event: &Event) {
+        event.apply(self.zone.state, Instant::now(), robotgate::policy::Clock::System.unix_ms());
+    }
+
+    fn failed(&self) {
+        self.zone.series.add("robotgate_state_errors_total", &[], &[], 1);
+    }
+
+    fn say(&self, level: Level, message: String) {
+        let level = match level {
+            Level::Info => ngx::ffi::NGX_LOG_NOTICE,
+            Level::Warn => ngx::ffi::NGX_LOG_WARN,
+            Level::Error => ngx::ffi::NGX_LOG_ERR,
+        };
+        self.waker.note(level as usize, message);
+    }
+}
+
+/// This worker's store.
+pub struct Store(robotgate_embed::store::Store<Worker>);
 
 impl Store {
     /// Start the worker's threads for `settings`.
@@ -94,291 +57,34 @@ impl Store {
     /// # Errors
     /// The URL is not one the client accepts, or a thread cannot start.
     pub fn start(settings: &SharedState, zone: Zone, waker: Arc<Waker>) -> Result<Store, String> {
-        let endpoint =
-            Endpoint::parse(&settings.url).map_err(|e| format!("state.redis {}: {e}", settings.redacted_url()))?;
-        let tls = if endpoint.tls { crate::conn::tls_config() } else { Arc::new(plain_config()) };
-        let shared = Arc::new(Inner {
-            settings: settings.clone(),
-            endpoint,
-            tls,
-            wire: wire::Store::new(&settings.prefix),
-            up: AtomicBool::new(false),
-            generation: AtomicU64::new(0),
-            handoff: Mutex::new(None),
-            stop: AtomicBool::new(false),
-            queued: std::sync::atomic::AtomicUsize::new(0),
-            zone,
-            waker,
-        });
-        let (jobs, queue) = std::sync::mpsc::channel();
-        let mut threads = Vec::new();
-        let keeper = shared.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("robotgate-keeper".into())
-                .spawn(move || keep(&keeper))
-                .map_err(|e| e.to_string())?,
-        );
-        let asker = shared.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("robotgate-asker".into())
-                .spawn(move || ask(&asker, &queue))
-                .map_err(|e| e.to_string())?,
-        );
-        Ok(Store { shared, jobs, threads })
+        robotgate_embed::store::Store::start(settings, Worker { zone, waker }, "this nginx").map(Store)
     }
 
     /// Whether the store answered lately: rate questions go to it only then.
     pub fn is_up(&self) -> bool {
-        self.shared.up.load(Ordering::Relaxed)
+        self.0.is_up()
     }
 
-    /// Whether a rate question would be sent now: the store is up and the
-    /// asker's queue has room (else the caller asks the zone).
+    /// Whether a rate question would be sent now (else the caller asks the zone).
     pub fn takes_questions(&self) -> bool {
-        self.is_up() && self.shared.queued.load(Ordering::Relaxed) < QUEUE_MAX
+        self.0.takes_questions()
     }
 
     /// Put `question` to the store for the parked request of `ticket`; its
     /// answer comes back through the waker. `false`: the asker is gone, and
     /// nothing will answer.
     pub fn ask(&self, question: Question, ticket: Ticket) -> bool {
-        let deadline = Instant::now() + self.shared.settings.timeout;
-        self.shared.queued.fetch_add(1, Ordering::Relaxed);
-        self.jobs.send(Job::Rate { question, ticket, deadline }).is_ok()
+        let waker = self.0.host().waker.clone();
+        self.0.ask(question, Box::new(move |answer| waker.finish(ticket, Found::Rate(answer))))
     }
 
     /// Write and announce a ban or a robots.txt read, in the background.
     pub fn announce(&self, event: Event) {
-        if self.takes_questions() {
-            self.shared.queued.fetch_add(1, Ordering::Relaxed);
-            let _ = self.jobs.send(Job::Announce(event));
-        }
+        self.0.announce(event);
     }
 
-    /// Stop the threads and wait for them (at most about a second: each
-    /// blocking command is bounded).
+    /// Stop the threads and wait for them (at most about a second).
     pub fn stop(self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        drop(self.jobs);
-        for t in self.threads {
-            let _ = t.join();
-        }
+        self.0.stop();
     }
-}
-
-/// A TLS configuration never used (the store is `redis://`): no roots read.
-fn plain_config() -> rustls::ClientConfig {
-    rustls::ClientConfig::builder().with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth()
-}
-
-impl Inner {
-    /// A connection, made within [`wire::connect_within`].
-    fn connect(&self) -> Result<Conn, String> {
-        Conn::open(&self.endpoint, &self.tls, Instant::now() + wire::connect_within(self.settings.timeout))
-    }
-
-    /// The deadline of a command no request waits for.
-    fn background(&self) -> Instant {
-        Instant::now() + wire::background_within(self.settings.timeout)
-    }
-
-    /// A command failed: count it and, the first time since the store was
-    /// up, say so and mark it down.
-    fn failed(&self, during: &str, error: &str) {
-        self.zone.series.add("robotgate_state_errors_total", &[], &[], 1);
-        if self.up.swap(false, Ordering::Relaxed) {
-            self.waker.note(
-                ngx::ffi::NGX_LOG_WARN as usize,
-                format!(
-                    "shared state store {} unreachable ({during}: {error}): serving from this nginx's memory until it is back",
-                    self.settings.redacted_url()
-                ),
-            );
-        }
-    }
-
-    fn apply(&self, event: &Event) {
-        event.apply(self.zone.state, Instant::now(), unix_ms());
-    }
-
-    /// Apply the live bans and reads ([`wire::Loading`]), all within
-    /// [`wire::LOAD_FOR`].
-    fn load(&self, conn: &mut Conn) -> Result<usize, String> {
-        let deadline = Instant::now() + wire::LOAD_FOR;
-        let mut loading = self.wire.loading();
-        let mut next = loading.first();
-        while let Some(c) = next {
-            let reply = conn.one(&c, deadline).map_err(|e| {
-                if Instant::now() >= deadline {
-                    format!("loading the live keys took longer than {} s", wire::LOAD_FOR.as_secs())
-                } else {
-                    e
-                }
-            })?;
-            next = loading.feed(reply, |e| self.apply(&e)).map_err(|e| e.to_string())?;
-        }
-        Ok(loading.loaded())
-    }
-}
-
-/// Now, in Unix milliseconds.
-fn unix_ms() -> u64 {
-    robotgate::policy::Clock::System.unix_ms()
-}
-
-/// The keeper thread.
-fn keep(s: &Inner) {
-    let mut said_down = false;
-    while !s.stop.load(Ordering::Relaxed) {
-        match keep_connected(s) {
-            Ok(()) => return,
-            Err(lost) => {
-                let was_up = s.up.load(Ordering::Relaxed);
-                // Counted, and said if the store was up (else the asker's
-                // failure was counted and said already).
-                if let Some((during, e)) = &lost {
-                    s.failed(during, e);
-                }
-                s.up.store(false, Ordering::Relaxed);
-                if !was_up && !said_down {
-                    let why = lost.map_or_else(String::new, |(during, e)| format!(" ({during}: {e})"));
-                    s.waker.note(
-                        ngx::ffi::NGX_LOG_WARN as usize,
-                        format!(
-                            "shared state store {} unreachable{why}: serving from this nginx's memory; retrying every second",
-                            s.settings.redacted_url()
-                        ),
-                    );
-                }
-                said_down = true;
-            }
-        }
-        let until = Instant::now() + KEEP_EVERY;
-        while Instant::now() < until && !s.stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// What ended a connection: the step and the error, or `None` when a
-/// command of the asker failed (counted and said by it).
-type Lost = Option<(&'static str, String)>;
-
-/// Connect, subscribe, load, mark up, and apply announcements until the
-/// store fails (`Err`) or the worker stops (`Ok`).
-fn keep_connected(s: &Inner) -> Result<(), Lost> {
-    let lost = |during: &'static str| move |e: String| Some((during, e));
-    let mut conn = s.connect().map_err(lost("connect"))?;
-    let mut sub = s.connect().map_err(lost("connect"))?;
-    sub.send_only(&s.wire.subscribe(), s.background()).map_err(lost("subscribe"))?;
-    sub.reply(Some(s.background())).map_err(lost("subscribe"))?;
-    // Subscribed first, then loaded: nothing announced in between is missed.
-    let loaded = s.load(&mut conn).map_err(lost("load"))?;
-    let asker = s.connect().map_err(lost("connect"))?;
-    let generation = s.generation.fetch_add(1, Ordering::AcqRel) + 1;
-    *s.handoff.lock().unwrap_or_else(|e| e.into_inner()) = Some((generation, asker));
-    s.up.store(true, Ordering::Relaxed);
-    s.waker.note(
-        ngx::ffi::NGX_LOG_NOTICE as usize,
-        format!("shared state store {} connected ({loaded} keys loaded)", s.settings.redacted_url()),
-    );
-    let mut pinged = Instant::now();
-    loop {
-        if s.stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        // A quarter of a second at most; a partial message is kept.
-        if let Some(reply) = sub.reply(None).map_err(lost("subscription"))? {
-            if let Some(event) = wire::message(&reply).and_then(|p| serde_json::from_slice::<Event>(p).ok()) {
-                s.apply(&event);
-            }
-        }
-        if pinged.elapsed() >= KEEP_EVERY {
-            pinged = Instant::now();
-            conn.one(&wire::Store::ping(), s.background()).map_err(lost("ping"))?;
-            // A command of the asker failed meanwhile: connect afresh.
-            if !s.up.load(Ordering::Relaxed) {
-                return Err(None);
-            }
-        }
-    }
-}
-
-/// The asker thread: the connection the keeper made for it, dropped at a
-/// failure (the keeper then connects afresh).
-fn ask(s: &Inner, queue: &Receiver<Job>) {
-    let mut conn: Option<(u64, Conn)> = None;
-    loop {
-        let job = match queue.recv_timeout(Duration::from_millis(250)) {
-            Ok(job) => job,
-            Err(RecvTimeoutError::Timeout) => {
-                if s.stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                continue;
-            }
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        s.queued.fetch_sub(1, Ordering::Relaxed);
-        match job {
-            Job::Rate { question, ticket, deadline } => {
-                let answer = if Instant::now() >= deadline || !s.up.load(Ordering::Relaxed) {
-                    None
-                } else {
-                    with_connection(s, &mut conn, "rate", |c| admit(s, c, &question, deadline))
-                };
-                s.waker.finish(ticket, Found::Rate(answer));
-            }
-            Job::Announce(event) => {
-                if s.up.load(Ordering::Relaxed) {
-                    let _ = with_connection(s, &mut conn, "announce", |c| announce(s, c, &event));
-                }
-            }
-        }
-    }
-}
-
-/// Run `f` on the asker's connection, taken afresh when the keeper has
-/// connected since; a failure drops it and marks the store down.
-fn with_connection<T>(
-    s: &Inner,
-    conn: &mut Option<(u64, Conn)>,
-    during: &str,
-    f: impl FnOnce(&mut Conn) -> Result<T, String>,
-) -> Option<T> {
-    let generation = s.generation.load(Ordering::Acquire);
-    if conn.as_ref().is_none_or(|(g, _)| *g != generation) {
-        *conn = s.handoff.lock().unwrap_or_else(|e| e.into_inner()).take();
-    }
-    let c = conn.as_mut().filter(|(g, _)| *g == generation)?;
-    match f(&mut c.1) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            *conn = None;
-            s.failed(during, &e);
-            None
-        }
-    }
-}
-
-/// The rate question ([`wire::Store::admit`], then [`wire::Store::wait`]
-/// when refused), both by the question's deadline.
-fn admit(s: &Inner, conn: &mut Conn, q: &Question, deadline: Instant) -> Result<Result<(), Duration>, String> {
-    let set = conn.one(&s.wire.admit(q, unix_ms()), deadline)?;
-    if wire::admitted(&set).map_err(|e| e.to_string())? {
-        return Ok(Ok(()));
-    }
-    let left = conn.one(&s.wire.wait(q), deadline)?;
-    Ok(Err(wire::wait(q, &left).map_err(|e| e.to_string())?))
-}
-
-/// Write an event under its key, for its time, and announce it.
-fn announce(s: &Inner, conn: &mut Conn, event: &Event) -> Result<(), String> {
-    let Some(commands) = s.wire.announce(event, unix_ms()) else { return Ok(()) };
-    for reply in conn.call(&commands, s.background())? {
-        reply.ok().map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::Duration;
 
+use super::edge::get_from;
 use super::Origin;
 
 /// The Envoy module (`librobotgate_envoy.so`), or `None` when it cannot be
@@ -161,4 +163,44 @@ pub fn signed_site(dir: &Path, origin: &Origin) -> std::path::PathBuf {
     let verify = "verify:\n  allow_private_directories: true\n  dns: { nameservers: [\"127.0.0.1:9\"] }\n";
     std::fs::write(&yaml, text.replacen("verify:\n", verify, 1)).unwrap();
     yaml
+}
+
+/// robotgate.yaml's `state:` for a shared store at `url`, its keys under `prefix`.
+pub fn shared_state(url: &str, prefix: &str) -> String {
+    format!("state:\n  redis: \"{url}\"\n  prefix: \"{prefix}\"\n")
+}
+
+/// `state.redis` inside a module (issue #69): two edges (on ports `a` and
+/// `b`, their logs `logs`), each with its own robotgate.yaml ([`site`])
+/// naming one store ([`shared_state`]). Each starts its store on its first
+/// request and says so; then a robot's Crawl-delay holds across both (its
+/// first request through `a`, its next through `b`: 429), and a trap's ban
+/// made through `a` holds through `b` within 2 s (announced through the
+/// store), for that client only.
+pub fn a_shared_store_is_shared(a: u16, b: u16, logs: (&Path, &Path)) {
+    let read = |log: &Path| std::fs::read_to_string(log).unwrap_or_default();
+    let browser = [("User-Agent", super::FIREFOX)];
+    let mut headers = browser.to_vec();
+    headers.extend(super::as_browser("http://127.0.0.1/", &browser));
+    for port in [a, b] {
+        let r = get_from(port, "127.0.0.2", "/page", &headers);
+        assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    }
+    for log in [logs.0, logs.1] {
+        let up = super::within(Duration::from_secs(10), || read(log).contains("keys loaded)"));
+        assert!(up.is_some(), "the store was never said connected:\n{}", read(log));
+    }
+    // Crawl-delay: 30 for GPTBot on `slow`, across both edges.
+    let slow = [("User-Agent", super::GPTBOT), ("Host", "slow.example")];
+    let r = get_from(a, "127.0.0.3", "/a", &slow);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /a"), "{}", r.head);
+    let r = get_from(b, "127.0.0.3", "/b", &slow);
+    assert_eq!(r.status, 429, "the other edge did not know the pace: {}\n{}\n{}", r.head, read(logs.1), r.body);
+    assert!(r.header("retry-after").is_some(), "{}", r.head);
+    // A trap followed through `a`: banned through `b` too.
+    assert_eq!(get_from(a, "127.0.0.9", "/trap/x", &headers).status, 403);
+    let banned = super::within(Duration::from_secs(2), || get_from(b, "127.0.0.9", "/page", &headers).status == 403);
+    assert!(banned.is_some(), "the ban did not reach the other edge within 2 s:\n{}", read(logs.1));
+    let r = get_from(b, "127.0.0.10", "/page", &headers);
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
 }

@@ -1,4 +1,4 @@
-//! One blocking connection to the shared store, for the worker's helper
+//! One blocking connection to the shared store, for a module's helper
 //! threads ([`crate::store`]): the core's commands and replies
 //! ([`robotgate::state::wire`]) over TCP, or TLS for `rediss://`, with a
 //! deadline per command, not per read: a store that answers a byte at a
@@ -38,7 +38,7 @@ pub struct Conn {
 
 /// Trust for `rediss://`: the system's roots (and `SSL_CERT_FILE`, which
 /// nginx passes its workers with `env SSL_CERT_FILE;`), as for key directories.
-pub use robotgate_embed::keys::tls_config;
+pub use crate::keys::tls_config;
 
 /// Time left until `deadline`, or an error when none is.
 fn left(deadline: Instant, what: &str) -> Result<Duration, String> {
