@@ -7,6 +7,7 @@
 //! record per window; it reads no clock: callers pass the time in.
 
 pub mod aggregate;
+pub mod rotate;
 
 use serde::Serialize;
 

@@ -330,7 +330,7 @@ impl Out {
         match self {
             Out::Stdout(w) => w.write_all(&text)?,
             Out::File { file, size, max_size, .. } => {
-                if max_size.is_some_and(|m| *size > 0 && *size + text.len() as u64 > m) {
+                if crate::record::rotate::due(*size, text.len(), *max_size) {
                     self.rotate();
                     return self.write_rotated(&text);
                 }
@@ -382,24 +382,9 @@ impl Out {
         if let Err(e) = file.flush() {
             tracing::error!(target: "robotgate::violations", error = %e, "cannot flush the violation log");
         }
-        let numbered = |n: u32| {
-            let mut p = path.clone().into_os_string();
-            p.push(format!(".{n}"));
-            PathBuf::from(p)
-        };
-        let result = if *keep == 0 {
-            std::fs::remove_file(&*path)
-        } else {
-            for n in (1..*keep).rev() {
-                match std::fs::rename(numbered(n), numbered(n + 1)) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                        tracing::warn!(target: "robotgate::violations", error = %e, "cannot shift a rotated violation log");
-                    }
-                    _ => {}
-                }
-            }
-            std::fs::rename(&*path, numbered(1))
-        };
+        let result = crate::record::rotate::shift(path, *keep, |e| {
+            tracing::warn!(target: "robotgate::violations", error = %e, "cannot shift a rotated violation log");
+        });
         if let Err(e) = result {
             tracing::error!(target: "robotgate::violations", path = %path.display(), error = %e, "cannot rotate the violation log");
             return; // Reopening would append to the same file anyway.
