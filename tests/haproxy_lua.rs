@@ -504,3 +504,46 @@ fn two_haproxies_share_one_store() {
     let _b = start(two.path(), b, &retarget(b, &origin, (&module, &site(two.path(), &origin, &state)), 1, ""));
     a_shared_store_is_shared(a, b, (&one.path().join("haproxy.err"), &two.path().join("haproxy.err")));
 }
+
+/// The violation log inside HAProxy: rotated by the module at
+/// `log.max_size`, `log.keep` files kept, as the proxy rotates its own; and
+/// opened again when another program moves it away (logrotate's `create`).
+#[test]
+fn the_violation_log_is_rotated_at_its_size_and_opened_again_when_moved() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    // Indented: more of site()'s `log:` block, which its extra YAML follows.
+    let yaml = site(dir.path(), &origin, "  max_size: 2000\n  keep: 2\n");
+    let port = free_port();
+    let _haproxy = start(dir.path(), port, &retarget(port, &origin, (&module, &yaml), 1, ""));
+    let log = dir.path().join("violations.jsonl");
+    let rotated = |n: u32| dir.path().join(format!("violations.jsonl.{n}"));
+    for i in 0..40 {
+        let r = get_from(port, "127.0.0.2", &format!("/page{i}"), &[("User-Agent", GPTBOT)]);
+        assert_eq!(r.status, 403, "{}", r.head);
+    }
+    assert!(rotated(1).exists() && rotated(2).exists(), "not rotated: {:?}", std::fs::read_dir(dir.path()).unwrap());
+    assert!(!rotated(3).exists(), "more than log.keep files kept");
+    for file in [log.clone(), rotated(1), rotated(2)] {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let longest = text.lines().map(str::len).max().unwrap_or(0);
+        assert!(text.len() <= 2000 + longest + 1, "{} has {} bytes", file.display(), text.len());
+        for line in text.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(record["bot"], "GPTBot", "{line}");
+        }
+    }
+    // Moved away by another program: the module opens the path again.
+    let moved = dir.path().join("violations.jsonl.moved");
+    std::fs::rename(&log, &moved).unwrap();
+    let reopened = within(Duration::from_secs(2), || log.exists());
+    assert!(reopened.is_some(), "the module did not open the path again");
+    assert_eq!(get_from(port, "127.0.0.2", "/after", &[("User-Agent", GPTBOT)]).status, 403);
+    let lines = wait_lines(&log, 1);
+    assert!(lines[0].contains("/after"), "{lines:?}");
+    assert!(!std::fs::read_to_string(&moved).unwrap().contains("/after"), "written to the moved file");
+}

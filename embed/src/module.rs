@@ -120,7 +120,7 @@ impl Module {
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
         let state = Arc::new(MemoryState::new(snapshot.settings.boot.max_clients));
         let shared_state = snapshot.settings.boot.shared_state.clone();
-        let violations = Violations::open(&snapshot).map_err(|e| vec![e])?.map(Arc::new);
+        let violations = Violations::open(&snapshot, move |m| log(Level::Warn, m)).map_err(|e| vec![e])?.map(Arc::new);
         let dns = Arc::new(Dns::new(&snapshot.settings.boot.dns));
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
         let crowd = Arc::new(Crowd::default());
