@@ -13,62 +13,18 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::certs::Certs;
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
-use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered, Running};
-use common::modules::{a_shared_store_is_shared, envoy as module, shared_state, signed_site, site};
+use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered};
+use common::modules::{
+    a_shared_store_is_shared, envoy as module, envoy_config as retarget, shared_state, signed_site, site, spawn_envoy,
+    spawn_envoy_on,
+};
 use common::redis_server::RedisServer;
 use common::*;
-
-/// The shipped example with the test's listeners, origin and robotgate.yaml.
-/// Panics if the example no longer names them (the test would otherwise run
-/// something else).
-/// `admin`: Envoy's admin listener's port.
-fn retarget(text: &str, (port, admin): (u16, u16), origin: &Origin, yaml: &Path) -> String {
-    let listener = "socket_address: { address: 0.0.0.0, port_value: 80 }";
-    let upstream = "socket_address: { address: 127.0.0.1, port_value: 8000 }";
-    let config = "value: /etc/robotgate/robotgate.yaml";
-    let admin_at = "socket_address: { address: 127.0.0.1, port_value: 9901 }";
-    for default in [listener, upstream, config, admin_at] {
-        assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
-    }
-    text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
-        .replace(admin_at, &format!("socket_address: {{ address: 127.0.0.1, port_value: {admin} }}"))
-        .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
-        .replace(config, &format!("value: {}", yaml.display()))
-}
-
-/// The real Envoy running `config` with the module in its search path, its
-/// log in `dir`, on one worker thread; not waited for.
-fn spawn_envoy(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str) -> Running {
-    spawn_envoy_on(bin, module, dir, port, config, 1)
-}
-
-/// [`spawn_envoy`] on `workers` worker threads.
-fn spawn_envoy_on(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str, workers: usize) -> Running {
-    let file = dir.join("envoy.yaml");
-    std::fs::write(&file, config).unwrap();
-    let child = Command::new(bin)
-        .env("ENVOY_DYNAMIC_MODULES_SEARCH_PATH", module.parent().unwrap())
-        .arg("-c")
-        .arg(&file)
-        // A base id of its own (shared memory names), no hot restart, one worker.
-        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", &workers.to_string()])
-        .args(["-l", "info"])
-        // Its log written at once, for the test to read.
-        .args(["--file-flush-interval-msec", "50"])
-        .arg("--log-path")
-        .arg(dir.join("envoy.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("envoy starts");
-    Running(child)
-}
 
 /// What a browser sends, through Envoy from `from`.
 fn as_a_browser(port: u16, from: &str, path: &str) -> Answered {

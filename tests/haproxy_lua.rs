@@ -17,83 +17,15 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
-use common::edge::{get_from, shipped, wait_port, Answered, Running};
-use common::modules::{a_shared_store_is_shared, haproxy as module, shared_state, signed_site, site};
+use common::edge::{get_from, wait_port, Answered, Running};
+use common::modules::{
+    a_shared_store_is_shared, haproxy as module, haproxy_config as retarget, have_haproxy, metrics_port, sample,
+    shared_state, signed_site, site, spawn_haproxy, start_haproxy as start,
+};
 use common::redis_server::RedisServer;
 use common::*;
 
 const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
-
-/// The shipped haproxy-lua.cfg with the test's listener, origin, module,
-/// Lua file and robotgate.yaml; `nbthread` threads; `frontend` more lines
-/// at the top of the frontend (after its bind). Panics if the example no
-/// longer names what is replaced (the test would otherwise run something else).
-fn retarget(port: u16, origin: &Origin, (module, yaml): (&Path, &Path), nbthread: usize, frontend: &str) -> String {
-    let cfg = shipped("haproxy-lua.cfg");
-    let bind = "    bind 127.0.0.1:80\n";
-    let upstream = "server origin 127.0.0.1:8000";
-    let config = "setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml";
-    let cpath = "lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath";
-    let lua = "lua-load-per-thread /etc/haproxy/robotgate.lua";
-    let metrics = "    bind 127.0.0.1:9103\n";
-    for default in [bind, upstream, config, cpath, lua, metrics] {
-        assert_eq!(cfg.matches(default).count(), 1, "haproxy-lua.cfg no longer names {default}");
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/robotgate.lua");
-    cfg.replace(bind, &format!("    bind 127.0.0.1:{port}\n{frontend}"))
-        .replace(upstream, &format!("server origin {}", origin.addr))
-        .replace(config, &format!("setenv ROBOTGATE_CONFIG {}", yaml.display()))
-        .replace(cpath, &format!("lua-prepend-path {}/?.so cpath", module.parent().unwrap().display()))
-        .replace(lua, &format!("lua-load-per-thread {}", script.display()))
-        .replace(metrics, &format!("    bind 127.0.0.1:{}\n", free_port()))
-        .replacen("\nglobal\n", &format!("\nglobal\n    nbthread {nbthread}\n"), 1)
-}
-
-/// The port of the metrics frontend of a [`retarget`]ed configuration.
-fn metrics_port(cfg: &str) -> u16 {
-    let frontend = cfg.split("frontend robotgate-metrics\n").nth(1).expect("no metrics frontend");
-    let bind = frontend.lines().find_map(|l| l.trim().strip_prefix("bind 127.0.0.1:")).expect("no bind");
-    bind.parse().unwrap()
-}
-
-/// The value of the series `series` (its name and labels, as written) in a
-/// scrape's `text`.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
-
-/// The real HAProxy running `cfg` in the foreground, its stderr (the
-/// module's log) in `dir`/haproxy.err; not waited for.
-fn spawn_haproxy(dir: &Path, cfg: &str) -> Running {
-    let file = dir.join("haproxy.cfg");
-    std::fs::write(&file, cfg).unwrap();
-    let child = Command::new("haproxy")
-        .arg("-db")
-        .arg("-f")
-        .arg(&file)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("haproxy.err")).unwrap())
-        .spawn()
-        .expect("haproxy starts");
-    Running(child)
-}
-
-/// HAProxy started and listening on `port`.
-fn start(dir: &Path, port: u16, cfg: &str) -> Running {
-    let running = spawn_haproxy(dir, cfg);
-    wait_port(port, "haproxy", &dir.join("haproxy.err"));
-    running
-}
-
-fn have_haproxy() -> bool {
-    let ok = Command::new("haproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-    if !ok {
-        let msg = "`haproxy` is not installed (apt-get install -y haproxy); .ci/run installs it";
-        assert!(std::env::var_os("CI").is_none(), "{msg}");
-        eprintln!("\n*** SKIPPED: {msg} ***\n");
-    }
-    ok
-}
 
 /// What a browser sends, through HAProxy from `from`.
 fn as_a_browser(port: u16, from: &str, path: &str) -> Answered {

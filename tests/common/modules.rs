@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::edge::get_from;
-use super::Origin;
+use super::edge::{get_from, shipped, wait_port, Running};
+use super::{free_port, Origin};
 
 /// The Envoy module (`librobotgate_envoy.so`), or `None` when it cannot be
 /// built here: the test skips, loudly (under `CI` it fails instead).
@@ -203,4 +203,131 @@ pub fn a_shared_store_is_shared(a: u16, b: u16, logs: (&Path, &Path)) {
     assert!(banned.is_some(), "the ban did not reach the other edge within 2 s:\n{}", read(logs.1));
     let r = get_from(b, "127.0.0.10", "/page", &headers);
     assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+}
+
+// --- Envoy with the module (tests/envoy_module.rs, tests/one_answer.rs).
+
+/// The shipped envoy-module.yaml (`text`) with the test's listeners, origin and robotgate.yaml.
+/// Panics if the example no longer names them (the test would otherwise run
+/// something else).
+/// `admin`: Envoy's admin listener's port.
+pub fn envoy_config(text: &str, (port, admin): (u16, u16), origin: &Origin, yaml: &Path) -> String {
+    let listener = "socket_address: { address: 0.0.0.0, port_value: 80 }";
+    let upstream = "socket_address: { address: 127.0.0.1, port_value: 8000 }";
+    let config = "value: /etc/robotgate/robotgate.yaml";
+    let admin_at = "socket_address: { address: 127.0.0.1, port_value: 9901 }";
+    for default in [listener, upstream, config, admin_at] {
+        assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
+    }
+    text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
+        .replace(admin_at, &format!("socket_address: {{ address: 127.0.0.1, port_value: {admin} }}"))
+        .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
+        .replace(config, &format!("value: {}", yaml.display()))
+}
+
+/// The real Envoy running `config` with the module in its search path, its
+/// log in `dir`, on one worker thread; not waited for.
+pub fn spawn_envoy(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str) -> Running {
+    spawn_envoy_on(bin, module, dir, port, config, 1)
+}
+
+/// [`spawn_envoy`] on `workers` worker threads.
+pub fn spawn_envoy_on(bin: &Path, module: &Path, dir: &Path, port: u16, config: &str, workers: usize) -> Running {
+    let file = dir.join("envoy.yaml");
+    std::fs::write(&file, config).unwrap();
+    let child = Command::new(bin)
+        .env("ENVOY_DYNAMIC_MODULES_SEARCH_PATH", module.parent().unwrap())
+        .arg("-c")
+        .arg(&file)
+        // A base id of its own (shared memory names), no hot restart, one worker.
+        .args(["--base-id", &port.to_string(), "--disable-hot-restart", "--concurrency", &workers.to_string()])
+        .args(["-l", "info"])
+        // Its log written at once, for the test to read.
+        .args(["--file-flush-interval-msec", "50"])
+        .arg("--log-path")
+        .arg(dir.join("envoy.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("envoy starts");
+    Running(child)
+}
+
+// --- HAProxy with the module (tests/haproxy_lua.rs, tests/one_answer.rs).
+
+/// The shipped haproxy-lua.cfg with the test's listener, origin, module,
+/// Lua file and robotgate.yaml; `nbthread` threads; `frontend` more lines
+/// at the top of the frontend (after its bind). Panics if the example no
+/// longer names what is replaced (the test would otherwise run something else).
+pub fn haproxy_config(
+    port: u16,
+    origin: &Origin,
+    (module, yaml): (&Path, &Path),
+    nbthread: usize,
+    frontend: &str,
+) -> String {
+    let cfg = shipped("haproxy-lua.cfg");
+    let bind = "    bind 127.0.0.1:80\n";
+    let upstream = "server origin 127.0.0.1:8000";
+    let config = "setenv ROBOTGATE_CONFIG /etc/robotgate/robotgate.yaml";
+    let cpath = "lua-prepend-path /usr/lib/robotgate/haproxy/?.so cpath";
+    let lua = "lua-load-per-thread /etc/haproxy/robotgate.lua";
+    let metrics = "    bind 127.0.0.1:9103\n";
+    for default in [bind, upstream, config, cpath, lua, metrics] {
+        assert_eq!(cfg.matches(default).count(), 1, "haproxy-lua.cfg no longer names {default}");
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/edge/robotgate.lua");
+    cfg.replace(bind, &format!("    bind 127.0.0.1:{port}\n{frontend}"))
+        .replace(upstream, &format!("server origin {}", origin.addr))
+        .replace(config, &format!("setenv ROBOTGATE_CONFIG {}", yaml.display()))
+        .replace(cpath, &format!("lua-prepend-path {}/?.so cpath", module.parent().unwrap().display()))
+        .replace(lua, &format!("lua-load-per-thread {}", script.display()))
+        .replace(metrics, &format!("    bind 127.0.0.1:{}\n", free_port()))
+        .replacen("\nglobal\n", &format!("\nglobal\n    nbthread {nbthread}\n"), 1)
+}
+
+/// The port of the metrics frontend of a [`haproxy_config`]ed configuration.
+pub fn metrics_port(cfg: &str) -> u16 {
+    let frontend = cfg.split("frontend robotgate-metrics\n").nth(1).expect("no metrics frontend");
+    let bind = frontend.lines().find_map(|l| l.trim().strip_prefix("bind 127.0.0.1:")).expect("no bind");
+    bind.parse().unwrap()
+}
+
+/// The value of the series `series` (its name and labels, as written) in a
+/// scrape's `text`.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The real HAProxy running `cfg` in the foreground, its stderr (the
+/// module's log) in `dir`/haproxy.err; not waited for.
+pub fn spawn_haproxy(dir: &Path, cfg: &str) -> Running {
+    let file = dir.join("haproxy.cfg");
+    std::fs::write(&file, cfg).unwrap();
+    let child = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("haproxy.err")).unwrap())
+        .spawn()
+        .expect("haproxy starts");
+    Running(child)
+}
+
+/// HAProxy started and listening on `port`.
+pub fn start_haproxy(dir: &Path, port: u16, cfg: &str) -> Running {
+    let running = spawn_haproxy(dir, cfg);
+    wait_port(port, "haproxy", &dir.join("haproxy.err"));
+    running
+}
+
+pub fn have_haproxy() -> bool {
+    let ok = Command::new("haproxy").arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !ok {
+        let msg = "`haproxy` is not installed (apt-get install -y haproxy); .ci/run installs it";
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("\n*** SKIPPED: {msg} ***\n");
+    }
+    ok
 }
