@@ -17,6 +17,13 @@
 //! auth listener's record keeps the status it told the edge, 403 for an
 //! `alternate` page), and the same counters in the proxy and the module.
 //!
+//! The Envoy and HAProxy modules (issue #69), when they can be built here,
+//! are asked the same script beside them (each with its own copy of the
+//! module's robotgate.yaml and files, the client named by the forwarding
+//! header of 127.0.0.1 as the proxy trusts it: Envoy's
+//! `xff_num_trusted_hops: 1`, HAProxy's shipped `set-src` line), and answer
+//! as the proxy does, with the same records and counters.
+//!
 //! A signed agent (Web Bot Auth) is reached too: a robot of the test's own
 //! (`bots:` extends the database) signs as the loopback agent whose key
 //! directory the test serves, `verify.allow_private_directories` on; each
@@ -34,6 +41,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::modules;
 use common::nginx_module::{module, nginx};
 use common::signer::{new_key, sign, Directory};
 use common::{free_port, get, wait_lines, within, Gate, Origin, AHREFS, FIREFOX, GOOGLEBOT, GPTBOT};
@@ -272,6 +280,7 @@ fn proxy_auth_request_and_module_answer_alike() {
     );
     let main = format!("load_module {};\n", module.display());
     let inside = start_nginx(module_dir.path(), &main, &http, module_port);
+    let edges = Edges::start(&origin);
 
     let script = [
         // A browser: passed, with the `*` group's Content-Usage.
@@ -333,6 +342,9 @@ fn proxy_auth_request_and_module_answer_alike() {
         let by_module = ask(inside.port, a, extra);
         let by_edge = ask(edge.port, a, extra);
         assert_eq!(by_module, by_proxy, "module and proxy differ on {} {} {}", a.ip, a.ua, a.path);
+        for (name, port) in edges.ports() {
+            assert_eq!(ask(port, a, extra), by_proxy, "{name} and proxy differ on {} {} {}", a.ip, a.ua, a.path);
+        }
         // A 2xx refusal (the alternate page) is 403 to every edge (docs/edge.md).
         let want = if a.ua == META { 403 } else { by_proxy.status };
         assert_eq!(by_edge.status, want, "edge and proxy differ on {} {} {}", a.ip, a.ua, a.path);
@@ -361,6 +373,18 @@ fn proxy_auth_request_and_module_answer_alike() {
     let by_proxy = seen(common::raw(proxy.port, two.as_bytes()));
     assert_eq!(by_proxy.status, 400, "{by_proxy:?}");
     assert_eq!(seen(common::raw(inside.port, two.as_bytes())), by_proxy, "module and proxy differ on two User-Agents");
+    for (name, port) in edges.ports() {
+        let by_edge = seen(common::raw(port, two.as_bytes()));
+        if name == "envoy" {
+            // Envoy's header map joins a repeated User-Agent into one value
+            // ("A, B") before any filter sees it: the module judges that
+            // one string (here a GPTBot claim from outside its ranges):
+            // refused too, as a claim (docs/edge.md).
+            assert_eq!(by_edge.status, 403, "{by_edge:?}");
+            continue;
+        }
+        assert_eq!(by_edge, by_proxy, "{name} and proxy differ on two User-Agents");
+    }
     let by_edge = seen(common::raw(edge.port, two.as_bytes()));
     assert_eq!(by_edge.status, 400, "{by_edge:?}");
 
@@ -381,6 +405,9 @@ fn proxy_auth_request_and_module_answer_alike() {
         by_proxy,
         "module and proxy differ on an absolute line"
     );
+    for (name, port) in edges.ports() {
+        assert_eq!(seen(common::raw(port, head.as_bytes())), by_proxy, "{name} and proxy differ on an absolute line");
+    }
 
     // The records: the same in all three.
     let n = 13;
@@ -388,6 +415,9 @@ fn proxy_auth_request_and_module_answer_alike() {
     assert_eq!(from_proxy.len(), n, "{from_proxy:#?}");
     assert_eq!(records(&module_dir.path().join("violations.jsonl"), n), from_proxy);
     assert_eq!(records(&auth_gate.path("violations.jsonl"), n), from_proxy);
+    for (name, dir) in edges.dirs() {
+        assert_eq!(edge_records(name, dir, n), from_proxy, "{name}'s records");
+    }
 
     // The counters: the same in the proxy and the module.
     let proxy_text = get(&format!("http://127.0.0.1:{}/metrics", proxy.metrics_port), &[]).body;
@@ -405,13 +435,30 @@ fn proxy_auth_request_and_module_answer_alike() {
     let count = module_text.lines().find_map(|l| l.strip_prefix("robotgate_decision_seconds_count "));
     assert!(count.and_then(|c| c.parse::<u64>().ok()).is_some_and(|c| c >= 13), "{module_text}");
     assert_eq!(proxy_counts.get("robotgate_files_served_total"), Some(&1), "{proxy_counts:?}");
+    for (name, text) in edges.scrapes() {
+        let mut want = proxy_counts.clone();
+        if name == "envoy" {
+            // The joined User-Agents' claim: one more request, one more violation.
+            for family in ["robotgate_requests_total", "robotgate_violations_total"] {
+                *want.entry(family.to_owned()).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(counters(&text), want, "{name}'s counters");
+        // Envoy's stats have no histogram of the module's (docs/edge.md).
+        if name == "haproxy" {
+            assert_eq!(timed(&text), timed(&proxy_text), "{name}'s decision histogram");
+        }
+    }
 
     // stale-robots: GPTBot reads robots.txt, the site then disallows
     // /later/, and GPTBot, within its copy's grace, asks for /later/: a pass
     // recorded as `stale-robots`, in every host alike.
-    let files = [proxy.path("robots.txt"), module_dir.path().join("robots.txt"), auth_gate.path("robots.txt")];
+    let mut files = vec![proxy.path("robots.txt"), module_dir.path().join("robots.txt"), auth_gate.path("robots.txt")];
+    files.extend(edges.dirs().map(|(_, dir)| dir.join("robots.txt")));
+    let ports: Vec<u16> =
+        [proxy.port, inside.port, edge.port].into_iter().chain(edges.ports().map(|(_, p)| p)).collect();
     let read = Ask { ip: "132.196.86.5", ua: GPTBOT, path: "/robots.txt" };
-    for port in [proxy.port, inside.port, edge.port] {
+    for &port in &ports {
         assert_eq!(ask(port, &read, &[]).status, 200);
     }
     let later = ROBOTS.replacen("Disallow: /private/\n", "Disallow: /private/\nDisallow: /later/\n", 1);
@@ -422,7 +469,7 @@ fn proxy_auth_request_and_module_answer_alike() {
     }
     // In force: each host serves the new file (a browser's reads, after
     // the counters were compared).
-    for port in [proxy.port, inside.port, edge.port] {
+    for &port in &ports {
         let serves = || ask(port, &Ask { ip: "192.0.2.1", ua: FIREFOX, path: "/robots.txt" }, &[]).body;
         let ok = within(Duration::from_secs(10), || serves().is_some_and(|b| b.contains("/later/")));
         assert!(ok.is_some(), "port {port} still serves the old robots.txt: {:?}", serves());
@@ -431,6 +478,9 @@ fn proxy_auth_request_and_module_answer_alike() {
     let by_proxy = ask(proxy.port, &stale, &[]);
     assert_eq!((by_proxy.status, &by_proxy.body), (200, &None), "{by_proxy:?}");
     assert_eq!(ask(inside.port, &stale, &[]), by_proxy, "module and proxy differ on a stale-robots pass");
+    for (name, port) in edges.ports() {
+        assert_eq!(ask(port, &stale, &[]), by_proxy, "{name} and proxy differ on a stale-robots pass");
+    }
     assert_eq!(ask(edge.port, &stale, &[]).status, 200, "the edge refused a stale-robots pass");
     // ... and a robot that never read robots.txt is refused there (not
     // another GPTBot address: a verified robot's read counts for all of it).
@@ -439,6 +489,9 @@ fn proxy_auth_request_and_module_answer_alike() {
     let by_proxy = ask(proxy.port, &unread, &[]);
     assert_eq!(by_proxy.status, 403, "{by_proxy:?}");
     assert_eq!(ask(inside.port, &unread, &[]), by_proxy);
+    for (name, port) in edges.ports() {
+        assert_eq!(ask(port, &unread, &[]), by_proxy, "{name} and proxy differ on a robot that never read robots.txt");
+    }
     assert_eq!(ask(edge.port, &unread, &[]).status, 403);
     let n = n + 2;
     let from_proxy = records(&proxy_log, n);
@@ -446,7 +499,81 @@ fn proxy_auth_request_and_module_answer_alike() {
     assert_eq!(stale_line, 1, "{from_proxy:#?}");
     assert_eq!(records(&module_dir.path().join("violations.jsonl"), n), from_proxy);
     assert_eq!(records(&auth_gate.path("violations.jsonl"), n), from_proxy);
-    drop((edge, inside));
+    for (name, dir) in edges.dirs() {
+        assert_eq!(edge_records(name, dir, n), from_proxy, "{name}'s records");
+    }
+    drop((edge, inside, edges));
+}
+
+/// An edge's records, as [`records`]: Envoy's has one more, the two
+/// User-Agents it joined into one claim (refused as one; the proxy refuses
+/// the request before judging, without a record), left out here.
+fn edge_records(name: &str, dir: &Path, n: usize) -> Vec<String> {
+    let joined = "\"198.51.100.40\"";
+    let n = if name == "envoy" { n + 1 } else { n };
+    let all = records(&dir.join("violations.jsonl"), n);
+    all.into_iter().filter(|r| name != "envoy" || !r.starts_with(joined)).collect()
+}
+
+/// One edge with its module: its name, port, directory (files and log),
+/// where its counters are scraped, and the running edge.
+struct Inside {
+    name: &'static str,
+    port: u16,
+    dir: tempfile::TempDir,
+    scrape: String,
+    _running: common::edge::Running,
+}
+
+/// The Envoy and HAProxy modules that could be built here, each running
+/// the shipped file in front of the origin.
+struct Edges(Vec<Inside>);
+
+impl Edges {
+    fn start(origin: &Origin) -> Edges {
+        let mut edges = Vec::new();
+        if let (Some(bin), Some(module)) = (common::edge::envoy(), modules::envoy()) {
+            let dir = tempfile::tempdir().unwrap();
+            files(dir.path());
+            let yaml = dir.path().join("robotgate.yaml");
+            std::fs::write(&yaml, config(dir.path(), "", "")).unwrap();
+            let (port, admin) = (free_port(), free_port());
+            let shipped = common::edge::shipped("envoy-module.yaml");
+            let hops = "xff_num_trusted_hops: 0";
+            assert_eq!(shipped.matches(hops).count(), 1, "envoy-module.yaml no longer says {hops}");
+            let text =
+                modules::envoy_config(&shipped, (port, admin), origin, &yaml).replace(hops, "xff_num_trusted_hops: 1");
+            let running = modules::spawn_envoy(&bin, &module, dir.path(), port, &text);
+            common::edge::wait_port(port, "envoy", &dir.path().join("envoy.log"));
+            let scrape = format!("http://127.0.0.1:{admin}/stats/prometheus");
+            edges.push(Inside { name: "envoy", port, dir, scrape, _running: running });
+        }
+        if let Some(module) = modules::haproxy().filter(|_| modules::have_haproxy()) {
+            let dir = tempfile::tempdir().unwrap();
+            files(dir.path());
+            let yaml = dir.path().join("robotgate.yaml");
+            std::fs::write(&yaml, config(dir.path(), "", "")).unwrap();
+            let port = free_port();
+            let set_src = "    http-request set-src hdr_ip(X-Forwarded-For,-1) if { src 127.0.0.1 }\n";
+            let cfg = modules::haproxy_config(port, origin, (&module, &yaml), 1, set_src);
+            let scrape = format!("http://127.0.0.1:{}/metrics", modules::metrics_port(&cfg));
+            let running = modules::start_haproxy(dir.path(), port, &cfg);
+            edges.push(Inside { name: "haproxy", port, dir, scrape, _running: running });
+        }
+        Edges(edges)
+    }
+
+    fn ports(&self) -> impl Iterator<Item = (&'static str, u16)> + '_ {
+        self.0.iter().map(|e| (e.name, e.port))
+    }
+
+    fn dirs(&self) -> impl Iterator<Item = (&'static str, &Path)> + '_ {
+        self.0.iter().map(|e| (e.name, e.dir.path()))
+    }
+
+    fn scrapes(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
+        self.0.iter().map(|e| (e.name, get(&e.scrape, &[]).body))
+    }
 }
 
 /// The module's file (no `listen`, no `upstream`) is checked as each host
