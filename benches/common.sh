@@ -243,3 +243,50 @@ haproxy_lua_conf() {
     -e "s|/etc/haproxy/robotgate.lua|$PWD/examples/edge/robotgate.lua|" -e 's/^global$/global\n    nbthread 1/' \
     examples/edge/haproxy-lua.cfg > "$1"
 }
+
+# envoy_without IN OUT FILTER [regex]: Envoy's configuration IN without its
+# HTTP filter named FILTER (up to the router), as OUT; with `regex`, a route
+# before the site's own answering 403 to a User-Agent with the robots.txt
+# token of any AI crawler of robotgate's database (RE2, case-insensitive):
+# the usual block an operator writes (edge_cost.sh's envoy-regex).
+envoy_without() {
+  local filter
+  filter=$(printf '%s' "$3" | sed 's/\./\\./g')
+  awk -v rx="${4:-}" -v tokens="$(ai_crawler_regex)" -v filter="- name: $filter\$" '
+    $0 ~ filter { skip = 1 }
+    /- name: envoy\.filters\.http\.router$/ { skip = 0 }
+    rx != "" && /- match: \{ prefix: "\/" \}/ {
+      pad = $0; sub(/-.*/, "", pad)
+      print pad "- match:"
+      print pad "    prefix: \"/\""
+      print pad "    headers:"
+      print pad "      - name: user-agent"
+      print pad "        string_match: { safe_regex: { regex: '"'"'(?i).*(" tokens ").*'"'"' } }"
+      print pad "  direct_response: { status: 403, body: { inline_string: \"Forbidden\\n\" } }"
+    }
+    # The alternation compiles to an RE2 program past Envoy default limit
+    # (100): raised, as an operator writing this route has to, in the
+    # file own runtime layers if it has them.
+    rx != "" && /^  layers:$/ { print; print "    - name: regex"; print "      static_layer: { re2.max_program_size.error_level: 4096 }"; layered = 1; next }
+    !skip { print }
+    END {
+      if (rx != "" && !layered) {
+        print ""; print "layered_runtime:"; print "  layers:"; print "    - name: regex"
+        print "      static_layer: { re2.max_program_size.error_level: 4096 }"
+      }
+    }' "$1" > "$2"
+}
+
+# envoy_module_conf FILE PORT ADMIN ORIGIN YAML: the shipped
+# examples/edge/envoy-module.yaml listening on PORT (its admin on ADMIN) in
+# front of ORIGIN, the module reading YAML.
+envoy_module_conf() {
+  local t
+  for t in 'socket_address: { address: 0.0.0.0, port_value: 80 }' 'port_value: 8000 }' 'port_value: 9901 }' \
+    'value: /etc/robotgate/robotgate.yaml'; do
+    grep -qF -- "$t" examples/edge/envoy-module.yaml || { echo "envoy-module.yaml no longer names $t" >&2; return 1; }
+  done
+  sed -e "s/socket_address: { address: 0\.0\.0\.0, port_value: 80 }/socket_address: { address: 127.0.0.1, port_value: $2 }/" \
+    -e "s/port_value: 8000 }/port_value: $4 }/" -e "s/port_value: 9901 }/port_value: $3 }/" \
+    -e "s|value: /etc/robotgate/robotgate.yaml|value: $5|" examples/edge/envoy-module.yaml > "$1"
+}

@@ -151,31 +151,10 @@ envoy_conf() { # FILE PORT
 # the site's own answering a User-Agent that matches 403.
 envoy_alone_conf() { # FILE PORT [regex]
   envoy_conf "$1.full" "$2"
-  awk -v rx="${3:-}" -v tokens="$REGEX" '
-    /- name: envoy\.filters\.http\.ext_authz$/ { skip = 1 }
-    /- name: envoy\.filters\.http\.router$/ { skip = 0 }
-    rx != "" && /- match: \{ prefix: "\/" \}/ {
-      pad = $0; sub(/-.*/, "", pad)
-      print pad "- match:"
-      print pad "    prefix: \"/\""
-      print pad "    headers:"
-      print pad "      - name: user-agent"
-      print pad "        string_match: { safe_regex: { regex: '"'"'(?i).*(" tokens ").*'"'"' } }"
-      print pad "  direct_response: { status: 403, body: { inline_string: \"Forbidden\\n\" } }"
-    }
-    !skip { print }' "$1.full" > "$1"
-  # The alternation compiles to an RE2 program past Envoy's default limit
-  # (100): raised, as an operator writing this route has to.
-  [ -n "${3:-}" ] && printf '\nlayered_runtime:\n  layers:\n    - name: regex\n      static_layer: { re2.max_program_size.error_level: 4096 }\n' >> "$1"
-  return 0
+  envoy_without "$1.full" "$1" envoy.filters.http.ext_authz "${3:-}"
 }
 envoy_conf "$WORK/en-authz.yaml" "$EN_AUTHZ"
-must_name examples/edge/envoy-module.yaml 'socket_address: { address: 0.0.0.0, port_value: 80 }' \
-  'socket_address: { address: 127.0.0.1, port_value: 8000 }' 'port_value: 9901 }' 'value: /etc/robotgate/robotgate.yaml'
-sed -e "s/socket_address: { address: 0\.0\.0\.0, port_value: 80 }/socket_address: { address: 127.0.0.1, port_value: $EN_MOD }/" \
-  -e "s/port_value: 8000 }/port_value: $ORIGIN }/" -e "s/port_value: 9901 }/port_value: $EN_MOD_ADMIN }/" \
-  -e "s|value: /etc/robotgate/robotgate.yaml|value: $WORK/robotgate-verified.yaml|" \
-  examples/edge/envoy-module.yaml > "$WORK/en-module.yaml"
+envoy_module_conf "$WORK/en-module.yaml" "$EN_MOD" "$EN_MOD_ADMIN" "$ORIGIN" "$WORK/robotgate-verified.yaml"
 envoy_alone_conf "$WORK/en-alone.yaml" "$EN_ALONE"
 envoy_alone_conf "$WORK/en-regex.yaml" "$EN_REGEX" regex
 

@@ -19,7 +19,11 @@
 # (default 10), the counters are dumped and divided by the requests wrk
 # made. With HAPROXY=1, also HAProxy (Debian's 2.6, `nbthread 1`) alone,
 # with its `hdr_reg` User-Agent block, and with the Lua module (issue #69:
-# a browser, GPTBot refused), beside nginx's figures. Kernel work is not counted: strace shows nginx and Pingora making the
+# a browser, GPTBot refused), beside nginx's figures. With ENVOY=1, also
+# Envoy (1.40 from tests/parsers/.venv, `--concurrency 1`, every thread of
+# its counted) with the shipped envoy-module.yaml without the module, with
+# an RE2 route refusing GPTBot, and with the module (a browser, GPTBot
+# refused). Kernel work is not counted: strace shows nginx and Pingora making the
 # same system calls per proxied request (two reads, two writes, one socket
 # check). Installs wrk, nginx and valgrind from Debian if missing. Loopback
 # only; stops everything it started.
@@ -36,6 +40,12 @@ install_missing wrk:wrk nginx:nginx-light valgrind:valgrind curl:curl
 if [ -n "${HAPROXY:-}" ]; then
   install_missing haproxy:haproxy
   LUA_MODULE=$(bash haproxy/build.sh 2>/dev/null | tail -n 1)
+fi
+if [ -n "${ENVOY:-}" ]; then
+  ENVOY_BIN=$(find tests/parsers/.venv/lib -path '*/site-packages/envoy/_bin/envoy' -type f 2>/dev/null | head -n 1)
+  [ -n "$ENVOY_BIN" ] || { echo "no Envoy in tests/parsers/.venv (benches/edge_cost.sh installs it)" >&2; exit 1; }
+  ENVOY_MODULE=$(bash envoy/build.sh 2>/dev/null | tail -n 1)
+  export ENVOY_DYNAMIC_MODULES_SEARCH_PATH="${ENVOY_MODULE%/*}"
 fi
 
 start_work KILL
@@ -121,6 +131,16 @@ if [ -n "${HAPROXY:-}" ]; then
   measure haproxy-regex-blocked "$GPTBOT" haproxy -db -f "$WORK/haproxy-regex.cfg"
   measure haproxy-lua-browser "$CHROME" haproxy -db -f "$WORK/haproxy-lua.cfg"
   measure haproxy-lua-blocked "$GPTBOT" haproxy -db -f "$WORK/haproxy-lua.cfg"
+fi
+if [ -n "${ENVOY:-}" ]; then
+  envoy_module_conf "$WORK/envoy-module.yaml" "$PROXY" 18302 "$ORIGIN" "$WORK/robotgate-verified.yaml"
+  envoy_without "$WORK/envoy-module.yaml" "$WORK/envoy.yaml" robotgate
+  envoy_without "$WORK/envoy-module.yaml" "$WORK/envoy-regex.yaml" robotgate regex
+  envoy_run=("$ENVOY_BIN" --concurrency 1 --disable-hot-restart -l error -c)
+  measure envoy "$CHROME" "${envoy_run[@]}" "$WORK/envoy.yaml"
+  measure envoy-regex-blocked "$GPTBOT" "${envoy_run[@]}" "$WORK/envoy-regex.yaml"
+  measure envoy-module-browser "$CHROME" "${envoy_run[@]}" "$WORK/envoy-module.yaml"
+  measure envoy-module-blocked "$GPTBOT" "${envoy_run[@]}" "$WORK/envoy-module.yaml"
 fi
 [ -f "$WORK/result.nginx" ] && [ -f "$WORK/result.passthrough" ] && [ -f "$WORK/result.robotgate-browser" ] &&
   [ -f "$WORK/result.passthrough-forward" ] &&
