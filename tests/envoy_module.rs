@@ -411,11 +411,7 @@ fn a_signed_agent_is_verified_inside_envoy() {
     let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
     let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
     wait_port(port, "envoy", &dir.path().join("envoy.log"));
-    common::modules::a_signed_agent_is_verified(port, &dir.path().join("violations.jsonl"), &|signed, path| {
-        let mut headers = vec![("User-Agent", "SignedBot/1.0")];
-        headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        get_from(port, "127.0.0.2", path, &headers).status
-    });
+    common::modules::a_signed_agent_is_verified(port, &dir.path().join("violations.jsonl"));
 }
 
 /// `state.redis` inside Envoy: two Envoys, each with the module, share one

@@ -43,9 +43,6 @@ fn build(dir: &str) -> Option<PathBuf> {
     Some(PathBuf::from(stdout.lines().last().expect("build.sh prints the module's path").trim()))
 }
 
-/// Sends a request with these headers to this path; its status.
-pub type Status<'a> = &'a dyn Fn(&[(String, String)], &str) -> u16;
-
 /// A robot that publishes ranges (none on loopback) and signs as the
 /// loopback agent (robots.txt's group for it: `*`, its token Googlebot's).
 pub const SIGNED_BOT: &str = "version: 1\nbots:\n  - name: SignedBot\n    operator: Test\n    category: search\n    robots_tokens: [Googlebot]\n    ua: [SignedBot]\n    ip_ranges: [google-common-crawlers]\n    signature_agents: [\"127.0.0.1\"]\n    obeys_robots: true\n    samples: [\"SignedBot/1.0\"]\n";
@@ -56,11 +53,16 @@ pub const SIGNED_BOT: &str = "version: 1\nbots:\n  - name: SignedBot\n    operat
 /// here) is fetched on a helper thread while the request is parked, and
 /// kept for the process (one fetch), and the robot is held to its group;
 /// a tampered signature or another key is a spoofed claim; a directory
-/// that never answers holds no request past the fetch's 2 s. `status`
-/// sends the request (`SignedBot/1.0` and the signature's headers) and
-/// answers its status; `log` is the violation log.
-pub fn a_signed_agent_is_verified(port: u16, log: &std::path::Path, status: Status<'_>) {
+/// that never answers holds no request past the fetch's 2 s. Each request
+/// is `SignedBot/1.0` with the signature's headers, from 127.0.0.2; `log`
+/// is the violation log.
+pub fn a_signed_agent_is_verified(port: u16, log: &std::path::Path) {
     use super::signer::{new_key, sign, Directory};
+    let status = |signed: &[(String, String)], path: &str| {
+        let mut headers = vec![("User-Agent", "SignedBot/1.0")];
+        headers.extend(signed.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        get_from(port, "127.0.0.2", path, &headers).status
+    };
     let key = new_key("module");
     let (good, silent) = (Directory::serving(&key), Directory::silent());
     let authority = format!("127.0.0.1:{port}");
