@@ -42,10 +42,17 @@ pub fn watch_dirs(sources: &[PathBuf]) -> BTreeSet<PathBuf> {
 /// directories whose every file of an extension counts (`dir/*.json`: the
 /// feeds directory; `dir/*.yaml`: `sites_dir`): built once per snapshot, so
 /// an event costs a lookup, not a pass over every source.
+///
+/// A source that is a symbolic link is also swept ([`Sources::swept`]):
+/// what it leads to may change with no event in the source's directory (a
+/// Kubernetes ConfigMap's files lead through `..data`, a link the kubelet
+/// swaps for each update; a link to a file elsewhere, edited there).
 #[derive(Debug, Default)]
 pub struct Sources {
     files: HashSet<PathBuf>,
     any: HashSet<(PathBuf, String)>,
+    /// The files that are symbolic links (when the sources were taken).
+    links: Vec<PathBuf>,
 }
 
 impl Sources {
@@ -63,7 +70,13 @@ impl Sources {
                 }
             }
         }
-        Sources { files, any }
+        // An `lstat` each, once per new set of sources (off the requests).
+        let mut links: Vec<PathBuf> = (files.iter())
+            .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.file_type().is_symlink()))
+            .cloned()
+            .collect();
+        links.sort_unstable();
+        Sources { files, any, links }
     }
 
     /// Whether an event naming `path` (absolute) may concern a source.
@@ -82,6 +95,16 @@ impl Sources {
         let mut out: Vec<PathBuf> =
             self.files.iter().filter(|f| f.parent().is_none_or(|d| !watched.contains(d))).cloned().collect();
         out.sort_unstable();
+        out
+    }
+
+    /// What a [`Sweep`] looks at: the sources no watch covers
+    /// ([`Sources::outside`]) and every symbolic link among them.
+    pub fn swept(&self, watched: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+        let mut out = self.outside(watched);
+        out.extend(self.links.iter().cloned());
+        out.sort_unstable();
+        out.dedup();
         out
     }
 }
@@ -397,5 +420,37 @@ mod tests {
         // A watched directory's files are not swept.
         let watched = BTreeSet::from([dir.path().to_path_buf()]);
         assert!(Sweep::new(s.outside(&watched), SystemTime::now()).is_empty());
+    }
+
+    #[test]
+    fn a_source_that_is_a_link_is_swept_though_its_directory_is_watched() {
+        // A ConfigMap's layout: the file leads through `..data`, a link to
+        // the current version's directory, swapped whole by an update.
+        let dir = tempfile::tempdir().unwrap();
+        let (v1, v2) = (dir.path().join("..v1"), dir.path().join("..v2"));
+        for v in [&v1, &v2] {
+            std::fs::create_dir(v).unwrap();
+            std::fs::write(v.join("robots.txt"), "User-agent: *\n").unwrap();
+        }
+        std::os::unix::fs::symlink("..v1", dir.path().join("..data")).unwrap();
+        let robots = dir.path().join("robots.txt");
+        std::os::unix::fs::symlink("..data/robots.txt", &robots).unwrap();
+        std::fs::write(dir.path().join("plain.txt"), "x").unwrap();
+        let s = Sources::of(&[robots.clone(), dir.path().join("plain.txt")]);
+        let watched = BTreeSet::from([dir.path().to_path_buf()]);
+        assert!(s.outside(&watched).is_empty(), "every directory is watched");
+        assert_eq!(s.swept(&watched), std::slice::from_ref(&robots), "only the link is swept");
+
+        let read_at = SystemTime::now() + Duration::from_millis(20);
+        let mut sweep = Sweep::new(s.swept(&watched), read_at);
+        assert!(!sweep.look(SWEEP_FILES), "nothing changed since");
+        // The update: `..data` swapped for a link to a version written after.
+        std::thread::sleep(Duration::from_millis(40));
+        std::fs::write(v2.join("robots.txt"), "User-agent: *\nDisallow: /\n").unwrap();
+        std::os::unix::fs::symlink("..v2", dir.path().join("..data_tmp")).unwrap();
+        std::fs::rename(dir.path().join("..data_tmp"), dir.path().join("..data")).unwrap();
+        let mut b = Burst::default();
+        assert!(!b.note(Event::Renamed(&[dir.path().join("..data_tmp"), dir.path().join("..data")]), &s));
+        assert!(sweep.look(SWEEP_FILES), "the sweep finds what the events do not name");
     }
 }

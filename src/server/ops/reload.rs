@@ -425,7 +425,7 @@ impl BackgroundService for Reloader {
                     burst.note(Event::Lost, sources);
                     drop(seen);
                     watch.sweep.again(std::time::SystemTime::now());
-                    "file changed (found by the sweep of unwatched files)"
+                    "file changed (found by the sweep of unwatched files and links)"
                 }
             };
             let (whole, named) = watch.seen().burst.take();
@@ -520,7 +520,9 @@ impl Watch {
         if let Some(w) = watcher.as_mut() {
             self.watch(w, want);
         }
-        self.sweep = Sweep::new(sources.outside(&self.dirs), read_at);
+        // And the sources that are links: what they lead to may change
+        // with no event in their directory.
+        self.sweep = Sweep::new(sources.swept(&self.dirs), read_at);
         self.seen().sources = sources;
     }
 
