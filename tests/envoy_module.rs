@@ -130,7 +130,7 @@ fn envoy_module_in_front() {
     let broken = dir.path().join("robotgate.yaml.new");
     std::fs::write(&broken, std::fs::read_to_string(&yaml).unwrap() + "no_such_key: 1\n").unwrap();
     std::fs::rename(&broken, &yaml).unwrap();
-    let said = within(Duration::from_secs(5), || read().contains("not reloaded, the rules in force stay"));
+    let said = within(Duration::from_secs(5), || read().contains("reload refused, the last good snapshot stays"));
     assert!(said.is_some(), "{}", read());
     assert!(read().contains("no_such_key"), "{}", read());
     assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);

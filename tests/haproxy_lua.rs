@@ -138,7 +138,7 @@ fn haproxy_lua_module_in_front() {
     let broken = dir.path().join("robotgate.yaml.new");
     std::fs::write(&broken, std::fs::read_to_string(&yaml).unwrap() + "no_such_key: 1\n").unwrap();
     std::fs::rename(&broken, &yaml).unwrap();
-    let said = within(Duration::from_secs(5), || read().contains("not reloaded, the rules in force stay"));
+    let said = within(Duration::from_secs(5), || read().contains("reload refused, the last good snapshot stays"));
     assert!(said.is_some(), "{}", read());
     assert!(read().contains("no_such_key"), "{}", read());
     assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);
@@ -396,6 +396,55 @@ fn master_worker_mode_reloads_in_the_worker() {
     let read = std::fs::read_to_string(&err).unwrap_or_default();
     assert!(allowed.is_some(), "the edit was not in force in the worker within 2 s: {read}");
     assert!(read.contains("worker") && read.contains("reloaded"), "{read}");
+}
+
+/// A site's robots.txt as a Kubernetes ConfigMap mounts it: a link through
+/// `..data`, itself a link to the current version's directory, which an
+/// update swaps whole (no event names robots.txt). In force within 2 s; an
+/// edit of another site's file is reloaded alone, as events name it.
+#[test]
+fn a_configmaps_update_and_an_edit_are_reloaded() {
+    let Some(module) = module() else { return };
+    if !have_haproxy() {
+        return;
+    }
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let robots = dir.path().join("robots.txt");
+    let v1 = dir.path().join("..2026_12_03_v1");
+    std::fs::create_dir(&v1).unwrap();
+    std::fs::rename(&robots, v1.join("robots.txt")).unwrap();
+    std::os::unix::fs::symlink("..2026_12_03_v1", dir.path().join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/robots.txt", &robots).unwrap();
+    let port = free_port();
+    let cfg = retarget(port, &origin, (&module, &yaml), 1, "");
+    let _haproxy = start(dir.path(), port, &cfg);
+    let read = || std::fs::read_to_string(dir.path().join("haproxy.err")).unwrap_or_default();
+    assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 403);
+
+    // The kubelet's update: the new version written, `..data` swapped.
+    let v2 = dir.path().join("..2026_12_03_v2");
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(v2.join("robots.txt"), "User-agent: GPTBot\nAllow: /\n").unwrap();
+    std::os::unix::fs::symlink("..2026_12_03_v2", dir.path().join("..data_tmp")).unwrap();
+    std::fs::rename(dir.path().join("..data_tmp"), dir.path().join("..data")).unwrap();
+    let allowed = within(Duration::from_secs(2), || {
+        get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status == 200
+    });
+    assert!(allowed.is_some(), "the ConfigMap's update was not in force within 2 s: {}", read());
+
+    // Another site's robots.txt edited in place: that site alone is read
+    // again (the events named its file).
+    let slow = [("User-Agent", GPTBOT), ("Host", "slow.example")];
+    assert_eq!(get_from(port, "127.0.0.3", "/a", &slow).status, 200);
+    std::fs::write(dir.path().join("slow-robots.txt"), "User-agent: GPTBot\nDisallow: /\n").unwrap();
+    let refused = within(Duration::from_secs(2), || get_from(port, "127.0.0.3", "/b", &slow).status == 403);
+    assert!(refused.is_some(), "the edit was not in force within 2 s: {}", read());
+    let said = within(Duration::from_secs(2), || read().contains("2 sites, 0 added, 1 rebuilt, 0 removed"));
+    assert!(said.is_some(), "{}", read());
+    let scrape = get_from(metrics_port(&cfg), "127.0.0.1", "/metrics", &[]);
+    assert!(sample(&scrape.body, "robotgate_reloads_total").is_some_and(|n| n >= 2.0), "{}", scrape.body);
 }
 
 /// Web Bot Auth inside HAProxy: the key directory fetched by a helper

@@ -12,6 +12,9 @@
 //! * [`metrics`]: the proxy's metrics in the module's own tables, and the
 //!   scrape's text (the HAProxy module's; the nginx module's from its zone).
 //! * [`park`]: reverse DNS for a parked request, woken as the edge wakes one.
+//! * [`reloads`], [`inotify`]: the watch of the snapshot's sources and its
+//!   reloads (every module's: nginx on its loop, the others on the reload
+//!   thread).
 //! * [`dns`]: forward-confirmed reverse DNS (the nginx, Envoy and HAProxy
 //!   modules).
 //! * [`keys`]: Web Bot Auth's key directories, known and fetched (the same).
@@ -20,11 +23,13 @@
 pub mod conn;
 pub mod decide;
 pub mod dns;
+pub mod inotify;
 pub mod keys;
 pub mod log;
 pub mod metrics;
 pub mod module;
 pub mod park;
+pub mod reloads;
 pub mod store;
 
 pub use module::{Level, Module, RELOAD_EVERY};

@@ -76,10 +76,9 @@ impl Metrics {
         }
     }
 
-    /// Count a reload put in force (`ok`) or refused, as the proxy does.
-    pub fn reloaded(&self, ok: bool) {
-        let family = if ok { metric::RELOADS } else { metric::RELOAD_FAILURES };
-        self.series.add(family.name, &[], &[], 1);
+    /// The counters' table: where reloads are counted ([`crate::reloads::count`]).
+    pub fn series(&self) -> &Series {
+        &self.series
     }
 
     /// Count a failed command of the shared store, as the proxy does.
@@ -171,7 +170,7 @@ mod tests {
         m.count("robotgate_requests_total", &["s", "ai-crawler"]);
         m.count("robotgate_requests_total", &["s", "ai-crawler"]);
         m.count("not_a_family", &["x"]);
-        m.reloaded(true);
+        crate::reloads::count(Some(m.series()), true, &[]);
         m.observe(Instant::now());
         let mut out = String::new();
         m.series.render(&mut out, &super::HELPS);

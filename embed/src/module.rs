@@ -7,24 +7,27 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use robotgate::config::SharedState;
 use robotgate::load::file::Reader;
+use robotgate::load::watch::{DEBOUNCE, SWEEP_EVERY};
 use robotgate::load::Snapshot;
 use robotgate::state::crowd::Crowd;
 use robotgate::state::memory::MemoryState;
 use robotgate::state::shared::Event;
 
+use crate::inotify::Inotify;
 use crate::keys::Directories;
 use crate::log::Violations;
 use crate::metrics::Metrics;
 use crate::park::Dns;
+use crate::reloads::{self, Reloads};
 use crate::store::{self, Store};
 
-/// How often the reload thread looks at the snapshot's files (a `stat` of
-/// each): an edit is in force within about this, plus its load.
+/// How often the reload thread folds the crowd check and closes the
+/// violation log's windows; also how soon it stops once asked to.
 pub const RELOAD_EVERY: Duration = Duration::from_millis(250);
 
 /// The snapshot requests are decided with, replaced whole by a reload.
@@ -252,13 +255,13 @@ fn read(current: &Current) -> Arc<Snapshot> {
     current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
 }
 
-/// The reload thread: each [`RELOAD_EVERY`], whether a file of the snapshot
-/// changed since it was read (or since a refused reload began); if so, a
-/// reload (only what changed is read and compiled again), put in force
-/// whole. A reload that fails keeps the rules in force, says why, and is
-/// tried again when a file changes again. Each look also closes the
-/// violation log's windows that have ended, and folds the crowd check's
-/// second (once a second: [`Crowd::tick`] folds nothing more often).
+/// The reload thread: it waits on the watch of the snapshot's sources
+/// ([`Reloads`]), reloads [`DEBOUNCE`] after a burst of changes ends
+/// (only what changed is read and compiled again), and puts the new
+/// snapshot in force whole. A reload that fails keeps the rules in force
+/// and says why. Each [`RELOAD_EVERY`] it also closes the violation log's
+/// windows that have ended, and folds the crowd check's second (once a
+/// second: [`Crowd::tick`] folds nothing more often).
 fn reload(
     config: &Path,
     current: &Current,
@@ -266,41 +269,73 @@ fn reload(
     (book, crowd, metrics): (Option<&Violations>, &Crowd, &Metrics),
     (log, crowd_warning): (fn(Level, &str), &str),
 ) {
-    let mut since = read(current).read_at;
+    let mut say = |level: Level, message: &str| log(level, message);
+    let snap = read(current);
+    if let Err(e) = reloads::keep_first(&snap) {
+        reloads::not_kept(&e, &mut say);
+    }
+    let mut reloads = Reloads::new(config.to_owned(), snap, true, &mut say);
+    // A file changed since the load: reloaded at once.
+    let mut quiet = reloads.pending().then(Instant::now);
+    let (mut tick, mut sweep) = (Instant::now() + RELOAD_EVERY, Instant::now() + SWEEP_EVERY);
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(RELOAD_EVERY);
-        let now = crate::log::now_ms();
-        if let Some(book) = book {
-            book.tick(now);
+        let mut until = quiet.map_or(tick, |q| q.min(tick));
+        if reloads.sweeping() {
+            until = until.min(sweep);
         }
-        // The edge names the client itself (Envoy's `xff_num_trusted_hops`,
-        // HAProxy's `set-src`), which robotgate.yaml's `trusted_proxies`
-        // does not see: the minute's traffic alone says it.
-        if crowd.tick(true, now) {
-            log(Level::Warn, &format!("robotgate: {crowd_warning}"));
+        wait(reloads.inotify(), until.saturating_duration_since(Instant::now()));
+        if stop.load(Ordering::Relaxed) {
+            break;
         }
-        let previous = read(current);
-        if stop.load(Ordering::Relaxed) || !previous.changed_since(since) {
+        if reloads.drain() {
+            quiet = Some(Instant::now() + DEBOUNCE);
+        }
+        let now = Instant::now();
+        if now >= tick {
+            tick = now + RELOAD_EVERY;
+            let ms = crate::log::now_ms();
+            if let Some(book) = book {
+                book.tick(ms);
+            }
+            // The edge names the client itself (Envoy's
+            // `xff_num_trusted_hops`, HAProxy's `set-src`), which
+            // robotgate.yaml's `trusted_proxies` does not see: the
+            // minute's traffic alone says it.
+            if crowd.tick(true, ms) {
+                log(Level::Warn, &format!("robotgate: {crowd_warning}"));
+            }
+        }
+        if reloads.sweeping() && now >= sweep {
+            sweep = now + SWEEP_EVERY;
+            if reloads.sweep() {
+                quiet = Some(now);
+            }
+        }
+        if quiet.is_none_or(|q| now < q) {
             continue;
         }
-        let began = SystemTime::now();
-        match robotgate::load::reload_whole(config, Some(&previous), &HashSet::new(), Reader::Caller) {
-            Ok(snapshot) => {
-                for problem in &snapshot.refused {
-                    log(Level::Warn, &format!("robotgate: site file refused, the other sites are served: {problem}"));
-                }
-                since = snapshot.read_at;
-                metrics.reloaded(true);
-                *current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
-                log(Level::Info, &format!("robotgate: {} reloaded", config.display()));
-            }
-            Err(problems) => {
-                metrics.reloaded(false);
-                for problem in problems {
-                    log(Level::Error, &format!("robotgate: not reloaded, the rules in force stay: {problem}"));
-                }
-                since = began;
-            }
+        quiet = None;
+        let Some(job) = reloads.begin() else { continue };
+        let install = |new| Some(std::mem::replace(&mut *current.write().unwrap_or_else(PoisonError::into_inner), new));
+        // What it replaced is freed here, off the edge's threads.
+        drop(reloads.finished(job.run(), install, Some(metrics.series()), &mut say));
+        if reloads.pending() {
+            // A new source changed between this reload's read and its watch.
+            quiet = Some(Instant::now());
         }
     }
+}
+
+/// Wait up to `timeout` for an event on `inotify` (all of `timeout` when
+/// there is no watch).
+fn wait(inotify: Option<&Inotify>, timeout: Duration) {
+    let Some(inotify) = inotify else {
+        std::thread::sleep(timeout);
+        return;
+    };
+    let mut fd = libc::pollfd { fd: inotify.fd(), events: libc::POLLIN, revents: 0 };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one pollfd, alive for the call. An interrupted or failed
+    // poll only ends the wait early.
+    unsafe { libc::poll(&raw mut fd, 1, ms) };
 }

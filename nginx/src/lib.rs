@@ -65,7 +65,6 @@ mod reload;
 mod scrape;
 mod store;
 mod timer;
-mod watch;
 mod wba;
 mod worker;
 mod zone;

@@ -1,8 +1,9 @@
-//! The directories of a worker's sources, watched with inotify: one
-//! descriptor that nginx's loop watches as it watches a socket
-//! ([`crate::reload`]), read without waiting, its events read as the core
-//! reads a watcher's ([`robotgate::load::watch::Event`]). No thread, and
-//! no `stat` of a file until one of its directory's files changes.
+//! The directories of a module's sources, watched with inotify: one
+//! descriptor, read without waiting, its events read as the core reads a
+//! watcher's ([`robotgate::load::watch::Event`]). nginx's loop watches it
+//! as it watches a socket; the Envoy and HAProxy modules' reload thread
+//! waits on it ([`crate::reloads`]). No `stat` of a file until one of its
+//! directory's files changes.
 //!
 //! Watched: writes, creations, removals and renames in each directory, and
 //! the directory itself going away. Not watched: reads and metadata (a
@@ -52,7 +53,7 @@ impl Inotify {
         Ok(Inotify { file, dirs: HashMap::new(), watched: std::collections::BTreeMap::new(), lost: false })
     }
 
-    /// The descriptor, for nginx's loop.
+    /// The descriptor, for the edge's loop or a `poll`.
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
     }
