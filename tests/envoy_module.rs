@@ -321,6 +321,40 @@ fn reverse_dns_parks_the_stream_and_resumes_it() {
 /// here; each request a new connection, which Envoy hands to either): a
 /// client that follows the trap is banned on every path but robots.txt,
 /// whichever thread decides; another client is not.
+/// Two listeners (a site served on two ports, as plain and TLS would be)
+/// whose filters name one robotgate.yaml share one module: loaded once,
+/// and a trap's ban made through one is in force through the other.
+#[test]
+fn two_listeners_naming_one_file_share_its_state() {
+    let Some(bin) = envoy() else { return };
+    let Some(module) = module() else { return };
+    let origin = Origin::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = site(dir.path(), &origin, "");
+    let (port, admin, other) = (free_port(), free_port(), free_port());
+    let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
+    // The listener again, named and bound anew.
+    let (from, to) = (config.find("    - name: site\n").unwrap(), config.find("\n  clusters:").unwrap());
+    let second = config[from..to]
+        .replacen("    - name: site\n", "    - name: site-again\n", 1)
+        .replace(&format!("port_value: {port} }}"), &format!("port_value: {other} }}"));
+    let config = format!("{}{second}{}", &config[..to], &config[to..]);
+    let _envoy = spawn_envoy(&bin, &module, dir.path(), port, &config);
+    let log = dir.path().join("envoy.log");
+    wait_port(port, "envoy", &log);
+    wait_port(other, "envoy", &log);
+
+    let r = as_a_browser(port, "127.0.0.9", "/trap/x");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    let r = as_a_browser(other, "127.0.0.9", "/page");
+    assert_eq!(r.status, 403, "the other listener did not know the ban: {}", r.head);
+    let r = as_a_browser(other, "127.0.0.10", "/page");
+    assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+    let said = std::fs::read_to_string(&log).unwrap();
+    let loaded = format!("robotgate: {} loaded", yaml.display());
+    assert_eq!(said.matches(&loaded).count(), 1, "robotgate.yaml loaded other than once: {said}");
+}
+
 #[test]
 fn a_trap_bans_on_every_worker_thread() {
     let Some(bin) = envoy() else { return };

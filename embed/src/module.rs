@@ -10,7 +10,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use robotgate::config::SharedState;
+use robotgate::config::{Boot, SharedState};
 use robotgate::load::file::Reader;
 use robotgate::load::watch::{DEBOUNCE, SWEEP_EVERY};
 use robotgate::load::Snapshot;
@@ -49,9 +49,6 @@ pub struct Module {
     pub directories: Arc<Directories>,
     /// The violation log, when robotgate.yaml names a file.
     pub violations: Option<Arc<Violations>>,
-    /// The counters of [`crate::decide::families`] in the edge's own stats,
-    /// by family: the edge's ids (Envoy's; none where the edge has none).
-    pub counters: Vec<(&'static str, usize)>,
     /// The proxy's metrics in the module's own tables, for an edge that has
     /// no stats to count in (HAProxy's scrape service); reloads are counted
     /// there by every edge.
@@ -60,6 +57,8 @@ pub struct Module {
     /// needs the edge to load the module's configuration again, as the
     /// proxy needs a restart), and its threads once started.
     shared_state: Option<SharedState>,
+    /// The settings a running module cannot change, as loaded.
+    boot: Boot,
     store: RwLock<Started>,
     /// The reload thread.
     watcher: Mutex<Watcher>,
@@ -123,6 +122,7 @@ impl Module {
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>())?;
         let state = Arc::new(MemoryState::new(snapshot.settings.boot.max_clients));
         let shared_state = snapshot.settings.boot.shared_state.clone();
+        let snapshot_boot = snapshot.settings.boot.clone();
         let violations = Violations::open(&snapshot, move |m| log(Level::Warn, m)).map_err(|e| vec![e])?.map(Arc::new);
         let dns = Arc::new(Dns::new(&snapshot.settings.boot.dns));
         let snapshot: Current = Arc::new(RwLock::new(Arc::new(snapshot)));
@@ -134,7 +134,7 @@ impl Module {
             dns,
             directories: Arc::default(),
             violations,
-            counters: Vec::new(),
+            boot: snapshot_boot,
             metrics: Arc::default(),
             shared_state,
             store: RwLock::new(Started::NotYet),
@@ -211,6 +211,14 @@ impl Module {
                 Watcher { stop, stopped: None }
             }
         }
+    }
+
+    /// The settings robotgate.yaml now has that this module cannot put in
+    /// force (listed as `robotgate config check` names them): an edge that
+    /// loads the module's configuration again loads the file afresh when
+    /// there are some, rather than sharing this module.
+    pub fn restart_only(&self) -> Vec<&'static str> {
+        self.boot.changes(&self.current().settings.boot)
     }
 
     /// The snapshot to decide a request with.

@@ -6,7 +6,8 @@
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 use robotgate::identity::Identity;
 use robotgate::pipeline::answer::Plan;
@@ -41,10 +42,58 @@ fn log_at(level: Level, message: &str) {
     log(level, message);
 }
 
+/// One filter configuration of Envoy's: the module it shares with every
+/// other configuration naming the same robotgate.yaml ([`shared`]), and the
+/// ids of its counters in Envoy's stats (defined for each configuration).
+struct Config {
+    module: Arc<Module>,
+    counters: Vec<(&'static str, usize)>,
+}
+
+/// Every robotgate.yaml loaded in the process, by path: what a filter
+/// configuration naming one that is loaded shares.
+static LOADED: Mutex<Vec<(PathBuf, Weak<Module>)>> = Mutex::new(Vec::new());
+
+/// The module of robotgate.yaml at `path`: the one loaded in the process,
+/// if a filter configuration still holds it, else loaded now. Two
+/// listeners (plain and TLS, say) naming one file decide with one state
+/// (a robot's pace, a trap's ban, robots.txt reads), and a listener Envoy
+/// updates (LDS) keeps it: Envoy makes the new configuration before it
+/// drops the old. A file whose settings a running module cannot change
+/// (`state:`, the violation log, `limits.max_clients`, DNS) has changed
+/// since it was loaded: loaded afresh, its state new.
+fn shared(path: &Path) -> Result<Arc<Module>, Vec<String>> {
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let mut loaded = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    loaded.retain(|(_, m)| m.strong_count() > 0);
+    if let Some(module) = loaded.iter().find(|(p, _)| *p == key).and_then(|(_, m)| m.upgrade()) {
+        let changed = module.restart_only();
+        if changed.is_empty() {
+            return Ok(module);
+        }
+        log(
+            abi::LOG_INFO,
+            &format!(
+                "robotgate: {} loaded afresh ({} changed since it was loaded)",
+                path.display(),
+                changed.join(", ")
+            ),
+        );
+    }
+    let module = Arc::new(Module::load(path, log_at, CROWD_WARNING)?);
+    for problem in &module.current().refused {
+        log(abi::LOG_WARN, &format!("robotgate: site file refused, the other sites are served: {problem}"));
+    }
+    log(abi::LOG_INFO, &format!("robotgate: {} loaded", path.display()));
+    loaded.retain(|(p, _)| *p != key);
+    loaded.push((key, Arc::downgrade(&module)));
+    Ok(module)
+}
+
 /// One stream's filter: what a pass adds to the origin's answer, and the
 /// lookup it is parked for.
 struct Filter {
-    module: *const Module,
+    config: *const Config,
     pass: Option<(Vec<String>, Option<String>)>,
     parked: Option<Arc<Lookup>>,
 }
@@ -82,14 +131,10 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
                 return std::ptr::null();
             }
         };
-        match Module::load(&path, log_at, CROWD_WARNING) {
-            Ok(mut module) => {
-                module.counters = define_counters(config_envoy);
-                for problem in &module.current().refused {
-                    log(abi::LOG_WARN, &format!("robotgate: site file refused, the other sites are served: {problem}"));
-                }
-                log(abi::LOG_INFO, &format!("robotgate: {} loaded", path.display()));
-                Box::into_raw(Box::new(module)) as ModulePtr
+        match shared(&path) {
+            Ok(module) => {
+                let counters = define_counters(config_envoy);
+                Box::into_raw(Box::new(Config { module, counters })) as ModulePtr
             }
             Err(problems) => {
                 for problem in problems {
@@ -133,13 +178,13 @@ fn define_counters(config: abi::ConfigEnvoyPtr) -> Vec<(&'static str, usize)> {
 pub extern "C" fn envoy_dynamic_module_on_http_filter_config_destroy(config: ModulePtr) {
     if !config.is_null() {
         // SAFETY: made by `config_new`, destroyed once, after its filters.
-        drop(unsafe { Box::from_raw(config as *mut Module) });
+        drop(unsafe { Box::from_raw(config as *mut Config) });
     }
 }
 
 #[no_mangle]
 pub extern "C" fn envoy_dynamic_module_on_http_filter_new(config: ModulePtr, _filter: FilterEnvoyPtr) -> ModulePtr {
-    Box::into_raw(Box::new(Filter { module: config.cast(), pass: None, parked: None })) as ModulePtr
+    Box::into_raw(Box::new(Filter { config: config.cast(), pass: None, parked: None })) as ModulePtr
 }
 
 #[no_mangle]
@@ -196,7 +241,8 @@ fn run(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Waited>) -> St
 
 fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Waited>) -> Step {
     // SAFETY: the configuration outlives its filters (Envoy holds it for them).
-    let module = unsafe { &*filter.module };
+    let config = unsafe { &*filter.config };
+    let module = &*config.module;
     // Every header in one crossing (Envoy bounds their count:
     // `max_request_headers_count`).
     // SAFETY: Envoy's callbacks on this stream, during its hook.
@@ -235,7 +281,7 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Wa
     };
     let snap = module.current();
     let count = |family: &'static str, values: &[&str]| {
-        let Some(&(_, id)) = module.counters.iter().find(|(name, _)| *name == family) else { return };
+        let Some(&(_, id)) = config.counters.iter().find(|(name, _)| *name == family) else { return };
         let values: Vec<ModuleBuffer> = values.iter().map(|v| ModuleBuffer::of(v.as_bytes())).collect();
         // SAFETY: Envoy's callback on this stream; it copies the values.
         unsafe {

@@ -30,9 +30,10 @@
 //! and `Content-Usage` on the origin's answer. The client is Envoy's
 //! `source.address` (its downstream peer after `xff_num_trusted_hops`);
 //! rates, bans and robots.txt reads are in one table for all of Envoy's
-//! threads. An edit of robotgate.yaml or of a file it names is in force
-//! within about [`RELOAD_EVERY`], loaded by a thread of the module's, never
-//! by Envoy's.
+//! threads and every filter configuration naming the same robotgate.yaml.
+//! An edit of robotgate.yaml or of a file it names is in force some 50 ms
+//! after it is saved, noticed by inotify and loaded by a thread of the
+//! module's, never by Envoy's ([`robotgate_embed::reloads`]).
 //!
 //! Envoy's ABI is declared by hand in [`abi`]; the hooks Envoy calls are in
 //! [`hooks`]. What the module shares with the HAProxy module (robotgate.yaml
@@ -46,7 +47,7 @@ pub mod decide;
 mod hooks;
 pub mod park;
 
-pub use robotgate_embed::{Level, Module, RELOAD_EVERY};
+pub use robotgate_embed::{Level, Module};
 
 /// The ABI version the module was written against: the
 /// `ENVOY_DYNAMIC_MODULES_ABI_VERSION` of Envoy 1.40's abi.h. Envoy loads a
