@@ -279,7 +279,8 @@ envoy_without() {
 
 # envoy_module_conf FILE PORT ADMIN ORIGIN YAML: the shipped
 # examples/edge/envoy-module.yaml listening on PORT (its admin on ADMIN) in
-# front of ORIGIN, the module reading YAML.
+# front of ORIGIN, the module reading YAML (its metrics listener on a port
+# the system picks: not asked).
 envoy_module_conf() {
   local t
   for t in 'socket_address: { address: 0.0.0.0, port_value: 80 }' 'port_value: 8000 }' 'port_value: 9901 }' \
@@ -288,5 +289,6 @@ envoy_module_conf() {
   done
   sed -e "s/socket_address: { address: 0\.0\.0\.0, port_value: 80 }/socket_address: { address: 127.0.0.1, port_value: $2 }/" \
     -e "s/port_value: 8000 }/port_value: $4 }/" -e "s/port_value: 9901 }/port_value: $3 }/" \
-    -e "s|value: /etc/robotgate/robotgate.yaml|value: $5|" examples/edge/envoy-module.yaml > "$1"
+    -e "s|value: /etc/robotgate/robotgate.yaml|value: $5|" -e "s|config: /etc/robotgate/robotgate.yaml|config: \"$5\"|" \
+    -e "s/port_value: 9103 }/port_value: 0 }/" examples/edge/envoy-module.yaml > "$1"
 }

@@ -20,8 +20,8 @@ use common::certs::Certs;
 use common::dns_server::{Answer as DnsAnswer, Server as DnsServer};
 use common::edge::{curl_as_chrome, envoy, envoy_tls, get_from, shipped, wait_port, Answered};
 use common::modules::{
-    a_shared_store_is_shared, envoy as module, envoy_config as retarget, shared_state, signed_site, site, spawn_envoy,
-    spawn_envoy_on,
+    a_shared_store_is_shared, envoy as module, envoy_config as retarget, envoy_metrics_port, shared_state, signed_site,
+    site, spawn_envoy, spawn_envoy_on,
 };
 use common::redis_server::RedisServer;
 use common::*;
@@ -136,6 +136,21 @@ fn envoy_module_in_front() {
     assert_eq!(get_from(port, "127.0.0.2", "/page", &[("User-Agent", GPTBOT)]).status, 200);
     let r = as_a_browser(port, "127.0.0.2", "/page");
     assert_eq!((r.status, r.body.as_str()), (200, "origin /page"), "{}", r.head);
+
+    // The module's scrape (the metrics listener): what Envoy's stats do
+    // not hold, from the module the site's filter decides with.
+    let at = envoy_metrics_port(&config);
+    let scrape = get_from(at, "127.0.0.1", "/metrics", &[]);
+    assert_eq!(scrape.status, 200, "{}", scrape.head);
+    let kind = scrape.header("content-type").unwrap_or_default();
+    assert!(kind.starts_with("text/plain; version=0.0.4"), "{}", scrape.head);
+    let text = &scrape.body;
+    assert!(common::modules::sample(text, "robotgate_decision_seconds_count").is_some_and(|n| n >= 3.0), "{text}");
+    assert!(common::modules::sample(text, "robotgate_reloads_total").is_some_and(|n| n >= 1.0), "{text}");
+    assert!(common::modules::sample(text, "robotgate_reload_failures_total").is_some_and(|n| n >= 1.0), "{text}");
+    assert!(text.contains("robotgate_robots_info{site=\"s\","), "{text}");
+    assert!(!text.contains("robotgate_requests_total"), "counted twice: {text}");
+    assert_eq!(get_from(at, "127.0.0.1", "/other", &[]).status, 404);
 }
 
 /// A robotgate.yaml that does not load: Envoy does not take the
@@ -334,7 +349,8 @@ fn two_listeners_naming_one_file_share_its_state() {
     let (port, admin, other) = (free_port(), free_port(), free_port());
     let config = retarget(&shipped("envoy-module.yaml"), (port, admin), &origin, &yaml);
     // The listener again, named and bound anew.
-    let (from, to) = (config.find("    - name: site\n").unwrap(), config.find("\n  clusters:").unwrap());
+    let (from, to) =
+        (config.find("    - name: site\n").unwrap(), config.find("    - name: robotgate-metrics\n").unwrap());
     let second = config[from..to]
         .replacen("    - name: site\n", "    - name: site-again\n", 1)
         .replace(&format!("port_value: {port} }}"), &format!("port_value: {other} }}"));

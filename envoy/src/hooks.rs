@@ -8,9 +8,11 @@ use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
 
 use robotgate::identity::Identity;
-use robotgate::pipeline::answer::Plan;
+use robotgate::metric;
+use robotgate::pipeline::answer::{Body, Plan};
 use robotgate::state::State;
 
 use crate::abi::{self, EnvoyBuffer, EnvoyHeader, FilterEnvoyPtr, ModuleBuffer, ModuleHeader, ModulePtr, Status};
@@ -48,6 +50,8 @@ fn log_at(level: Level, message: &str) {
 struct Config {
     module: Arc<Module>,
     counters: Vec<(&'static str, usize)>,
+    /// The filter is the module's scrape ([`scrape`]), not a decision.
+    metrics: bool,
 }
 
 /// Every robotgate.yaml loaded in the process, by path: what a filter
@@ -124,17 +128,18 @@ pub extern "C" fn envoy_dynamic_module_on_http_filter_config_new(
     let loaded = catch_unwind(|| {
         // SAFETY: Envoy's buffer, valid during this hook.
         let bytes = unsafe { config.bytes() };
-        let path = match crate::config::path_of(bytes) {
-            Ok(path) => path,
+        let given = match crate::config::read(bytes) {
+            Ok(given) => given,
             Err(problem) => {
                 log(abi::LOG_ERROR, &format!("robotgate: {problem}"));
                 return std::ptr::null();
             }
         };
-        match shared(&path) {
+        match shared(&given.path) {
             Ok(module) => {
-                let counters = define_counters(config_envoy);
-                Box::into_raw(Box::new(Config { module, counters })) as ModulePtr
+                // A scrape counts nothing.
+                let counters = if given.metrics { Vec::new() } else { define_counters(config_envoy) };
+                Box::into_raw(Box::new(Config { module, counters, metrics: given.metrics })) as ModulePtr
             }
             Err(problems) => {
                 for problem in problems {
@@ -269,6 +274,11 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Wa
             }
         })
         .collect();
+    if config.metrics {
+        send(envoy, &scrape(module, &all));
+        return Step::Answered;
+    }
+    let started = Instant::now();
     let mut source = EnvoyBuffer::NULL;
     // SAFETY: as above.
     let client = if unsafe {
@@ -281,6 +291,11 @@ fn request_headers(envoy: FilterEnvoyPtr, filter: &mut Filter, waited: Option<Wa
     };
     let snap = module.current();
     let count = |family: &'static str, values: &[&str]| {
+        if family == metric::DECISION_SECONDS.name {
+            // Not Envoy's: its histograms are not the proxy's buckets.
+            module.metrics.observe(started);
+            return;
+        }
         let Some(&(_, id)) = config.counters.iter().find(|(name, _)| *name == family) else { return };
         let values: Vec<ModuleBuffer> = values.iter().map(|v| ModuleBuffer::of(v.as_bytes())).collect();
         // SAFETY: Envoy's callback on this stream; it copies the values.
@@ -368,6 +383,24 @@ fn send(envoy: FilterEnvoyPtr, plan: &Plan<'_>) {
             ModuleBuffer::of(b"robotgate"),
         );
     }
+}
+
+/// The module's scrape, for a request to a filter of `"serve": "metrics"`:
+/// at `/metrics`, what Envoy's own stats do not hold, as Prometheus text
+/// (`robotgate_decision_seconds`, the reloads and their failures,
+/// `robotgate_state_errors_total`, `robotgate_one_client_warning`,
+/// `robotgate_robots_info`, `robotgate_feed_age_seconds`); the decisions'
+/// counters are in Envoy's stats (its admin's `/stats/prometheus`).
+fn scrape(module: &Module, all: &[(&[u8], &[u8])]) -> Plan<'static> {
+    let path = all.iter().find(|(k, _)| *k == b":path").map_or(&b""[..], |(_, v)| v);
+    let path = path.split(|&b| b == b'?').next().unwrap_or(b"");
+    if path != b"/metrics" {
+        return Plan::refuse(404, "Not Found: the metrics are at /metrics");
+    }
+    let mut plan = Plan::refuse(200, "");
+    plan.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    plan.body = Body::Text(module.metrics.render(&module.current(), &module.crowd).into());
+    plan
 }
 
 /// The origin's answer: a pass adds the site's `X-Robots-Tag`s, and its

@@ -221,10 +221,26 @@ pub fn envoy_config(text: &str, (port, admin): (u16, u16), origin: &Origin, yaml
     for default in [listener, upstream, config, admin_at] {
         assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
     }
+    let (scrape, scrape_config) = (
+        "socket_address: { address: 127.0.0.1, port_value: 9103 }",
+        "value: { config: /etc/robotgate/robotgate.yaml, serve: metrics }",
+    );
+    for default in [scrape, scrape_config] {
+        assert_eq!(text.matches(default).count(), 1, "the example no longer names {default}");
+    }
     text.replace(listener, &format!("socket_address: {{ address: 127.0.0.1, port_value: {port} }}"))
         .replace(admin_at, &format!("socket_address: {{ address: 127.0.0.1, port_value: {admin} }}"))
         .replace(upstream, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", origin.addr.port()))
         .replace(config, &format!("value: {}", yaml.display()))
+        .replace(scrape, &format!("socket_address: {{ address: 127.0.0.1, port_value: {} }}", free_port()))
+        .replace(scrape_config, &format!("value: {{ config: \"{}\", serve: metrics }}", yaml.display()))
+}
+
+/// The port of the metrics listener of an [`envoy_config`]ed configuration.
+pub fn envoy_metrics_port(config: &str) -> u16 {
+    let listener = config.split("- name: robotgate-metrics\n").nth(1).expect("no metrics listener");
+    let at = listener.split("port_value: ").nth(1).expect("no port");
+    at[..at.find(' ').expect("no port's end")].parse().unwrap()
 }
 
 /// The real Envoy running `config` with the module in its search path, its
