@@ -445,6 +445,14 @@ fn a_configmaps_update_and_an_edit_are_reloaded() {
     assert!(said.is_some(), "{}", read());
     let scrape = get_from(metrics_port(&cfg), "127.0.0.1", "/metrics", &[]);
     assert!(sample(&scrape.body, "robotgate_reloads_total").is_some_and(|n| n >= 2.0), "{}", scrape.body);
+
+    // A setting a running module cannot change: reloaded, and said to wait
+    // for HAProxy's own reload.
+    let edited = dir.path().join("robotgate.yaml.new");
+    std::fs::write(&edited, std::fs::read_to_string(&yaml).unwrap() + "limits:\n  max_clients: 5000\n").unwrap();
+    std::fs::rename(&edited, &yaml).unwrap();
+    let said = within(Duration::from_secs(2), || read().contains("not in force until the edge loads"));
+    assert!(said.is_some_and(|_| read().contains("limits.max_clients")), "{}", read());
 }
 
 /// Web Bot Auth inside HAProxy: the key directory fetched by a helper

@@ -285,6 +285,19 @@ impl Reloads {
                         c.removed
                     ),
                 );
+                // What a running module cannot change (the proxy says the
+                // same of a restart): said, so an edit that is not in force
+                // does not pass for one.
+                let later = self.current.settings.boot.changes(&new.settings.boot);
+                if !later.is_empty() {
+                    say(
+                        Level::Warn,
+                        &format!(
+                            "robotgate: not in force until the edge loads the module's configuration again: {}",
+                            later.join(", ")
+                        ),
+                    );
+                }
                 let new = Arc::new(new);
                 let Some(old) = install(new.clone()) else {
                     say(Level::Error, "robotgate: the reloaded snapshot could not be put in force");
