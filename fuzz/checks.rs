@@ -613,7 +613,7 @@ pub fn disguise_headers(data: &[u8]) {
     let mut values = Vec::new();
     for line in lines {
         if let Some((k, v)) = line.split_once(':') {
-            presented.note_any_case(k.trim(), v.trim());
+            presented.note_any_case(k.trim().as_bytes(), v.trim());
             values.push(v.trim());
         }
     }

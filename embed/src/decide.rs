@@ -9,12 +9,13 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::net::IpAddr;
 
+use robotgate::agent::disguise::Presented;
 use robotgate::agent::Memo;
 use robotgate::identity::signature::fetch::FetchLimits;
 use robotgate::load::Snapshot;
 use robotgate::metric;
 use robotgate::pipeline::answer::{pass_headers, Conditional, Counts, Plan};
-use robotgate::pipeline::{Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
+use robotgate::pipeline::{Carried, Env, Header, Headers, Need, Next, Peer, Pipeline, Request, SiteView, Verdict};
 use robotgate::policy::{Clock, Decision, Enforcement, Outcome, Rates, Requested, TallyFamily};
 use robotgate::record::Record;
 use robotgate::state::crowd::Crowd;
@@ -75,6 +76,25 @@ impl<'r> Headers<'r> for Fields<'r> {
                 each(k, v);
             }
         }
+    }
+
+    /// Read as bytes, not through [`Headers::text`]: no UTF-8 check of
+    /// every header (a pseudo-header's name matches none read).
+    fn presented(&self) -> Option<Presented<'r>> {
+        let mut p = Presented::default();
+        for (k, v) in self.all {
+            p.note_any_case(k, *v);
+        }
+        Some(p)
+    }
+
+    /// One walk, not a search by name for each header asked about.
+    fn carried(&self) -> Carried {
+        let mut c = Carried::default();
+        for (k, _) in self.all {
+            c.note_any_case(k);
+        }
+        c
     }
 }
 

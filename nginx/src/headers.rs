@@ -4,6 +4,7 @@ use std::net::IpAddr;
 
 use ngx::http;
 
+use robotgate::agent::disguise::Presented;
 use robotgate::pipeline::{Header, Headers};
 
 /// A request's headers, as the pipeline reads them: the ones it asks for
@@ -69,6 +70,16 @@ impl<'r> Headers<'r> for Fields<'r> {
                 each(k, v);
             }
         }
+    }
+
+    /// Read as bytes, not through [`Headers::text`]: no UTF-8 check of
+    /// every header.
+    fn presented(&self) -> Option<Presented<'r>> {
+        let mut p = Presented::default();
+        for (k, v) in self.request.headers_in_iterator() {
+            p.note_any_case(k.as_bytes(), v.as_bytes());
+        }
+        Some(p)
     }
 }
 

@@ -97,7 +97,7 @@ pub fn request(head: &std::path::Path, scheme: &str, ja4: Option<&str>) -> anyho
             "host" | ":authority" => host = value,
             _ => {}
         }
-        presented.note(name, value);
+        presented.note(name.as_bytes(), value);
     }
     let scheme = match scheme {
         "https" => Scheme::Https,

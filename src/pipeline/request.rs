@@ -62,7 +62,7 @@ pub trait Headers<'r> {
     /// it lacks is never taken for what the client did not send.
     fn presented(&self) -> Option<Presented<'r>> {
         let mut p = Presented::default();
-        self.text(&mut |name, value| p.note_any_case(name, value));
+        self.text(&mut |name, value| p.note_any_case(name.as_bytes(), value));
         Some(p)
     }
 
@@ -96,12 +96,23 @@ pub struct Carried {
 
 impl Carried {
     /// Note a header named `name` (lower case).
-    pub fn note(&mut self, name: &str) {
+    pub fn note(&mut self, name: &[u8]) {
         // By length first: most names are neither length.
         match name.len() {
-            9 => self.forwarding |= name == "forwarded",
-            15 if name == "x-forwarded-for" => self.forwarding = true,
-            15 if name == "signature-input" => self.signature_input = true,
+            9 => self.forwarding |= name == b"forwarded",
+            15 if name == b"x-forwarded-for" => self.forwarding = true,
+            15 if name == b"signature-input" => self.signature_input = true,
+            _ => {}
+        }
+    }
+
+    /// Like [`Carried::note`] for a name in any case: by length first too,
+    /// so that most names cost one compare.
+    pub fn note_any_case(&mut self, name: &[u8]) {
+        match name.len() {
+            9 => self.forwarding |= name.eq_ignore_ascii_case(b"forwarded"),
+            15 if name.eq_ignore_ascii_case(b"x-forwarded-for") => self.forwarding = true,
+            15 if name.eq_ignore_ascii_case(b"signature-input") => self.signature_input = true,
             _ => {}
         }
     }

@@ -362,7 +362,10 @@ fn carried_headers_noted_in_a_walk_are_the_ones_looked_up_by_name() {
         let headers: Vec<(&str, &str)> =
             names.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, n)| (*n, "v")).collect();
         let mut walked = Carried::default();
-        headers.iter().for_each(|(n, _)| walked.note(n));
+        headers.iter().for_each(|(n, _)| walked.note(n.as_bytes()));
         assert_eq!(walked, List(headers.clone()).carried(), "{headers:?}");
+        let mut upper = Carried::default();
+        headers.iter().for_each(|(n, _)| upper.note_any_case(n.to_ascii_uppercase().as_bytes()));
+        assert_eq!(upper, walked, "{headers:?} in upper case");
     }
 }

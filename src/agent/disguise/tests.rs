@@ -16,7 +16,7 @@ const OLD_CHROME: &[u8] =
 /// A request as its (lower-case) header lines.
 fn presented<'a>(lines: &[(&'a str, &'a str)]) -> Presented<'a> {
     let mut p = Presented::default();
-    lines.iter().for_each(|&(k, v)| p.note(k, v));
+    lines.iter().for_each(|&(k, v)| p.note(k.as_bytes(), v));
     p
 }
 
@@ -317,7 +317,7 @@ fn the_names_a_host_asks_for_are_the_ones_presented_reads() {
     // through an intermediary), and no other name is.
     let kept = |name: &str| {
         let mut p = Presented::default();
-        p.note(name, "x");
+        p.note(name.as_bytes(), "x");
         p != Presented::default()
     };
     for name in PRESENTED_HEADERS {
@@ -325,6 +325,28 @@ fn the_names_a_host_asks_for_are_the_ones_presented_reads() {
     }
     for other in ["accept", "Accept-Language", "sec-fetch-user", "sec-ch-ua-platform", "vias", "x-proxy-if", ""] {
         assert!(!kept(other), "{other}");
+    }
+}
+
+#[test]
+fn a_name_in_any_case_is_read_as_its_lower_case_and_no_other_is() {
+    let any_case = |name: &str| {
+        let mut p = Presented::default();
+        p.note_any_case(name.as_bytes(), "x");
+        p
+    };
+    for name in PRESENTED_HEADERS {
+        let mut lower = Presented::default();
+        lower.note(name.as_bytes(), "x");
+        assert_eq!(any_case(name), lower, "{name}");
+        assert_eq!(any_case(&name.to_ascii_uppercase()), lower, "{name}");
+        let title: String =
+            name.split('-').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect::<Vec<_>>().join("-");
+        assert_eq!(any_case(&title), lower, "{title}");
+    }
+    // Longer than any name read, or a byte no name has: nothing kept.
+    for other in ["Accept-Language-X", "Sec-CH-UA-Mobile-Extra", "Sec-Fetch-Sit\u{e9}", "Accept", "Vi\0"] {
+        assert_eq!(any_case(other), Presented::default(), "{other}");
     }
 }
 

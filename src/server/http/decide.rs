@@ -181,7 +181,7 @@ impl<'r> Fields<'r> {
         }
         let (mut p, mut c) = (Presented::default(), Carried::default());
         for (name, value) in self.map {
-            let name = name.as_str();
+            let name = name.as_str().as_bytes();
             p.note(name, value);
             c.note(name);
         }
