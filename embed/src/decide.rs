@@ -92,7 +92,7 @@ impl<'r> Headers<'r> for Fields<'r> {
     fn carried(&self) -> Carried {
         let mut c = Carried::default();
         for (k, _) in self.all {
-            c.note_any_case(k);
+            c.note(k);
         }
         c
     }

@@ -95,20 +95,9 @@ pub struct Carried {
 }
 
 impl Carried {
-    /// Note a header named `name` (lower case).
+    /// Note a header named `name`, in any case (an HTTP/1 host keeps the
+    /// client's). By length first: most names are neither length.
     pub fn note(&mut self, name: &[u8]) {
-        // By length first: most names are neither length.
-        match name.len() {
-            9 => self.forwarding |= name == b"forwarded",
-            15 if name == b"x-forwarded-for" => self.forwarding = true,
-            15 if name == b"signature-input" => self.signature_input = true,
-            _ => {}
-        }
-    }
-
-    /// Like [`Carried::note`] for a name in any case: by length first too,
-    /// so that most names cost one compare.
-    pub fn note_any_case(&mut self, name: &[u8]) {
         match name.len() {
             9 => self.forwarding |= name.eq_ignore_ascii_case(b"forwarded"),
             15 if name.eq_ignore_ascii_case(b"x-forwarded-for") => self.forwarding = true,
